@@ -1,0 +1,40 @@
+"""Tools a model can read and call, their results, and toolsets that dispatch calls.
+
+- `Tool`: a definition (name, description, JSON Schema of the parameters).
+- `CallableTool`: a Tool with an `async __call__`, arguments checked against its schema.
+- `CallableTool2`: a tool whose arguments are validated into a pydantic model.
+- `ToolReturnValue` (`ToolOk`, `ToolError`): what a tool returns; failures are values.
+- `DisplayBlock`: what a tool shows the user, apart from what the model reads.
+- `Toolset`, `ToolResult`: the protocol that turns a `ToolCall` into a result, and the result.
+
+`kosong.tooling.simple.SimpleToolset` is the toolset to start with; `kosong.tooling.error` holds
+the errors a toolset reports on its own.
+"""
+
+from kosong.tooling._arguments import ArgumentLimits
+from kosong.tooling._callable import CallableTool
+from kosong.tooling._callable2 import CallableTool2
+from kosong.tooling._display import BriefDisplayBlock, DisplayBlock, UnknownDisplayBlock
+from kosong.tooling._result import HandleResult, ToolResult, ToolResultFuture, Toolset
+from kosong.tooling._return import ToolError, ToolOk, ToolOutput, ToolReturnType, ToolReturnValue
+from kosong.tooling._tool import ParametersType, Tool
+
+__all__ = [
+    "ArgumentLimits",
+    "BriefDisplayBlock",
+    "CallableTool",
+    "CallableTool2",
+    "DisplayBlock",
+    "HandleResult",
+    "ParametersType",
+    "Tool",
+    "ToolError",
+    "ToolOk",
+    "ToolOutput",
+    "ToolResult",
+    "ToolResultFuture",
+    "ToolReturnType",
+    "ToolReturnValue",
+    "Toolset",
+    "UnknownDisplayBlock",
+]

@@ -1,0 +1,83 @@
+"""`CallableTool`: a tool defined by a JSON Schema and an `async __call__`."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from abc import ABC, abstractmethod
+from typing import Any, Self
+
+import jsonschema_rs
+from pydantic import PrivateAttr, model_validator
+
+from kosong.tooling._calling import calls_in_thread, checked_return, jsonschema_errors_text
+from kosong.tooling._return import ToolReturnValue
+from kosong.tooling._tool import Tool
+from kosong.tooling.error import ToolValidateError
+from kosong.utils.typing import JsonType
+
+__all__ = ["CallableTool"]
+
+
+class CallableTool(Tool, ABC):
+    """A tool whose arguments are described by a JSON Schema (`parameters`).
+
+    `call(arguments)` validates the arguments against `parameters`, then calls `__call__`:
+
+    - a JSON array is unpacked as positional arguments,
+    - a JSON object as keyword arguments,
+    - anything else is passed as a single argument.
+
+    Arguments that fail the schema, or do not fit `__call__`'s signature, give a
+    `ToolValidateError` naming the offending field. A plain (non-async) `__call__` runs in a
+    worker thread so it never blocks the event loop. The validator is built once, when the tool
+    is created.
+    """
+
+    _validator: jsonschema_rs.Validator = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _build_validator(self) -> Self:
+        self._validator = jsonschema_rs.validator_for(self.parameters)
+        return self
+
+    @property
+    def base(self) -> Tool:
+        """The tool definition the model reads (this tool itself)."""
+        return self
+
+    async def call(self, arguments: JsonType) -> ToolReturnValue:
+        """Validate `arguments`, call the tool, and return its result (never its exception)."""
+        validator = self._validator
+        if not validator.is_valid(arguments):
+            return ToolValidateError(jsonschema_errors_text(validator, arguments))
+        if isinstance(arguments, list):
+            args: tuple[Any, ...] = tuple(arguments)
+            kwargs: dict[str, Any] = {}
+        elif isinstance(arguments, dict):
+            args, kwargs = (), arguments
+        else:
+            args, kwargs = (arguments,), {}
+        if calls_in_thread(type(self)):
+            return checked_return(self.name, await _call_in_thread(self, args, kwargs))
+        try:
+            pending = self(*args, **kwargs)
+        except TypeError as e:  # calling an async def only binds: this is a signature mismatch
+            return ToolValidateError(f"the arguments do not fit the tool's signature: {e}")
+        return checked_return(self.name, await pending)
+
+    @abstractmethod
+    async def __call__(self, *args: Any, **kwargs: Any) -> ToolReturnValue:
+        """The tool's implementation."""
+        ...
+
+
+async def _call_in_thread(
+    tool: CallableTool, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> object:
+    try:
+        inspect.signature(tool.__call__).bind(*args, **kwargs)
+    except TypeError as e:
+        return ToolValidateError(f"the arguments do not fit the tool's signature: {e}")
+    return await asyncio.to_thread(functools.partial(tool, *args, **kwargs))

@@ -1,0 +1,91 @@
+"""Shared pieces of `CallableTool.call` and `CallableTool2.call` (private)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from itertools import islice
+from typing import Any
+
+import jsonschema_rs
+from pydantic import ValidationError
+
+from kosong.tooling._return import ToolError, ToolReturnValue
+
+__all__ = [
+    "MAX_REPORTED_ERRORS",
+    "calls_in_thread",
+    "checked_return",
+    "json_path",
+    "jsonschema_errors_text",
+    "pydantic_errors_text",
+]
+
+MAX_REPORTED_ERRORS = 5
+"""How many validation errors one message lists; the model fixes them all in one retry."""
+
+def calls_in_thread(cls: type) -> bool:
+    """Whether `cls.__call__` is a plain function, to be run in a worker thread.
+
+    Decided once per class (stored on it), since this sits on every call's path.
+    """
+    in_thread: bool | None = cls.__dict__.get("__kosong_calls_in_thread__")
+    if in_thread is None:
+        in_thread = not inspect.iscoroutinefunction(cls.__call__)
+        type.__setattr__(cls, "__kosong_calls_in_thread__", in_thread)
+    return in_thread
+
+
+def checked_return(tool_name: str, value: object) -> ToolReturnValue:
+    """`value` if it is a ToolReturnValue, else a ToolError saying what the tool returned."""
+    if isinstance(value, ToolReturnValue):
+        return value
+    return ToolError(
+        message=(
+            f"Tool `{tool_name}` returned a {type(value).__name__}, not a ToolReturnValue; "
+            "its implementation must return ToolOk(...) or ToolError(...)"
+        ),
+        brief="Invalid tool result",
+    )
+
+
+def json_path(loc: Sequence[Any]) -> str:
+    """`location.latitude`, `items[0]`, `["max-results"]`: where in the arguments."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif isinstance(part, str) and part.isidentifier():
+            out += f".{part}" if out else part
+        else:
+            out += f"[{str(part)!r}]"
+    return out
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def jsonschema_errors_text(validator: jsonschema_rs.Validator, instance: Any) -> str:
+    """Every (up to a few) schema violation of `instance`, each with where it is."""
+    lines: list[str] = []
+    for error in islice(validator.iter_errors(instance), MAX_REPORTED_ERRORS):
+        where = json_path(error.instance_path)
+        lines.append(f"{where}: {error.message}" if where else error.message)
+    return "; ".join(lines)
+
+
+def pydantic_errors_text(error: ValidationError) -> str:
+    """Every (up to a few) pydantic error, each with the field it is about."""
+    details = error.errors(include_url=False, include_context=False)
+    lines: list[str] = []
+    for detail in details[:MAX_REPORTED_ERRORS]:
+        where = json_path(detail["loc"])
+        text = detail["msg"]
+        if detail["type"] != "missing":
+            text += f" (got {_short(detail['input'])})"
+        lines.append(f"{where}: {text}" if where else text)
+    if len(details) > MAX_REPORTED_ERRORS:
+        lines.append(f"and {len(details) - MAX_REPORTED_ERRORS} more")
+    return "; ".join(lines)

@@ -1,0 +1,78 @@
+"""`ToolResult` and the `Toolset` protocol: what handling a tool call gives back."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+from kosong.message import ToolCall
+from kosong.tooling._return import ToolReturnValue
+from kosong.tooling._tool import Tool
+
+__all__ = ["HandleResult", "ToolResult", "ToolResultFuture", "Toolset"]
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class ToolResult:
+    """The result of one tool call: the call's id and the tool's return value.
+
+    `return_value` is the field; `result` is its older name and reads the same value, and
+    `ToolResult(tool_call_id=..., result=...)` builds one as well. A ToolResult can be awaited
+    (it gives itself), so `await toolset.handle(call)` works whether `handle` returned a
+    finished result or a future.
+    """
+
+    tool_call_id: str
+    """The id of the tool call this answers."""
+    return_value: ToolReturnValue
+    """What the tool returned (or the error that stands for it)."""
+
+    def __init__(
+        self,
+        tool_call_id: str,
+        return_value: ToolReturnValue | None = None,
+        *,
+        result: ToolReturnValue | None = None,
+    ) -> None:
+        """Build a result from `return_value` (or its older name, `result`)."""
+        value = return_value if return_value is not None else result
+        if value is None or (return_value is not None and result is not None):
+            raise TypeError("ToolResult needs exactly one of `return_value` and `result`")
+        object.__setattr__(self, "tool_call_id", tool_call_id)
+        object.__setattr__(self, "return_value", value)
+
+    @property
+    def result(self) -> ToolReturnValue:
+        """The return value (the older name of `return_value`)."""
+        return self.return_value
+
+    def __await__(self) -> Generator[Any, None, ToolResult]:
+        return self
+        yield  # a generator that finishes at once: awaiting gives the result itself
+
+
+ToolResultFuture: TypeAlias = asyncio.Future[ToolResult]
+"""A result still being computed."""
+
+HandleResult: TypeAlias = ToolResultFuture | ToolResult
+"""What `Toolset.handle` returns: a finished result, or a future of one."""
+
+
+@runtime_checkable
+class Toolset(Protocol):
+    """Something that holds tools and handles the model's calls to them."""
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The definitions of the tools, for the model."""
+        ...
+
+    def handle(self, tool_call: ToolCall) -> HandleResult:
+        """Handle one tool call: return its result, or a future of it.
+
+        It must not block (it runs while the model's response is being streamed) and must not
+        raise anything but `asyncio.CancelledError`: every failure is a `ToolError` result.
+        """
+        ...

@@ -1,0 +1,120 @@
+"""What a tool returns: one value type for success and failure, never an exception."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from kosong.message import ContentPart
+from kosong.tooling._display import BriefDisplayBlock, DisplayBlock
+from kosong.utils.typing import JsonType
+
+__all__ = ["ToolError", "ToolOk", "ToolOutput", "ToolReturnType", "ToolReturnValue"]
+
+ToolOutput = str | ContentPart | Sequence[ContentPart]
+"""What `ToolOk` and `ToolError` accept as output: text, one content part, or several."""
+
+
+class ToolReturnValue(BaseModel):
+    """The result of a tool call, successful or not.
+
+    `output` and `message` go to the model; `display` goes to the user interface; `extras`
+    carries data for debugging and tests. Its JSON is exactly these five fields: anything added
+    later defaults to None, so `model_dump(mode="json", exclude_none=True)` keeps this shape.
+    """
+
+    is_error: bool
+    """Whether the call failed."""
+    output: str | list[ContentPart] = ""
+    """The output for the model: text, or content parts."""
+    message: str = ""
+    """An explanation for the model, such as what went wrong."""
+    display: list[DisplayBlock] = []
+    """Blocks for the user interface."""
+    extras: dict[str, JsonType] | None = None
+    """Extra data for debugging and tests; never shown to the model."""
+
+    @property
+    def brief(self) -> str:
+        """The text of the first `BriefDisplayBlock`, or "" when there is none."""
+        for block in self.display:
+            if isinstance(block, BriefDisplayBlock):
+                return block.text
+        return ""
+
+
+ToolReturnType = ToolReturnValue
+"""The older name of `ToolReturnValue`."""
+
+
+def _output(output: ToolOutput) -> str | list[ContentPart]:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, ContentPart):
+        return [output]
+    return list(output)
+
+
+def _display(brief: str, display: Sequence[DisplayBlock] | None) -> list[DisplayBlock]:
+    blocks: list[DisplayBlock] = [BriefDisplayBlock(text=brief)] if brief else []
+    if display:
+        blocks.extend(display)
+    return blocks
+
+
+class ToolOk(ToolReturnValue):
+    """A successful result.
+
+    Example:
+        `ToolOk(output="42", message="computed", brief="Result: 42")`
+    """
+
+    def __init__(
+        self,
+        *,
+        output: ToolOutput = "",
+        message: str = "",
+        brief: str = "",
+        display: Sequence[DisplayBlock] | None = None,
+        extras: dict[str, JsonType] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Build a success; `brief` becomes a `BriefDisplayBlock` in front of `display`."""
+        super().__init__(
+            is_error=False,
+            output=_output(output),
+            message=message,
+            display=_display(brief, display),
+            extras=extras,
+            **kwargs,
+        )
+
+
+class ToolError(ToolReturnValue):
+    """A failed result. It is a value the model reads, not an exception.
+
+    Example:
+        `ToolError(message="the weather API is unreachable", brief="Weather lookup failed")`
+    """
+
+    def __init__(
+        self,
+        *,
+        message: str,
+        brief: str = "",
+        output: ToolOutput = "",
+        display: Sequence[DisplayBlock] | None = None,
+        extras: dict[str, JsonType] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Build a failure; `brief` becomes a `BriefDisplayBlock` in front of `display`."""
+        super().__init__(
+            is_error=True,
+            output=_output(output),
+            message=message,
+            display=_display(brief, display),
+            extras=extras,
+            **kwargs,
+        )

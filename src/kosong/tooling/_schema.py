@@ -1,0 +1,104 @@
+"""Checks and exports of tool parameter schemas (private)."""
+
+from __future__ import annotations
+
+import re
+import weakref
+from typing import Any, cast
+
+import jsonschema_rs
+from pydantic import BaseModel
+
+from kosong.utils.jsonschema import deref_json_schema
+
+__all__ = [
+    "TOOL_NAME_PATTERN",
+    "check_json_schema",
+    "check_tool_name",
+    "model_parameters_schema",
+    "tidy_schema",
+]
+
+TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")
+"""What every model API accepts as a tool name (OpenAI, Anthropic, MCP clients)."""
+
+
+def check_tool_name(name: str) -> None:
+    """Raise ValueError unless `name` is a usable tool name."""
+    if not TOOL_NAME_PATTERN.match(name):
+        raise ValueError(
+            f"tool name {name!r} is not valid: use 1 to 64 letters, digits, '_' or '-', "
+            "starting with a letter or '_' (e.g. 'get_weather')"
+        )
+
+
+def check_json_schema(schema: dict[str, Any], owner: str) -> None:
+    """Raise ValueError unless `schema` is a valid JSON Schema (Draft 2020-12 by default)."""
+    try:
+        jsonschema_rs.meta.validate(schema)
+    except jsonschema_rs.ValidationError as e:
+        where = "".join(f"[{p!r}]" for p in e.instance_path)
+        raise ValueError(
+            f"{owner} is not a valid JSON Schema: {e.message} (at schema{where})"
+        ) from None
+    except jsonschema_rs.ReferencingError as e:
+        raise ValueError(f"{owner} has a reference that cannot be resolved: {e}") from None
+
+
+# Keywords whose value is one subschema, a list of them, or a map of name -> subschema.
+_ONE = frozenset(
+    {
+        "items", "additionalProperties", "not", "if", "then", "else", "contains",
+        "propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems",
+    }
+)  # fmt: skip
+_MANY = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+_MAP = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+_FRONT = ("type", "description")
+
+
+def tidy_schema(schema: Any) -> Any:
+    """Drop `title` keywords and put `type` and `description` first in every subschema.
+
+    Titles only repeat the property names and cost the model tokens; the key order makes the
+    schema read the way people write it. Values of `default`, `enum`, `const`, `examples` and
+    property names are never touched.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    schema = cast(dict[str, Any], schema)
+    out: dict[str, Any] = {k: schema[k] for k in _FRONT if k in schema}
+    for key, value in schema.items():
+        if key == "title" or key in _FRONT:
+            continue
+        if key in _ONE:
+            value = tidy_schema(value)
+        elif key in _MANY and isinstance(value, list):
+            value = [tidy_schema(v) for v in cast(list[Any], value)]
+        elif key in _MAP and isinstance(value, dict):
+            value = {k: tidy_schema(v) for k, v in cast(dict[str, Any], value).items()}
+        elif key == "items" and isinstance(value, list):  # draft 4-7 tuple form
+            value = [tidy_schema(v) for v in cast(list[Any], value)]
+        out[key] = value
+    return out
+
+
+_MODEL_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def model_parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The flat parameters schema of a pydantic model, computed once per model class.
+
+    Aliases are the property names (they are what the model must send), titles are dropped,
+    local references are inlined (a recursive model keeps the reference that closes the cycle),
+    defaults and constraints stay. The result is shared: treat it as read-only.
+    """
+    cached = _MODEL_SCHEMAS.get(model)
+    if cached is None:
+        raw = model.model_json_schema(by_alias=True, mode="validation")
+        cached = cast(dict[str, Any], tidy_schema(deref_json_schema(raw)))
+        check_json_schema(cached, f"the schema of {model.__qualname__}")
+        _MODEL_SCHEMAS[model] = cached
+    return cached

@@ -1,0 +1,38 @@
+"""`Tool`: the definition of a tool that a model reads."""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from pydantic import BaseModel, model_validator
+
+from kosong._model import OverridableModelMeta
+from kosong.tooling._schema import check_json_schema, check_tool_name
+
+__all__ = ["ParametersType", "Tool"]
+
+ParametersType = dict[str, Any]
+"""A JSON Schema, as a dict, describing a tool's arguments."""
+
+
+class Tool(BaseModel, metaclass=OverridableModelMeta):
+    """A tool definition the model can read: a name, a description and a parameters schema.
+
+    Both are checked when the tool is created, so a bad definition fails at once rather than
+    when the model first calls it: the name must match `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$` and
+    `parameters` must be a valid JSON Schema (Draft 2020-12 unless it names another `$schema`).
+    Either failure raises pydantic's `ValidationError`.
+    """
+
+    name: str
+    """The tool's name, as the model will call it."""
+    description: str
+    """What the tool does, for the model."""
+    parameters: ParametersType
+    """A JSON Schema of the tool's arguments."""
+
+    @model_validator(mode="after")
+    def _check_definition(self) -> Self:
+        check_tool_name(self.name)
+        check_json_schema(self.parameters, f"the `parameters` of tool `{self.name}`")
+        return self

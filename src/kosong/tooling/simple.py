@@ -1,0 +1,204 @@
+"""`SimpleToolset`: a toolset that handles calls to its tools concurrently."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import typing
+import weakref
+from collections.abc import Iterable, Iterator
+from types import UnionType
+from typing import Any, Self, TypeAlias, Union
+
+from kosong.message import ToolCall
+from kosong.tooling._arguments import (
+    DEFAULT_LIMITS,
+    ArgumentLimits,
+    ArgumentsError,
+    parse_arguments,
+)
+from kosong.tooling._callable import CallableTool
+from kosong.tooling._callable2 import CallableTool2
+from kosong.tooling._result import HandleResult, ToolResult, Toolset
+from kosong.tooling._return import ToolError, ToolReturnValue
+from kosong.tooling._tool import Tool
+from kosong.tooling.error import (
+    ToolNotFoundError,
+    ToolParseError,
+    ToolRuntimeError,
+    describe_exception,
+)
+from kosong.utils.typing import JsonType
+
+__all__ = ["SimpleToolset", "ToolType"]
+
+logger = logging.getLogger(__name__)
+
+ToolType: TypeAlias = CallableTool | CallableTool2[Any]
+"""A tool a `SimpleToolset` can run."""
+
+
+class SimpleToolset(Toolset):
+    """A toolset that runs each call in its own asyncio task, so calls overlap.
+
+    `handle()` never blocks and never raises (except `asyncio.CancelledError`):
+
+    - an unknown tool gives `ToolNotFoundError`, at once;
+    - arguments that are not acceptable JSON give `ToolParseError`, at once
+      (see `ArgumentLimits` for the caps, and `parse_arguments` for what is refused);
+    - otherwise it returns the task running the tool, whose result is a `ToolValidateError`
+      for arguments that do not fit, a `ToolRuntimeError` if the tool raised (any exception,
+      `SystemExit` included; only `KeyboardInterrupt` is let through, since that is the user
+      stopping the program), or what the tool returned (a `ToolError` if that is not a
+      `ToolReturnValue`).
+
+    Cancelling the returned task (or a task awaiting it) cancels the tool.
+
+    Tool names are unique: adding a tool whose name is taken raises ValueError. Remove the old
+    one first (`toolset.remove(name)`) to replace it.
+    """
+
+    def __init__(
+        self, tools: Iterable[ToolType] | None = None, *, limits: ArgumentLimits | None = None
+    ) -> None:
+        """Create a toolset holding `tools`, with optional caps on call arguments."""
+        self._tools: dict[str, ToolType] = {}
+        self._limits = limits or DEFAULT_LIMITS
+        for tool in tools or ():
+            self.add(tool)
+
+    def add(self, tool: ToolType) -> Self:
+        """Add a tool; return the toolset.
+
+        Raises:
+            TypeError: `tool` is not a tool, or its `__call__` is annotated to return
+                something other than a `ToolReturnValue`.
+            ValueError: a tool of that name is already here.
+        """
+        if not isinstance(tool, CallableTool | CallableTool2):
+            raise TypeError(
+                f"SimpleToolset holds CallableTool and CallableTool2 instances, "
+                f"got {type(tool).__name__}"
+            )
+        _check_return_annotation(tool)
+        if tool.name in self._tools:
+            raise ValueError(
+                f"a tool named `{tool.name}` is already in this toolset; "
+                f"remove it first (toolset.remove({tool.name!r})) or give the new one another name"
+            )
+        self._tools[tool.name] = tool
+        return self
+
+    def remove(self, name: str) -> ToolType:
+        """Remove the tool called `name` and return it.
+
+        Raises:
+            KeyError: no tool of that name is here.
+        """
+        try:
+            return self._tools.pop(name)
+        except KeyError:
+            raise KeyError(f"no tool named `{name}` in this toolset") from None
+
+    def __iadd__(self, tool: ToolType) -> Self:
+        return self.add(tool)
+
+    def __add__(self, tool: ToolType) -> SimpleToolset:
+        """A new toolset with this one's tools and `tool`; this one is unchanged."""
+        return SimpleToolset([*self._tools.values(), tool], limits=self._limits)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[ToolType]:
+        return iter(list(self._tools.values()))
+
+    @property
+    def limits(self) -> ArgumentLimits:
+        """The caps on call arguments."""
+        return self._limits
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools' definitions, in the order they were added."""
+        return [tool.base for tool in self._tools.values()]
+
+    def handle(self, tool_call: ToolCall) -> HandleResult:
+        """Handle one call: a finished `ToolResult` for an error found at once, else a task."""
+        try:
+            function = tool_call.function
+            tool = self._tools.get(function.name)
+            if tool is None:
+                return ToolResult(tool_call.id, ToolNotFoundError(function.name))
+            raw = function.arguments
+            if raw is not None and len(raw) > self._limits.offload_length:
+                return asyncio.create_task(self._parse_and_run(tool, tool_call.id, raw))
+            try:
+                arguments = parse_arguments(raw, self._limits)
+            except ArgumentsError as e:
+                return ToolResult(tool_call.id, ToolParseError(str(e)))
+            return asyncio.create_task(_run(tool, tool_call.id, arguments))
+        except Exception as e:  # the contract: handle() reports, it does not raise
+            return ToolResult(
+                str(getattr(tool_call, "id", "")),
+                ToolRuntimeError(f"the call could not be handled: {describe_exception(e)}"),
+            )
+
+    async def _parse_and_run(self, tool: ToolType, call_id: str, raw: str) -> ToolResult:
+        try:
+            arguments = await asyncio.to_thread(parse_arguments, raw, self._limits)
+        except ArgumentsError as e:
+            return ToolResult(call_id, ToolParseError(str(e)))
+        return await _run(tool, call_id, arguments)
+
+
+async def _run(tool: ToolType, call_id: str, arguments: JsonType) -> ToolResult:
+    try:
+        value = await tool.call(arguments)
+    except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
+        raise
+    except BaseException as e:  # SystemExit too: a tool must not stop the agent
+        logger.warning("Tool %r raised %s", tool.name, type(e).__name__, exc_info=e)
+        return ToolResult(call_id, ToolRuntimeError(describe_exception(e)))
+    if not isinstance(value, ToolReturnValue):  # a custom `call` may return anything
+        value = ToolError(
+            message=f"Tool `{tool.name}` returned a {type(value).__name__}, not a ToolReturnValue",
+            brief="Invalid tool result",
+        )
+    return ToolResult(call_id, value)
+
+
+_CHECKED: weakref.WeakSet[type] = weakref.WeakSet()
+
+
+def _check_return_annotation(tool: ToolType) -> None:
+    """Refuse a tool whose `__call__` is annotated to return anything but a ToolReturnValue.
+
+    A missing or unresolvable annotation is accepted: the result is checked when it arrives.
+    """
+    cls = type(tool)
+    if cls in _CHECKED:
+        return
+    try:
+        hints = typing.get_type_hints(cls.__call__)
+    except Exception:  # a forward reference we cannot resolve: check at run time instead
+        hints = {}
+    annotation = hints.get("return", Any)
+    if not _returns_tool_value(annotation):
+        raise TypeError(
+            f"Expected tool `{tool.name}` to return `ToolReturnValue`, but got `{annotation!r}`"
+        )
+    _CHECKED.add(cls)
+
+
+def _returns_tool_value(annotation: Any) -> bool:
+    if annotation is Any:
+        return True
+    if isinstance(annotation, type):
+        return issubclass(annotation, ToolReturnValue)
+    if typing.get_origin(annotation) in (Union, UnionType):
+        return all(_returns_tool_value(arg) for arg in typing.get_args(annotation))
+    return False

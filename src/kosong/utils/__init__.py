@@ -1,0 +1,1 @@
+"""Utilities shared across kosong: JSON types and JSON Schema helpers."""

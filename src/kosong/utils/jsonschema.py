@@ -1,0 +1,82 @@
+"""JSON Schema helpers for exporting tool definitions to models."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+__all__ = ["deref_json_schema"]
+
+_DEFS_KEYS = ("$defs", "definitions")
+_MAX_INLINED = 100_000
+"""Refuse to inline past this many references: definitions that each use the next one twice
+would otherwise grow the schema exponentially."""
+
+
+def deref_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Return a copy of `schema` with its local `$ref`s inlined and `$defs` dropped.
+
+    Many model APIs handle a flat schema better than one with references, so every local
+    reference (`#/...`) is replaced by what it points to; keywords next to a `$ref` (say a
+    `description`) are kept and win over the target's. A recursive definition (a tree of
+    nodes) cannot be inlined: the reference that closes the cycle stays a `$ref`, and only the
+    definitions such references still need are kept under their original key. Remote
+    references (`https://...`) are left as they are. The input is not modified.
+
+    Raises:
+        ValueError: a local reference points at nothing, or inlining would make the schema
+            absurdly large (more than 100,000 inlined references).
+    """
+    kept: set[str] = set()
+    inlined = 0
+
+    def resolve(pointer: str) -> Any:
+        node: Any = schema
+        for raw in pointer.lstrip("#").split("/")[1:]:
+            token = raw.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and token in node:
+                node = cast(dict[str, Any], node)[token]
+            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                node = cast(list[Any], node)[int(token)]
+            else:
+                raise ValueError(f"JSON Schema reference {pointer!r} points at nothing")
+        return node
+
+    def walk(node: Any, expanding: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(item, expanding) for item in cast(list[Any], node)]
+        if not isinstance(node, dict):
+            return node
+        node = cast(dict[str, Any], node)
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#"):
+            if ref in expanding:  # the cycle closes here: keep the reference
+                kept.add(ref)
+                return {k: walk(v, expanding) for k, v in node.items()}
+            nonlocal inlined
+            inlined += 1
+            if inlined > _MAX_INLINED:
+                raise ValueError(
+                    f"inlining the schema's references would exceed {_MAX_INLINED:,} copies; "
+                    "simplify the schema or keep its references"
+                )
+            target = walk(resolve(ref), (*expanding, ref))
+            siblings = {k: walk(v, expanding) for k, v in node.items() if k != "$ref"}
+            if isinstance(target, dict):
+                return {**cast(dict[str, Any], target), **siblings}
+            return target if not siblings else {"allOf": [target], **siblings}
+        return {k: walk(v, expanding) for k, v in node.items() if k not in _DEFS_KEYS}
+
+    result = cast(dict[str, Any], walk(schema, ()))
+    # Keep the definitions that references closing a cycle still point into.
+    for key in _DEFS_KEYS:
+        defs = schema.get(key)
+        if not isinstance(defs, dict):
+            continue
+        needed = {
+            name: walk(value, (f"#/{key}/{name}",))
+            for name, value in cast(dict[str, Any], defs).items()
+            if f"#/{key}/{name}" in kept
+        }
+        if needed:
+            result[key] = needed
+    return result
