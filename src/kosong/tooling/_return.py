@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from kosong.message import ContentPart
 from kosong.tooling._display import BriefDisplayBlock, DisplayBlock
@@ -35,6 +35,9 @@ class ToolReturnValue(BaseModel):
     """Blocks for the user interface."""
     extras: dict[str, JsonType] | None = None
     """Extra data for debugging and tests; never shown to the model."""
+    artifact: Any = Field(default=None, exclude=True)
+    """Any Python object the application keeps from the call (say a DataFrame the text output
+    summarises). It never reaches the model and is not serialized."""
 
     @property
     def brief(self) -> str:
@@ -82,14 +85,7 @@ class ToolOk(ToolReturnValue):
         **kwargs: Any,
     ) -> None:
         """Build a success; `brief` becomes a `BriefDisplayBlock` in front of `display`."""
-        super().__init__(
-            is_error=False,
-            output=_output(output),
-            message=message,
-            display=_display(brief, display),
-            extras=extras,
-            **kwargs,
-        )
+        _init(self, False, output, message, brief, display, extras, kwargs)
 
 
 class ToolError(ToolReturnValue):
@@ -110,11 +106,28 @@ class ToolError(ToolReturnValue):
         **kwargs: Any,
     ) -> None:
         """Build a failure; `brief` becomes a `BriefDisplayBlock` in front of `display`."""
-        super().__init__(
-            is_error=True,
-            output=_output(output),
-            message=message,
-            display=_display(brief, display),
-            extras=extras,
-            **kwargs,
-        )
+        _init(self, True, output, message, brief, display, extras, kwargs)
+
+
+def _init(
+    self: ToolReturnValue,
+    is_error: bool,
+    output: ToolOutput,
+    message: str,
+    brief: str,
+    display: Sequence[DisplayBlock] | None,
+    extras: dict[str, JsonType] | None,
+    more: dict[str, Any],
+) -> None:
+    # Validates like BaseModel.__init__, minus a layer: every tool call builds one of these.
+    self.__pydantic_validator__.validate_python(
+        {
+            "is_error": is_error,
+            "output": _output(output),
+            "message": message,
+            "display": _display(brief, display),
+            "extras": extras,
+            **more,
+        },
+        self_instance=self,
+    )
