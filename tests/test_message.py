@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from kosong.message import (
+    AudioURLPart,
+    ContentPart,
+    ImageURLPart,
+    Message,
+    TextPart,
+    ThinkPart,
+    ToolCall,
+    ToolCallPart,
+    VideoURLPart,
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "cls"),
+    [
+        ({"type": "text", "text": "hi"}, TextPart),
+        ({"type": "think", "think": "hmm"}, ThinkPart),
+        ({"type": "image_url", "image_url": {"url": "https://x/y.png"}}, ImageURLPart),
+        ({"type": "audio_url", "audio_url": {"url": "https://x/y.mp3"}}, AudioURLPart),
+        ({"type": "video_url", "video_url": {"url": "https://x/y.mp4"}}, VideoURLPart),
+    ],
+)
+def test_content_part_validation_dispatches_on_type(
+    raw: dict[str, object], cls: type[ContentPart]
+) -> None:
+    part = ContentPart.model_validate(raw)
+    assert type(part) is cls
+    assert part.model_dump(exclude_none=True) == raw
+
+
+def test_user_content_part_registers_by_its_type() -> None:
+    class CodePart(ContentPart):
+        type: str = "test_code"
+        code: str
+
+    part = Message.model_validate(
+        {"role": "user", "content": [{"type": "test_code", "code": "x = 1"}]}
+    ).content[0]
+    assert isinstance(part, CodePart)
+    assert ContentPart.registry["test_code"] is CodePart
+
+
+def test_unknown_content_part_type_is_a_clear_error() -> None:
+    with pytest.raises(ValidationError, match="unknown content part type 'nope'"):
+        Message(role="user", content=[{"type": "nope"}])  # pyright: ignore[reportArgumentType]
+
+
+def test_content_part_subclass_without_type_fails_at_definition() -> None:
+    with pytest.raises(TypeError, match="must set a non-empty string `type`"):
+
+        class Broken(ContentPart):  # pyright: ignore[reportUnusedClass]
+            pass
+
+
+def test_two_part_classes_cannot_claim_one_type() -> None:
+    with pytest.raises(TypeError, match="already registered"):
+
+        class AnotherText(ContentPart):  # pyright: ignore[reportUnusedClass]
+            type: str = "text"
+
+
+def test_message_round_trips_through_json() -> None:
+    message = Message(
+        role="assistant",
+        content=[TextPart(text="let me look"), ThinkPart(think="weather first")],
+        tool_calls=[
+            ToolCall(id="c1", function=ToolCall.FunctionBody(name="get_weather", arguments="{}"))
+        ],
+    )
+    again = Message.model_validate_json(message.model_dump_json())
+    assert again == message
+    assert again.extract_text() == "let me look"
+
+
+def test_tool_call_merges_streamed_argument_fragments() -> None:
+    call = ToolCall(id="c1", function=ToolCall.FunctionBody(name="add", arguments=None))
+    for fragment in ['{"a": ', "1, ", '"b": 2}']:
+        assert call.merge_in_place(ToolCallPart(arguments_part=fragment))
+    assert call.function.arguments == '{"a": 1, "b": 2}'
+    assert not call.merge_in_place(TextPart(text="x"))
+
+
+def test_text_parts_merge_but_not_with_other_kinds() -> None:
+    part = TextPart(text="Hel")
+    assert part.merge_in_place(TextPart(text="lo"))
+    assert part.text == "Hello"
+    assert not part.merge_in_place(ThinkPart(think="x"))
+
+
+def test_tool_call_arguments_may_be_none() -> None:
+    call = ToolCall.model_validate({"id": "1", "function": {"name": "now"}})
+    assert call.function.arguments is None
+    assert call.type == "function"
