@@ -43,6 +43,11 @@ class ToolResult:
         object.__setattr__(self, "tool_call_id", tool_call_id)
         object.__setattr__(self, "return_value", value)
 
+    def __hash__(self) -> int:
+        # Equal results share an id; hashing the id keeps results usable in sets and in
+        # asyncio.gather (which hashes its arguments) even though return values are mutable.
+        return hash(self.tool_call_id)
+
     @property
     def result(self) -> ToolReturnValue:
         """The return value (the older name of `return_value`)."""

@@ -161,7 +161,9 @@ async def _run(tool: ToolType, call_id: str, arguments: JsonType) -> ToolResult:
     except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
         raise
     except BaseException as e:  # SystemExit too: a tool must not stop the agent
-        logger.warning("Tool %r raised %s", tool.name, type(e).__name__, exc_info=e)
+        # INFO, not WARNING: the failure is handled (the model gets it as a result), but a
+        # developer who turns logging on wants the traceback.
+        logger.info("Tool %r raised %s", tool.name, type(e).__name__, exc_info=e)
         return ToolResult(call_id, ToolRuntimeError(describe_exception(e)))
     if not isinstance(value, ToolReturnValue):  # a custom `call` may return anything
         value = ToolError(

@@ -1,0 +1,23 @@
+"""The Quickstart's main job runs and shows what the README says it shows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo.py"
+
+
+def test_demo_dispatches_a_concurrent_batch_and_reports_every_result() -> None:
+    done = subprocess.run(
+        [sys.executable, str(DEMO)], capture_output=True, text=True, timeout=60, check=True
+    )
+    out = done.stdout
+    assert done.stderr == ""
+    assert out.count("[ok   ]") == 6
+    assert out.count("[error]") == 7
+    assert "Tool `translate` not found" in out
+    assert "ConnectionError: upstream closed the connection" in out
+    elapsed = float(out.rsplit("took ", 1)[1].split(" s")[0])
+    assert elapsed < 0.7, "the 0.2 s calls should overlap"
