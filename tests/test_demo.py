@@ -15,8 +15,8 @@ def test_demo_dispatches_a_concurrent_batch_and_reports_every_result() -> None:
     )
     out = done.stdout
     assert done.stderr == ""
-    assert out.count("[ok   ]") == 6
-    assert out.count("[error]") == 7
+    assert out.count("[ok   ]") == 5
+    assert out.count("[error]") == 8
     assert "Tool `translate` not found" in out
     assert "ConnectionError: upstream closed the connection" in out
     elapsed = float(out.rsplit("took ", 1)[1].split(" s")[0])
