@@ -80,9 +80,13 @@ def main(argv: list[str]) -> int:
     if command == "demo":
         return _run(python, "examples/demo.py", *rest)
     if command == "lint":
-        return _run(python, "-m", "ruff", "check", "src", "tests", "benchmarks", "examples") or _run(
-            python, "-m", "ruff", "format", "--check", "src", "tests", "benchmarks", "examples"
-        ) or _run(python, "-m", "pyright", "src")
+        return (
+            _run(python, "-m", "ruff", "check", "src", "tests", "benchmarks", "examples")
+            or _run(
+                python, "-m", "ruff", "format", "--check", "src", "tests", "benchmarks", "examples"
+            )
+            or _run(python, "-m", "pyright", "src")
+        )
     if command == "test":
         lint = main(["lint"])
         tests = _run(python, "-m", "pytest", *rest)

@@ -17,6 +17,7 @@ The machine is shared and noisy, so every figure is a median over repeats and ro
 from __future__ import annotations
 
 import argparse
+import contextlib
 import asyncio
 import gc
 import json
@@ -134,7 +135,9 @@ def _kosong(tool: Add1 | Add2) -> Callable[[str], Awaitable[ToolResult]]:
     future = asyncio.Future
 
     async def call(args: str) -> ToolResult:
-        result = handle(ToolCall(id="c", function=ToolCall.FunctionBody(name="add", arguments=args)))
+        result = handle(
+            ToolCall(id="c", function=ToolCall.FunctionBody(name="add", arguments=args))
+        )
         if isinstance(result, future):
             result = await result
         return result  # pyright: ignore[reportReturnType]
@@ -193,7 +196,9 @@ async def micro(rounds: int, repeats: int, seconds: float) -> dict[str, dict[str
     }
     for name, build in builders.items():
         _per_build_us(build, 0.1)
-        samples[(name, "construct")] = [_per_build_us(build, seconds) for _ in range(repeats * rounds)]
+        samples[(name, "construct")] = [
+            _per_build_us(build, seconds) for _ in range(repeats * rounds)
+        ]
     out: dict[str, dict[str, float]] = {}
     for (name, label), values in samples.items():
         out.setdefault(name, {})[label] = statistics.median(values)
@@ -213,16 +218,16 @@ def _rss_kib(field: str) -> int:
 
 
 def _reset_peak() -> None:
-    try:
+    with contextlib.suppress(OSError):  # not on every kernel; the peak is then since start
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
 
 
 async def _conc_batch(case: str) -> float:
     if case == "bare-asyncio":
         start = time.perf_counter()
-        await asyncio.gather(*(asyncio.create_task(asyncio.sleep(CONC_SLEEP)) for _ in range(CONC_N)))
+        await asyncio.gather(
+            *(asyncio.create_task(asyncio.sleep(CONC_SLEEP)) for _ in range(CONC_N))
+        )
         return time.perf_counter() - start
     if case == "floor-pydantic+task":
         call = _floor(_slow_add)
@@ -278,7 +283,8 @@ def report(res: dict[str, Any]) -> str:
     lines = [
         f"# kosong dispatch benchmark ({res['machine']})",
         "",
-        "| case | valid µs | (min) | invalid µs | malformed µs | valid / floor | bad / valid (worst) | build µs |",
+        "| case | valid µs | (min) | invalid µs | malformed µs | valid / floor "
+        "| bad / valid (worst) | build µs |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, row in m.items():
@@ -297,7 +303,8 @@ def report(res: dict[str, Any]) -> str:
         bare = c["bare-asyncio"]
         lines += [
             "",
-            f"| concurrency ({CONC_N:,} calls, {CONC_SLEEP * 1e3:.0f} ms sleep) | wall ms | wall / bare | RSS+ MiB | RSS / bare |",
+            f"| concurrency ({CONC_N:,} calls, {CONC_SLEEP * 1e3:.0f} ms sleep) "
+            "| wall ms | wall / bare | RSS+ MiB | RSS / bare |",
             "|---|---:|---:|---:|---:|",
         ]
         for name, row in c.items():
@@ -320,7 +327,9 @@ def main() -> None:
         return
     rounds, repeats, seconds = (1, 3, 0.1) if args.quick else (3, 7, 0.15)
     res: dict[str, Any] = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "machine": (
+            f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+        ),
         "micro": asyncio.run(micro(rounds, repeats, seconds)),
     }
     if not args.skip_conc:

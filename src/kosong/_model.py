@@ -12,7 +12,7 @@ Two things the documents need and plain pydantic does not give:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 from pydantic._internal._model_construction import ModelMetaclass
@@ -40,7 +40,7 @@ class OverridableModelMeta(ModelMetaclass):
                 if field_name in namespace and field_name not in annotations:
                     value = namespace[field_name]
                     # Methods and properties named like a field are the user's business.
-                    if callable(value) and not isinstance(value, type) or isinstance(
+                    if (callable(value) and not isinstance(value, type)) or isinstance(
                         value, property | classmethod | staticmethod
                     ):
                         continue
@@ -65,12 +65,13 @@ def type_dispatch_schema(
         if isinstance(value, base):
             return value
         if isinstance(value, Mapping):
-            type_ = value.get("type")  # pyright: ignore[reportUnknownMemberType]
+            value = cast(Mapping[str, Any], value)
+            type_ = value.get("type")
             cls = registry.get(type_) if isinstance(type_, str) else None
             if cls is not None:
                 return cls.model_validate(value)
             if fallback is not None:
-                return fallback(value)  # pyright: ignore[reportUnknownArgumentType]
+                return fallback(value)
             known = ", ".join(sorted(registry))
             raise ValueError(f"unknown {what} type {type_!r}; known types: {known}")
         raise ValueError(

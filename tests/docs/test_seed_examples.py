@@ -179,9 +179,7 @@ def test_000_fragments_return_what_their_comments_say(
     assert ns["error2"].message == "Error parsing JSON arguments: Invalid JSON syntax"
     assert ns["error2"].brief == "Invalid arguments"
     assert isinstance(ns["error3"], ToolValidateError)
-    assert ns["error3"].message == (
-        "Error validating JSON arguments: Missing required field: city"
-    )
+    assert ns["error3"].message == ("Error validating JSON arguments: Missing required field: city")
     assert isinstance(ns["error4"], ToolRuntimeError)
     assert ns["error4"].message == "Error running tool: Connection timeout"
     assert ns["error4"].brief == "Tool runtime error"
@@ -243,7 +241,9 @@ def doc_001() -> dict[str, Any]:
     examples = [
         _between(text, "CallableTool2 定义强类型工具(推荐)\n", "该工具会自动导出"),
         _between(text, "CallableTool 定义动态参数工具\n", "这个方式灵活"),
-        _between(text, "只要声明静态 type: str,就会被自动注册并参与反序列化。\n", "当 UI 端尚未支持"),
+        _between(
+            text, "只要声明静态 type: str,就会被自动注册并参与反序列化。\n", "当 UI 端尚未支持"
+        ),
     ]
     namespace = _new_namespace("seed_001")
     for index, source in enumerate(examples):
@@ -256,7 +256,10 @@ def test_001_callable_tool2_with_bare_class_attributes_works(doc_001: dict[str, 
     assert tool.name == "add"
     assert tool.base.parameters == {
         "type": "object",
-        "properties": {"a": {"type": "integer", "minimum": 0}, "b": {"type": "integer", "minimum": 0}},
+        "properties": {
+            "a": {"type": "integer", "minimum": 0},
+            "b": {"type": "integer", "minimum": 0},
+        },
         "required": ["a", "b"],
     }
     result = asyncio.run(tool.call({"a": 2, "b": 3}))

@@ -110,7 +110,9 @@ class TreeTool(CallableTool2[TreeParams]):
 
 def test_recursive_params_keep_the_recursion_as_a_reference() -> None:
     schema = TreeTool().base.parameters
-    assert schema["properties"]["root"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert schema["properties"]["root"]["properties"]["children"]["items"] == {
+        "$ref": "#/$defs/Node"
+    }
     assert set(schema["$defs"]) == {"Node"}
     tree = {"root": {"value": 1, "children": [{"value": 2, "children": [{"value": 3}]}]}}
     assert asyncio.run(TreeTool().call(tree)).output == "6"

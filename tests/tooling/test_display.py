@@ -54,8 +54,9 @@ def test_brief_is_the_first_brief_block() -> None:
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
     max_leaves=10,
 )
 
@@ -66,9 +67,7 @@ _json = st.recursive(
     ),
     data=st.dictionaries(st.text(max_size=8).filter(lambda k: k != "type"), _json, max_size=4),
 )
-def test_any_unregistered_block_round_trips_unchanged(
-    type_: str, data: dict[str, object]
-) -> None:
+def test_any_unregistered_block_round_trips_unchanged(type_: str, data: dict[str, object]) -> None:
     raw = {"is_error": False, "output": "", "message": "", "extras": None}
     raw["display"] = [{"type": type_, **data}]
     value = ToolReturnValue.model_validate(raw)

@@ -44,7 +44,9 @@ def test_tool_return_type_is_the_old_name() -> None:
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(), children, max_size=3)
+    ),
     max_leaves=10,
 )
 

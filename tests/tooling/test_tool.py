@@ -30,7 +30,9 @@ def test_invalid_json_schema_fails_when_the_tool_is_defined(schema: dict[str, ob
         Tool(name="bad", description="d", parameters=schema)
 
 
-@pytest.mark.parametrize("name", ["", "has space", "1starts_with_digit", "x" * 65, "dot.ted", "中文"])
+@pytest.mark.parametrize(
+    "name", ["", "has space", "1starts_with_digit", "x" * 65, "dot.ted", "中文"]
+)
 def test_tool_name_that_models_reject_fails_at_definition(name: str) -> None:
     with pytest.raises(ValidationError, match="tool name"):
         Tool(name=name, description="d", parameters={"type": "object"})
@@ -42,5 +44,7 @@ def test_usual_tool_names_are_accepted(name: str) -> None:
 
 
 def test_non_object_parameter_schemas_are_allowed() -> None:
-    tool = Tool(name="sum", description="d", parameters={"type": "array", "items": {"type": "number"}})
+    tool = Tool(
+        name="sum", description="d", parameters={"type": "array", "items": {"type": "number"}}
+    )
     assert tool.parameters["type"] == "array"

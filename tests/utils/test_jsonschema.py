@@ -40,7 +40,10 @@ def test_definitions_keyword_and_nested_refs_are_handled() -> None:
 
 
 def test_self_reference_is_kept_instead_of_recursing_forever() -> None:
-    schema = {"$ref": "#/$defs/N", "$defs": {"N": {"type": "object", "properties": {"next": {"$ref": "#/$defs/N"}}}}}
+    schema = {
+        "$ref": "#/$defs/N",
+        "$defs": {"N": {"type": "object", "properties": {"next": {"$ref": "#/$defs/N"}}}},
+    }
     out = deref_json_schema(schema)
     assert out["properties"]["next"] == {"$ref": "#/$defs/N"}
     assert out["$defs"]["N"]["properties"]["next"] == {"$ref": "#/$defs/N"}
@@ -80,11 +83,17 @@ def test_exponential_blow_up_is_refused() -> None:
 _leaf = st.fixed_dictionaries({"type": st.sampled_from(["string", "integer", "boolean"])})
 
 
-@given(st.dictionaries(st.from_regex(r"[A-Z][a-z]{0,5}", fullmatch=True), _leaf, min_size=1, max_size=5))
+@given(
+    st.dictionaries(
+        st.from_regex(r"[A-Z][a-z]{0,5}", fullmatch=True), _leaf, min_size=1, max_size=5
+    )
+)
 def test_inlining_leaves_no_local_refs_for_acyclic_defs(defs: dict[str, Any]) -> None:
     schema = {
         "type": "object",
-        "properties": {name.lower() + str(i): {"$ref": f"#/$defs/{name}"} for i, name in enumerate(defs)},
+        "properties": {
+            name.lower() + str(i): {"$ref": f"#/$defs/{name}"} for i, name in enumerate(defs)
+        },
         "$defs": defs,
     }
     out = deref_json_schema(schema)

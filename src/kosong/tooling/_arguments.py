@@ -82,13 +82,16 @@ def _deeper_than(value: Any, limit: int) -> bool:
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
+        children: Any
+        if isinstance(node, dict):
+            children = cast(dict[str, Any], node).values()
+        elif isinstance(node, list):
+            children = cast(list[Any], node)
+        else:
+            continue  # a scalar adds no nesting
         if depth > limit:
             return True
-        if isinstance(node, dict):
-            node = cast(dict[str, Any], node).values()
-        elif not isinstance(node, list):
-            continue
-        stack.extend((child, depth + 1) for child in node if isinstance(child, dict | list))
+        stack.extend((child, depth + 1) for child in children)
     return False
 
 

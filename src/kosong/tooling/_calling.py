@@ -24,6 +24,7 @@ __all__ = [
 MAX_REPORTED_ERRORS = 5
 """How many validation errors one message lists; the model fixes them all in one retry."""
 
+
 def calls_in_thread(cls: type) -> bool:
     """Whether `cls.__call__` is a plain function, to be run in a worker thread.
 

@@ -49,7 +49,10 @@ class DisplayBlock(BaseModel, metaclass=OverridableModelMeta):
         # Only the base dispatches; `DisplayBlock` is not bound yet while its schema is built.
         if source.__module__ == __name__ and source.__qualname__ == "DisplayBlock":
             return type_dispatch_schema(
-                source, _BLOCKS, what="display block", fallback=lambda raw: UnknownDisplayBlock.from_raw(raw)
+                source,
+                _BLOCKS,
+                what="display block",
+                fallback=lambda raw: UnknownDisplayBlock.from_raw(raw),
             )
         return handler(source)
 

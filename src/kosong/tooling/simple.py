@@ -63,6 +63,10 @@ class SimpleToolset(Toolset):
     ) -> None:
         """Create a toolset holding `tools`, with optional caps on call arguments."""
         self._tools: dict[str, ToolType] = {}
+        # Per tool name: whether its schema asks for an object, so that a JSON string holding
+        # an object is unwrapped (see `parse_arguments`). Decided once, when the tool is added
+        # (as the tool's validator is built once), to keep `tool.base` off the hot path.
+        self._expects_object: dict[str, bool] = {}
         self._limits = limits or DEFAULT_LIMITS
         for tool in tools or ():
             self.add(tool)
@@ -75,7 +79,7 @@ class SimpleToolset(Toolset):
                 something other than a `ToolReturnValue`.
             ValueError: a tool of that name is already here.
         """
-        if not isinstance(tool, CallableTool | CallableTool2):
+        if not isinstance(tool, CallableTool | CallableTool2):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(
                 f"SimpleToolset holds CallableTool and CallableTool2 instances, "
                 f"got {type(tool).__name__}"
@@ -87,6 +91,7 @@ class SimpleToolset(Toolset):
                 f"remove it first (toolset.remove({tool.name!r})) or give the new one another name"
             )
         self._tools[tool.name] = tool
+        self._expects_object[tool.name] = tool.base.parameters.get("type") == "object"
         return self
 
     def remove(self, name: str) -> ToolType:
@@ -96,9 +101,11 @@ class SimpleToolset(Toolset):
             KeyError: no tool of that name is here.
         """
         try:
-            return self._tools.pop(name)
+            tool = self._tools.pop(name)
         except KeyError:
             raise KeyError(f"no tool named `{name}` in this toolset") from None
+        del self._expects_object[name]
+        return tool
 
     def __iadd__(self, tool: ToolType) -> Self:
         return self.add(tool)
@@ -134,25 +141,45 @@ class SimpleToolset(Toolset):
             if tool is None:
                 return ToolResult(tool_call.id, ToolNotFoundError(function.name))
             raw = function.arguments
+            # Only a tool whose schema asks for an object gets a twice-encoded object unwrapped;
+            # for a string schema, a string that happens to hold JSON is the argument itself.
+            expects_object = self._expects_object[function.name]
+            # `asyncio.get_running_loop()` is evaluated before the coroutine is created, so
+            # outside a running loop handle() reports the RuntimeError below without leaving a
+            # never-awaited coroutine behind (a RuntimeWarning when it is collected).
             if raw is not None and len(raw) > self._limits.offload_length:
-                return asyncio.create_task(self._parse_and_run(tool, tool_call.id, raw))
+                return asyncio.get_running_loop().create_task(
+                    self._parse_and_run(tool, tool_call.id, raw, expects_object)
+                )
             try:
-                arguments = parse_arguments(raw, self._limits)
+                arguments = parse_arguments(raw, self._limits, expects_object=expects_object)
             except ArgumentsError as e:
                 return ToolResult(tool_call.id, ToolParseError(str(e)))
-            return asyncio.create_task(_run(tool, tool_call.id, arguments))
+            return asyncio.get_running_loop().create_task(_run(tool, tool_call.id, arguments))
         except Exception as e:  # the contract: handle() reports, it does not raise
             return ToolResult(
-                str(getattr(tool_call, "id", "")),
+                _call_id(tool_call),
                 ToolRuntimeError(f"the call could not be handled: {describe_exception(e)}"),
             )
 
-    async def _parse_and_run(self, tool: ToolType, call_id: str, raw: str) -> ToolResult:
+    async def _parse_and_run(
+        self, tool: ToolType, call_id: str, raw: str, expects_object: bool
+    ) -> ToolResult:
         try:
-            arguments = await asyncio.to_thread(parse_arguments, raw, self._limits)
+            arguments = await asyncio.to_thread(
+                parse_arguments, raw, self._limits, expects_object=expects_object
+            )
         except ArgumentsError as e:
             return ToolResult(call_id, ToolParseError(str(e)))
         return await _run(tool, call_id, arguments)
+
+
+def _call_id(tool_call: object) -> str:
+    """The id of whatever was passed as a call, or "" (its attributes may even raise)."""
+    try:
+        return str(getattr(tool_call, "id", ""))
+    except Exception:
+        return ""
 
 
 async def _run(tool: ToolType, call_id: str, arguments: JsonType) -> ToolResult:
@@ -165,7 +192,8 @@ async def _run(tool: ToolType, call_id: str, arguments: JsonType) -> ToolResult:
         # developer who turns logging on wants the traceback.
         logger.info("Tool %r raised %s", tool.name, type(e).__name__, exc_info=e)
         return ToolResult(call_id, ToolRuntimeError(describe_exception(e)))
-    if not isinstance(value, ToolReturnValue):  # a custom `call` may return anything
+    # A custom `call` may return anything, whatever its annotation says.
+    if not isinstance(value, ToolReturnValue):  # pyright: ignore[reportUnnecessaryIsInstance]
         value = ToolError(
             message=f"Tool `{tool.name}` returned a {type(value).__name__}, not a ToolReturnValue",
             brief="Invalid tool result",

@@ -35,8 +35,11 @@ def deref_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
             token = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(node, dict) and token in node:
                 node = cast(dict[str, Any], node)[token]
-            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-                node = cast(list[Any], node)[int(token)]
+            elif isinstance(node, list) and token.isdigit():
+                items = cast(list[Any], node)
+                if int(token) >= len(items):
+                    raise ValueError(f"JSON Schema reference {pointer!r} points at nothing")
+                node = items[int(token)]
             else:
                 raise ValueError(f"JSON Schema reference {pointer!r} points at nothing")
         return node

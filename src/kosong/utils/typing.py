@@ -10,6 +10,6 @@ __all__ = ["JsonType"]
 
 JsonType = TypeAliasType(
     "JsonType",
-    Union[None, bool, int, float, str, list["JsonType"], dict[str, "JsonType"]],  # noqa: UP007
+    Union[bool, int, float, str, list["JsonType"], dict[str, "JsonType"], None],  # noqa: UP007
 )
 """Any value that JSON can represent, as `json.loads` returns it."""
