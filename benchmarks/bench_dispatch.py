@@ -17,8 +17,8 @@ The machine is shared and noisy, so every figure is a median over repeats and ro
 from __future__ import annotations
 
 import argparse
-import contextlib
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -207,6 +207,36 @@ async def micro(rounds: int, repeats: int, seconds: float) -> dict[str, dict[str
     return out
 
 
+# ---- breakdown: what the API's own objects cost, apart ----------------------------------------
+
+
+def breakdown(repeats: int, seconds: float) -> dict[str, float]:
+    """Median µs of each piece of the valid CallableTool2 path, measured alone."""
+    from kosong.tooling._arguments import parse_arguments
+
+    body = ToolCall.FunctionBody
+    ok = ToolOk(output="3")
+    pieces: dict[str, Callable[[], Any]] = {
+        "ToolCall(...) with its FunctionBody (built by the caller)": lambda: ToolCall(
+            id="c", function=body(name="add", arguments=VALID)
+        ),
+        "json.loads (the floor's parse)": lambda: json.loads(VALID),
+        "parse_arguments (json + duplicate-key, NaN, overflow, depth checks)": lambda: (
+            parse_arguments(VALID)
+        ),
+        "AddParams.model_validate (the floor validates a TypedDict)": lambda: (
+            AddParams.model_validate({"a": 1, "b": 2})
+        ),
+        'ToolOk(output="3") (the floor builds a 3-slot object)': lambda: ToolOk(output="3"),
+        "ToolResult(id, value)": lambda: ToolResult("c", ok),
+        "the floor's result object": lambda: _Res("c", False, "3"),
+    }
+    return {
+        name: statistics.median(_per_build_us(fn, seconds) for _ in range(repeats))
+        for name, fn in pieces.items()
+    }
+
+
 # ---- concurrency (each case in a fresh process) ----------------------------------------------
 
 
@@ -299,6 +329,9 @@ def report(res: dict[str, Any]) -> str:
         "",
         "Targets: valid ≤ 1.5x the floor; invalid and malformed ≤ 2x valid; build < 100 µs.",
     ]
+    if "breakdown" in res:
+        lines += ["", "| piece of the valid path, alone | µs |", "|---|---:|"]
+        lines += [f"| {name} | {us:.2f} |" for name, us in res["breakdown"].items()]
     if c:
         bare = c["bare-asyncio"]
         lines += [
@@ -331,6 +364,7 @@ def main() -> None:
             f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
         ),
         "micro": asyncio.run(micro(rounds, repeats, seconds)),
+        "breakdown": breakdown(repeats, seconds),
     }
     if not args.skip_conc:
         res["concurrency"] = concurrency(1 if args.quick else 3)
