@@ -1,0 +1,188 @@
+"""Calls handled at once run at once, and cancelling the caller cancels the tool.
+
+Overlap is proven with events and barriers (every call enters before any leaves), not timing;
+every wait has a timeout, so a regression fails instead of hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from _tools import make_call
+from pydantic import PrivateAttr
+
+from kosong.tooling import CallableTool, ParametersType, ToolOk, ToolResult
+from kosong.tooling.simple import SimpleToolset
+
+INDEX: ParametersType = {
+    "type": "object",
+    "properties": {"i": {"type": "integer"}},
+    "required": ["i"],
+}
+WAIT = 5.0  # seconds: far more than any of these waits needs, so a timeout means a bug
+
+
+async def test_fifty_calls_all_enter_the_tool_before_any_leaves() -> None:
+    n = 50
+    log: list[tuple[str, int]] = []
+    all_in = asyncio.Event()
+
+    class Gated(CallableTool):
+        name: str = "gated"
+        description: str = "I/O gated on every other call having started."
+        parameters: ParametersType = INDEX
+
+        async def __call__(self, i: int) -> ToolOk:
+            log.append(("enter", i))
+            if sum(1 for event, _ in log if event == "enter") == n:
+                all_in.set()
+            await all_in.wait()  # would never return if calls ran one after another
+            log.append(("leave", i))
+            return ToolOk(output=str(i))
+
+    toolset = SimpleToolset([Gated()])
+    calls = [make_call("gated", f'{{"i": {i}}}', call_id=str(i)) for i in range(n)]
+    pending = [toolset.handle(call) for call in calls]
+    results = await asyncio.wait_for(asyncio.gather(*pending), timeout=WAIT)
+
+    assert [r.tool_call_id for r in results] == [str(i) for i in range(n)]
+    assert [r.return_value.output for r in results] == [str(i) for i in range(n)]
+    assert [event for event, _ in log[:n]] == ["enter"] * n
+    assert [event for event, _ in log[n:]] == ["leave"] * n
+
+
+async def test_sync_tools_run_in_parallel_worker_threads() -> None:
+    n = 4  # below the default executor's minimum of 5 workers
+    barrier = threading.Barrier(n, timeout=WAIT)  # breaks (raises) unless all n are in at once
+
+    class Blocking(CallableTool):
+        name: str = "blocking"
+        description: str = "Blocks its thread until every call has started."
+        parameters: ParametersType = INDEX
+
+        def __call__(self, i: int) -> ToolOk:  # pyright: ignore[reportIncompatibleMethodOverride]
+            barrier.wait()
+            return ToolOk(output=str(i))
+
+    toolset = SimpleToolset([Blocking()])
+    pending = [toolset.handle(make_call("blocking", f'{{"i": {i}}}')) for i in range(n)]
+    results = await asyncio.wait_for(asyncio.gather(*pending), timeout=2 * WAIT)
+    assert [r.return_value.output for r in results] == [str(i) for i in range(n)]
+
+
+async def test_twenty_sleeping_calls_take_about_as_long_as_one() -> None:
+    class Sleepy(CallableTool):
+        name: str = "sleepy"
+        description: str = "Sleeps 0.2 s."
+        parameters: ParametersType = INDEX
+
+        async def __call__(self, i: int) -> ToolOk:
+            await asyncio.sleep(0.2)
+            return ToolOk(output=str(i))
+
+    toolset = SimpleToolset([Sleepy()])
+    started = time.perf_counter()
+    pending = [toolset.handle(make_call("sleepy", f'{{"i": {i}}}')) for i in range(20)]
+    results = await asyncio.wait_for(asyncio.gather(*pending), timeout=WAIT)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 1.5  # one after another would take 4 s
+    assert [r.return_value.output for r in results] == [str(i) for i in range(20)]
+
+
+class Hanging(CallableTool):
+    """Waits forever; records that it started and that it was cancelled."""
+
+    name: str = "hanging"
+    description: str = "Never finishes on its own."
+    parameters: ParametersType = {"type": "object"}
+
+    _started: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
+    _cancelled: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
+
+    @property
+    def started(self) -> asyncio.Event:
+        return self._started
+
+    @property
+    def cancelled(self) -> asyncio.Event:
+        return self._cancelled
+
+    async def __call__(self) -> ToolOk:
+        self._started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self._cancelled.set()
+            raise
+        return ToolOk(output="unreachable")
+
+
+async def test_cancelling_the_task_awaiting_handle_cancels_the_tool() -> None:
+    tool = Hanging()
+    toolset = SimpleToolset([tool])
+
+    async def agent() -> ToolResult:
+        return await toolset.handle(make_call("hanging", "{}"))
+
+    waiter = asyncio.create_task(agent())
+    await asyncio.wait_for(tool.started.wait(), timeout=WAIT)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(waiter, timeout=WAIT)
+    await asyncio.wait_for(tool.cancelled.wait(), timeout=WAIT)
+
+
+async def test_cancelling_the_returned_future_cancels_the_tool() -> None:
+    tool = Hanging()
+    pending = SimpleToolset([tool]).handle(make_call("hanging", "{}"))
+    assert isinstance(pending, asyncio.Future)
+    await asyncio.wait_for(tool.started.wait(), timeout=WAIT)
+    pending.cancel()
+    await asyncio.wait_for(tool.cancelled.wait(), timeout=WAIT)
+    assert pending.cancelled()
+
+
+async def test_wait_for_timeout_cancels_the_tool() -> None:
+    tool = Hanging()
+    toolset = SimpleToolset([tool])
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(toolset.handle(make_call("hanging", "{}")), timeout=0.05)
+    assert tool.started.is_set()
+    await asyncio.wait_for(tool.cancelled.wait(), timeout=WAIT)
+
+
+async def test_cancelling_one_call_leaves_the_others_running() -> None:
+    release = asyncio.Event()
+    hanging = Hanging()
+
+    class Released(CallableTool):
+        name: str = "released"
+        description: str = "Finishes when released."
+        parameters: ParametersType = {"type": "object"}
+
+        async def __call__(self) -> ToolOk:
+            await release.wait()
+            return ToolOk(output="done")
+
+    toolset = SimpleToolset([hanging, Released()])
+    doomed = toolset.handle(make_call("hanging", "{}"))
+    survivor = toolset.handle(make_call("released", "{}"))
+    await asyncio.wait_for(hanging.started.wait(), timeout=WAIT)
+    assert isinstance(doomed, asyncio.Future)
+    doomed.cancel()
+    await asyncio.wait_for(hanging.cancelled.wait(), timeout=WAIT)
+    release.set()
+    assert (await asyncio.wait_for(survivor, timeout=WAIT)).return_value.output == "done"
+
+
+async def test_handle_returns_before_the_tool_body_starts() -> None:
+    tool = Hanging()
+    pending = SimpleToolset([tool]).handle(make_call("hanging", "{}"))
+    assert not tool.started.is_set()  # handle() only scheduled the call
+    assert isinstance(pending, asyncio.Future)
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(pending, timeout=WAIT)
