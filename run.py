@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""One entry point for the project: `python3 run.py demo | test | bench | lint`.
+"""One entry point for the project: `python3 run.py demo | test | bench | lint | compat`.
 
 It needs only a `python3` (3.11 or newer) on the machine. On first use it creates `.venv` with
 the newest Python it can find (3.13, 3.12, then 3.11; the documents' examples need 3.12+ for
 `typing.override`) and installs the package with its development extras; it reinstalls when
-pyproject.toml changes.
+pyproject.toml changes. `compat` runs the tests again on Python 3.11, the oldest supported.
 """
 
 from __future__ import annotations
@@ -18,27 +18,28 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
-STAMP = VENV / ".kosong-installed"
+COMPAT_VENV = ROOT / ".venv-3.11"
 EXTRAS = "dev"
 
 
-def _candidates() -> list[str]:
+def _candidates(versions: tuple[str, ...] = ("3.13", "3.12", "3.11")) -> list[str]:
     found: list[str] = []
-    for version in ("3.13", "3.12", "3.11"):
+    for version in versions:
         exe = shutil.which(f"python{version}")
         if exe:
             found.append(exe)
         pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
         for path in sorted(pyenv_root.glob(f"versions/{version}.*/bin/python{version}")):
             found.append(str(path))
-    found.append(sys.executable)
+    if sys.version_info[:2] >= (3, 11):
+        found.append(sys.executable)
     return found
 
 
-def _works(python: str) -> bool:
+def _works(python: str, oldest: tuple[int, int] = (3, 11)) -> bool:
     try:
         out = subprocess.run(
-            [python, "-c", "import sys, venv; print(sys.version_info >= (3, 11))"],
+            [python, "-c", f"import sys, venv; print(sys.version_info >= {oldest!r})"],
             capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
     except OSError:
@@ -46,26 +47,23 @@ def _works(python: str) -> bool:
     return out.stdout.strip() == "True"
 
 
-def _venv_python() -> Path:
-    return VENV / "bin" / "python"
-
-
-def ensure_venv() -> Path:
-    """Create or refresh .venv; return its interpreter."""
+def ensure_venv(venv: Path = VENV, versions: tuple[str, ...] = ("3.13", "3.12", "3.11")) -> Path:
+    """Create or refresh a venv with the first working Python of `versions`; return it."""
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    python = _venv_python()
-    if python.exists() and STAMP.exists() and STAMP.read_text() == wanted:
+    python = venv / "bin" / "python"
+    stamp = venv / ".kosong-installed"
+    if python.exists() and stamp.exists() and stamp.read_text() == wanted:
         return python
     if not python.exists():
-        base = next((p for p in _candidates() if _works(p)), None)
+        base = next((p for p in _candidates(versions) if _works(p)), None)
         if base is None:
-            sys.exit("run.py: no Python 3.11+ interpreter found")
-        print(f"run.py: creating .venv with {base}", flush=True)
-        subprocess.run([base, "-m", "venv", str(VENV)], check=True)
+            sys.exit(f"run.py: no Python {' or '.join(versions)} interpreter found")
+        print(f"run.py: creating {venv.name} with {base}", flush=True)
+        subprocess.run([base, "-m", "venv", str(venv)], check=True)
     print("run.py: installing kosong and its development dependencies", flush=True)
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "-e", f"{ROOT}[{EXTRAS}]"], check=True)
-    STAMP.write_text(wanted)
+    stamp.write_text(wanted)
     return python
 
 
@@ -76,6 +74,9 @@ def _run(*args: str) -> int:
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else "demo"
     rest = argv[1:]
+    if command == "compat":  # the oldest supported Python, for CI
+        old = str(ensure_venv(COMPAT_VENV, ("3.11",)))
+        return _run(old, "-m", "pytest", "-p", "no:cacheprovider", *rest)
     python = str(ensure_venv())
     if command == "demo":
         return _run(python, "examples/demo.py", *rest)
