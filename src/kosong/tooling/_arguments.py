@@ -134,13 +134,19 @@ def parse_arguments(
     try:
         value = _DECODER.decode(raw)
     except RecursionError:
+        # The parser's own stack limit (about 1,000 levels) came before `max_depth` could.
         raise ArgumentsError(
-            f"the arguments are nested too deeply (the limit is {limits.max_depth} levels)"
+            f"the arguments are nested too deeply (the limit is "
+            f"{min(limits.max_depth, 1000)} levels)"
         ) from None
     except ArgumentsError:
         raise
-    except ValueError as e:  # JSONDecodeError, or an integer with too many digits
+    except json.JSONDecodeError as e:
         raise ArgumentsError(str(e)) from None
+    except ValueError:  # the only other one: an integer past CPython's 4,300-digit limit
+        raise ArgumentsError(
+            "an integer in the arguments has more than 4,300 digits; send it as a string"
+        ) from None
     if value is None:
         return {}
     if len(raw) > 2 * limits.max_depth and _deeper_than(value, limits.max_depth):
