@@ -18,6 +18,7 @@ from kosong.tooling._display import BriefDisplayBlock, DisplayBlock, UnknownDisp
 from kosong.tooling._result import HandleResult, ToolResult, ToolResultFuture, Toolset
 from kosong.tooling._return import ToolError, ToolOk, ToolOutput, ToolReturnType, ToolReturnValue
 from kosong.tooling._tool import ParametersType, Tool
+from kosong.tooling.function import FunctionTool, ToolException, tool
 
 __all__ = [
     "ArgumentLimits",
@@ -25,10 +26,12 @@ __all__ = [
     "CallableTool",
     "CallableTool2",
     "DisplayBlock",
+    "FunctionTool",
     "HandleResult",
     "ParametersType",
     "Tool",
     "ToolError",
+    "ToolException",
     "ToolOk",
     "ToolOutput",
     "ToolResult",
@@ -37,4 +40,5 @@ __all__ = [
     "ToolReturnValue",
     "Toolset",
     "UnknownDisplayBlock",
+    "tool",
 ]

@@ -1,0 +1,78 @@
+"""Reading a tool function's docstring: its prose and its argument descriptions (private).
+
+The parsing itself is `docstring-parser`'s (Google, NumPy and reST styles, picked
+automatically); this module only decides what a tool takes from the result, and how strict to
+be about it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import docstring_parser
+
+__all__ = ["ParsedDocstring", "read_docstring"]
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDocstring:
+    """What a tool takes from a docstring."""
+
+    prose: str
+    """The summary and body, without any section (Args, Returns, Raises, Examples...)."""
+    arguments: dict[str, str]
+    """The argument section: parameter name -> description."""
+
+
+_EMPTY = ParsedDocstring("", {})
+
+
+def read_docstring(
+    doc: str, parameters: Collection[str], *, needs_arguments: bool, strict: bool, owner: str
+) -> ParsedDocstring:
+    """Parse `doc` (already cleaned with `inspect.cleandoc`).
+
+    Lenient (`strict=False`), anything that cannot be read gives no argument descriptions, and
+    a one-line docstring is not even parsed (it cannot hold a section). Strict, a docstring
+    that cannot be used is a ValueError that says why: it does not parse, `needs_arguments` is
+    true but the docstring has no argument section, or it documents a name that is not in
+    `parameters`.
+    """
+    if not strict and "\n" not in doc:
+        return _EMPTY
+    try:
+        parsed = docstring_parser.parse(doc)
+    except docstring_parser.ParseError as e:
+        if strict:
+            raise ValueError(f"the docstring of {owner} cannot be parsed: {e}") from None
+        return _EMPTY
+    arguments = {
+        p.arg_name: p.description.strip()
+        for p in parsed.params
+        if p.args[0] in _ARGUMENT_SECTIONS and p.description
+    }
+    prose = "\n\n".join(
+        part.strip() for part in (parsed.short_description, parsed.long_description) if part
+    )
+    if strict:
+        if needs_arguments and not arguments:
+            raise ValueError(
+                f"parse_docstring=True, but the docstring of {owner} has no argument section "
+                f"describing its parameters ({', '.join(parameters)}); add one (Google style: "
+                "an `Args:` section with `name: description` lines) or drop parse_docstring"
+            )
+        unknown = [name for name in arguments if name not in parameters]
+        if unknown:
+            raise ValueError(
+                f"the docstring of {owner} documents {', '.join(map(repr, unknown))}, which "
+                f"is not a parameter (parameters: {', '.join(parameters) or 'none'})"
+            )
+    return ParsedDocstring(prose, arguments)
+
+
+# docstring-parser reports attributes and keyword arguments as parameters too; only what the
+# caller passes by name belongs in a tool's schema.
+_ARGUMENT_SECTIONS = frozenset(
+    {"param", "parameter", "arg", "argument", "key", "keyword", "other_param"}
+)
