@@ -109,6 +109,8 @@ class _Runner:
     injected: frozenset[str]
     """The injected parameters (`Injected[...]`), which only `inject` can give values."""
     required_injected: tuple[str, ...]
+    bound: Mapping[str, Any]
+    """The injected values given so far."""
     base_bind: Callable[[Any], dict[str, Any]]
 
     def result(self, value: object) -> ToolReturnValue:
@@ -218,8 +220,9 @@ class FunctionTool(CallableTool2[BaseModel]):
                 f"tool `{self.name}` has no injected parameter {', '.join(map(repr, unknown))}"
                 f" (injected: {', '.join(sorted(run.injected)) or 'none'})"
             )
+        bound = {**run.bound, **values}
         copy = self.model_copy()
-        copy._runner = replace(run, bind=_injecting_bind(run, values))
+        copy._runner = replace(run, bound=bound, bind=_injecting_bind(run, bound))
         return copy
 
     async def call(self, arguments: JsonType) -> ToolReturnValue:
@@ -379,6 +382,8 @@ def _make(
 
     strict = options.get("parse_docstring", False)
     doc = inspect.getdoc(target) or ""
+    if not doc and not inspect.isroutine(target):  # an object with `__call__`
+        doc = inspect.getdoc(type(target).__call__) or ""
     if strict and not doc and visible:
         raise ValueError(f"parse_docstring=True, but {owner} has no docstring")
     parsed = read_docstring(doc, known, needs_arguments=bool(visible), strict=strict, owner=owner)
@@ -412,6 +417,7 @@ def _make(
         artifact=response_format == "content_and_artifact",
         injected=frozenset(p.name for p in signature.params if p.injected),
         required_injected=tuple(p.name for p in signature.params if p.injected and p.required),
+        bound={},
         base_bind=plan.bind,
     )
     runner = replace(runner, bind=_injecting_bind(runner, {}))
