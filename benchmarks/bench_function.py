@@ -18,7 +18,6 @@ import asyncio
 import gc
 import statistics
 import time
-from collections.abc import Callable
 
 from pydantic import BaseModel
 
@@ -67,29 +66,31 @@ def construction_us(repeats: int) -> tuple[float, float]:
     return first, statistics.median(samples)
 
 
-async def call_batch(handle: Callable[[ToolCall], object], n: int) -> float:
-    """Mean us per call over `n` calls through `handle`, awaited one by one."""
+async def call_batch(toolset: SimpleToolset, n: int) -> float:
+    """Mean us per call over `n` calls through `toolset.handle`, awaited one by one."""
+    handle = toolset.handle
     body = ToolCall.FunctionBody(name="add", arguments=ARGS)
+    result = await handle(ToolCall(id="call-1", function=body))
+    if result.return_value.output != "3":
+        raise SystemExit(f"wrong result: {result.return_value!r}")
     gc.collect()
     t0 = time.perf_counter_ns()
     for _ in range(n):
-        result = await handle(ToolCall(id="call-1", function=body))  # type: ignore[misc]
-    elapsed = time.perf_counter_ns() - t0
-    assert not result.return_value.is_error and result.return_value.output == "3"  # pyright: ignore[reportUnknownMemberType, reportAttributeAccessIssue]
-    return elapsed / n / 1e3
+        await handle(ToolCall(id="call-1", function=body))
+    return (time.perf_counter_ns() - t0) / n / 1e3
 
 
 async def calls_us(repeats: int, n: int) -> tuple[float, float]:
     """Median us per call: (CallableTool2, FunctionTool), alternating repeats."""
     toolset2 = SimpleToolset([Add2()])
     toolset_f = SimpleToolset([FunctionTool.from_function(add)])
-    for handle in (toolset2.handle, toolset_f.handle):  # warm up both paths
-        await call_batch(handle, n)
+    for toolset in (toolset2, toolset_f):  # warm up both paths
+        await call_batch(toolset, n)
     c2: list[float] = []
     cf: list[float] = []
     for _ in range(repeats):
-        c2.append(await call_batch(toolset2.handle, n))
-        cf.append(await call_batch(toolset_f.handle, n))
+        c2.append(await call_batch(toolset2, n))
+        cf.append(await call_batch(toolset_f, n))
     return statistics.median(c2), statistics.median(cf)
 
 

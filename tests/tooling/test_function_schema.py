@@ -176,7 +176,7 @@ async def test_constraints_from_annotated_field_are_enforced() -> None:
 
 def test_unannotated_parameter_accepts_any_json() -> None:
     @tool
-    def echo(value) -> str:  # type: ignore[no-untyped-def]  # noqa: ANN001
+    def echo(value) -> str:
         """Echo."""
         return str(value)
 
@@ -233,8 +233,10 @@ async def test_dataclass_and_typeddict_structs_are_received_as_instances() -> No
     assert (await move.call({"x": 1.5})).output == "1.5,0.0"
     assert (await span.call({"start": "2024-01-01", "end": "2024-01-31"})).output == "30"
     bad = await move.call({"x": "east"})
-    assert bad.is_error and bad.message.endswith("x: Input should be a valid number, "
-                                                 "unable to parse string as a number (got 'east')")  # fmt: skip
+    assert bad.is_error
+    assert bad.message.endswith(
+        "x: Input should be a valid number, unable to parse string as a number (got 'east')"
+    )
 
 
 async def test_struct_with_an_injected_parameter_is_still_a_struct() -> None:
@@ -378,7 +380,7 @@ def test_var_positional_is_refused_and_var_keyword_needs_an_explicit_schema() ->
 
 
 def test_a_field_as_default_is_refused_with_the_fix() -> None:
-    def f(a: int = Field(default=1)) -> str:  # noqa: B008
+    def f(a: int = Field(default=1)) -> str:
         """F."""
         return ""
 
@@ -401,17 +403,17 @@ _SCALARS: list[Any] = [int, str, float, bool, datetime.date, uuid.UUID, Color, L
 
 
 def _types(depth: int) -> st.SearchStrategy[Any]:
-    base = st.sampled_from(_SCALARS + [Address, Point, Window])
+    base = st.sampled_from([*_SCALARS, Address, Point, Window])
     if depth == 0:
         return base
     inner = _types(depth - 1)
     return st.one_of(
         base,
-        inner.map(lambda t: list[t]),  # type: ignore[valid-type]
-        inner.map(lambda t: dict[str, t]),  # type: ignore[valid-type]
-        inner.map(lambda t: Optional[t]),  # type: ignore[valid-type]  # noqa: UP045
-        inner.map(lambda t: Annotated[t, "described"]),  # type: ignore[valid-type]
-        st.tuples(inner, inner).map(lambda ab: Union[ab[0], ab[1]]),  # type: ignore[valid-type]  # noqa: UP007
+        inner.map(lambda t: list[t]),
+        inner.map(lambda t: dict[str, t]),
+        inner.map(lambda t: Optional[t]),  # noqa: UP045
+        inner.map(lambda t: Annotated[t, "described"]),
+        st.tuples(inner, inner).map(lambda ab: Union[ab[0], ab[1]]),  # noqa: UP007
     )
 
 
@@ -458,3 +460,15 @@ async def test_arguments_that_fit_the_schema_are_accepted_by_the_tool(args: dict
     assert jsonschema_rs.validator_for(f.base.parameters).is_valid(args)
     result = await f.call(args)
     assert not result.is_error, result.message
+
+
+def test_a_return_annotation_that_cannot_be_resolved_does_not_matter() -> None:
+    # This module has `from __future__ import annotations`: "LocalResult" stays a string.
+    class LocalResult(BaseModel):
+        value: int
+
+    def compute(a: int) -> LocalResult:
+        """Compute."""
+        return LocalResult(value=a)
+
+    assert FunctionTool.from_function(compute).args == {"a": {"type": "integer"}}

@@ -9,6 +9,7 @@ are refused later, by `_arguments_plan`, where each type's schema is made.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,11 +82,16 @@ def read_signature(func: Callable[..., Any], owner: str) -> Signature:
     """Read `func`'s parameters; raise TypeError for what a tool cannot take."""
     try:
         signature = inspect.signature(func, eval_str=True)
-    except (NameError, SyntaxError) as e:
-        raise TypeError(
-            f"the annotations of {owner} cannot be resolved ({type(e).__name__}: {e}); "
-            "define the types they name at module level"
-        ) from e
+    except (NameError, SyntaxError):
+        # Only the parameters matter: a return annotation naming a local class (with
+        # `from __future__ import annotations`) must not stop the tool from being made.
+        signature = inspect.signature(func)
+        signature = signature.replace(
+            parameters=[
+                p.replace(annotation=_resolve(p.annotation, p.name, func, owner))
+                for p in signature.parameters.values()
+            ]
+        )
     params: list[Param] = []
     var_keyword = False
     for p in signature.parameters.values():
@@ -116,6 +122,29 @@ def read_signature(func: Callable[..., Any], owner: str) -> Signature:
             )
         )
     return Signature(tuple(params), var_keyword)
+
+
+def _resolve(annotation: Any, name: str, func: Callable[..., Any], owner: str) -> Any:
+    if not isinstance(annotation, str):
+        return annotation
+    try:
+        return eval(annotation, _globals_of(func))  # what `inspect.signature(eval_str=True)` does
+    except (NameError, SyntaxError) as e:
+        raise TypeError(
+            f"the annotation of parameter `{name}` of {owner} cannot be resolved "
+            f"({type(e).__name__}: {e}); define the types it names at module level"
+        ) from e
+
+
+def _globals_of(func: Callable[..., Any]) -> dict[str, Any]:
+    target: Any = func
+    if isinstance(target, functools.partial):
+        target = cast(Any, target.func)
+    if inspect.ismethod(target):
+        target = target.__func__
+    if not inspect.isfunction(target):
+        target = type(target).__call__
+    return getattr(inspect.unwrap(target), "__globals__", {})
 
 
 def _split_annotation(annotation: Any) -> tuple[Any, str | None, bool]:
