@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from typing import Generic, Self, TypeVar
+from itertools import islice
+from typing import Any, Generic, Self, TypeVar
 
+import jsonschema_rs
 from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 
-from kosong._model import OverridableModelMeta
-from kosong.tooling._calling import calls_in_thread, checked_return, pydantic_errors_text
+from kosong.tooling._calling import (
+    MAX_REPORTED_ERRORS,
+    calls_in_thread,
+    checked_return,
+    json_path,
+    pydantic_errors_text,
+)
+from kosong.tooling._metadata import ToolMetadata
 from kosong.tooling._return import ToolReturnValue
 from kosong.tooling._schema import check_tool_name, model_parameters_schema
 from kosong.tooling._tool import Tool
@@ -21,13 +29,17 @@ __all__ = ["CallableTool2", "Params"]
 Params = TypeVar("Params", bound=BaseModel)
 
 
-class CallableTool2(BaseModel, ABC, Generic[Params], metaclass=OverridableModelMeta):
+class CallableTool2(ToolMetadata, ABC, Generic[Params]):
     """A tool whose arguments are validated into an instance of a pydantic model, `params`.
 
     `name`, `description` and `params` can be class attributes (with or without an annotation)
     or constructor arguments. The model-facing definition, `base`, is computed when the tool is
     created: the model's JSON Schema without titles, with local `$ref`s inlined, aliases as
     property names, and defaults and constraints kept (see `model_parameters_schema`).
+
+    The optional metadata of `Tool` (`strict`, `version`, `cacheable`, `read_only_hint`...) can
+    be given the same two ways and is carried into `base`. A strict tool rejects arguments with
+    properties its schema does not declare, whatever `params`' own `extra` setting.
     """
 
     name: str
@@ -38,15 +50,24 @@ class CallableTool2(BaseModel, ABC, Generic[Params], metaclass=OverridableModelM
     """The pydantic model the arguments are validated into."""
 
     _base: Tool = PrivateAttr()
+    _strict_validator: jsonschema_rs.Validator | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _build_base(self) -> Self:
         check_tool_name(self.name)
-        self._base = Tool.model_construct(
-            name=self.name,
-            description=self.description,
-            parameters=model_parameters_schema(self.params),
-        )
+        parameters = model_parameters_schema(self.params)
+        metadata = self.metadata()
+        if metadata:
+            # Validated, so the metadata is checked against the schema (and a strict one closed).
+            self._base = Tool(
+                name=self.name, description=self.description, parameters=parameters, **metadata
+            )
+        else:  # the common case stays as cheap as before: name and schema are checked already
+            self._base = Tool.model_construct(
+                name=self.name, description=self.description, parameters=parameters
+            )
+        if self.strict:
+            self._strict_validator = jsonschema_rs.validator_for(self._base.parameters)
         return self
 
     @property
@@ -56,6 +77,10 @@ class CallableTool2(BaseModel, ABC, Generic[Params], metaclass=OverridableModelM
 
     async def call(self, arguments: JsonType) -> ToolReturnValue:
         """Validate `arguments` into `params`, call the tool, and return its result."""
+        if self._strict_validator is not None:
+            unknown = _unknown_properties(self._strict_validator, arguments)
+            if unknown:
+                return ToolValidateError(unknown)
         try:
             params = self.params.model_validate(arguments)
         except ValidationError as e:
@@ -70,3 +95,17 @@ class CallableTool2(BaseModel, ABC, Generic[Params], metaclass=OverridableModelM
     async def __call__(self, params: Params) -> ToolReturnValue:
         """The tool's implementation."""
         ...
+
+
+def _unknown_properties(validator: jsonschema_rs.Validator, arguments: Any) -> str:
+    """The undeclared properties in `arguments`, as text for the model ("" when none)."""
+    lines: list[str] = []
+    errors = (
+        e
+        for e in validator.iter_errors(arguments)
+        if isinstance(e.kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties)
+    )
+    for error in islice(errors, MAX_REPORTED_ERRORS):
+        where = json_path(error.instance_path)
+        lines.append(f"{where}: {error.message}" if where else error.message)
+    return "; ".join(lines)

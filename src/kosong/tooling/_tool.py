@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from pydantic import BaseModel, model_validator
+from pydantic import model_validator
 
-from kosong._model import OverridableModelMeta
+from kosong.tooling._metadata import ToolMetadata, check_metadata_against_definition
 from kosong.tooling._schema import check_json_schema, check_tool_name
 
 __all__ = ["ParametersType", "Tool"]
@@ -15,13 +15,19 @@ ParametersType = dict[str, Any]
 """A JSON Schema, as a dict, describing a tool's arguments."""
 
 
-class Tool(BaseModel, metaclass=OverridableModelMeta):
+class Tool(ToolMetadata):
     """A tool definition the model can read: a name, a description and a parameters schema.
 
     Both are checked when the tool is created, so a bad definition fails at once rather than
     when the model first calls it: the name must match `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$` and
     `parameters` must be a valid JSON Schema (Draft 2020-12 unless it names another `$schema`).
     Either failure raises pydantic's `ValidationError`.
+
+    A tool may also declare the optional metadata of the Tool Use standard and MCP's behaviour
+    hints (see `ToolMetadata`: `strict`, `version`, `cacheable`, `read_only_hint`...). They are
+    checked too, and a tool declaring none of them dumps exactly `{name, description,
+    parameters}`. A strict tool's `parameters` are closed: every object schema gets
+    `additionalProperties: false`, so arguments with undeclared properties are rejected.
     """
 
     name: str
@@ -35,4 +41,6 @@ class Tool(BaseModel, metaclass=OverridableModelMeta):
     def _check_definition(self) -> Self:
         check_tool_name(self.name)
         check_json_schema(self.parameters, f"the `parameters` of tool `{self.name}`")
+        if self.strict or self.cache_key_params is not None or self.replacement is not None:
+            self.parameters = check_metadata_against_definition(self, self.name, self.parameters)
         return self

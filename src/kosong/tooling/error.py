@@ -1,20 +1,44 @@
 """The errors a toolset returns on its own, as values (each one is a `ToolError`).
 
-    ToolError
-    ├── ToolNotFoundError   the model named a tool that is not in the toolset
-    ├── ToolParseError      the arguments are not acceptable JSON
-    ├── ToolValidateError   the arguments do not fit the tool's parameters
-    └── ToolRuntimeError    the tool raised instead of returning
+ToolError
+├── ToolNotFoundError           the model named a tool that is not in the toolset
+├── ToolParseError              the arguments are not acceptable JSON
+├── ToolValidateError           the arguments do not fit the tool's parameters
+├── ToolRuntimeError            the tool raised instead of returning
+│
+│   and the failures of the Tool Use standard's error catalog (`kosong.standard.codes`),
+│   each carrying its code in `extras["standard"]["error"]["code"]`:
+├── ToolTimeoutError            TIMEOUT: the call took too long and was stopped
+├── ToolRateLimitedError        RATE_LIMITED: too many calls; may say when to retry
+├── ToolNetworkError            NETWORK_ERROR: a service the tool needs is unreachable
+├── ToolPermissionDeniedError   PERMISSION_DENIED: the call is not allowed (with the reason)
+├── ToolUnauthorizedError       UNAUTHORIZED: the tool lacks valid credentials
+├── ToolResourceNotFoundError   RESOURCE_NOT_FOUND: what the call names does not exist
+├── ToolQuotaExceededError      QUOTA_EXCEEDED: a usage quota is spent
+├── ToolDeprecatedError         TOOL_DEPRECATED: the tool is past its sunset date
+└── ToolRepeatedCallError       REPEATED_CALL: the same call, again and again (a loop)
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from kosong.tooling._return import ToolError
+from kosong.utils.typing import JsonType
 
 __all__ = [
+    "ToolDeprecatedError",
+    "ToolNetworkError",
     "ToolNotFoundError",
     "ToolParseError",
+    "ToolPermissionDeniedError",
+    "ToolQuotaExceededError",
+    "ToolRateLimitedError",
+    "ToolRepeatedCallError",
+    "ToolResourceNotFoundError",
     "ToolRuntimeError",
+    "ToolTimeoutError",
+    "ToolUnauthorizedError",
     "ToolValidateError",
     "describe_exception",
 ]
@@ -68,3 +92,158 @@ def describe_exception(exc: BaseException) -> str:
     except Exception as str_failure:  # a broken __str__ must not hide the original error
         text = f"<str() failed with {type(str_failure).__name__}>"
     return f"{name}: {text}" if text else name
+
+
+_STANDARD_KEY = "standard"
+"""The key of `extras` under which the Tool Use standard's data travels with a result."""
+
+
+def _error_extras(code: str, details: dict[str, JsonType]) -> dict[str, JsonType]:
+    error: dict[str, JsonType] = {"code": code}
+    error.update({k: v for k, v in details.items() if v is not None})
+    return {_STANDARD_KEY: {"error": error}}
+
+
+class _CodedError(ToolError):
+    """A ToolError of the standard's catalog; `code` is its error code."""
+
+    code: ClassVar[str] = "EXECUTION_ERROR"
+    """The catalog code of this kind of failure."""
+
+    def __init__(self, message: str, brief: str, **details: JsonType) -> None:
+        super().__init__(message=message, brief=brief, extras=_error_extras(self.code, details))
+
+
+class ToolTimeoutError(_CodedError):
+    """The call did not finish in time and was cancelled (TIMEOUT)."""
+
+    code: ClassVar[str] = "TIMEOUT"
+
+    def __init__(self, tool_name: str, seconds: float, *, what: str = "time limit") -> None:
+        """Say which tool ran out of time, and which limit (`what`) it hit."""
+        super().__init__(
+            f"Tool `{tool_name}` did not finish within its {what} of {seconds:g} seconds "
+            "and was stopped",
+            "Tool timed out",
+            timeout_seconds=seconds,
+        )
+
+
+class ToolRateLimitedError(_CodedError):
+    """The tool, or a service it calls, refuses more calls for now (RATE_LIMITED).
+
+    `retry_after` (seconds), when known, is when a retry may succeed; a retry policy waits that
+    long instead of its own backoff.
+    """
+
+    code: ClassVar[str] = "RATE_LIMITED"
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        """Explain the limit; give `retry_after` in seconds when the service said it."""
+        if retry_after is not None and retry_after < 0:
+            raise ValueError("retry_after cannot be negative")
+        hint = f" (retry after {retry_after:g} seconds)" if retry_after is not None else ""
+        super().__init__(f"{message}{hint}", "Rate limited", retry_after=retry_after)
+
+
+class ToolNetworkError(_CodedError):
+    """A service the tool depends on could not be reached (NETWORK_ERROR); worth retrying."""
+
+    code: ClassVar[str] = "NETWORK_ERROR"
+
+    def __init__(self, message: str) -> None:
+        """Describe what could not be reached."""
+        super().__init__(message, "Network error")
+
+
+class ToolPermissionDeniedError(_CodedError):
+    """The call is not allowed, for example refused by an approval hook (PERMISSION_DENIED)."""
+
+    code: ClassVar[str] = "PERMISSION_DENIED"
+
+    def __init__(self, tool_name: str, reason: str) -> None:
+        """Say which tool was refused and why."""
+        super().__init__(
+            f"Permission denied for tool `{tool_name}`: {reason}",
+            "Permission denied",
+            reason=reason,
+        )
+
+
+class ToolUnauthorizedError(_CodedError):
+    """The tool has no valid credentials for what it calls (UNAUTHORIZED)."""
+
+    code: ClassVar[str] = "UNAUTHORIZED"
+
+    def __init__(self, message: str) -> None:
+        """Describe which credentials are missing or rejected."""
+        super().__init__(message, "Unauthorized")
+
+
+class ToolResourceNotFoundError(_CodedError):
+    """What the call names (a file, a record, a city) does not exist (RESOURCE_NOT_FOUND)."""
+
+    code: ClassVar[str] = "RESOURCE_NOT_FOUND"
+
+    def __init__(self, message: str) -> None:
+        """Say what was not found."""
+        super().__init__(message, "Not found")
+
+
+class ToolQuotaExceededError(_CodedError):
+    """A usage quota is spent; retrying will not help until it is raised (QUOTA_EXCEEDED)."""
+
+    code: ClassVar[str] = "QUOTA_EXCEEDED"
+
+    def __init__(self, message: str) -> None:
+        """Say which quota is spent."""
+        super().__init__(message, "Quota exceeded")
+
+
+class ToolDeprecatedError(_CodedError):
+    """The tool is past its sunset date (TOOL_DEPRECATED); the message names what replaces it."""
+
+    code: ClassVar[str] = "TOOL_DEPRECATED"
+
+    def __init__(
+        self,
+        tool_name: str,
+        *,
+        replacement: str | None = None,
+        sunset_date: str | None = None,
+        migration_guide: str | None = None,
+    ) -> None:
+        """Say that `tool_name` is retired, and what to use instead."""
+        text = f"Tool `{tool_name}` is deprecated"
+        if sunset_date:
+            text += f" and was retired on {sunset_date}"
+        text += f"; use `{replacement}` instead" if replacement else "; no replacement is named"
+        if migration_guide:
+            text += f" (migration guide: {migration_guide})"
+        super().__init__(
+            text,
+            "Tool deprecated",
+            replacement=replacement,
+            sunset_date=sunset_date,
+            migration_guide=migration_guide,
+        )
+
+
+class ToolRepeatedCallError(_CodedError):
+    """The model made the same call, with the same arguments, too many times (REPEATED_CALL).
+
+    Models sometimes loop on one call; this error tells the model so, instead of running the
+    tool yet again.
+    """
+
+    code: ClassVar[str] = "REPEATED_CALL"
+
+    def __init__(self, tool_name: str, count: int) -> None:
+        """Say which tool was called again, and how many identical calls came before."""
+        super().__init__(
+            f"Tool `{tool_name}` was already called {count} times with exactly these arguments; "
+            "calling it again will not give a different result. Use the results you already "
+            "have, change the arguments, or take another approach.",
+            "Repeated call blocked",
+            previous_calls=count,
+        )

@@ -1,0 +1,77 @@
+"""Reading and writing the standard's data in a result's `extras` (private).
+
+A result carries the Tool Use standard's data under one key of `extras`, `"standard"`:
+
+    {"standard": {"metadata": {...}, "error": {"code": ..., ...}, "debug_info": {...}}}
+
+so it travels with the `ToolReturnValue` (which has no field for it) and survives its JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from kosong.tooling import ToolError, ToolOk, ToolReturnValue
+from kosong.tooling import error as errors
+from kosong.tooling.error import _STANDARD_KEY  # pyright: ignore[reportPrivateUsage]
+from kosong.utils.typing import JsonType
+
+__all__ = [
+    "RESULT_CLASSES",
+    "STANDARD_KEY",
+    "restore_value",
+    "standard_part",
+    "with_standard",
+]
+
+STANDARD_KEY: str = _STANDARD_KEY
+
+RESULT_CLASSES: dict[str, type[ToolReturnValue]] = {
+    cls.__name__: cls
+    for cls in (
+        ToolReturnValue,
+        ToolOk,
+        ToolError,
+        *(getattr(errors, name) for name in errors.__all__ if name.startswith("Tool")),
+    )
+}
+"""The result classes a serialized result can name, by class name."""
+
+
+def standard_part(value: ToolReturnValue) -> dict[str, Any]:
+    """The standard's data in `value.extras` (empty when there is none). Read-only."""
+    extras = value.extras
+    if not extras:
+        return _EMPTY
+    part = extras.get(STANDARD_KEY)
+    return cast(dict[str, Any], part) if isinstance(part, dict) else _EMPTY
+
+
+_EMPTY: dict[str, Any] = {}
+
+
+def with_standard(value: ToolReturnValue, **parts: JsonType) -> ToolReturnValue:
+    """A shallow copy of `value` whose standard data has `parts` set (None removes a part)."""
+    extras: dict[str, JsonType] = dict(value.extras or {})
+    part: dict[str, JsonType] = dict(standard_part(value))
+    for key, item in parts.items():
+        if item is None:
+            part.pop(key, None)
+        else:
+            part[key] = item
+    if part:
+        extras[STANDARD_KEY] = part
+    else:
+        extras.pop(STANDARD_KEY, None)
+    return value.model_copy(update={"extras": extras or None})
+
+
+def restore_value(class_name: str | None, data: dict[str, Any]) -> ToolReturnValue:
+    """Rebuild a result of the named class from its JSON fields, without calling `__init__`.
+
+    An unknown class name falls back to ToolOk or ToolError, by `is_error`.
+    """
+    cls = RESULT_CLASSES.get(class_name or "")
+    if cls is None:
+        cls = ToolError if data.get("is_error") else ToolOk
+    return cls.model_validate(data)

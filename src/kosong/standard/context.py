@@ -1,0 +1,369 @@
+"""The context of one call, shared by the policies of a pipeline and reachable by the tool.
+
+Policies read and record in it; a running tool reaches it with `current_call()` to report
+progress.
+
+A context is created when a call enters a pipeline (`PolicyToolset.handle`) and lives until its
+result leaves it. Policies record in it (a retry, a cache hit, a warning); on the way out it
+becomes the result's metadata (`extras["standard"]["metadata"]`) and the final event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import hashlib
+import json
+import logging
+import math
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any, Final, cast
+
+from kosong.message import ToolCall
+from kosong.standard._values import with_standard
+from kosong.standard.envelope import to_envelope
+from kosong.standard.events import EventSink, EventType, ToolEvent
+from kosong.standard.trace import (
+    _TRACE_ID,  # pyright: ignore[reportPrivateUsage]
+    format_timestamp,
+    new_event_id,
+    new_trace_id,
+)
+from kosong.tooling import Tool, ToolResult, ToolReturnValue
+from kosong.tooling._arguments import (  # the same parsing the toolset applies
+    DEFAULT_LIMITS,
+    ArgumentsError,
+    parse_arguments,
+)
+from kosong.utils.typing import JsonType
+
+__all__ = ["UNPARSEABLE", "CallContext", "current_call", "report_progress"]
+
+logger = logging.getLogger(__name__)
+
+
+class _Unparseable:
+    def __repr__(self) -> str:
+        return "UNPARSEABLE"
+
+
+UNPARSEABLE: Final = _Unparseable()
+"""What `CallContext.arguments()` gives for arguments that are not acceptable JSON."""
+
+_CURRENT: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
+    "kosong_standard_call", default=None
+)
+
+
+def current_call() -> CallContext | None:
+    """The context of the call being run, from inside a tool (None outside a pipeline)."""
+    return _CURRENT.get()
+
+
+def report_progress(progress: float, message: str = "") -> None:
+    """Report how far the running tool is (0 to 100), if it runs inside a pipeline.
+
+    Safe to call from a worker thread (a sync tool). Outside a pipeline it does nothing.
+
+    Raises:
+        ValueError: `progress` is not a number from 0 to 100.
+    """
+    ctx = _CURRENT.get()
+    if ctx is not None:
+        ctx.report_progress(progress, message)
+
+
+class CallContext:
+    """The state of one call in a pipeline.
+
+    Read by policies: the call, the tool's definition (None for an unknown tool), the trace id,
+    the parsed arguments. Recorded by policies: retries, cache information, warnings, timings,
+    debug details, extra metadata. A tool reaches it with `current_call()`.
+    """
+
+    __slots__ = (
+        "_args",
+        "_closed",
+        "_debug",
+        "_digest",
+        "_extra_metadata",
+        "_loop",
+        "_perf",
+        "_sinks",
+        "_start",
+        "_thread",
+        "_warnings",
+        "attempt_codes",
+        "cache",
+        "processing_ms",
+        "retry_count",
+        "shared",
+        "tool",
+        "tool_call",
+        "trace_id",
+    )
+
+    def __init__(
+        self,
+        tool_call: ToolCall,
+        tool: Tool | None,
+        *,
+        trace_id: str | None = None,
+        sink: EventSink | None = None,
+    ) -> None:
+        """Start the context of `tool_call` to `tool`.
+
+        The trace id is `trace_id` if given, else the call's `extras["trace_id"]`, else the
+        current trace (an enclosing call or `trace_scope`), else a new one.
+        """
+        self.tool_call = tool_call
+        """The call."""
+        self.tool = tool
+        """The tool's definition, or None when no tool has the call's name."""
+        self.trace_id: str = (
+            trace_id or _given_trace_id(tool_call) or _TRACE_ID.get() or (new_trace_id())
+        )
+        """The trace the call belongs to."""
+        self.retry_count = 0
+        """How many times the call was retried."""
+        self.attempt_codes: list[str] = []
+        """The error code of each failed attempt, in order."""
+        self.cache: dict[str, JsonType] | None = None
+        """Set by the cache policy on a hit: `{hit, cached_at, ttl_remaining}`."""
+        self.shared = False
+        """True when the result is another identical call's (single-flight)."""
+        self.processing_ms = 0.0
+        """Time spent in the wrapped toolset, over all attempts."""
+        self._start = time.perf_counter()
+        self._sinks: list[EventSink] | None = [sink] if sink is not None else None
+        self._warnings: list[str] | None = None
+        self._perf: dict[str, float] | None = None
+        self._debug: dict[str, JsonType] | None = None
+        self._extra_metadata: dict[str, JsonType] | None = None
+        self._args: Any = None
+        self._digest: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = threading.get_ident()
+        self._closed = False
+
+    # --- reading ---------------------------------------------------------------------------
+
+    @property
+    def tool_name(self) -> str:
+        """The name the call asks for."""
+        return self.tool_call.function.name
+
+    @property
+    def tool_call_id(self) -> str:
+        """The call's id."""
+        return self.tool_call.id
+
+    @property
+    def elapsed_ms(self) -> float:
+        """Milliseconds since the call entered the pipeline."""
+        return (time.perf_counter() - self._start) * 1000
+
+    async def arguments(self) -> JsonType | _Unparseable:
+        """The call's arguments, parsed once as the toolset parses them, or `UNPARSEABLE`.
+
+        Long argument strings are parsed in a worker thread, so the loop never stalls.
+        """
+        if self._args is None:
+            raw = self.tool_call.function.arguments
+            try:
+                if raw is not None and len(raw) > DEFAULT_LIMITS.offload_length:
+                    parsed = await asyncio.to_thread(parse_arguments, raw, DEFAULT_LIMITS)
+                else:
+                    parsed = parse_arguments(raw, DEFAULT_LIMITS)
+            except ArgumentsError:
+                self._args = (UNPARSEABLE,)
+            else:
+                self._args = (parsed,)
+        return self._args[0]
+
+    async def arguments_digest(self) -> str:
+        """A digest of the arguments that ignores key order and spacing.
+
+        Two calls with the same arguments, however written, have the same digest; arguments
+        that do not parse are digested as written.
+        """
+        if self._digest is None:
+            args = await self.arguments()
+            if isinstance(args, _Unparseable):
+                text = "raw:" + (self.tool_call.function.arguments or "")
+            else:
+                text = canonical_json(args)
+            self._digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        return self._digest
+
+    @property
+    def debug_enabled(self) -> bool:
+        """Whether debug mode is on for this call (`DebugPolicy`)."""
+        return self._debug is not None
+
+    # --- recording -------------------------------------------------------------------------
+
+    def enable_debug(self) -> None:
+        """Turn debug mode on for this call: the result gets `debug_info`."""
+        if self._debug is None:
+            self._debug = {}
+
+    def add_debug(self, key: str, value: JsonType) -> None:
+        """Add a detail to `debug_info` (kept only in debug mode)."""
+        if self._debug is not None:
+            self._debug[key] = value
+
+    def add_warning(self, text: str) -> None:
+        """Add a warning to the result's metadata (`metadata.warnings`)."""
+        if self._warnings is None:
+            self._warnings = []
+        self._warnings.append(text)
+
+    def set_metadata(self, key: str, value: JsonType) -> None:
+        """Set an extra key of the result's metadata (e.g. `deprecation`)."""
+        if self._extra_metadata is None:
+            self._extra_metadata = {}
+        self._extra_metadata[key] = value
+
+    def record_timing(self, stage: str, milliseconds: float) -> None:
+        """Add time spent in a stage to `metadata.performance` (e.g. `network_ms`)."""
+        if self._perf is None:
+            self._perf = {}
+        self._perf[stage] = self._perf.get(stage, 0.0) + milliseconds
+
+    def add_sink(self, sink: EventSink) -> None:
+        """Send this call's events, from now on, to `sink` as well."""
+        if self._sinks is None:
+            self._sinks = []
+        self._sinks.append(sink)
+
+    # --- events ----------------------------------------------------------------------------
+
+    @property
+    def has_listeners(self) -> bool:
+        """Whether anyone receives this call's events (so building them is worth it)."""
+        return self._sinks is not None
+
+    def event_metadata(self) -> dict[str, JsonType]:
+        """The `metadata` of an event: tool name, timestamp, trace id and call id."""
+        return {
+            "tool_name": self.tool_name,
+            "timestamp": format_timestamp(datetime.now(UTC)),
+            "trace_id": self.trace_id,
+            "tool_call_id": self.tool_call_id,
+        }
+
+    def emit(
+        self, event: EventType, data: dict[str, JsonType], result: ToolResult | None = None
+    ) -> None:
+        """Send an event to this call's listeners (from the loop's thread)."""
+        sinks = self._sinks
+        if sinks is None or self._closed:
+            return
+        item = ToolEvent(event, new_event_id(), data, result)
+        for sink in sinks:
+            try:
+                sink(item)
+            except Exception:  # a listener's failure must not fail the call
+                logger.exception("Event listener %r failed on %s", sink, event)
+
+    def report_progress(self, progress: float, message: str = "") -> None:
+        """Report how far the tool is, from 0 to 100; thread-safe.
+
+        Raises:
+            ValueError: `progress` is not a number from 0 to 100.
+        """
+        number = cast(object, progress)  # callers may pass anything; check what arrived
+        if (
+            isinstance(number, bool)
+            or not isinstance(number, int | float)
+            or not math.isfinite(number)
+            or not 0 <= number <= 100
+        ):
+            raise ValueError(f"progress must be a number from 0 to 100, got {progress!r}")
+        if self._sinks is None:
+            return
+        if threading.get_ident() == self._thread:
+            self._emit_progress(progress, message)
+        elif self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._emit_progress, progress, message)
+
+    def _emit_progress(self, progress: float, message: str) -> None:
+        self.emit(
+            "tool_progress",
+            {"progress": progress, "message": message, "metadata": self.event_metadata()},
+        )
+
+    # --- the pipeline's side ---------------------------------------------------------------
+
+    def enter(self) -> None:
+        """Make this the current call (and its trace current) in the running task."""
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+        _CURRENT.set(self)
+        _TRACE_ID.set(self.trace_id)
+
+    def finish(self, value: ToolReturnValue) -> ToolReturnValue:
+        """`value` with this call's metadata (and debug info) recorded in its extras."""
+        elapsed = self.elapsed_ms
+        metadata: dict[str, JsonType] = {
+            "tool_name": self.tool_name,
+            "execution_time_ms": round(elapsed, 3),
+            "timestamp": format_timestamp(datetime.now(UTC)),
+            "trace_id": self.trace_id,
+        }
+        performance: dict[str, JsonType] = {}
+        if self.processing_ms:
+            performance["processing_ms"] = round(self.processing_ms, 3)
+        if self._perf:
+            performance.update({k: round(v, 3) for k, v in self._perf.items()})
+        if performance:
+            metadata["performance"] = performance
+        if self.cache is not None:
+            metadata["cache"] = self.cache
+        if self._warnings:
+            metadata["warnings"] = list(self._warnings)
+        if self._extra_metadata:
+            metadata.update(self._extra_metadata)
+        debug: dict[str, JsonType] | None = None
+        if self._debug is not None:
+            debug = {
+                "cache_hit": bool(self.cache and self.cache.get("hit")),
+                "retry_count": self.retry_count,
+                "attempt_codes": list(self.attempt_codes),
+                "shared_execution": self.shared,
+                "execution_time_ms": round(elapsed, 3),
+                "trace_id": self.trace_id,
+                **self._debug,
+            }
+        return with_standard(value, metadata=metadata, debug_info=debug)
+
+    def emit_final(self, result: ToolResult) -> None:
+        """Send the final event (`tool_result` or `tool_error`) and stop sending events."""
+        if self._sinks is not None and not self._closed:
+            value = result.return_value
+            envelope = to_envelope(result, lossless=False)
+            self.emit("tool_error" if value.is_error else "tool_result", envelope.dump(), result)
+        self._closed = True
+
+    def close(self) -> None:
+        """Stop sending events (the call was cancelled)."""
+        self._closed = True
+
+
+def _given_trace_id(tool_call: ToolCall) -> str | None:
+    extras = tool_call.extras
+    if extras:
+        given = extras.get("trace_id")
+        if isinstance(given, str) and 0 < len(given) <= 128:
+            return given
+    return None
+
+
+def canonical_json(value: JsonType) -> str:
+    """JSON text of `value` with sorted keys and no spaces: equal values, equal text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

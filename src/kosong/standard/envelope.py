@@ -1,0 +1,428 @@
+"""The standard's envelope: one JSON shape for every success and every error.
+
+    {"success": true, "status": "success", "data": ..., "metadata": {...}}
+    {"success": false, "status": "error", "error": {"code", "message", "retryable"}, "metadata"}
+
+`to_envelope` turns a `ToolResult` (or a bare `ToolReturnValue`) into an `Envelope`;
+`from_envelope` turns one back. The round trip loses nothing: what the standard's shape has no
+place for (the display blocks, a success's message, the class of the result...) goes under
+one extension key, `"kosong"`, present only when needed; consumers of the standard ignore it,
+and `to_envelope(..., lossless=False)` leaves it out.
+
+How a result maps:
+
+- `data` is the output. An output that is JSON text of an object or array (as `json.dumps`
+  writes it, with or without `ensure_ascii`, with default or compact separators) becomes that
+  JSON value, so `ToolOk(output=json.dumps({"temperature": 25}))` has
+  `"data": {"temperature": 25}`; any other text stays a string.
+- `error.code` is `codes.error_code(value)`, `error.message` the result's message, and
+  `error.retryable` the catalog's answer unless the error says otherwise; the error's details
+  (`retry_after`, `replacement`...) sit next to them.
+- `metadata` is what the pipeline recorded in the result (`extras["standard"]["metadata"]`),
+  with the gaps filled from the arguments of `to_envelope`; `debug_info` likewise.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal, Self, cast
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+from kosong.message import ContentPart
+from kosong.standard._values import RESULT_CLASSES, restore_value, standard_part
+from kosong.standard.codes import CATALOG, ErrorCode, error_class_for, error_code, error_details
+from kosong.standard.trace import current_trace_id, format_timestamp, new_trace_id
+from kosong.tooling import DisplayBlock, ToolError, ToolOk, ToolResult, ToolReturnValue
+from kosong.utils.typing import JsonType
+
+__all__ = [
+    "CacheInfo",
+    "Envelope",
+    "EnvelopeError",
+    "EnvelopeMetadata",
+    "attach_metadata",
+    "from_envelope",
+    "to_envelope",
+]
+
+
+class CacheInfo(BaseModel):
+    """How a cached result was served."""
+
+    model_config = ConfigDict(extra="allow")
+
+    hit: bool
+    """Whether the result came from the cache."""
+    cached_at: str | None = None
+    """When the result was stored (ISO 8601)."""
+    ttl_remaining: int | float | None = None
+    """Seconds until the cached result expires."""
+
+
+class EnvelopeMetadata(BaseModel):
+    """The envelope's `metadata`: which tool, when, how long, under which trace.
+
+    Other keys are kept as they are (the pipeline adds `warnings`, `deprecation`...).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    tool_name: str
+    """The tool called."""
+    execution_time_ms: int | float | None = None
+    """How long the call took, in milliseconds."""
+    timestamp: str
+    """When the result was produced (ISO 8601, UTC)."""
+    trace_id: str | None = None
+    """The trace the call belongs to."""
+    tool_call_id: str | None = None
+    """The id of the call this answers (a kosong addition)."""
+    performance: dict[str, int | float] | None = None
+    """Time spent in each stage, in milliseconds (`processing_ms`, `approval_ms`...)."""
+    cache: CacheInfo | None = None
+    """Present when the result came from the cache."""
+
+
+class EnvelopeError(BaseModel):
+    """The envelope's `error`: a code of the catalog (or the tool's own), and details."""
+
+    model_config = ConfigDict(extra="allow")
+
+    code: str
+    """The error code, such as TIMEOUT."""
+    message: str
+    """What went wrong, for the model and for people."""
+    retryable: bool | None = None
+    """Whether calling again may succeed."""
+
+
+_JSON_FORMS: dict[str, tuple[tuple[str, str], bool]] = {
+    "default": ((", ", ": "), False),
+    "ascii": ((", ", ": "), True),
+    "compact": ((",", ":"), False),
+    "compact_ascii": ((",", ":"), True),
+}
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _dump_json(value: JsonType, form: str) -> str:
+    separators, ascii_only = _JSON_FORMS[form]
+    return json.dumps(value, ensure_ascii=ascii_only, separators=separators, allow_nan=False)
+
+
+def _as_data(output: str) -> tuple[JsonType, str | None]:
+    """The JSON value an output stands for, and the form it was written in (None: text)."""
+    if output[:1] not in ("{", "["):
+        return output, None
+    try:
+        value = json.loads(output, parse_constant=_reject_constant)
+    except ValueError:
+        return output, None
+    for form in _JSON_FORMS:
+        if _dump_json(value, form) == output:
+            return value, form
+    return output, None
+
+
+class Envelope(BaseModel):
+    """A result in the standard's shape. `dump()` gives the JSON object; see the module doc."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    success: bool
+    """Whether the call succeeded."""
+    status: Literal["success", "error"]
+    """"success" or "error", as `success` says."""
+    data: JsonType = None
+    """What a successful call returned (absent when None)."""
+    error: EnvelopeError | None = None
+    """What went wrong, for a failed call."""
+    metadata: EnvelopeMetadata
+    """Which tool, when, how long, which trace."""
+    debug_info: dict[str, JsonType] | None = None
+    """Details for developers, present in debug mode."""
+    kosong: dict[str, JsonType] | None = Field(default=None)
+    """What the standard's shape has no place for, so the round trip loses nothing."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.success != (self.status == "success"):
+            raise ValueError(f"success={self.success} contradicts status={self.status!r}")
+        if self.success and self.error is not None:
+            raise ValueError("a successful envelope cannot carry an error")
+        if not self.success and self.error is None:
+            raise ValueError("an error envelope needs an `error` object")
+        return self
+
+    def dump(self) -> dict[str, Any]:
+        """The envelope as a JSON-ready dict, without the fields left unset."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def to_json(self) -> str:
+        """The envelope as JSON text (UTF-8, not ASCII-escaped)."""
+        return json.dumps(self.dump(), ensure_ascii=False)
+
+    @classmethod
+    def from_result(cls, result: ToolResult | ToolReturnValue, **kwargs: Any) -> Envelope:
+        """The same as `to_envelope(result, **kwargs)`."""
+        return to_envelope(result, **kwargs)
+
+    def to_result(self, *, tool_call_id: str | None = None) -> ToolResult:
+        """The same as `from_envelope(self, tool_call_id=...)`."""
+        return from_envelope(self, tool_call_id=tool_call_id)
+
+
+_ENVELOPE = TypeAdapter(Envelope)
+_DISPLAY = TypeAdapter(list[DisplayBlock])
+_PARTS = TypeAdapter(list[ContentPart])
+
+
+def attach_metadata(value: ToolReturnValue, metadata: Mapping[str, JsonType]) -> ToolReturnValue:
+    """A copy of `value` that carries `metadata` as its standard metadata (see the module doc)."""
+    extras: dict[str, JsonType] = dict(value.extras or {})
+    part: dict[str, JsonType] = dict(standard_part(value))
+    part["metadata"] = dict(metadata)
+    extras["standard"] = part
+    return value.model_copy(update={"extras": extras})
+
+
+def to_envelope(
+    result: ToolResult | ToolReturnValue,
+    *,
+    tool_name: str | None = None,
+    trace_id: str | None = None,
+    timestamp: str | None = None,
+    execution_time_ms: float | None = None,
+    lossless: bool = True,
+) -> Envelope:
+    """The envelope of a result.
+
+    Args:
+        result: A `ToolResult` (its call id goes into the metadata) or a bare return value.
+        tool_name: The tool's name, when the result does not carry its metadata.
+        trace_id: The trace id, when the result does not carry one (default: the current
+            trace, else a new id).
+        timestamp: When the result was produced, when the result does not say (default: now).
+        execution_time_ms: How long the call took, when the result does not say.
+        lossless: Add the `kosong` extension when the standard's shape cannot hold everything;
+            False gives the bare standard shape.
+
+    Raises:
+        ValueError: no tool name is known.
+    """
+    if isinstance(result, ToolResult):
+        value, call_id = result.return_value, result.tool_call_id
+    else:
+        value, call_id = result, None
+    part = standard_part(value)
+    raw_metadata = part.get("metadata")
+    recorded = cast(dict[str, Any], raw_metadata) if isinstance(raw_metadata, dict) else None
+    metadata: dict[str, Any] = dict(recorded or {})
+    for key, given in (
+        ("tool_name", tool_name),
+        ("execution_time_ms", execution_time_ms),
+        ("timestamp", timestamp),
+        ("trace_id", trace_id),
+    ):
+        if key not in metadata and given is not None:
+            metadata[key] = given
+    if "tool_name" not in metadata:
+        raise ValueError("the result carries no metadata: pass tool_name= to to_envelope")
+    metadata.setdefault("timestamp", format_timestamp(datetime.now(UTC)))
+    metadata.setdefault("trace_id", current_trace_id() or new_trace_id())
+    if call_id is not None:
+        metadata.setdefault("tool_call_id", call_id)
+
+    fields: dict[str, Any] = {"metadata": metadata}
+    debug = part.get("debug_info")
+    if isinstance(debug, dict):
+        fields["debug_info"] = debug
+    json_form: str | None = None
+    if value.is_error:
+        code = error_code(value) or ErrorCode.EXECUTION_ERROR.value
+        details = error_details(value)
+        retryable = details.get("retryable")
+        if not isinstance(retryable, bool):
+            spec = CATALOG.get(code)
+            retryable = spec.retryable if spec is not None else False
+        fields.update(
+            success=False,
+            status="error",
+            error={
+                "code": code,
+                "message": value.message,
+                "retryable": retryable,
+                **{k: v for k, v in details.items() if k != "retryable"},
+            },
+        )
+    else:
+        fields.update(success=True, status="success")
+        if isinstance(value.output, str):
+            fields["data"], json_form = _as_data(value.output)
+    envelope = Envelope.model_validate(fields)
+    if lossless:
+        extension = _extension(value, envelope, recorded, json_form, call_id)
+        if extension:
+            envelope.kosong = extension
+    return envelope
+
+
+def from_envelope(
+    envelope: Envelope | Mapping[str, Any] | str, *, tool_call_id: str | None = None
+) -> ToolResult:
+    """The `ToolResult` an envelope stands for (an envelope, its dict, or its JSON text).
+
+    The call id is `tool_call_id` if given, else the one in the metadata, else "".
+
+    Raises:
+        pydantic.ValidationError: the input is not an envelope.
+    """
+    if isinstance(envelope, str):
+        envelope = _ENVELOPE.validate_json(envelope)
+    elif not isinstance(envelope, Envelope):
+        envelope = _ENVELOPE.validate_python(envelope)
+    extension = envelope.kosong or {}
+    value = _restore(envelope, extension)
+    call_id = tool_call_id
+    if call_id is None:
+        call_id = envelope.metadata.tool_call_id or ""
+    return ToolResult(call_id, value)
+
+
+# --- the extension: what the default restoration would get wrong -------------------------------
+
+
+def _default_class(envelope: Envelope) -> type[ToolReturnValue]:
+    if envelope.error is None:
+        return ToolOk
+    if envelope.error.code == ErrorCode.EXECUTION_ERROR.value:
+        return ToolError  # a tool's own ToolError; ToolRuntimeError names itself in the extension
+    return error_class_for(envelope.error.code)
+
+
+def _default_error_part(envelope: Envelope, cls: type[ToolReturnValue]) -> dict[str, Any] | None:
+    error = envelope.error
+    if error is None:
+        return None
+    details = {k: v for k, v in (error.model_extra or {}).items()}
+    spec = CATALOG.get(error.code)
+    default_retryable = spec.retryable if spec is not None else False
+    part: dict[str, Any] = {"code": error.code}
+    if error.retryable is not None and error.retryable != default_retryable:
+        part["retryable"] = error.retryable
+    part.update(details)
+    carries_code = isinstance(getattr(cls, "code", None), str)
+    if not carries_code and len(part) == 1:
+        # A class without a code of its own (ToolValidateError...) keeps nothing in extras
+        # when the envelope says only what its class implies.
+        implied = error_code(cls.model_construct(is_error=True))
+        if implied == error.code:
+            return None
+    return part
+
+
+def _default_metadata(envelope: Envelope) -> dict[str, Any]:
+    metadata = envelope.metadata.model_dump(mode="json", exclude_none=True)
+    metadata.pop("tool_call_id", None)
+    return metadata
+
+
+def _default_output(envelope: Envelope, form: str | None) -> str:
+    data = envelope.data
+    if envelope.error is not None or data is None:
+        return ""
+    if isinstance(data, str):
+        return data
+    return _dump_json(data, form or "default")
+
+
+def _restore(envelope: Envelope, ext: Mapping[str, Any]) -> ToolReturnValue:
+    class_name = ext.get("class")
+    cls = RESULT_CLASSES.get(class_name) if isinstance(class_name, str) else None
+    cls = cls or _default_class(envelope)
+    form = ext.get("json_form")
+    output: Any = (
+        ext["output"]
+        if "output" in ext
+        else _default_output(envelope, form if isinstance(form, str) else None)
+    )
+    message = ext.get("message", envelope.error.message if envelope.error is not None else "")
+    standard: dict[str, Any] = {}
+    metadata = ext["metadata"] if "metadata" in ext else _default_metadata(envelope)
+    if metadata is not None:
+        standard["metadata"] = metadata
+    error = ext["error"] if "error" in ext else _default_error_part(envelope, cls)
+    if error is not None:
+        standard["error"] = error
+    if envelope.debug_info is not None:
+        standard["debug_info"] = envelope.debug_info
+    extras: dict[str, Any] | None = None
+    if ext.get("extras_verbatim"):
+        extras = cast("dict[str, Any] | None", ext.get("extras"))
+    else:
+        if "extras" in ext:
+            extras = dict(cast(dict[str, Any], ext["extras"]))
+        if standard:
+            kept = (extras or {}).get("standard")
+            merged = (
+                {**cast(dict[str, Any], kept), **standard} if isinstance(kept, dict) else standard
+            )
+            extras = {**(extras or {}), "standard": merged}
+    data = {
+        "is_error": envelope.error is not None,
+        "output": output,
+        "message": message,
+        "display": ext.get("display", []),
+        "extras": extras,
+    }
+    return restore_value(cls.__name__, data)
+
+
+def _extension(
+    value: ToolReturnValue,
+    envelope: Envelope,
+    recorded: dict[str, Any] | None,
+    json_form: str | None,
+    call_id: str | None,
+) -> dict[str, JsonType]:
+    """What `_restore` needs beyond the envelope to rebuild exactly `value`."""
+    ext: dict[str, JsonType] = {}
+    if json_form not in (None, "default"):
+        ext["json_form"] = json_form
+    cls = _default_class(envelope)
+    if type(value) is not cls:
+        ext["class"] = type(value).__name__
+        cls = type(value)
+    if value.output != _default_output(envelope, json_form):
+        ext["output"] = (
+            value.output
+            if isinstance(value.output, str)
+            else _PARTS.dump_python(value.output, mode="json")
+        )
+    default_message = envelope.error.message if envelope.error is not None else ""
+    if value.message != default_message:
+        ext["message"] = value.message
+    if value.display:
+        ext["display"] = _DISPLAY.dump_python(value.display, mode="json")
+    part = standard_part(value)
+    if recorded != _default_metadata(envelope):
+        ext["metadata"] = recorded
+    if part.get("error") != _default_error_part(envelope, cls):
+        ext["error"] = cast(JsonType, part.get("error"))
+    others = {k: v for k, v in (value.extras or {}).items() if k != "standard"}
+    # Anything in the standard part besides metadata, error and debug_info rides along too.
+    rest = {k: v for k, v in part.items() if k not in ("metadata", "error", "debug_info")}
+    if rest:
+        others["standard"] = rest
+    if others:
+        ext["extras"] = others
+    if _restore(envelope, ext).extras != value.extras:  # an odd shape ({}, a non-dict part...)
+        ext["extras"] = value.extras
+        ext["extras_verbatim"] = True
+    return ext

@@ -1,0 +1,229 @@
+"""The policy pipeline: policies wrapped around any `Toolset`, one wrapper each.
+
+    toolset = with_policies(
+        SimpleToolset([...]),
+        MetricsPolicy(),      # outermost: sees every call
+        RetryPolicy(),
+        TimeoutPolicy(10),    # innermost: around each attempt
+    )
+
+`PolicyToolset(wrapped, policy)` is a `Toolset` that applies one `Policy` around the toolset it
+wraps; `with_policies` nests several, listed from the outside in (the way a call passes through
+them). Each policy is optional, configured for the whole toolset when created and per tool by
+the tool's metadata (and the policy's `per_tool` overrides where it has them).
+
+`handle()` keeps the `Toolset` contract: it never blocks and never raises (except
+`asyncio.CancelledError`); every failure is a `ToolError` result. A call runs in one task
+whatever the number of policies: the outermost wrapper starts it (eagerly on Python 3.12+, so
+a call answered at once, such as a cache hit, completes within `handle()`), and each policy
+calls the next directly. Every result leaves with its metadata (tool name, time taken,
+timestamp, trace id...) in `extras["standard"]`; `to_envelope` turns it into the standard's
+JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from functools import partial
+from typing import Any, TypeVar, cast
+
+from kosong.message import ToolCall
+from kosong.standard.context import CallContext
+from kosong.standard.events import CallStream, EventSink
+from kosong.tooling import HandleResult, Tool, ToolResult, Toolset
+from kosong.tooling.error import ToolRuntimeError, describe_exception
+
+__all__ = ["Forward", "Policy", "PolicyToolset", "with_policies"]
+
+logger = logging.getLogger(__name__)
+
+Forward = Callable[[ToolCall, CallContext], Awaitable[ToolResult]]
+"""How a policy passes a call on to the rest of the pipeline."""
+
+P = TypeVar("P", bound="Policy")
+
+
+class Policy(ABC):
+    """One concern applied around calls (a timeout, retries, a cache...).
+
+    A policy holds its configuration and state; `PolicyToolset` applies it to a toolset. One
+    policy object belongs to one pipeline position: its state (a cache, counters) is shared
+    by every call through it.
+    """
+
+    @abstractmethod
+    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+        """Handle `call`: pass it on with `await forward(call, ctx)`, or answer it yourself.
+
+        Must not raise anything but `asyncio.CancelledError`; a failure is a ToolError result.
+        """
+
+    def added_tools(self) -> Sequence[Tool]:
+        """Tools this policy answers itself (such as a "read more" tool); none by default."""
+        return ()
+
+    def attach(self, wrapped: Toolset) -> None:  # noqa: B027 - optional hook, no-op default
+        """Called once with the toolset the policy is put around; may refuse it.
+
+        Raises:
+            ValueError: the policy cannot work around this toolset.
+        """
+
+
+class PolicyToolset(Toolset):
+    """A `Toolset` that applies `policy` around the calls to `wrapped`."""
+
+    def __init__(self, wrapped: Toolset, policy: Policy) -> None:
+        """Put `policy` around `wrapped`.
+
+        Raises:
+            ValueError: the policy refuses the toolset (for example, a tool it adds clashes
+                with one of the toolset's).
+        """
+        self._wrapped = wrapped
+        self._policy = policy
+        policy.attach(wrapped)
+        self._added = {tool.name: tool for tool in policy.added_tools()}
+        forward: Forward = (
+            wrapped._enter if isinstance(wrapped, PolicyToolset) else self._call_wrapped
+        )
+        # One bound callable per layer, so a call crosses a layer with a single frame.
+        self._enter: Forward = partial(policy.run, forward=forward)
+
+    @property
+    def wrapped(self) -> Toolset:
+        """The toolset inside this one."""
+        return self._wrapped
+
+    @property
+    def policy(self) -> Policy:
+        """The policy this wrapper applies."""
+        return self._policy
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The wrapped toolset's tools, and any the policy adds."""
+        tools = self._wrapped.tools
+        return [*tools, *self._added.values()] if self._added else tools
+
+    def find_tool(self, name: str) -> Tool | None:
+        """The definition of the tool called `name`, or None."""
+        toolset: Toolset = self
+        while isinstance(toolset, PolicyToolset):
+            tool = toolset._added.get(name)
+            if tool is not None:
+                return tool
+            toolset = toolset._wrapped
+        for tool in toolset.tools:
+            if tool.name == name:
+                return tool
+        return None
+
+    def find_policy(self, kind: type[P]) -> P | None:
+        """The outermost policy of type `kind` in this pipeline, or None."""
+        toolset: Toolset = self
+        while isinstance(toolset, PolicyToolset):
+            if isinstance(toolset._policy, kind):
+                return toolset._policy
+            toolset = toolset._wrapped
+        return None
+
+    def wrap(self, policy: Policy) -> PolicyToolset:
+        """A new wrapper applying `policy` around this pipeline."""
+        return PolicyToolset(self, policy)
+
+    def handle(self, tool_call: ToolCall) -> HandleResult:
+        """Handle one call through the pipeline; see the module doc for the guarantees."""
+        return self._start(tool_call, None)
+
+    def stream(self, tool_call: ToolCall) -> CallStream:
+        """The events of one call: progress and retries as they happen, then the result.
+
+        Example:
+            ```python skip
+            async with toolset.stream(call) as events:
+                async for event in events:
+                    print(event.to_sse())
+            ```
+        """
+        return CallStream(partial(self._start_task, tool_call))
+
+    def _start(self, tool_call: ToolCall, sink: EventSink | None) -> HandleResult:
+        try:
+            return self._start_task(tool_call, sink)
+        except Exception as e:  # the contract: handle() reports, it does not raise
+            return ToolResult(
+                str(getattr(tool_call, "id", "")),
+                ToolRuntimeError(f"the call could not be handled: {describe_exception(e)}"),
+            )
+
+    def _start_task(self, tool_call: ToolCall, sink: EventSink | None) -> asyncio.Task[ToolResult]:
+        loop = asyncio.get_running_loop()  # raises before a coroutine exists to leak
+        return _new_task(loop, self._root(tool_call, sink))
+
+    async def _root(self, tool_call: ToolCall, sink: EventSink | None) -> ToolResult:
+        ctx = CallContext(tool_call, self.find_tool(tool_call.function.name), sink=sink)
+        # The task runs in its own copy of the context, so these settings end with it.
+        ctx.enter()
+        try:
+            result = cast(object, await self._enter(tool_call, ctx))
+            if not isinstance(result, ToolResult):
+                raise TypeError(f"a policy returned {type(result).__name__}, not a ToolResult")
+        except asyncio.CancelledError:
+            ctx.close()
+            raise
+        except Exception as e:  # a policy broke its contract; the caller still gets a value
+            logger.exception("Pipeline failed on a call to %r", tool_call.function.name)
+            result = ToolResult(
+                tool_call.id, ToolRuntimeError(f"the pipeline failed: {describe_exception(e)}")
+            )
+        final = ToolResult(tool_call.id, ctx.finish(result.return_value))
+        ctx.emit_final(final)
+        return final
+
+    async def _call_wrapped(self, tool_call: ToolCall, ctx: CallContext) -> ToolResult:
+        start = time.perf_counter()
+        result: object
+        try:
+            result = cast(object, await self._wrapped.handle(tool_call))
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # the wrapped toolset broke the contract; report it as a value
+            result = ToolResult(tool_call.id, ToolRuntimeError(describe_exception(e)))
+        ctx.processing_ms += (time.perf_counter() - start) * 1000
+        if not isinstance(result, ToolResult):
+            return ToolResult(
+                tool_call.id,
+                ToolRuntimeError(f"the toolset returned {type(result).__name__}, not a ToolResult"),
+            )
+        return result
+
+
+def _new_task(
+    loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, ToolResult]
+) -> asyncio.Task[ToolResult]:
+    if sys.version_info >= (3, 12):
+        # Runs the call at once up to its first real wait: a call answered without waiting
+        # (a cache hit, a refusal) is done before handle() returns, with no loop round trip.
+        return asyncio.Task(coro, loop=loop, eager_start=True)
+    return loop.create_task(coro)
+
+
+def with_policies(toolset: Toolset, policy: Policy, /, *more: Policy) -> PolicyToolset:
+    """Wrap `toolset` in policies, listed from the outside in.
+
+    `with_policies(base, A(), B())` is `PolicyToolset(PolicyToolset(base, B()), A())`: a call
+    goes through A, then B, then reaches `base`.
+
+    Raises:
+        ValueError: a policy refuses the toolset it would wrap.
+    """
+    policies = (policy, *more)
+    for item in reversed(policies[1:]):
+        toolset = PolicyToolset(toolset, item)
+    return PolicyToolset(toolset, policies[0])

@@ -1,0 +1,92 @@
+"""Deprecation: retired tools answer TOOL_DEPRECATED; tools on their way out warn.
+
+For a tool with `deprecated=True` or a `sunset_date`:
+
+- after the sunset date, the call does not run: it gets a TOOL_DEPRECATED error naming the
+  replacement and the migration guide;
+- before it (or with no date), the call runs and its metadata carries a warning
+  (`metadata.warnings`) and `metadata.deprecation = {deprecated, sunset_date, replacement,
+  migration_guide}`; the warning is added to the result's message too, since the model is the
+  one that should move to the replacement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, date, datetime
+
+from kosong.message import ToolCall
+from kosong.standard.context import CallContext
+from kosong.standard.metadata import is_sunset, parse_iso8601
+from kosong.standard.pipeline import Forward, Policy
+from kosong.tooling import Tool, ToolResult
+from kosong.tooling.error import ToolDeprecatedError
+from kosong.utils.typing import JsonType
+
+__all__ = ["DeprecationPolicy", "deprecation_warning"]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def deprecation_warning(tool: Tool) -> str:
+    """The warning for a deprecated tool that still works."""
+    text = f"Tool `{tool.name}` is deprecated"
+    if tool.sunset_date:
+        text += f" and will be retired after {tool.sunset_date}"
+    if tool.replacement:
+        text += f"; use `{tool.replacement}` instead"
+    if tool.migration_guide:
+        text += f" (migration guide: {tool.migration_guide})"
+    return text + "."
+
+
+class DeprecationPolicy(Policy):
+    """Refuse retired tools and warn about deprecated ones; see the module doc."""
+
+    def __init__(
+        self, *, clock: Callable[[], datetime] = _utc_now, warn_model: bool = True
+    ) -> None:
+        """Judge sunset dates by `clock` (aware UTC datetimes; for tests).
+
+        Args:
+            clock: The current time.
+            warn_model: Also put the warning in the result's message, for the model.
+        """
+        self._clock = clock
+        self._warn_model = warn_model
+        self._sunsets: dict[str, date | datetime] = {}
+
+    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+        """Refuse, warn, or pass the call on."""
+        tool = ctx.tool
+        if tool is None or (tool.deprecated is not True and tool.sunset_date is None):
+            return await forward(call, ctx)
+        if tool.sunset_date is not None:
+            sunset = self._sunsets.get(tool.sunset_date)
+            if sunset is None:
+                sunset = self._sunsets[tool.sunset_date] = parse_iso8601(tool.sunset_date)
+            if is_sunset(sunset, self._clock()):
+                return ToolResult(
+                    call.id,
+                    ToolDeprecatedError(
+                        tool.name,
+                        replacement=tool.replacement,
+                        sunset_date=tool.sunset_date,
+                        migration_guide=tool.migration_guide,
+                    ),
+                )
+        warning = deprecation_warning(tool)
+        ctx.add_warning(warning)
+        info: dict[str, JsonType] = {"deprecated": tool.deprecated is True}
+        for key in ("sunset_date", "replacement", "migration_guide"):
+            if (value := getattr(tool, key)) is not None:
+                info[key] = value
+        ctx.set_metadata("deprecation", info)
+        result = await forward(call, ctx)
+        if not self._warn_model:
+            return result
+        value = result.return_value
+        message = f"{value.message}\n{warning}" if value.message else warning
+        return ToolResult(result.tool_call_id, value.model_copy(update={"message": message}))

@@ -1,0 +1,28 @@
+"""Event hook: send the events of every call to a listener (to push them over SSE, say)."""
+
+from __future__ import annotations
+
+from kosong.message import ToolCall
+from kosong.standard.context import CallContext
+from kosong.standard.events import EventSink
+from kosong.standard.pipeline import Forward, Policy
+from kosong.tooling import ToolResult
+
+__all__ = ["EventHookPolicy"]
+
+
+class EventHookPolicy(Policy):
+    """Send every call's events (progress, retries, the final result) to `listener`.
+
+    The listener runs on the event loop and must not block; what it raises is logged and
+    otherwise ignored. `PolicyToolset.stream` gives one call's events instead.
+    """
+
+    def __init__(self, listener: EventSink) -> None:
+        """Send events to `listener`."""
+        self._listener = listener
+
+    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+        """Subscribe the listener to this call, and pass it on."""
+        ctx.add_sink(self._listener)
+        return await forward(call, ctx)

@@ -1,0 +1,90 @@
+"""Tracing: an OpenTelemetry span for every call, when opentelemetry-api is installed.
+
+Trace ids of the standard (`trace_YYYYMMDD_<12 hex>`) are handled by the pipeline for every
+call (see `kosong.standard.trace`); this policy adds OpenTelemetry spans
+(`pip install 'kosong[otel]'`). Each call gets a span named `execute_tool <tool name>` with the
+GenAI semantic conventions' attributes (`gen_ai.operation.name`, `gen_ai.tool.name`,
+`gen_ai.tool.call.id`), the standard's trace id (`kosong.trace_id`), the retry count and cache
+outcome, and for a failure the status ERROR with the error code as `error.type`. The span is
+current while the tool runs, so spans the tool (or a nested call) starts are its children.
+Without an SDK configured, OpenTelemetry's API records nothing, at little cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kosong.message import ToolCall
+from kosong.standard.codes import error_code
+from kosong.standard.context import CallContext
+from kosong.standard.pipeline import Forward, Policy
+from kosong.tooling import ToolResult
+
+try:
+    from opentelemetry import trace as otel_trace
+except ImportError:  # pragma: no cover - depends on the environment
+    otel_trace = None
+
+__all__ = ["OTEL_AVAILABLE", "TracingPolicy"]
+
+logger = logging.getLogger(__name__)
+
+OTEL_AVAILABLE = otel_trace is not None
+"""Whether opentelemetry-api is installed."""
+
+
+class TracingPolicy(Policy):
+    """Wrap every call in an OpenTelemetry span; see the module doc."""
+
+    def __init__(self, tracer: Any | None = None) -> None:
+        """Record spans with `tracer`.
+
+        `tracer` is an `opentelemetry.trace.Tracer`; by default the global provider's tracer
+        named `kosong.standard`.
+
+        Without opentelemetry-api installed the policy records no spans, and says so once in
+        the log.
+        """
+        if tracer is None and otel_trace is not None:
+            tracer = otel_trace.get_tracer("kosong.standard")
+        if tracer is None:
+            logger.warning("opentelemetry-api is not installed: TracingPolicy records no spans")
+        self._tracer = tracer
+
+    @property
+    def enabled(self) -> bool:
+        """Whether spans are recorded."""
+        return self._tracer is not None
+
+    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+        """Pass the call on inside a span."""
+        tracer = self._tracer
+        if tracer is None or otel_trace is None:
+            return await forward(call, ctx)
+        name = call.function.name
+        with tracer.start_as_current_span(
+            f"execute_tool {name}",
+            kind=otel_trace.SpanKind.INTERNAL,
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": name,
+                "gen_ai.tool.call.id": call.id,
+                "kosong.trace_id": ctx.trace_id,
+            },
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            try:
+                result = await forward(call, ctx)
+            except asyncio.CancelledError:
+                span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, "cancelled"))
+                raise
+            code = error_code(result.return_value)
+            span.set_attribute("kosong.retry_count", ctx.retry_count)
+            span.set_attribute("kosong.cache_hit", bool(ctx.cache and ctx.cache.get("hit")))
+            if code is not None:
+                span.set_attribute("error.type", code)
+                span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, code))
+            return result
