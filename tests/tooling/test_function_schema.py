@@ -9,13 +9,14 @@ import enum
 import io
 import uuid
 from collections.abc import Callable, Generator, Iterator
-from typing import Annotated, Any, Literal, Optional, TypedDict, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 import jsonschema_rs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
 
 from kosong.tooling import FunctionTool, tool
 from kosong.tooling._schema import model_parameters_schema

@@ -27,7 +27,11 @@ from typing import Any, cast
 
 import jsonschema_rs
 from pydantic import BaseModel, ConfigDict, Field, RootModel, TypeAdapter, create_model
-from pydantic.errors import PydanticUserError
+from pydantic.errors import (
+    PydanticInvalidForJsonSchema,
+    PydanticSchemaGenerationError,
+    PydanticUserError,
+)
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from kosong.tooling._calling import jsonschema_errors_text
@@ -179,11 +183,18 @@ def _make_type_schema(annotation: Any) -> dict[str, Any]:
 
 def _unsupported(p: Param, owner: str, error: Exception) -> TypeError:
     first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    cause = f"{type(error).__name__}: {first_line}"
+    if isinstance(error, PydanticUserError) and not isinstance(
+        error, PydanticSchemaGenerationError | PydanticInvalidForJsonSchema
+    ):  # pydantic refuses how the type is written (say typing.TypedDict before 3.12)
+        return TypeError(
+            f"parameter `{p.name}` of {owner} has type {_type_name(p.annotation)}, which "
+            f"pydantic cannot use ({cause})"
+        )
     return TypeError(
         f"parameter `{p.name}` of {owner} has type {_type_name(p.annotation)}, which JSON Schema "
-        f"cannot describe ({type(error).__name__}: {first_line}); use JSON-like types (str, "
-        "int, float, bool, lists, dicts, pydantic models...), or mark a value the application "
-        "supplies as Injected[...]"
+        f"cannot describe ({cause}); use JSON-like types (str, int, float, bool, lists, dicts, "
+        "pydantic models...), or mark a value the application supplies as Injected[...]"
     )
 
 
