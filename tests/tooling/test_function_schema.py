@@ -473,3 +473,19 @@ def test_a_return_annotation_that_cannot_be_resolved_does_not_matter() -> None:
         return LocalResult(value=a)
 
     assert FunctionTool.from_function(compute).args == {"a": {"type": "integer"}}
+
+
+def test_union_members_keep_their_written_order_across_tools() -> None:
+    # Union[int, str] == Union[str, int] for typing; the schemas must still differ.
+    @tool
+    def first(x: Union[int, str]) -> str:  # noqa: UP007
+        """First."""
+        return ""
+
+    @tool
+    def second(x: Union[str, int]) -> str:  # noqa: UP007
+        """Second."""
+        return ""
+
+    assert first.args["x"]["anyOf"] == [{"type": "integer"}, {"type": "string"}]
+    assert second.args["x"]["anyOf"] == [{"type": "string"}, {"type": "integer"}]

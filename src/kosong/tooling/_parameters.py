@@ -155,25 +155,26 @@ def _property(type_schema: dict[str, Any], description: str | None, p: Param) ->
 
 
 def _type_schema(p: Param, owner: str) -> dict[str, Any]:
+    """The tidy schema of a parameter's type (shared with other tools: read-only)."""
     _refuse_streams(p.annotation, p, owner)
+    # `Union[A, B] == Union[B, A]`, but the schema lists the members in the written order:
+    # the repr keeps the order apart, the annotation itself keeps same-named classes apart.
+    key: tuple[Any, str] | None = (p.annotation, repr(p.annotation))
     try:
-        return _cached_type_schema(p.annotation)
-    except TypeError as e:
-        if "unhashable" not in str(e):
-            raise _unsupported(p, owner, e) from e
-    except (PydanticUserError, PydanticSerializationError) as e:
-        raise _unsupported(p, owner, e) from e
+        hash(key)
+    except TypeError:  # say an Annotated with unhashable metadata: not cached
+        key = None
     try:
-        return _make_type_schema(p.annotation)
+        return _make_type_schema(p.annotation) if key is None else _cached_type_schema(key)
     except (PydanticUserError, PydanticSerializationError, TypeError) as e:
         raise _unsupported(p, owner, e) from e
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached_type_schema(annotation: Any) -> dict[str, Any]:
+def _cached_type_schema(key: tuple[Any, str]) -> dict[str, Any]:
     # Types repeat across tools (int, str, list[str]...); pydantic's JSON Schema generation is
     # the costly part of making a tool, so each type's schema is made once.
-    return _make_type_schema(annotation)
+    return _make_type_schema(key[0])
 
 
 def _make_type_schema(annotation: Any) -> dict[str, Any]:
