@@ -74,4 +74,10 @@ def restore_value(class_name: str | None, data: dict[str, Any]) -> ToolReturnVal
     cls = RESULT_CLASSES.get(class_name or "")
     if cls is None:
         cls = ToolError if data.get("is_error") else ToolOk
-    return cls.model_validate(data)
+    # Validate as the base class: the subclasses' __init__ take their own arguments, and
+    # pydantic would route validation through them.
+    base = ToolReturnValue.model_validate(data)
+    if cls is ToolReturnValue:
+        return base
+    fields = {name: getattr(base, name) for name in ToolReturnValue.model_fields}
+    return cls.model_construct(_fields_set=base.model_fields_set, **fields)

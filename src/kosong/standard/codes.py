@@ -16,7 +16,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, cast
 
-from kosong.standard._values import standard_part
+from kosong.standard._values import STANDARD_KEY, standard_part
 from kosong.tooling import ToolError, ToolReturnValue
 from kosong.tooling import error as errors
 from kosong.tooling.error import (
@@ -198,4 +198,4 @@ def coded_error(
     if retryable is not None:
         error["retryable"] = retryable
     error.update({k: v for k, v in details.items() if v is not None})
-    return ToolError(message=message, brief=brief, extras={"standard": {"error": error}})
+    return ToolError(message=message, brief=brief, extras={STANDARD_KEY: {"error": error}})

@@ -1,0 +1,133 @@
+"""Tools and helpers shared by the tests of kosong.standard.
+
+Each tool records its calls, so a test can prove how often the body ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, PrivateAttr
+
+from kosong.message import ToolCall
+from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue
+from kosong.tooling.simple import SimpleToolset
+
+
+def make_call(
+    name: str, arguments: Any = None, call_id: str = "call-1", **extras: Any
+) -> ToolCall:
+    """A ToolCall; `arguments` is JSON-encoded unless it is already a string (or None)."""
+    text = arguments if isinstance(arguments, str) or arguments is None else json.dumps(arguments)
+    return ToolCall(
+        id=call_id,
+        function=ToolCall.FunctionBody(name=name, arguments=text),
+        extras=extras or None,
+    )
+
+
+class WeatherParams(BaseModel):
+    location: str
+    unit: str = "celsius"
+
+
+class Weather(CallableTool2[WeatherParams]):
+    """The standard's example tool: read-only, cacheable, version 1.0.0."""
+
+    name: str = "get_weather"
+    description: str = "Current weather of a city"
+    params: type[WeatherParams] = WeatherParams
+    version = "1.0.0"
+    cacheable = True
+    cache_ttl = 600
+    read_only_hint = True
+
+    _calls: list[WeatherParams] = PrivateAttr(default_factory=list[WeatherParams])
+
+    @property
+    def calls(self) -> list[WeatherParams]:
+        return self._calls
+
+    async def __call__(self, params: WeatherParams) -> ToolReturnValue:
+        self._calls.append(params)
+        return ToolOk(output=json.dumps({"temperature": 25, "condition": "sunny"}))
+
+
+class AnyParams(BaseModel):
+    model_config = {"extra": "allow"}
+
+
+class Scripted(CallableTool2[AnyParams]):
+    """Returns, call after call, what `script` gives for the call number (0, 1, 2...).
+
+    `script(n)` may be a ToolReturnValue or an awaitable of one; `calls` counts the calls.
+    """
+
+    name: str = "scripted"
+    description: str = "A tool that follows a script"
+    params: type[AnyParams] = AnyParams
+
+    _script: Callable[[int], Any] = PrivateAttr()
+    _calls: int = PrivateAttr(default=0)
+
+    def __init__(self, script: Callable[[int], Any], **data: Any) -> None:
+        super().__init__(**data)
+        self._script = script
+
+    @property
+    def calls(self) -> int:
+        return self._calls
+
+    async def __call__(self, params: AnyParams) -> ToolReturnValue:
+        n = self._calls
+        self._calls += 1
+        result = self._script(n)
+        if asyncio.iscoroutine(result):
+            result = await result
+        return result
+
+
+class Blocking(CallableTool2[AnyParams]):
+    """Waits on `release` (forever unless set); records start and cancellation in events."""
+
+    name: str = "blocking"
+    description: str = "A tool that waits until released"
+    params: type[AnyParams] = AnyParams
+
+    _started: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
+    _release: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
+    _cancelled: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
+    _runs: int = PrivateAttr(default=0)
+
+    @property
+    def started(self) -> asyncio.Event:
+        return self._started
+
+    @property
+    def release(self) -> asyncio.Event:
+        return self._release
+
+    @property
+    def cancelled(self) -> asyncio.Event:
+        return self._cancelled
+
+    @property
+    def runs(self) -> int:
+        return self._runs
+
+    async def __call__(self, params: AnyParams) -> ToolReturnValue:
+        self._runs += 1
+        self._started.set()
+        try:
+            await self._release.wait()
+        except asyncio.CancelledError:
+            self._cancelled.set()
+            raise
+        return ToolOk(output=f"done {self._runs}")
+
+
+def toolset(*tools: Any) -> SimpleToolset:
+    return SimpleToolset(list(tools))

@@ -1,0 +1,245 @@
+"""The envelope: the standard's JSON shape for results, and the lossless round trip."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from kosong.message import ImageURLPart, TextPart
+from kosong.standard.codes import coded_error
+from kosong.standard.envelope import Envelope, attach_metadata, from_envelope, to_envelope
+from kosong.standard.trace import trace_scope
+from kosong.tooling import BriefDisplayBlock, ToolError, ToolOk, ToolResult, ToolReturnValue
+from kosong.tooling.error import (
+    ToolDeprecatedError,
+    ToolParseError,
+    ToolRateLimitedError,
+    ToolRuntimeError,
+    ToolTimeoutError,
+    ToolValidateError,
+)
+
+META = {
+    "tool_name": "get_weather",
+    "execution_time_ms": 127,
+    "timestamp": "2024-01-01T00:00:00Z",
+    "trace_id": "trace_abc123_xyz789",
+}
+WEATHER = {"temperature": 25, "condition": "sunny"}
+
+
+def weather_ok() -> ToolOk:
+    return ToolOk(output=json.dumps(WEATHER, ensure_ascii=False))
+
+
+def test_success_example_of_the_standard() -> None:
+    expected = {"success": True, "status": "success", "data": WEATHER, "metadata": META}
+    value = attach_metadata(weather_ok(), META)
+    assert to_envelope(value).dump() == expected
+    # A result without recorded metadata: given by argument, and (losslessly) noted as absent.
+    assert to_envelope(weather_ok(), **META, lossless=False).dump() == expected
+    assert to_envelope(weather_ok(), **META).dump() == expected | {"kosong": {"metadata": None}}
+    assert from_envelope(to_envelope(weather_ok(), **META)).return_value == weather_ok()
+    assert json.loads(to_envelope(value).to_json()) == expected
+
+
+def test_error_example_of_the_standard() -> None:
+    expected = {
+        "success": False,
+        "status": "error",
+        "error": {"code": "CITY_NOT_FOUND", "message": "城市'XYZ'未收录", "retryable": False},
+        "metadata": {k: v for k, v in META.items() if k != "execution_time_ms"},
+    }
+    value = coded_error("CITY_NOT_FOUND", "城市'XYZ'未收录")
+    metadata = {k: v for k, v in META.items() if k != "execution_time_ms"}
+    assert to_envelope(attach_metadata(value, metadata)).dump() == expected
+
+
+def test_cache_hit_example_of_the_standard() -> None:
+    metadata = {
+        **META,
+        "execution_time_ms": 0,
+        "trace_id": "trace_abc123",
+        "cache": {"hit": True, "cached_at": "2024-01-01T00:00:00Z", "ttl_remaining": 300},
+    }
+    expected = {"success": True, "status": "success", "data": WEATHER, "metadata": metadata}
+    assert to_envelope(attach_metadata(weather_ok(), metadata)).dump() == expected
+
+
+def test_latency_metadata_example_of_the_standard() -> None:
+    metadata = {**META, "trace_id": "trace_abc123",
+                "performance": {"validation_ms": 2, "network_ms": 115, "processing_ms": 10}}  # fmt: skip
+    assert to_envelope(attach_metadata(weather_ok(), metadata)).dump()["metadata"] == metadata
+
+
+def test_debug_example_of_the_standard() -> None:
+    debug = {"internal_api_response": {"status": 200, "body": "..."}, "cache_hit": False,
+             "query_duration_ms": 45}  # fmt: skip
+    metadata = {**META, "trace_id": "trace_abc123"}
+    value = attach_metadata(weather_ok(), metadata)
+    value.extras["standard"]["debug_info"] = debug  # type: ignore[index]  # noqa: PGH003
+    assert to_envelope(value).dump() == {
+        "success": True, "status": "success", "data": WEATHER, "metadata": metadata, "debug_info": debug,
+    }  # fmt: skip
+
+
+def test_deprecated_error_response_of_the_standard() -> None:
+    value = ToolDeprecatedError(
+        "get_weather_v1", replacement="get_weather", sunset_date="2026-12-31",
+        migration_guide="https://docs.example.com/migration/weather-v1-to-v2",
+    )  # fmt: skip
+    error = to_envelope(value, tool_name="get_weather_v1").dump()["error"]
+    assert error == {
+        "code": "TOOL_DEPRECATED",
+        "message": value.message,
+        "retryable": False,
+        "replacement": "get_weather",
+        "sunset_date": "2026-12-31",
+        "migration_guide": "https://docs.example.com/migration/weather-v1-to-v2",
+    }
+
+
+def test_retryable_follows_the_catalog() -> None:
+    assert to_envelope(ToolTimeoutError("t", 1), tool_name="t").dump()["error"]["retryable"] is True
+    assert to_envelope(ToolValidateError("x"), tool_name="t").dump()["error"]["code"] == "INVALID_PARAMS"
+    limited = to_envelope(ToolRateLimitedError("slow", retry_after=3), tool_name="t").dump()["error"]
+    assert limited["retry_after"] == 3 and limited["retryable"] is True
+
+
+def test_text_output_stays_a_string_and_json_output_becomes_data() -> None:
+    assert to_envelope(ToolOk(output="25 degrees"), tool_name="t").data == "25 degrees"
+    assert to_envelope(ToolOk(output='{"a": 1}'), tool_name="t").data == {"a": 1}
+    assert to_envelope(ToolOk(output='{"a":1}'), tool_name="t").data == {"a": 1}
+    assert to_envelope(ToolOk(output="[1, 2]"), tool_name="t").data == [1, 2]
+    # Not as json.dumps writes it: kept as the exact text.
+    assert to_envelope(ToolOk(output='{ "a" : 1 }'), tool_name="t").data == '{ "a" : 1 }'
+    assert to_envelope(ToolOk(output='{"a": NaN}'), tool_name="t").data == '{"a": NaN}'
+
+
+def test_missing_metadata_is_filled_in() -> None:
+    with trace_scope("trace_given"):
+        envelope = to_envelope(ToolResult("c1", ToolOk(output="x")), tool_name="t")
+    assert envelope.metadata.trace_id == "trace_given"
+    assert envelope.metadata.tool_call_id == "c1"
+    assert envelope.metadata.timestamp.endswith("Z")
+    fresh = to_envelope(ToolOk(), tool_name="t")
+    assert fresh.metadata.trace_id is not None and fresh.metadata.trace_id.startswith("trace_")
+
+
+def test_envelope_without_a_tool_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="tool_name"):
+        to_envelope(ToolOk())
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"success": True, "status": "error", "metadata": META},
+        {"success": False, "status": "error", "metadata": META},
+        {"success": True, "status": "success", "error": {"code": "X", "message": "m"}, "metadata": META},
+        {"success": True, "status": "success"},
+    ],
+)
+def test_inconsistent_envelopes_are_refused(data: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        Envelope.model_validate(data)
+
+
+def test_bare_standard_shape_leaves_the_extension_out() -> None:
+    value = attach_metadata(ToolOk(output="x", message="note", brief="Done"), META)
+    assert to_envelope(value).kosong is not None
+    assert "kosong" not in to_envelope(value, lossless=False).dump()
+
+
+def test_from_envelope_accepts_json_text_and_dicts() -> None:
+    text = json.dumps({"success": True, "status": "success", "data": WEATHER, "metadata": META})
+    from_text = from_envelope(text, tool_call_id="c9")
+    assert from_text.tool_call_id == "c9"
+    assert json.loads(from_text.return_value.output) == WEATHER  # type: ignore[arg-type]  # noqa: PGH003
+    assert from_envelope(json.loads(text)).return_value == from_text.return_value
+
+
+# --- the round trip, for any result ------------------------------------------------------------
+
+json_leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+json_values = st.recursive(
+    json_leaf,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@st.composite
+def outputs(draw: st.DrawFn) -> Any:
+    kind = draw(st.sampled_from(["text", "json", "compact", "ascii", "parts"]))
+    if kind == "text":
+        return draw(st.text())
+    if kind == "parts":
+        return draw(st.lists(st.builds(TextPart, text=st.text()) | st.just(
+            ImageURLPart(image_url=ImageURLPart.ImageURL(url="https://x/y.png"))), max_size=2))
+    value = draw(st.dictionaries(st.text(max_size=5), json_values, max_size=3) | st.lists(json_values, max_size=3))
+    if kind == "compact":
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=kind == "ascii")
+
+
+@st.composite
+def results(draw: st.DrawFn) -> ToolResult:
+    factories = [
+        lambda: ToolOk(output=draw(outputs()), message=draw(st.text(max_size=5)), brief=draw(st.text(max_size=5))),
+        lambda: ToolError(message=draw(st.text()), output=draw(outputs())),
+        lambda: ToolValidateError(draw(st.text())),
+        lambda: ToolParseError(draw(st.text())),
+        lambda: ToolRuntimeError(draw(st.text())),
+        lambda: ToolTimeoutError("t", draw(st.floats(min_value=0.1, max_value=100))),
+        lambda: ToolRateLimitedError(draw(st.text()), retry_after=draw(st.none() | st.floats(0, 10))),
+        lambda: coded_error("SOME_CODE", draw(st.text()), retryable=draw(st.none() | st.booleans())),
+        lambda: ToolReturnValue(is_error=draw(st.booleans()), output=draw(outputs())),
+    ]
+    value: ToolReturnValue = draw(st.sampled_from(factories))()
+    if draw(st.booleans()):
+        extra = draw(st.dictionaries(st.sampled_from(["rows", "standard", "k"]), json_values, max_size=2))
+        value.extras = {**(value.extras or {}), **extra} if extra else value.extras
+    metadata = {"tool_name": "t", "timestamp": "2024-01-01T00:00:00Z", "trace_id": "trace_x"}
+    if draw(st.booleans()):
+        metadata["execution_time_ms"] = draw(st.integers(0, 10_000) | st.floats(0, 10_000))
+    if draw(st.booleans()):
+        metadata["cache"] = {"hit": True, "cached_at": "2024-01-01T00:00:00Z", "ttl_remaining": 3}
+    value = attach_metadata(value, metadata)
+    return ToolResult(draw(st.text(max_size=8)), value)
+
+
+@given(results())
+def test_any_result_survives_the_round_trip_through_json(result: ToolResult) -> None:
+    envelope = to_envelope(result)
+    text = envelope.to_json()
+    back = from_envelope(text)
+    assert back.tool_call_id == result.tool_call_id
+    assert type(back.return_value) is type(result.return_value)
+    assert back.return_value == result.return_value
+    assert to_envelope(back).dump() == envelope.dump()
+
+
+@given(results())
+def test_bare_envelope_still_has_the_standard_fields(result: ToolResult) -> None:
+    data = to_envelope(result, lossless=False).dump()
+    assert data["success"] is not result.return_value.is_error
+    assert data["status"] == ("error" if result.return_value.is_error else "success")
+    assert {"tool_name", "timestamp", "trace_id"} <= data["metadata"].keys()
+    if result.return_value.is_error:
+        assert {"code", "message", "retryable"} <= data["error"].keys()
+    assert "kosong" not in data
+
+
+def test_display_and_message_are_kept_through_the_extension() -> None:
+    value = attach_metadata(
+        ToolOk(output="x", message="for the model", display=[BriefDisplayBlock(text="Done")]), META
+    )
+    back = from_envelope(to_envelope(ToolResult("c", value)).to_json()).return_value
+    assert back == value
+    assert back.brief == "Done"

@@ -1,0 +1,198 @@
+"""Progress from inside tools, and the events of a call, in the standard's shapes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from typing import Any
+
+import pytest
+from _std_tools import AnyParams, Blocking, Scripted, make_call, toolset
+from pydantic import PrivateAttr
+
+from kosong.standard.codes import coded_error
+from kosong.standard.context import current_call, report_progress
+from kosong.standard.events import ToolEvent
+from kosong.standard.pipeline import with_policies
+from kosong.standard.policies import EventHookPolicy, MetricsPolicy, RetryPolicy
+from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue
+from kosong.tooling.error import ToolNetworkError
+
+EVENT_ID = re.compile(r"^evt_[0-9]{8}_[0-9a-f]{12}$")
+TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$")
+
+
+def weather_with_progress() -> Scripted:
+    async def body(n: int) -> ToolReturnValue:
+        report_progress(0, "开始执行工具: get_weather")
+        report_progress(45, "正在获取天气数据...")
+        return ToolOk(output=json.dumps({"temperature": 25, "condition": "sunny"}))
+
+    return Scripted(body, name="get_weather", description="weather", read_only_hint=True)
+
+
+async def collect(pipeline: Any, call: Any) -> list[ToolEvent]:
+    async with asyncio.timeout(10), pipeline.stream(call) as stream:
+        return [event async for event in stream]
+
+
+def strip(data: dict[str, Any]) -> dict[str, Any]:
+    """The event data without the parts that vary from run to run."""
+    out = json.loads(json.dumps(data))
+    metadata = out.get("metadata", {})
+    for key in ("timestamp", "trace_id", "tool_call_id", "execution_time_ms", "performance"):
+        metadata.pop(key, None)
+    return out
+
+
+async def test_progress_then_exactly_one_result_in_the_standards_shapes() -> None:
+    pipeline = with_policies(toolset(weather_with_progress()), MetricsPolicy())
+    events = await collect(pipeline, make_call("get_weather", {"location": "Beijing"}))
+    assert [e.event for e in events] == ["tool_progress", "tool_progress", "tool_result"]
+    # The standard's progress and result examples, reproduced.
+    assert strip(events[1].data) == {
+        "progress": 45, "message": "正在获取天气数据...", "metadata": {"tool_name": "get_weather"},
+    }  # fmt: skip
+    assert strip(events[2].data) == {
+        "success": True, "status": "success", "data": {"temperature": 25, "condition": "sunny"},
+        "metadata": {"tool_name": "get_weather"},
+    }  # fmt: skip
+    for event in events:
+        assert EVENT_ID.match(event.id)
+        assert TIMESTAMP.match(event.data["metadata"]["timestamp"])  # type: ignore[index,arg-type]  # noqa: PGH003
+    assert len({e.id for e in events}) == 3
+    traces = {e.data["metadata"]["trace_id"] for e in events}  # type: ignore[index]  # noqa: PGH003
+    assert len(traces) == 1
+    assert events[-1].result is not None and events[-1].is_final
+
+
+async def test_a_failed_call_ends_with_one_tool_error() -> None:
+    tool = Scripted(lambda n: coded_error("CITY_NOT_FOUND", "城市'XYZ'未收录"), name="get_weather")
+    events = await collect(with_policies(toolset(tool), MetricsPolicy()), make_call("get_weather", {}))
+    assert [e.event for e in events] == ["tool_error"]
+    assert strip(events[0].data) == {
+        "success": False, "status": "error",
+        "error": {"code": "CITY_NOT_FOUND", "message": "城市'XYZ'未收录", "retryable": False},
+        "metadata": {"tool_name": "get_weather"},
+    }  # fmt: skip
+
+
+async def test_retries_appear_as_tool_retrying_events_before_the_result() -> None:
+    tool = Scripted(
+        lambda n: ToolNetworkError("请求超时，正在重试...") if n < 2 else ToolOk(output="ok"),
+        name="get_weather", read_only_hint=True,
+    )  # fmt: skip
+    pipeline = with_policies(toolset(tool), RetryPolicy(base_delay=0.001))
+    events = await collect(pipeline, make_call("get_weather", {}))
+    assert [e.event for e in events] == ["tool_retrying", "tool_retrying", "tool_result"]
+    first = strip(events[0].data)
+    first.pop("delay_seconds")
+    assert first == {
+        "retry_count": 1, "max_retries": 3,
+        "error": {"code": "NETWORK_ERROR", "message": "请求超时，正在重试..."},
+        "metadata": {"tool_name": "get_weather"},
+    }  # fmt: skip
+    assert events[1].data["retry_count"] == 2
+
+
+class SyncProgress(CallableTool2[AnyParams]):
+    name: str = "sync_progress"
+    description: str = "A plain def tool, run in a worker thread"
+    params: type[AnyParams] = AnyParams
+    _thread: list[int] = PrivateAttr(default_factory=list[int])
+
+    def __call__(self, params: AnyParams) -> ToolReturnValue:  # type: ignore[override]  # noqa: PGH003
+        self._thread.append(threading.get_ident())
+        for percent in (10, 50, 90):
+            report_progress(percent, f"{percent}%")
+        return ToolOk(output="done")
+
+
+async def test_a_tool_in_a_worker_thread_reports_progress_safely() -> None:
+    tool = SyncProgress()
+    events = await collect(with_policies(toolset(tool), MetricsPolicy()), make_call("sync_progress", {}))
+    assert tool._thread[0] != threading.get_ident()  # noqa: SLF001 - it did run in a thread
+    assert [e.event for e in events] == ["tool_progress"] * 3 + ["tool_result"]
+    assert [e.data.get("progress") for e in events[:3]] == [10, 50, 90]
+
+
+async def test_closing_the_stream_cancels_a_running_call() -> None:
+    tool = Blocking()
+    pipeline = with_policies(toolset(tool), MetricsPolicy())
+    async with asyncio.timeout(10):
+        async with pipeline.stream(make_call("blocking", {})) as stream:
+            result_task = asyncio.ensure_future(stream.result())
+            await tool.started.wait()
+        await tool.cancelled.wait()
+        with pytest.raises(asyncio.CancelledError):
+            await result_task
+        assert [e async for e in stream] == []
+
+
+async def test_the_stream_gives_the_result_too() -> None:
+    pipeline = with_policies(toolset(weather_with_progress()), MetricsPolicy())
+    async with pipeline.stream(make_call("get_weather", {})) as stream:
+        result = await asyncio.wait_for(stream.result(), 5)
+        events = [e async for e in stream]
+    assert not result.return_value.is_error
+    assert events[-1].result == result
+
+
+async def test_event_hook_receives_every_calls_events() -> None:
+    received: list[ToolEvent] = []
+    pipeline = with_policies(toolset(weather_with_progress()), EventHookPolicy(received.append))
+    await pipeline.handle(make_call("get_weather", {}, "a"))
+    await pipeline.handle(make_call("get_weather", {}, "b"))
+    assert [e.event for e in received] == ["tool_progress", "tool_progress", "tool_result"] * 2
+    assert [e.data["metadata"]["tool_call_id"] for e in received][::3] == ["a", "b"]  # type: ignore[index]  # noqa: PGH003
+
+
+async def test_a_failing_listener_does_not_fail_the_call(caplog: pytest.LogCaptureFixture) -> None:
+    def listener(event: ToolEvent) -> None:
+        raise RuntimeError("listener bug")
+
+    pipeline = with_policies(toolset(weather_with_progress()), EventHookPolicy(listener))
+    result = await pipeline.handle(make_call("get_weather", {}))
+    assert not result.return_value.is_error
+    assert "listener bug" in caplog.text
+
+
+async def test_tools_can_reach_their_call_context() -> None:
+    seen: dict[str, Any] = {}
+
+    async def body(n: int) -> ToolReturnValue:
+        ctx = current_call()
+        assert ctx is not None
+        seen.update(name=ctx.tool_name, call_id=ctx.tool_call_id)
+        ctx.record_timing("network_ms", 115)
+        return ToolOk()
+
+    result = await with_policies(toolset(Scripted(body)), MetricsPolicy()).handle(make_call("scripted", {}, "c"))
+    assert seen == {"name": "scripted", "call_id": "c"}
+    metadata = result.return_value.extras["standard"]["metadata"]  # type: ignore[index]  # noqa: PGH003
+    assert metadata["performance"]["network_ms"] == 115
+
+
+async def test_progress_outside_a_pipeline_is_ignored_and_bad_values_are_refused() -> None:
+    assert current_call() is None
+    report_progress(50, "nobody listens")  # no error
+
+    async def body(n: int) -> ToolReturnValue:
+        for bad in (-1, 101, float("nan"), True, "50"):
+            with pytest.raises(ValueError, match="from 0 to 100"):
+                report_progress(bad)  # type: ignore[arg-type]  # noqa: PGH003
+        return ToolOk()
+
+    result = await with_policies(toolset(Scripted(body)), MetricsPolicy()).handle(make_call("scripted", {}))
+    assert not result.return_value.is_error
+
+
+def test_sse_text_of_an_event() -> None:
+    event = ToolEvent("tool_progress", "evt_20240305_abc123", {"progress": 45, "message": "a\nb"})
+    assert event.to_sse() == (
+        'event: tool_progress\nid: evt_20240305_abc123\ndata: {"progress": 45, "message": "a\\nb"}\n\n'
+    )
+    assert event.to_dict() == {"event": "tool_progress", "id": "evt_20240305_abc123",
+                               "data": {"progress": 45, "message": "a\nb"}}  # fmt: skip

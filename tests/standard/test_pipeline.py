@@ -1,0 +1,226 @@
+"""The pipeline: the Toolset contract, one task per call, metadata and trace ids."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import pytest
+from _std_tools import Blocking, Scripted, Weather, make_call, toolset
+
+from kosong.message import ToolCall
+from kosong.standard.codes import error_code
+from kosong.standard.context import CallContext, current_call
+from kosong.standard.envelope import to_envelope
+from kosong.standard.pipeline import Forward, Policy, PolicyToolset, with_policies
+from kosong.standard.policies import MetricsPolicy, RepeatGuardPolicy, TimeoutPolicy, TruncationPolicy
+from kosong.standard.trace import TRACE_ID_PATTERN, current_trace_id, trace_scope
+from kosong.tooling import HandleResult, Tool, ToolOk, ToolResult, ToolReturnValue, Toolset
+from kosong.tooling.error import ToolRuntimeError
+
+
+class Recorder(Policy):
+    """Notes the order calls pass through, and the context it sees."""
+
+    def __init__(self, name: str, log: list[str]) -> None:
+        self.name, self.log = name, log
+        self.contexts: list[CallContext] = []
+
+    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+        self.log.append(f"> {self.name}")
+        self.contexts.append(ctx)
+        result = await forward(call, ctx)
+        self.log.append(f"< {self.name}")
+        return result
+
+
+class Broken(Policy):
+    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+        raise RuntimeError("policy bug")
+
+
+class Answering(Policy):
+    """Answers every call itself, without waiting."""
+
+    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+        return ToolResult(call.id, ToolOk(output="answered"))
+
+
+class RaisingToolset:
+    tools: list[Tool] = []
+
+    def handle(self, tool_call: ToolCall) -> HandleResult:
+        raise RuntimeError("contract broken")
+
+
+class WrongTypeToolset:
+    tools: list[Tool] = []
+
+    def handle(self, tool_call: ToolCall) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.set_result("not a result")
+        return future
+
+
+def standard(inner: Toolset, *policies: Policy) -> PolicyToolset:
+    return with_policies(inner, *(policies or (MetricsPolicy(),)))
+
+
+async def test_policies_run_from_the_outside_in() -> None:
+    log: list[str] = []
+    pipeline = with_policies(toolset(Weather()), Recorder("a", log), Recorder("b", log), Recorder("c", log))
+    await pipeline.handle(make_call("get_weather", {"location": "x"}))
+    assert log == ["> a", "> b", "> c", "< c", "< b", "< a"]
+
+
+async def test_every_policy_of_a_call_sees_the_same_context() -> None:
+    log: list[str] = []
+    outer, inner = Recorder("a", log), Recorder("b", log)
+    await with_policies(toolset(Weather()), outer, inner).handle(make_call("get_weather", {"location": "x"}))
+    assert outer.contexts[0] is inner.contexts[0]
+    assert outer.contexts[0].tool is not None and outer.contexts[0].tool.name == "get_weather"
+
+
+async def test_handle_does_not_wait_for_the_tool() -> None:
+    tool = Blocking()
+    pending = standard(toolset(tool)).handle(make_call("blocking", {}))
+    assert isinstance(pending, asyncio.Future) and not pending.done()
+    await asyncio.wait_for(tool.started.wait(), 5)
+    assert not pending.done()
+    tool.release.set()
+    result = await asyncio.wait_for(pending, 5)
+    assert result.return_value.output == "done 1"
+
+
+async def test_cancelling_the_call_cancels_the_tool() -> None:
+    tool = Blocking()
+    pending = standard(toolset(tool), TimeoutPolicy(None)).handle(make_call("blocking", {}))
+    await asyncio.wait_for(tool.started.wait(), 5)
+    assert isinstance(pending, asyncio.Future)
+    pending.cancel()
+    await asyncio.wait_for(tool.cancelled.wait(), 5)
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="eager tasks need Python 3.12")
+async def test_a_call_answered_without_waiting_is_done_when_handle_returns() -> None:
+    pending = with_policies(toolset(Weather()), MetricsPolicy(), Answering()).handle(make_call("get_weather", {}))
+    assert isinstance(pending, asyncio.Future) and pending.done()
+    assert (await pending).return_value.output == "answered"
+
+
+async def test_results_carry_the_standards_metadata() -> None:
+    result = await standard(toolset(Weather())).handle(make_call("get_weather", {"location": "x"}, "c7"))
+    assert result.tool_call_id == "c7"
+    metadata = result.return_value.extras["standard"]["metadata"]  # type: ignore[index]  # noqa: PGH003
+    assert metadata["tool_name"] == "get_weather"
+    assert metadata["execution_time_ms"] >= 0
+    assert metadata["timestamp"].endswith("Z")
+    assert TRACE_ID_PATTERN.match(metadata["trace_id"])
+    assert metadata["performance"]["processing_ms"] >= 0
+    envelope = to_envelope(result).dump()
+    assert envelope["data"] == {"temperature": 25, "condition": "sunny"}
+    assert envelope["metadata"]["tool_call_id"] == "c7"
+
+
+async def test_unknown_tool_is_tool_not_found_with_metadata() -> None:
+    result = await standard(toolset(Weather())).handle(make_call("nope", {}))
+    assert error_code(result.return_value) == "TOOL_NOT_FOUND"
+    assert to_envelope(result).dump()["metadata"]["tool_name"] == "nope"
+
+
+async def test_a_toolset_that_raises_gives_an_error_value() -> None:
+    result = await standard(RaisingToolset()).handle(make_call("x", {}))
+    assert isinstance(result.return_value, ToolRuntimeError)
+    assert "RuntimeError: contract broken" in result.return_value.message
+
+
+async def test_a_toolset_that_returns_something_else_gives_an_error_value() -> None:
+    result = await standard(WrongTypeToolset()).handle(make_call("x", {}))
+    assert result.return_value.is_error and "returned str" in result.return_value.message
+
+
+async def test_a_broken_policy_gives_an_error_value(caplog: pytest.LogCaptureFixture) -> None:
+    result = await with_policies(toolset(Weather()), Broken()).handle(make_call("get_weather", {}))
+    assert isinstance(result.return_value, ToolRuntimeError)
+    assert "the pipeline failed: RuntimeError: policy bug" in result.return_value.message
+    assert "Pipeline failed" in caplog.text
+
+
+def test_handle_outside_an_event_loop_returns_an_error_instead_of_raising() -> None:
+    result = standard(toolset(Weather())).handle(make_call("get_weather", {}))
+    assert isinstance(result, ToolResult)
+    assert "no running event loop" in result.return_value.message
+
+
+async def test_trace_id_is_taken_from_the_call_when_given() -> None:
+    result = await standard(toolset(Weather())).handle(
+        make_call("get_weather", {"location": "x"}, trace_id="trace_from_caller")
+    )
+    assert to_envelope(result).metadata.trace_id == "trace_from_caller"
+
+
+async def test_trace_id_is_taken_from_the_enclosing_scope() -> None:
+    with trace_scope("trace_20240101_0123456789ab"):
+        result = await standard(toolset(Weather())).handle(make_call("get_weather", {"location": "x"}))
+    assert to_envelope(result).metadata.trace_id == "trace_20240101_0123456789ab"
+    assert current_trace_id() is None
+
+
+async def test_each_call_without_a_given_trace_gets_a_new_one() -> None:
+    pipeline = standard(toolset(Weather()))
+    first = await pipeline.handle(make_call("get_weather", {"location": "x"}))
+    second = await pipeline.handle(make_call("get_weather", {"location": "x"}))
+    ids = {to_envelope(r).metadata.trace_id for r in (first, second)}
+    assert len(ids) == 2 and all(TRACE_ID_PATTERN.match(i or "") for i in ids)
+
+
+async def test_nested_calls_share_the_trace_of_the_outer_call() -> None:
+    inner_pipeline = standard(toolset(Weather()))
+    seen: dict[str, Any] = {}
+
+    async def outer_body(n: int) -> ToolReturnValue:
+        ctx = current_call()
+        assert ctx is not None
+        seen["outer"] = ctx.trace_id
+        seen["inside"] = current_trace_id()
+        nested = await inner_pipeline.handle(make_call("get_weather", {"location": "x"}, "nested"))
+        seen["nested"] = to_envelope(nested).metadata.trace_id
+        return ToolOk(output="ok")
+
+    outer = standard(toolset(Scripted(outer_body)))
+    await outer.handle(make_call("scripted", {}))
+    assert seen["outer"] == seen["inside"] == seen["nested"]
+
+
+async def test_tools_lists_the_wrapped_tools_and_the_policies_additions() -> None:
+    pipeline = with_policies(toolset(Weather()), MetricsPolicy(), TruncationPolicy())
+    assert [t.name for t in pipeline.tools] == ["get_weather", "read_more"]
+    found = pipeline.find_tool("read_more")
+    assert found is not None and found.read_only_hint is True
+    assert pipeline.find_tool("get_weather") is not None
+    assert pipeline.find_tool("missing") is None
+    assert isinstance(pipeline.find_policy(TruncationPolicy), TruncationPolicy)
+    assert pipeline.find_policy(RepeatGuardPolicy) is None
+
+
+async def test_wrap_adds_a_policy_around_a_pipeline() -> None:
+    log: list[str] = []
+    pipeline = with_policies(toolset(Weather()), Recorder("inner", log)).wrap(Recorder("outer", log))
+    await pipeline.handle(make_call("get_weather", {"location": "x"}))
+    assert log[:2] == ["> outer", "> inner"]
+
+
+async def test_concurrent_calls_through_one_pipeline_overlap() -> None:
+    tool = Blocking()
+    pipeline = standard(toolset(tool))
+    first = pipeline.handle(make_call("blocking", {"n": 1}, "a"))
+    second = pipeline.handle(make_call("blocking", {"n": 2}, "b"))
+    async with asyncio.timeout(5):
+        while tool.runs < 2:  # both bodies are running at once
+            await asyncio.sleep(0)
+    tool.release.set()
+    results = await asyncio.wait_for(asyncio.gather(first, second), 5)
+    assert [r.tool_call_id for r in results] == ["a", "b"]
