@@ -489,3 +489,17 @@ def test_union_members_keep_their_written_order_across_tools() -> None:
 
     assert first.args["x"]["anyOf"] == [{"type": "integer"}, {"type": "string"}]
     assert second.args["x"]["anyOf"] == [{"type": "string"}, {"type": "integer"}]
+
+
+async def test_args_schema_fields_the_function_does_not_name_go_to_its_kwargs() -> None:
+    class Wide(BaseModel):
+        a: int
+        b: int = 2
+
+    def f(a: int, **rest: int) -> str:
+        """F."""
+        return f"{a} {rest}"
+
+    made = FunctionTool.from_function(f, args_schema=Wide)
+    assert (await made.call({"a": 1})).output == "1 {'b': 2}"
+    assert made.invoke({"a": 5, "b": 7}) == "5 {'b': 7}"
