@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any, cast
 
 __all__ = ["deref_json_schema"]
@@ -10,6 +11,12 @@ _DEFS_KEYS = ("$defs", "definitions")
 _MAX_INLINED = 100_000
 """Refuse to inline past this many references: definitions that each use the next one twice
 would otherwise grow the schema exponentially."""
+_DATA_KEYS = frozenset({"default", "const", "enum", "examples"})
+"""Keywords whose value is data, not a schema: a `"$ref"` or `"$defs"` key in a default is part
+of a value, never a reference to follow or a key to drop."""
+_NAME_MAPS = frozenset({"properties", "patternProperties", "dependentSchemas"})
+"""Keywords whose value maps names to subschemas: a property *named* `$defs`, `definitions` or
+`$ref` is a name, kept as is, and only its subschema is walked."""
 
 
 def deref_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -44,6 +51,22 @@ def deref_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 raise ValueError(f"JSON Schema reference {pointer!r} points at nothing")
         return node
 
+    def keywords(node: dict[str, Any], expanding: tuple[str, ...], drop: Any) -> dict[str, Any]:
+        # A schema's keywords, walked: data keywords are copied untouched and the names in a
+        # name map kept, so only schema positions are searched for references and $defs.
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            if k in drop:
+                continue
+            if k in _DATA_KEYS:
+                out[k] = copy.deepcopy(v)
+            elif k in _NAME_MAPS and isinstance(v, dict):
+                names = cast(dict[str, Any], v)
+                out[k] = {name: walk(sub, expanding) for name, sub in names.items()}
+            else:
+                out[k] = walk(v, expanding)
+        return out
+
     def walk(node: Any, expanding: tuple[str, ...]) -> Any:
         if isinstance(node, list):
             return [walk(item, expanding) for item in cast(list[Any], node)]
@@ -54,7 +77,7 @@ def deref_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
         if isinstance(ref, str) and ref.startswith("#"):
             if ref in expanding:  # the cycle closes here: keep the reference
                 kept.add(ref)
-                return {k: walk(v, expanding) for k, v in node.items()}
+                return keywords(node, expanding, ())
             nonlocal inlined
             inlined += 1
             if inlined > _MAX_INLINED:
@@ -63,11 +86,11 @@ def deref_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
                     "simplify the schema or keep its references"
                 )
             target = walk(resolve(ref), (*expanding, ref))
-            siblings = {k: walk(v, expanding) for k, v in node.items() if k != "$ref"}
+            siblings = keywords(node, expanding, ("$ref",))
             if isinstance(target, dict):
                 return {**cast(dict[str, Any], target), **siblings}
             return target if not siblings else {"allOf": [target], **siblings}
-        return {k: walk(v, expanding) for k, v in node.items() if k not in _DEFS_KEYS}
+        return keywords(node, expanding, _DEFS_KEYS)
 
     result = cast(dict[str, Any], walk(schema, ()))
     # Keep the definitions that references closing a cycle still point into.
