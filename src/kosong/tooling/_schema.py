@@ -71,14 +71,12 @@ def tidy_schema(schema: Any) -> Any:
     for key, value in schema.items():
         if key == "title" or key in _FRONT:
             continue
-        if key in _ONE:
-            value = tidy_schema(value)
-        elif key in _MANY and isinstance(value, list):
+        if key in _MANY | {"items"} and isinstance(value, list):  # `items` list: draft 4-7
             value = [tidy_schema(v) for v in cast(list[Any], value)]
+        elif key in _ONE:
+            value = tidy_schema(value)
         elif key in _MAP and isinstance(value, dict):
             value = {k: tidy_schema(v) for k, v in cast(dict[str, Any], value).items()}
-        elif key == "items" and isinstance(value, list):  # draft 4-7 tuple form
-            value = [tidy_schema(v) for v in cast(list[Any], value)]
         out[key] = value
     return out
 
