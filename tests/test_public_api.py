@@ -13,6 +13,8 @@ PUBLIC_MODULES = [
     "kosong.tooling.error",
     "kosong.tooling.simple",
     "kosong.tooling.empty",
+    "kosong.tooling.function",
+    "kosong.tooling.langchain",
     "kosong.utils.jsonschema",
     "kosong.utils.typing",
 ]
@@ -27,11 +29,14 @@ PROMISED = {
         "Tool", "ParametersType", "ToolReturnValue", "ToolReturnType", "ToolOk", "ToolError",
         "DisplayBlock", "BriefDisplayBlock", "UnknownDisplayBlock", "CallableTool",
         "CallableTool2", "ToolResult", "ToolResultFuture", "HandleResult", "Toolset",
+        "FunctionTool", "ToolException", "tool",
     },
     "kosong.tooling.error": {
         "ToolNotFoundError", "ToolParseError", "ToolValidateError", "ToolRuntimeError",
     },
     "kosong.tooling.simple": {"SimpleToolset"},
+    "kosong.tooling.function": {"FunctionTool", "ToolException", "tool"},
+    "kosong.tooling.langchain": {"from_langchain", "to_langchain"},
     "kosong.tooling.empty": {"EmptyToolset"},
     "kosong.utils.jsonschema": {"deref_json_schema"},
 }  # fmt: skip
