@@ -11,12 +11,19 @@ import asyncio
 import hashlib
 import json
 import time
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from kosong.message import ToolCall
-from kosong.tooling import CallableTool, CallableTool2, ToolError, ToolOk, ToolReturnValue
+from kosong.tooling import (
+    CallableTool,
+    CallableTool2,
+    ToolError,
+    ToolOk,
+    ToolReturnValue,
+    tool,
+)
 from kosong.tooling.simple import SimpleToolset
 
 
@@ -75,7 +82,20 @@ class SlowHash(CallableTool2[WeatherParams]):
         return ToolOk(output=hashlib.sha256(params.city.encode()).hexdigest()[:12])
 
 
-# 5. A tool that crashes: the toolset turns the exception into a result.
+# 5. A plain function: @tool reads the schema from the signature and the docstring.
+@tool(parse_docstring=True)
+def convert(value: float, unit: Literal["km", "mi"] = "km") -> dict[str, float]:
+    """Convert a distance between kilometres and miles.
+
+    Args:
+        value: The distance to convert.
+        unit: The unit `value` is in.
+    """
+    factor = 0.621371 if unit == "km" else 1 / 0.621371
+    return {"converted": round(value * factor, 3)}
+
+
+# 6. A tool that crashes: the toolset turns the exception into a result.
 class Crash(CallableTool):
     name: str = "crash"
     description: str = "Always fails."
@@ -97,6 +117,7 @@ CALLS = [
     call("5", "get_weather", '{"city": "Atlantis"}'),
     call("6", "slow_hash", '{"city": "Paris"}'),
     call("7", "crash", "{}"),
+    call("7b", "convert", '{"value": 10, "unit": "mi"}'),
     call("8", "add", '{"a": 1}'),  # missing argument
     call("9", "add", '{"a": 1, "b": 2, "c": 3}'),  # unknown property
     call("10", "add", '{"a": 1, b: 2}'),  # not JSON
@@ -107,10 +128,10 @@ CALLS = [
 
 
 async def main() -> None:
-    toolset = SimpleToolset([Add(), Total(), Weather(), SlowHash(), Crash()])
+    toolset = SimpleToolset([Add(), Total(), Weather(), SlowHash(), convert, Crash()])
     print("Tools, as the model sees them:")
-    for tool in toolset.tools:
-        print(f"  {tool.name}: {json.dumps(tool.parameters, ensure_ascii=False)}")
+    for definition in toolset.tools:
+        print(f"  {definition.name}: {json.dumps(definition.parameters, ensure_ascii=False)}")
 
     print(f"\nDispatching {len(CALLS)} calls at once...")
     started = time.perf_counter()

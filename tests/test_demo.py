@@ -15,9 +15,10 @@ def test_demo_dispatches_a_concurrent_batch_and_reports_every_result() -> None:
     )
     out = done.stdout
     assert done.stderr == ""
-    assert out.count("[ok   ]") == 5
+    assert out.count("[ok   ]") == 6
     assert out.count("[error]") == 8
     assert "Tool `translate` not found" in out
+    assert '{"converted":16.093}' in out
     assert "ConnectionError: upstream closed the connection" in out
     elapsed = float(out.rsplit("took ", 1)[1].split(" s")[0])
     assert elapsed < 0.7, "the 0.2 s calls should overlap"
