@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from kosong.message import ImageURLPart, TextPart
 from kosong.tooling import ToolError, ToolOk, ToolReturnType, ToolReturnValue
@@ -38,12 +40,17 @@ def test_output_accepts_one_part_or_several() -> None:
     assert ToolOk(output=(part, image)).output == [part, image]
 
 
+def test_non_finite_extras_are_refused_since_json_cannot_carry_them() -> None:
+    with pytest.raises(ValidationError, match="extras"):
+        ToolOk(output="x", extras={"ratio": float("inf")})
+
+
 def test_tool_return_type_is_the_old_name() -> None:
     assert ToolReturnType is ToolReturnValue
 
 
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
     lambda children: (
         st.lists(children, max_size=3) | st.dictionaries(st.text(), children, max_size=3)
     ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from kosong.message import ContentPart
 from kosong.tooling._display import BriefDisplayBlock, DisplayBlock
@@ -24,6 +24,9 @@ class ToolReturnValue(BaseModel):
     carries data for debugging and tests. Its JSON is exactly these five fields: anything added
     later defaults to None, so `model_dump(mode="json", exclude_none=True)` keeps this shape.
     """
+
+    # Extras must survive a JSON round trip; NaN and infinities would come back as null.
+    model_config = ConfigDict(allow_inf_nan=False)
 
     is_error: bool
     """Whether the call failed."""
