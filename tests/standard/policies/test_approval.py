@@ -1,0 +1,122 @@
+"""ApprovalPolicy: destructive tools run only when the hook approves."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from _std_tools import Scripted, make_call, toolset
+
+from kosong.standard.codes import error_code
+from kosong.standard.envelope import to_envelope
+from kosong.standard.pipeline import with_policies
+from kosong.standard.policies import ApprovalDecision, ApprovalPolicy, ApprovalRequest, DebugPolicy
+from kosong.tooling import ToolOk, ToolResult
+from kosong.tooling.error import ToolPermissionDeniedError
+
+
+def delete_file(**hints: Any) -> Scripted:
+    return Scripted(lambda n: ToolOk(output="deleted"), name="delete_file", **hints)
+
+
+async def run(tool: Scripted, hook: Any, **policy: Any) -> ToolResult:
+    pipeline = with_policies(toolset(tool), DebugPolicy(), ApprovalPolicy(hook, **policy))
+    return await asyncio.wait_for(
+        pipeline.handle(make_call("delete_file", {"path": "/tmp/x"}, trace_id="trace_t")), 5
+    )
+
+
+async def test_an_approved_destructive_call_runs() -> None:
+    requests: list[ApprovalRequest] = []
+
+    def hook(request: ApprovalRequest) -> ApprovalDecision:
+        requests.append(request)
+        return ApprovalDecision.approve("the user said yes")
+
+    tool = delete_file(destructive_hint=True)
+    result = await run(tool, hook)
+    assert result.return_value.output == "deleted" and tool.calls == 1
+    (request,) = requests
+    assert request.tool.name == "delete_file"
+    assert request.arguments == {"path": "/tmp/x"}
+    assert request.trace_id == "trace_t"
+    metadata = to_envelope(result).dump()
+    assert "approval_ms" in metadata["metadata"]["performance"]
+    assert metadata["debug_info"]["approval"] == {"approved": True, "reason": "the user said yes"}
+
+
+async def test_a_denied_call_gets_permission_denied_with_the_reason() -> None:
+    tool = delete_file(destructive_hint=True)
+    result = await run(tool, lambda request: ApprovalDecision.deny("not in the sandbox"))
+    assert isinstance(result.return_value, ToolPermissionDeniedError)
+    assert error_code(result.return_value) == "PERMISSION_DENIED"
+    assert "not in the sandbox" in result.return_value.message
+    assert to_envelope(result).dump()["error"]["reason"] == "not in the sandbox"
+    assert tool.calls == 0
+
+
+async def test_async_hooks_and_plain_bools_are_accepted() -> None:
+    approved = asyncio.Event()
+
+    async def ask(request: ApprovalRequest) -> bool:
+        approved.set()
+        return False
+
+    tool = delete_file(destructive_hint=True)
+    result = await run(tool, ask)
+    assert approved.is_set() and tool.calls == 0
+    assert "the call was not approved" in result.return_value.message
+    assert (await run(delete_file(destructive_hint=True), lambda r: True)).return_value.output == "deleted"
+
+
+async def test_a_failing_hook_approves_nothing() -> None:
+    def hook(request: ApprovalRequest) -> bool:
+        raise ConnectionError("approval service down")
+
+    tool = delete_file(destructive_hint=True)
+    result = await run(tool, hook)
+    assert error_code(result.return_value) == "PERMISSION_DENIED"
+    assert "ConnectionError: approval service down" in result.return_value.message
+    assert tool.calls == 0
+
+
+async def test_tools_that_are_not_destructive_skip_the_hook() -> None:
+    asked: list[str] = []
+    for hints in ({"read_only_hint": True}, {"destructive_hint": False}, {}):
+        tool = delete_file(**hints)
+        result = await run(tool, lambda r: asked.append(r.tool.name) or False)
+        assert result.return_value.output == "deleted"
+    assert asked == []
+
+
+async def test_unannotated_tools_can_be_held_as_mcp_would() -> None:
+    tool = delete_file()
+    result = await run(tool, lambda r: False, unannotated=True)
+    assert error_code(result.return_value) == "PERMISSION_DENIED" and tool.calls == 0
+    read_only = delete_file(read_only_hint=True)
+    assert not (await run(read_only, lambda r: False, unannotated=True)).return_value.is_error
+
+
+async def test_a_custom_rule_decides_which_tools_need_approval() -> None:
+    tool = delete_file()
+    result = await run(tool, lambda r: False, needs_approval=lambda t: t.name.startswith("delete_"))
+    assert error_code(result.return_value) == "PERMISSION_DENIED"
+
+
+async def test_approval_can_wait_for_a_person_while_other_calls_proceed() -> None:
+    decision: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    asked = asyncio.Event()
+
+    async def hook(request: ApprovalRequest) -> bool:
+        asked.set()
+        return await decision
+
+    destructive = delete_file(destructive_hint=True)
+    reader = Scripted(lambda n: ToolOk(output="read"), name="read_file", read_only_hint=True)
+    pipeline = with_policies(toolset(destructive, reader), ApprovalPolicy(hook))
+    waiting = pipeline.handle(make_call("delete_file", {}))
+    async with asyncio.timeout(5):
+        await asked.wait()
+        assert (await pipeline.handle(make_call("read_file", {}))).return_value.output == "read"
+        decision.set_result(True)
+        assert (await waiting).return_value.output == "deleted"

@@ -1,0 +1,86 @@
+"""TracingPolicy with the real OpenTelemetry SDK and an in-memory exporter."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from _std_tools import Scripted, Weather, make_call, toolset
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from kosong.standard.codes import coded_error
+from kosong.standard.envelope import to_envelope
+from kosong.standard.pipeline import with_policies
+from kosong.standard.policies import RetryPolicy, TracingPolicy
+from kosong.standard.policies.tracing import OTEL_AVAILABLE
+from kosong.tooling import ToolOk, ToolReturnValue
+from kosong.tooling.error import ToolNetworkError
+
+
+@pytest.fixture
+def otel() -> Iterator[tuple[Any, InMemorySpanExporter]]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield provider.get_tracer("test"), exporter
+    provider.shutdown()
+
+
+def test_opentelemetry_is_detected() -> None:
+    assert OTEL_AVAILABLE and TracingPolicy().enabled
+
+
+async def test_each_call_gets_a_span_with_the_genai_attributes(otel: tuple[Any, InMemorySpanExporter]) -> None:
+    tracer, exporter = otel
+    pipeline = with_policies(toolset(Weather()), TracingPolicy(tracer))
+    result = await pipeline.handle(make_call("get_weather", {"location": "x"}, "call-9"))
+    (span,) = exporter.get_finished_spans()
+    assert span.name == "execute_tool get_weather"
+    assert span.kind == SpanKind.INTERNAL
+    attributes = dict(span.attributes or {})
+    assert attributes["gen_ai.operation.name"] == "execute_tool"
+    assert attributes["gen_ai.tool.name"] == "get_weather"
+    assert attributes["gen_ai.tool.call.id"] == "call-9"
+    assert attributes["kosong.trace_id"] == to_envelope(result).metadata.trace_id
+    assert attributes["kosong.cache_hit"] is False
+    assert span.status.status_code == StatusCode.UNSET
+
+
+async def test_a_failed_call_marks_its_span_as_error(otel: tuple[Any, InMemorySpanExporter]) -> None:
+    tracer, exporter = otel
+    tool = Scripted(lambda n: coded_error("CITY_NOT_FOUND", "no"))
+    await with_policies(toolset(tool), TracingPolicy(tracer)).handle(make_call("scripted", {}))
+    (span,) = exporter.get_finished_spans()
+    assert span.status.status_code == StatusCode.ERROR
+    assert span.status.description == "CITY_NOT_FOUND"
+    assert dict(span.attributes or {})["error.type"] == "CITY_NOT_FOUND"
+
+
+async def test_retries_are_counted_on_the_span(otel: tuple[Any, InMemorySpanExporter]) -> None:
+    tracer, exporter = otel
+    tool = Scripted(lambda n: ToolNetworkError("x") if n == 0 else ToolOk(), read_only_hint=True)
+    pipeline = with_policies(toolset(tool), TracingPolicy(tracer), RetryPolicy(base_delay=0.001))
+    await pipeline.handle(make_call("scripted", {}))
+    (span,) = exporter.get_finished_spans()
+    assert dict(span.attributes or {})["kosong.retry_count"] == 1
+
+
+async def test_spans_started_inside_the_tool_are_children_of_the_calls_span(
+    otel: tuple[Any, InMemorySpanExporter],
+) -> None:
+    tracer, exporter = otel
+
+    async def body(n: int) -> ToolReturnValue:
+        with tracer.start_as_current_span("http GET weather-api"):
+            return ToolOk()
+
+    await with_policies(toolset(Scripted(body)), TracingPolicy(tracer)).handle(make_call("scripted", {}))
+    inner, outer = exporter.get_finished_spans()
+    assert inner.name == "http GET weather-api"
+    assert inner.parent is not None and outer.context is not None
+    assert inner.parent.span_id == outer.context.span_id
+    assert inner.context is not None and inner.context.trace_id == outer.context.trace_id
