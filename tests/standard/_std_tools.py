@@ -13,13 +13,11 @@ from typing import Any
 from pydantic import BaseModel, PrivateAttr
 
 from kosong.message import ToolCall
-from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue
+from kosong.tooling import CallableTool2, ToolOk, ToolResult, ToolReturnValue
 from kosong.tooling.simple import SimpleToolset
 
 
-def make_call(
-    name: str, arguments: Any = None, call_id: str = "call-1", **extras: Any
-) -> ToolCall:
+def make_call(name: str, arguments: Any = None, call_id: str = "call-1", **extras: Any) -> ToolCall:
     """A ToolCall; `arguments` is JSON-encoded unless it is already a string (or None)."""
     text = arguments if isinstance(arguments, str) or arguments is None else json.dumps(arguments)
     return ToolCall(
@@ -72,6 +70,7 @@ class Scripted(CallableTool2[AnyParams]):
 
     _script: Callable[[int], Any] = PrivateAttr()
     _calls: int = PrivateAttr(default=0)
+    _changed: asyncio.Condition = PrivateAttr(default_factory=asyncio.Condition)
 
     def __init__(self, script: Callable[[int], Any], **data: Any) -> None:
         super().__init__(**data)
@@ -81,9 +80,16 @@ class Scripted(CallableTool2[AnyParams]):
     def calls(self) -> int:
         return self._calls
 
+    async def wait_calls(self, n: int) -> None:
+        """Wait until the body has been entered `n` times."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self._calls >= n)
+
     async def __call__(self, params: AnyParams) -> ToolReturnValue:
         n = self._calls
-        self._calls += 1
+        async with self._changed:
+            self._calls += 1
+            self._changed.notify_all()
         result = self._script(n)
         if asyncio.iscoroutine(result):
             result = await result
@@ -101,6 +107,7 @@ class Blocking(CallableTool2[AnyParams]):
     _release: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
     _cancelled: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
     _runs: int = PrivateAttr(default=0)
+    _changed: asyncio.Condition = PrivateAttr(default_factory=asyncio.Condition)
 
     @property
     def started(self) -> asyncio.Event:
@@ -118,8 +125,15 @@ class Blocking(CallableTool2[AnyParams]):
     def runs(self) -> int:
         return self._runs
 
+    async def wait_runs(self, n: int) -> None:
+        """Wait until the body has been entered `n` times."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self._runs >= n)
+
     async def __call__(self, params: AnyParams) -> ToolReturnValue:
-        self._runs += 1
+        async with self._changed:
+            self._runs += 1
+            self._changed.notify_all()
         self._started.set()
         try:
             await self._release.wait()
@@ -131,3 +145,19 @@ class Blocking(CallableTool2[AnyParams]):
 
 def toolset(*tools: Any) -> SimpleToolset:
     return SimpleToolset(list(tools))
+
+
+def standard_data(value: ToolReturnValue | ToolResult) -> Any:
+    """The standard's data a result carries (`extras["standard"]`), untyped for tests."""
+    if isinstance(value, ToolResult):
+        value = value.return_value
+    assert value.extras is not None
+    return value.extras["standard"]
+
+
+def output_json(value: ToolReturnValue | ToolResult) -> Any:
+    """A result's text output, parsed as JSON."""
+    if isinstance(value, ToolResult):
+        value = value.return_value
+    assert isinstance(value.output, str)
+    return json.loads(value.output)

@@ -27,15 +27,28 @@ def redis_url() -> Iterator[str]:
     """A redis-server of our own on a free loopback port, stopped after the session."""
     binary = shutil.which("redis-server")
     if binary is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server); .ci/run installs it")
+        pytest.skip(
+            "redis-server is not installed (apt-get install redis-server); .ci/run installs it"
+        )
     port = _free_port()
     workdir = tempfile.mkdtemp(prefix="kosong-redis-")
     process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", workdir],
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     try:
         deadline = time.monotonic() + 10
         while True:
@@ -58,4 +71,3 @@ def redis_url() -> Iterator[str]:
             process.kill()
             process.wait(timeout=10)
         shutil.rmtree(workdir, ignore_errors=True)
-

@@ -50,7 +50,12 @@ APPENDIX_A = [
 @pytest.mark.parametrize(("code", "status", "retryable"), APPENDIX_A)
 def test_catalog_matches_appendix_a(code: str, status: int, retryable: bool) -> None:
     spec = CATALOG[code]
-    assert (spec.code, spec.http_status, spec.retryable, spec.in_standard) == (code, status, retryable, True)
+    assert (spec.code, spec.http_status, spec.retryable, spec.in_standard) == (
+        code,
+        status,
+        retryable,
+        True,
+    )
 
 
 def test_catalog_has_appendix_a_and_only_the_documented_extension() -> None:
@@ -127,9 +132,11 @@ def test_rate_limit_errors_carry_retry_after() -> None:
 
 def test_deprecated_error_names_the_replacement_and_guide() -> None:
     value = ToolDeprecatedError(
-        "get_weather_v1", replacement="get_weather", sunset_date="2026-12-31",
+        "get_weather_v1",
+        replacement="get_weather",
+        sunset_date="2026-12-31",
         migration_guide="https://docs.example.com/migration/weather-v1-to-v2",
-    )  # fmt: skip
+    )
     assert "use `get_weather` instead" in value.message
     assert "https://docs.example.com/migration/weather-v1-to-v2" in value.message
     assert error_details(value) == {

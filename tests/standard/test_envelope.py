@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from _std_tools import output_json
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -72,27 +73,40 @@ def test_cache_hit_example_of_the_standard() -> None:
 
 
 def test_latency_metadata_example_of_the_standard() -> None:
-    metadata = {**META, "trace_id": "trace_abc123",
-                "performance": {"validation_ms": 2, "network_ms": 115, "processing_ms": 10}}  # fmt: skip
+    metadata = {
+        **META,
+        "trace_id": "trace_abc123",
+        "performance": {"validation_ms": 2, "network_ms": 115, "processing_ms": 10},
+    }
     assert to_envelope(attach_metadata(weather_ok(), metadata)).dump()["metadata"] == metadata
 
 
 def test_debug_example_of_the_standard() -> None:
-    debug = {"internal_api_response": {"status": 200, "body": "..."}, "cache_hit": False,
-             "query_duration_ms": 45}  # fmt: skip
+    debug = {
+        "internal_api_response": {"status": 200, "body": "..."},
+        "cache_hit": False,
+        "query_duration_ms": 45,
+    }
     metadata = {**META, "trace_id": "trace_abc123"}
     value = attach_metadata(weather_ok(), metadata)
-    value.extras["standard"]["debug_info"] = debug  # type: ignore[index]  # noqa: PGH003
+    standard: Any = (value.extras or {})["standard"]
+    standard["debug_info"] = debug
     assert to_envelope(value).dump() == {
-        "success": True, "status": "success", "data": WEATHER, "metadata": metadata, "debug_info": debug,
-    }  # fmt: skip
+        "success": True,
+        "status": "success",
+        "data": WEATHER,
+        "metadata": metadata,
+        "debug_info": debug,
+    }
 
 
 def test_deprecated_error_response_of_the_standard() -> None:
     value = ToolDeprecatedError(
-        "get_weather_v1", replacement="get_weather", sunset_date="2026-12-31",
+        "get_weather_v1",
+        replacement="get_weather",
+        sunset_date="2026-12-31",
         migration_guide="https://docs.example.com/migration/weather-v1-to-v2",
-    )  # fmt: skip
+    )
     error = to_envelope(value, tool_name="get_weather_v1").dump()["error"]
     assert error == {
         "code": "TOOL_DEPRECATED",
@@ -106,8 +120,13 @@ def test_deprecated_error_response_of_the_standard() -> None:
 
 def test_retryable_follows_the_catalog() -> None:
     assert to_envelope(ToolTimeoutError("t", 1), tool_name="t").dump()["error"]["retryable"] is True
-    assert to_envelope(ToolValidateError("x"), tool_name="t").dump()["error"]["code"] == "INVALID_PARAMS"
-    limited = to_envelope(ToolRateLimitedError("slow", retry_after=3), tool_name="t").dump()["error"]
+    assert (
+        to_envelope(ToolValidateError("x"), tool_name="t").dump()["error"]["code"]
+        == "INVALID_PARAMS"
+    )
+    limited = to_envelope(ToolRateLimitedError("slow", retry_after=3), tool_name="t").dump()[
+        "error"
+    ]
     assert limited["retry_after"] == 3 and limited["retryable"] is True
 
 
@@ -141,7 +160,12 @@ def test_envelope_without_a_tool_name_is_refused() -> None:
     [
         {"success": True, "status": "error", "metadata": META},
         {"success": False, "status": "error", "metadata": META},
-        {"success": True, "status": "success", "error": {"code": "X", "message": "m"}, "metadata": META},
+        {
+            "success": True,
+            "status": "success",
+            "error": {"code": "X", "message": "m"},
+            "metadata": META,
+        },
         {"success": True, "status": "success"},
     ],
 )
@@ -160,16 +184,24 @@ def test_from_envelope_accepts_json_text_and_dicts() -> None:
     text = json.dumps({"success": True, "status": "success", "data": WEATHER, "metadata": META})
     from_text = from_envelope(text, tool_call_id="c9")
     assert from_text.tool_call_id == "c9"
-    assert json.loads(from_text.return_value.output) == WEATHER  # type: ignore[arg-type]  # noqa: PGH003
+    assert output_json(from_text) == WEATHER
     assert from_envelope(json.loads(text)).return_value == from_text.return_value
 
 
 # --- the round trip, for any result ------------------------------------------------------------
 
-json_leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+json_leaf = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
 json_values = st.recursive(
     json_leaf,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -180,9 +212,17 @@ def outputs(draw: st.DrawFn) -> Any:
     if kind == "text":
         return draw(st.text())
     if kind == "parts":
-        return draw(st.lists(st.builds(TextPart, text=st.text()) | st.just(
-            ImageURLPart(image_url=ImageURLPart.ImageURL(url="https://x/y.png"))), max_size=2))
-    value = draw(st.dictionaries(st.text(max_size=5), json_values, max_size=3) | st.lists(json_values, max_size=3))
+        return draw(
+            st.lists(
+                st.builds(TextPart, text=st.text())
+                | st.just(ImageURLPart(image_url=ImageURLPart.ImageURL(url="https://x/y.png"))),
+                max_size=2,
+            )
+        )
+    value = draw(
+        st.dictionaries(st.text(max_size=5), json_values, max_size=3)
+        | st.lists(json_values, max_size=3)
+    )
     if kind == "compact":
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     return json.dumps(value, ensure_ascii=kind == "ascii")
@@ -191,21 +231,35 @@ def outputs(draw: st.DrawFn) -> Any:
 @st.composite
 def results(draw: st.DrawFn) -> ToolResult:
     factories = [
-        lambda: ToolOk(output=draw(outputs()), message=draw(st.text(max_size=5)), brief=draw(st.text(max_size=5))),
+        lambda: ToolOk(
+            output=draw(outputs()),
+            message=draw(st.text(max_size=5)),
+            brief=draw(st.text(max_size=5)),
+        ),
         lambda: ToolError(message=draw(st.text()), output=draw(outputs())),
         lambda: ToolValidateError(draw(st.text())),
         lambda: ToolParseError(draw(st.text())),
         lambda: ToolRuntimeError(draw(st.text())),
         lambda: ToolTimeoutError("t", draw(st.floats(min_value=0.1, max_value=100))),
-        lambda: ToolRateLimitedError(draw(st.text()), retry_after=draw(st.none() | st.floats(0, 10))),
-        lambda: coded_error("SOME_CODE", draw(st.text()), retryable=draw(st.none() | st.booleans())),
+        lambda: ToolRateLimitedError(
+            draw(st.text()), retry_after=draw(st.none() | st.floats(0, 10))
+        ),
+        lambda: coded_error(
+            "SOME_CODE", draw(st.text()), retryable=draw(st.none() | st.booleans())
+        ),
         lambda: ToolReturnValue(is_error=draw(st.booleans()), output=draw(outputs())),
     ]
     value: ToolReturnValue = draw(st.sampled_from(factories))()
     if draw(st.booleans()):
-        extra = draw(st.dictionaries(st.sampled_from(["rows", "standard", "k"]), json_values, max_size=2))
+        extra = draw(
+            st.dictionaries(st.sampled_from(["rows", "standard", "k"]), json_values, max_size=2)
+        )
         value.extras = {**(value.extras or {}), **extra} if extra else value.extras
-    metadata = {"tool_name": "t", "timestamp": "2024-01-01T00:00:00Z", "trace_id": "trace_x"}
+    metadata: dict[str, Any] = {
+        "tool_name": "t",
+        "timestamp": "2024-01-01T00:00:00Z",
+        "trace_id": "trace_x",
+    }
     if draw(st.booleans()):
         metadata["execution_time_ms"] = draw(st.integers(0, 10_000) | st.floats(0, 10_000))
     if draw(st.booleans()):

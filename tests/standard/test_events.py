@@ -9,7 +9,7 @@ import threading
 from typing import Any
 
 import pytest
-from _std_tools import AnyParams, Blocking, Scripted, make_call, toolset
+from _std_tools import AnyParams, Blocking, Scripted, make_call, standard_data, toolset
 from pydantic import PrivateAttr
 
 from kosong.standard.codes import coded_error
@@ -38,6 +38,11 @@ async def collect(pipeline: Any, call: Any) -> list[ToolEvent]:
         return [event async for event in stream]
 
 
+def metadata_of(event: ToolEvent) -> Any:
+    metadata: Any = event.data["metadata"]
+    return metadata
+
+
 def strip(data: dict[str, Any]) -> dict[str, Any]:
     """The event data without the parts that vary from run to run."""
     out = json.loads(json.dumps(data))
@@ -53,47 +58,56 @@ async def test_progress_then_exactly_one_result_in_the_standards_shapes() -> Non
     assert [e.event for e in events] == ["tool_progress", "tool_progress", "tool_result"]
     # The standard's progress and result examples, reproduced.
     assert strip(events[1].data) == {
-        "progress": 45, "message": "正在获取天气数据...", "metadata": {"tool_name": "get_weather"},
-    }  # fmt: skip
-    assert strip(events[2].data) == {
-        "success": True, "status": "success", "data": {"temperature": 25, "condition": "sunny"},
+        "progress": 45,
+        "message": "正在获取天气数据...",
         "metadata": {"tool_name": "get_weather"},
-    }  # fmt: skip
+    }
+    assert strip(events[2].data) == {
+        "success": True,
+        "status": "success",
+        "data": {"temperature": 25, "condition": "sunny"},
+        "metadata": {"tool_name": "get_weather"},
+    }
     for event in events:
         assert EVENT_ID.match(event.id)
-        assert TIMESTAMP.match(event.data["metadata"]["timestamp"])  # type: ignore[index,arg-type]  # noqa: PGH003
+        assert TIMESTAMP.match(metadata_of(event)["timestamp"])
     assert len({e.id for e in events}) == 3
-    traces = {e.data["metadata"]["trace_id"] for e in events}  # type: ignore[index]  # noqa: PGH003
+    traces = {metadata_of(e)["trace_id"] for e in events}
     assert len(traces) == 1
     assert events[-1].result is not None and events[-1].is_final
 
 
 async def test_a_failed_call_ends_with_one_tool_error() -> None:
     tool = Scripted(lambda n: coded_error("CITY_NOT_FOUND", "城市'XYZ'未收录"), name="get_weather")
-    events = await collect(with_policies(toolset(tool), MetricsPolicy()), make_call("get_weather", {}))
+    events = await collect(
+        with_policies(toolset(tool), MetricsPolicy()), make_call("get_weather", {})
+    )
     assert [e.event for e in events] == ["tool_error"]
     assert strip(events[0].data) == {
-        "success": False, "status": "error",
+        "success": False,
+        "status": "error",
         "error": {"code": "CITY_NOT_FOUND", "message": "城市'XYZ'未收录", "retryable": False},
         "metadata": {"tool_name": "get_weather"},
-    }  # fmt: skip
+    }
 
 
 async def test_retries_appear_as_tool_retrying_events_before_the_result() -> None:
     tool = Scripted(
         lambda n: ToolNetworkError("请求超时，正在重试...") if n < 2 else ToolOk(output="ok"),
-        name="get_weather", read_only_hint=True,
-    )  # fmt: skip
+        name="get_weather",
+        read_only_hint=True,
+    )
     pipeline = with_policies(toolset(tool), RetryPolicy(base_delay=0.001))
     events = await collect(pipeline, make_call("get_weather", {}))
     assert [e.event for e in events] == ["tool_retrying", "tool_retrying", "tool_result"]
     first = strip(events[0].data)
     first.pop("delay_seconds")
     assert first == {
-        "retry_count": 1, "max_retries": 3,
+        "retry_count": 1,
+        "max_retries": 3,
         "error": {"code": "NETWORK_ERROR", "message": "请求超时，正在重试..."},
         "metadata": {"tool_name": "get_weather"},
-    }  # fmt: skip
+    }
     assert events[1].data["retry_count"] == 2
 
 
@@ -103,7 +117,7 @@ class SyncProgress(CallableTool2[AnyParams]):
     params: type[AnyParams] = AnyParams
     _thread: list[int] = PrivateAttr(default_factory=list[int])
 
-    def __call__(self, params: AnyParams) -> ToolReturnValue:  # type: ignore[override]  # noqa: PGH003
+    def __call__(self, params: AnyParams) -> ToolReturnValue:  # pyright: ignore[reportIncompatibleMethodOverride]
         self._thread.append(threading.get_ident())
         for percent in (10, 50, 90):
             report_progress(percent, f"{percent}%")
@@ -112,8 +126,10 @@ class SyncProgress(CallableTool2[AnyParams]):
 
 async def test_a_tool_in_a_worker_thread_reports_progress_safely() -> None:
     tool = SyncProgress()
-    events = await collect(with_policies(toolset(tool), MetricsPolicy()), make_call("sync_progress", {}))
-    assert tool._thread[0] != threading.get_ident()  # noqa: SLF001 - it did run in a thread
+    events = await collect(
+        with_policies(toolset(tool), MetricsPolicy()), make_call("sync_progress", {})
+    )
+    assert tool._thread[0] != threading.get_ident()  # it did run in a thread
     assert [e.event for e in events] == ["tool_progress"] * 3 + ["tool_result"]
     assert [e.data.get("progress") for e in events[:3]] == [10, 50, 90]
 
@@ -146,7 +162,7 @@ async def test_event_hook_receives_every_calls_events() -> None:
     await pipeline.handle(make_call("get_weather", {}, "a"))
     await pipeline.handle(make_call("get_weather", {}, "b"))
     assert [e.event for e in received] == ["tool_progress", "tool_progress", "tool_result"] * 2
-    assert [e.data["metadata"]["tool_call_id"] for e in received][::3] == ["a", "b"]  # type: ignore[index]  # noqa: PGH003
+    assert [metadata_of(e)["tool_call_id"] for e in received][::3] == ["a", "b"]
 
 
 async def test_a_failing_listener_does_not_fail_the_call(caplog: pytest.LogCaptureFixture) -> None:
@@ -169,9 +185,11 @@ async def test_tools_can_reach_their_call_context() -> None:
         ctx.record_timing("network_ms", 115)
         return ToolOk()
 
-    result = await with_policies(toolset(Scripted(body)), MetricsPolicy()).handle(make_call("scripted", {}, "c"))
+    result = await with_policies(toolset(Scripted(body)), MetricsPolicy()).handle(
+        make_call("scripted", {}, "c")
+    )
     assert seen == {"name": "scripted", "call_id": "c"}
-    metadata = result.return_value.extras["standard"]["metadata"]  # type: ignore[index]  # noqa: PGH003
+    metadata = standard_data(result)["metadata"]
     assert metadata["performance"]["network_ms"] == 115
 
 
@@ -182,17 +200,24 @@ async def test_progress_outside_a_pipeline_is_ignored_and_bad_values_are_refused
     async def body(n: int) -> ToolReturnValue:
         for bad in (-1, 101, float("nan"), True, "50"):
             with pytest.raises(ValueError, match="from 0 to 100"):
-                report_progress(bad)  # type: ignore[arg-type]  # noqa: PGH003
+                report_progress(bad)  # pyright: ignore[reportArgumentType]
         return ToolOk()
 
-    result = await with_policies(toolset(Scripted(body)), MetricsPolicy()).handle(make_call("scripted", {}))
+    result = await with_policies(toolset(Scripted(body)), MetricsPolicy()).handle(
+        make_call("scripted", {})
+    )
     assert not result.return_value.is_error
 
 
 def test_sse_text_of_an_event() -> None:
     event = ToolEvent("tool_progress", "evt_20240305_abc123", {"progress": 45, "message": "a\nb"})
     assert event.to_sse() == (
-        'event: tool_progress\nid: evt_20240305_abc123\ndata: {"progress": 45, "message": "a\\nb"}\n\n'
+        "event: tool_progress\n"
+        "id: evt_20240305_abc123\n"
+        'data: {"progress": 45, "message": "a\\nb"}\n\n'
     )
-    assert event.to_dict() == {"event": "tool_progress", "id": "evt_20240305_abc123",
-                               "data": {"progress": 45, "message": "a\nb"}}  # fmt: skip
+    assert event.to_dict() == {
+        "event": "tool_progress",
+        "id": "evt_20240305_abc123",
+        "data": {"progress": 45, "message": "a\nb"},
+    }

@@ -24,7 +24,10 @@ from kosong.tooling.simple import SimpleToolset
 WEATHER_PARAMETERS = {
     "type": "object",
     "properties": {
-        "location": {"type": "string", "description": "城市名称，如 'Beijing' 或 'San Francisco, CA'"},
+        "location": {
+            "type": "string",
+            "description": "城市名称，如 'Beijing' 或 'San Francisco, CA'",
+        },
         "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "温度单位"},
     },
     "required": ["location"],
@@ -89,7 +92,9 @@ def test_every_metadata_field_defaults_to_none() -> None:
     assert plain().metadata() == {}
 
 
-@pytest.mark.parametrize("definition", [SEED_DEFINITION, SEED_TEMPLATE], ids=["definition", "appendix_b"])
+@pytest.mark.parametrize(
+    "definition", [SEED_DEFINITION, SEED_TEMPLATE], ids=["definition", "appendix_b"]
+)
 def test_the_standards_definitions_round_trip_through_tool(definition: dict[str, Any]) -> None:
     tool = Tool.model_validate(definition)
     assert tool.model_dump(mode="json") == definition
@@ -99,39 +104,73 @@ def test_the_standards_definitions_round_trip_through_tool(definition: dict[str,
 def test_the_perception_node_tool_list_validates() -> None:
     # The three tools of the standard's "perception node" example.
     tools = [
-        {**SEED_DEFINITION, "name": "get_weather", "cache_ttl": 600,
-         "estimated_tokens": {"input": 50, "output": {"typical": 100, "max": 200}}},
-        {"name": "search_documents", "description": "搜索文档数据库",
-         "parameters": {"type": "object", "properties": {
-             "query": {"type": "string"},
-             "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
-             "cursor": {"type": "string"}}, "required": ["query"], "additionalProperties": False},
-         "strict": True, "version": "2.1.0",
-         "estimated_tokens": {"input": 100, "output": {"min": 200, "max": 5000, "typical": 1000}}},
-        {"name": "generate_report", "description": "生成 PDF 报告并返回下载链接",
-         "parameters": {"type": "object", "properties": {
-             "title": {"type": "string"}, "content": {"type": "string"},
-             "format": {"type": "string", "enum": ["pdf", "docx", "html"], "default": "pdf"}},
-             "required": ["title", "content"], "additionalProperties": False},
-         "strict": True, "version": "1.2.0", "streaming": True,
-         "estimated_tokens": {"input": 500, "output": {"min": 50, "max": 100, "typical": 50}}},
-    ]  # fmt: skip
+        {
+            **SEED_DEFINITION,
+            "name": "get_weather",
+            "cache_ttl": 600,
+            "estimated_tokens": {"input": 50, "output": {"typical": 100, "max": 200}},
+        },
+        {
+            "name": "search_documents",
+            "description": "搜索文档数据库",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
+                    "cursor": {"type": "string"},
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+            "strict": True,
+            "version": "2.1.0",
+            "estimated_tokens": {
+                "input": 100,
+                "output": {"min": 200, "max": 5000, "typical": 1000},
+            },
+        },
+        {
+            "name": "generate_report",
+            "description": "生成 PDF 报告并返回下载链接",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string"},
+                    "content": {"type": "string"},
+                    "format": {"type": "string", "enum": ["pdf", "docx", "html"], "default": "pdf"},
+                },
+                "required": ["title", "content"],
+                "additionalProperties": False,
+            },
+            "strict": True,
+            "version": "1.2.0",
+            "streaming": True,
+            "estimated_tokens": {"input": 500, "output": {"min": 50, "max": 100, "typical": 50}},
+        },
+    ]
     for definition in tools:
         assert Tool.model_validate(definition).model_dump(mode="json") == definition
 
 
 def test_versioned_and_deprecated_definitions_of_the_standard_validate() -> None:
     versioned = {
-        "name": "get_weather", "version": "2.1.0", "description": "获取指定城市的实时天气信息",
+        "name": "get_weather",
+        "version": "2.1.0",
+        "description": "获取指定城市的实时天气信息",
         "parameters": {"type": "object"},
         "changelog": {"2.1.0": "新增空气质量数据", "2.0.0": "重命名参数", "1.0.0": "初始版本"},
-    }  # fmt: skip
+    }
     deprecated = {
-        "name": "get_weather_v1", "version": "1.0.0", "description": "d",
-        "parameters": {"type": "object"}, "deprecated": True, "sunset_date": "2026-12-31",
+        "name": "get_weather_v1",
+        "version": "1.0.0",
+        "description": "d",
+        "parameters": {"type": "object"},
+        "deprecated": True,
+        "sunset_date": "2026-12-31",
         "replacement": "get_weather",
         "migration_guide": "https://docs.example.com/migration/weather-v1-to-v2",
-    }  # fmt: skip
+    }
     for definition in (versioned, deprecated):
         tool = Tool.model_validate(definition)
         assert {**tool.model_dump(mode="json")} == {**definition}
@@ -139,13 +178,25 @@ def test_versioned_and_deprecated_definitions_of_the_standard_validate() -> None
 
 def test_mcp_hints_accept_both_spellings_and_dump_in_camel_case() -> None:
     by_alias = Tool.model_validate(
-        {"name": "rm", "description": "d", "parameters": {"type": "object"},
-         "destructiveHint": True, "idempotentHint": False, "openWorldHint": False, "title": "Remove"}
-    )  # fmt: skip
+        {
+            "name": "rm",
+            "description": "d",
+            "parameters": {"type": "object"},
+            "destructiveHint": True,
+            "idempotentHint": False,
+            "openWorldHint": False,
+            "title": "Remove",
+        }
+    )
     by_name = Tool(
-        name="rm", description="d", parameters={"type": "object"}, destructive_hint=True,
-        idempotent_hint=False, open_world_hint=False, title="Remove",
-    )  # fmt: skip
+        name="rm",
+        description="d",
+        parameters={"type": "object"},
+        destructive_hint=True,
+        idempotent_hint=False,
+        open_world_hint=False,
+        title="Remove",
+    )
     assert by_alias == by_name
     assert by_name.destructive_hint is True
     dumped = by_name.model_dump()
@@ -173,7 +224,10 @@ def test_mcp_hints_accept_both_spellings_and_dump_in_camel_case() -> None:
         ({"cacheable": True, "cache_key_params": ["nope"]}, "'nope', which is not a parameter"),
         ({"estimated_tokens": -1}, "cannot be negative"),
         ({"estimated_tokens": {"output": {"min": 10, "max": 5}}}, "min=10 above max=5"),
-        ({"estimated_tokens": {"output": {"typical": 500, "max": 200}}}, "typical=500 above max=200"),
+        (
+            {"estimated_tokens": {"output": {"typical": 500, "max": 200}}},
+            "typical=500 above max=200",
+        ),
         ({"estimated_tokens": {"output": {}}}, "at least one of min, max and typical"),
         ({"changelog": {"v2": "x"}}, "changelog version 'v2'"),
         ({"read_only_hint": True, "destructive_hint": True}, "both read-only and destructive"),
@@ -198,19 +252,29 @@ def test_semver_with_prerelease_and_build_is_accepted_and_ordered() -> None:
 
 
 def test_sunset_date_may_be_a_date_time() -> None:
-    tool = Tool(name="t", description="d", parameters={"type": "object"},
-                sunset_date="2026-12-31T18:00:00Z")  # fmt: skip
+    tool = Tool(
+        name="t", description="d", parameters={"type": "object"}, sunset_date="2026-12-31T18:00:00Z"
+    )
     assert tool.sunset_date == "2026-12-31T18:00:00Z"
 
 
 def test_estimated_tokens_is_a_number_or_the_detailed_form() -> None:
-    assert Tool(name="t", description="d", parameters={}, estimated_tokens=200).estimated_tokens == 200
-    detailed = Tool(name="t", description="d", parameters={},
-                    estimated_tokens={"input": 50, "output": {"typical": 100, "max": 200}})  # fmt: skip
+    assert (
+        Tool(name="t", description="d", parameters={}, estimated_tokens=200).estimated_tokens == 200
+    )
+    detailed = Tool(
+        name="t",
+        description="d",
+        parameters={},
+        estimated_tokens={"input": 50, "output": {"typical": 100, "max": 200}},
+    )
     assert detailed.estimated_tokens == EstimatedTokens(
         input=50, output=TokenRange(typical=100, max=200)
     )
-    assert detailed.model_dump()["estimated_tokens"] == {"input": 50, "output": {"max": 200, "typical": 100}}
+    assert detailed.model_dump()["estimated_tokens"] == {
+        "input": 50,
+        "output": {"max": 200, "typical": 100},
+    }
 
 
 def test_strict_tool_closes_every_object_of_its_schema() -> None:
@@ -229,7 +293,10 @@ def test_strict_tool_closes_every_object_of_its_schema() -> None:
 
 
 def test_strict_tool_refuses_a_schema_that_allows_unknown_properties() -> None:
-    schema = {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": True}}}
+    schema = {
+        "type": "object",
+        "properties": {"m": {"type": "object", "additionalProperties": True}},
+    }
     with pytest.raises(ValidationError, match=r"parameters\.properties\.m allows properties"):
         Tool(name="t", description="d", parameters=schema, strict=True)
 
@@ -257,7 +324,7 @@ async def test_strict_callable_tool_rejects_unknown_properties_at_any_depth() ->
     assert (await strict.call({"text": "hi"})).output == "hi"
 
 
-async def test_strict_callable_tool2_rejects_unknown_properties_even_if_its_model_ignores_them() -> None:
+async def test_strict_callable_tool2_rejects_unknown_properties_its_model_would_ignore() -> None:
     tool = Weather(strict=True)
     result = await tool.call({"location": "Beijing", "country": "CN"})
     assert result.is_error
@@ -269,12 +336,19 @@ async def test_strict_callable_tool2_rejects_unknown_properties_even_if_its_mode
 
 def test_callable_tool2_carries_class_attribute_metadata_into_base() -> None:
     base = Weather().base
-    assert (base.version, base.cacheable, base.cache_ttl, base.read_only_hint) == ("1.0.0", True, 600, True)
+    assert (base.version, base.cacheable, base.cache_ttl, base.read_only_hint) == (
+        "1.0.0",
+        True,
+        600,
+        True,
+    )
     assert base.model_dump()["readOnlyHint"] is True
 
 
 def test_callable_tool2_accepts_metadata_as_constructor_arguments() -> None:
-    tool = Weather(version="2.0.0", idempotentHint=True, deprecated=True, replacement="get_weather_v2")
+    tool = Weather(
+        version="2.0.0", idempotentHint=True, deprecated=True, replacement="get_weather_v2"
+    )
     assert tool.base.version == "2.0.0"
     assert tool.base.idempotent_hint is True
     assert tool.base.replacement == "get_weather_v2"

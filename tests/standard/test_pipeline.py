@@ -7,14 +7,19 @@ import sys
 from typing import Any
 
 import pytest
-from _std_tools import Blocking, Scripted, Weather, make_call, toolset
+from _std_tools import Blocking, Scripted, Weather, make_call, standard_data, toolset
 
 from kosong.message import ToolCall
 from kosong.standard.codes import error_code
 from kosong.standard.context import CallContext, current_call
 from kosong.standard.envelope import to_envelope
 from kosong.standard.pipeline import Forward, Policy, PolicyToolset, with_policies
-from kosong.standard.policies import MetricsPolicy, RepeatGuardPolicy, TimeoutPolicy, TruncationPolicy
+from kosong.standard.policies import (
+    MetricsPolicy,
+    RepeatGuardPolicy,
+    TimeoutPolicy,
+    TruncationPolicy,
+)
 from kosong.standard.trace import TRACE_ID_PATTERN, current_trace_id, trace_scope
 from kosong.tooling import HandleResult, Tool, ToolOk, ToolResult, ToolReturnValue, Toolset
 from kosong.tooling.error import ToolRuntimeError
@@ -69,7 +74,9 @@ def standard(inner: Toolset, *policies: Policy) -> PolicyToolset:
 
 async def test_policies_run_from_the_outside_in() -> None:
     log: list[str] = []
-    pipeline = with_policies(toolset(Weather()), Recorder("a", log), Recorder("b", log), Recorder("c", log))
+    pipeline = with_policies(
+        toolset(Weather()), Recorder("a", log), Recorder("b", log), Recorder("c", log)
+    )
     await pipeline.handle(make_call("get_weather", {"location": "x"}))
     assert log == ["> a", "> b", "> c", "< c", "< b", "< a"]
 
@@ -77,7 +84,9 @@ async def test_policies_run_from_the_outside_in() -> None:
 async def test_every_policy_of_a_call_sees_the_same_context() -> None:
     log: list[str] = []
     outer, inner = Recorder("a", log), Recorder("b", log)
-    await with_policies(toolset(Weather()), outer, inner).handle(make_call("get_weather", {"location": "x"}))
+    await with_policies(toolset(Weather()), outer, inner).handle(
+        make_call("get_weather", {"location": "x"})
+    )
     assert outer.contexts[0] is inner.contexts[0]
     assert outer.contexts[0].tool is not None and outer.contexts[0].tool.name == "get_weather"
 
@@ -106,15 +115,19 @@ async def test_cancelling_the_call_cancels_the_tool() -> None:
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="eager tasks need Python 3.12")
 async def test_a_call_answered_without_waiting_is_done_when_handle_returns() -> None:
-    pending = with_policies(toolset(Weather()), MetricsPolicy(), Answering()).handle(make_call("get_weather", {}))
+    pending = with_policies(toolset(Weather()), MetricsPolicy(), Answering()).handle(
+        make_call("get_weather", {})
+    )
     assert isinstance(pending, asyncio.Future) and pending.done()
     assert (await pending).return_value.output == "answered"
 
 
 async def test_results_carry_the_standards_metadata() -> None:
-    result = await standard(toolset(Weather())).handle(make_call("get_weather", {"location": "x"}, "c7"))
+    result = await standard(toolset(Weather())).handle(
+        make_call("get_weather", {"location": "x"}, "c7")
+    )
     assert result.tool_call_id == "c7"
-    metadata = result.return_value.extras["standard"]["metadata"]  # type: ignore[index]  # noqa: PGH003
+    metadata = standard_data(result)["metadata"]
     assert metadata["tool_name"] == "get_weather"
     assert metadata["execution_time_ms"] >= 0
     assert metadata["timestamp"].endswith("Z")
@@ -164,7 +177,9 @@ async def test_trace_id_is_taken_from_the_call_when_given() -> None:
 
 async def test_trace_id_is_taken_from_the_enclosing_scope() -> None:
     with trace_scope("trace_20240101_0123456789ab"):
-        result = await standard(toolset(Weather())).handle(make_call("get_weather", {"location": "x"}))
+        result = await standard(toolset(Weather())).handle(
+            make_call("get_weather", {"location": "x"})
+        )
     assert to_envelope(result).metadata.trace_id == "trace_20240101_0123456789ab"
     assert current_trace_id() is None
 
@@ -208,7 +223,9 @@ async def test_tools_lists_the_wrapped_tools_and_the_policies_additions() -> Non
 
 async def test_wrap_adds_a_policy_around_a_pipeline() -> None:
     log: list[str] = []
-    pipeline = with_policies(toolset(Weather()), Recorder("inner", log)).wrap(Recorder("outer", log))
+    pipeline = with_policies(toolset(Weather()), Recorder("inner", log)).wrap(
+        Recorder("outer", log)
+    )
     await pipeline.handle(make_call("get_weather", {"location": "x"}))
     assert log[:2] == ["> outer", "> inner"]
 
@@ -219,8 +236,7 @@ async def test_concurrent_calls_through_one_pipeline_overlap() -> None:
     first = pipeline.handle(make_call("blocking", {"n": 1}, "a"))
     second = pipeline.handle(make_call("blocking", {"n": 2}, "b"))
     async with asyncio.timeout(5):
-        while tool.runs < 2:  # both bodies are running at once
-            await asyncio.sleep(0)
+        await tool.wait_runs(2)  # both bodies are running at once
     tool.release.set()
     results = await asyncio.wait_for(asyncio.gather(first, second), 5)
     assert [r.tool_call_id for r in results] == ["a", "b"]

@@ -23,7 +23,9 @@ from kosong.standard.strict import (
 from kosong.tooling._schema import model_parameters_schema
 
 
-def obj(properties: dict[str, Any], required: list[str] | None = None, **more: Any) -> dict[str, Any]:
+def obj(
+    properties: dict[str, Any], required: list[str] | None = None, **more: Any
+) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": properties, **more}
     if required is not None:
         schema["required"] = required
@@ -49,14 +51,22 @@ def test_rule_every_property_is_required_and_optional_ones_accept_null() -> None
 @pytest.mark.parametrize(
     ("optional", "nullable"),
     [
-        ({"type": "string", "enum": ["c", "f"]}, {"type": ["string", "null"], "enum": ["c", "f", None]}),
+        (
+            {"type": "string", "enum": ["c", "f"]},
+            {"type": ["string", "null"], "enum": ["c", "f", None]},
+        ),
         ({"type": ["string", "integer"]}, {"type": ["string", "integer", "null"]}),
-        ({"anyOf": [{"type": "string"}, {"type": "integer"}]},
-         {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]}),
-        ({"const": "x", "description": "d"}, {"description": "d", "anyOf": [{"const": "x"}, {"type": "null"}]}),
+        (
+            {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+        ),
+        (
+            {"const": "x", "description": "d"},
+            {"description": "d", "anyOf": [{"const": "x"}, {"type": "null"}]},
+        ),
         ({"type": ["string", "null"]}, {"type": ["string", "null"]}),
     ],
-)  # fmt: skip
+)
 def test_optional_property_becomes_nullable_in_the_right_way(
     optional: dict[str, Any], nullable: dict[str, Any]
 ) -> None:
@@ -67,7 +77,9 @@ def test_rule_root_must_be_an_object_and_not_any_of() -> None:
     with pytest.raises(StrictSchemaError, match="root of a strict schema must be an object"):
         to_strict_schema({"type": "array", "items": {"type": "string"}})
     with pytest.raises(StrictSchemaError, match="root"):
-        to_strict_schema({"anyOf": [obj({"a": {"type": "string"}}), obj({"b": {"type": "string"}})]})
+        to_strict_schema(
+            {"anyOf": [obj({"a": {"type": "string"}}), obj({"b": {"type": "string"}})]}
+        )
 
 
 def test_a_tool_without_parameters_gets_an_empty_strict_object() -> None:
@@ -91,7 +103,9 @@ def test_a_tool_without_parameters_gets_an_empty_strict_object() -> None:
     ],
 )
 def test_unsupported_structure_is_refused_with_its_path(keyword: str, value: Any) -> None:
-    schema = obj({"field": {"type": "object", "properties": {"a": {"type": "string"}}, keyword: value}})
+    schema = obj(
+        {"field": {"type": "object", "properties": {"a": {"type": "string"}}, keyword: value}}
+    )
     with pytest.raises(StrictSchemaError) as info:
         to_strict_schema(schema)
     assert info.value.path == f"parameters.properties.field.{keyword}"
@@ -99,7 +113,9 @@ def test_unsupported_structure_is_refused_with_its_path(keyword: str, value: Any
 
 def test_objects_with_free_form_keys_are_refused_with_their_path() -> None:
     with pytest.raises(StrictSchemaError) as info:
-        to_strict_schema(obj({"tags": {"type": "object", "additionalProperties": {"type": "string"}}}))
+        to_strict_schema(
+            obj({"tags": {"type": "object", "additionalProperties": {"type": "string"}}})
+        )
     assert info.value.path == "parameters.properties.tags.additionalProperties"
     with pytest.raises(StrictSchemaError, match="free-form object") as info:
         to_strict_schema(obj({"meta": {"type": "object"}}))
@@ -119,17 +135,28 @@ def test_array_without_items_is_refused() -> None:
 
 def test_one_of_becomes_any_of_and_single_all_of_is_merged() -> None:
     strict = to_strict_schema(
-        obj({"v": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
-             "w": {"allOf": [{"type": "string"}], "description": "merged"}}, ["v", "w"])
-    )  # fmt: skip
+        obj(
+            {
+                "v": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+                "w": {"allOf": [{"type": "string"}], "description": "merged"},
+            },
+            ["v", "w"],
+        )
+    )
     assert strict["properties"]["v"] == {"anyOf": [{"type": "string"}, {"type": "integer"}]}
     assert strict["properties"]["w"] == {"type": "string", "description": "merged"}
 
 
 def test_supported_constraints_are_kept() -> None:
     kept = {"type": "string", "pattern": "^[a-z]+$", "format": "date-time"}
-    number = {"type": "number", "minimum": 0, "maximum": 10, "exclusiveMinimum": -1,
-              "exclusiveMaximum": 11, "multipleOf": 0.5}  # fmt: skip
+    number = {
+        "type": "number",
+        "minimum": 0,
+        "maximum": 10,
+        "exclusiveMinimum": -1,
+        "exclusiveMaximum": 11,
+        "multipleOf": 0.5,
+    }
     array = {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3}
     strict = to_strict_schema(obj({"s": kept, "n": number, "a": array}, ["s", "n", "a"]))
     assert strict["properties"] == {"s": kept, "n": number, "a": array}
@@ -137,22 +164,48 @@ def test_supported_constraints_are_kept() -> None:
 
 def test_unsupported_constraints_move_into_the_description() -> None:
     strict = to_strict_schema(
-        obj({"name": {"type": "string", "description": "Your name", "minLength": 2,
-                      "maxLength": 10, "default": "anon", "format": "uri", "examples": ["bob"]}},
-            ["name"])
-    )  # fmt: skip
+        obj(
+            {
+                "name": {
+                    "type": "string",
+                    "description": "Your name",
+                    "minLength": 2,
+                    "maxLength": 10,
+                    "default": "anon",
+                    "format": "uri",
+                    "examples": ["bob"],
+                }
+            },
+            ["name"],
+        )
+    )
     name = strict["properties"]["name"]
     assert set(name) == {"type", "description"}
-    for text in ('minLength: 2', 'maxLength: 10', 'default: "anon"', 'format: "uri"', 'examples: ["bob"]'):
+    for text in (
+        "minLength: 2",
+        "maxLength: 10",
+        'default: "anon"',
+        'format: "uri"',
+        'examples: ["bob"]',
+    ):
         assert text in name["description"]
     assert name["description"].startswith("Your name (")
 
 
 def test_titles_and_schema_annotations_are_dropped() -> None:
-    strict = to_strict_schema({"$schema": "https://json-schema.org/draft/2020-12/schema",
-                               "title": "Args", **obj({"a": {"type": "string", "title": "A"}}, ["a"])})  # fmt: skip
-    assert strict == {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
-                      "additionalProperties": False}  # fmt: skip
+    strict = to_strict_schema(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "Args",
+            **obj({"a": {"type": "string", "title": "A"}}, ["a"]),
+        }
+    )
+    assert strict == {
+        "type": "object",
+        "properties": {"a": {"type": "string"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
 
 
 def test_local_refs_are_inlined_and_recursive_ones_kept_with_their_defs() -> None:
@@ -188,7 +241,9 @@ def test_limits_are_enforced() -> None:
     enums = obj({"e": {"type": "integer", "enum": list(range(MAX_ENUM_VALUES + 1))}}, ["e"])
     with pytest.raises(StrictSchemaError, match="enum values"):
         to_strict_schema(enums)
-    big_enum = obj({"e": {"type": "string", "enum": [f"value-{i:04d}-" + "x" * 50 for i in range(300)]}}, ["e"])
+    big_enum = obj(
+        {"e": {"type": "string", "enum": [f"value-{i:04d}-" + "x" * 50 for i in range(300)]}}, ["e"]
+    )
     with pytest.raises(StrictSchemaError, match="more than 250"):
         to_strict_schema(big_enum)
     long_names = obj({"n" * 1000 + str(i): {"type": "integer"} for i in range(121)})
@@ -209,25 +264,45 @@ def test_check_lists_each_broken_rule() -> None:
     )
     assert "parameters: additionalProperties must be false" in problems
     assert any("every property must be required" in p for p in problems)
-    assert "parameters.properties.a.minLength: `minLength` is not supported in strict mode" in problems
+    assert (
+        "parameters.properties.a.minLength: `minLength` is not supported in strict mode" in problems
+    )
     assert "parameters.properties.b: no type" in problems
 
 
 def test_openai_documented_example_is_already_strict() -> None:
     # The query example of OpenAI's function-calling guide, as published.
     example = obj(
-        {"table_name": {"type": "string", "enum": ["orders"]},
-         "columns": {"type": "array", "items": {"type": "string", "enum": ["id", "status"]}},
-         "conditions": {"type": "array", "items": obj(
-             {"column": {"type": "string"},
-              "operator": {"type": "string", "enum": ["=", ">", "<", ">=", "<=", "!="]},
-              "value": {"anyOf": [{"type": "string"}, {"type": "number"},
-                                  obj({"column_name": {"type": "string"}}, ["column_name"],
-                                      additionalProperties=False)]}},
-             ["column", "operator", "value"], additionalProperties=False)},
-         "order_by": {"type": "string", "enum": ["asc", "desc"]}},
-        ["table_name", "columns", "conditions", "order_by"], additionalProperties=False,
-    )  # fmt: skip
+        {
+            "table_name": {"type": "string", "enum": ["orders"]},
+            "columns": {"type": "array", "items": {"type": "string", "enum": ["id", "status"]}},
+            "conditions": {
+                "type": "array",
+                "items": obj(
+                    {
+                        "column": {"type": "string"},
+                        "operator": {"type": "string", "enum": ["=", ">", "<", ">=", "<=", "!="]},
+                        "value": {
+                            "anyOf": [
+                                {"type": "string"},
+                                {"type": "number"},
+                                obj(
+                                    {"column_name": {"type": "string"}},
+                                    ["column_name"],
+                                    additionalProperties=False,
+                                ),
+                            ]
+                        },
+                    },
+                    ["column", "operator", "value"],
+                    additionalProperties=False,
+                ),
+            },
+            "order_by": {"type": "string", "enum": ["asc", "desc"]},
+        },
+        ["table_name", "columns", "conditions", "order_by"],
+        additionalProperties=False,
+    )
     assert check_strict_schema(example) == []
     assert to_strict_schema(example) == example
 
@@ -330,14 +405,27 @@ def test_any_expressible_schema_becomes_one_that_follows_every_rule(
 
 
 @settings(max_examples=100)
-@given(root_schema_and_value(), st.sampled_from(["not", "patternProperties", "if", "dependentRequired"]))
+@given(
+    root_schema_and_value(),
+    st.sampled_from(["not", "patternProperties", "if", "dependentRequired"]),
+)
 def test_an_unsupported_keyword_anywhere_is_refused_with_a_path_into_the_schema(
     pair: tuple[dict[str, Any], dict[str, Any]], keyword: str
 ) -> None:
     schema, _ = pair
-    values = {"not": {"type": "null"}, "patternProperties": {"^x": {"type": "string"}},
-              "if": {"type": "object"}, "dependentRequired": {}}  # fmt: skip
-    poisoned = {**schema, "properties": {**schema["properties"], "bad": obj({"z": {"type": "string"}}, **{keyword: values[keyword]})}}
+    values = {
+        "not": {"type": "null"},
+        "patternProperties": {"^x": {"type": "string"}},
+        "if": {"type": "object"},
+        "dependentRequired": {},
+    }
+    poisoned = {
+        **schema,
+        "properties": {
+            **schema["properties"],
+            "bad": obj({"z": {"type": "string"}}, **{keyword: values[keyword]}),
+        },
+    }
     with pytest.raises(StrictSchemaError) as info:
         to_strict_schema(poisoned)
     assert info.value.path == f"parameters.properties.bad.{keyword}"

@@ -39,7 +39,13 @@ from kosong.tooling._arguments import (  # the same parsing the toolset applies
 )
 from kosong.utils.typing import JsonType
 
-__all__ = ["UNPARSEABLE", "CallContext", "current_call", "report_progress"]
+__all__ = [
+    "UNPARSEABLE",
+    "CallContext",
+    "canonical_json",
+    "current_call",
+    "report_progress",
+]
 
 logger = logging.getLogger(__name__)
 

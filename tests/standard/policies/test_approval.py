@@ -66,7 +66,9 @@ async def test_async_hooks_and_plain_bools_are_accepted() -> None:
     result = await run(tool, ask)
     assert approved.is_set() and tool.calls == 0
     assert "the call was not approved" in result.return_value.message
-    assert (await run(delete_file(destructive_hint=True), lambda r: True)).return_value.output == "deleted"
+    assert (
+        await run(delete_file(destructive_hint=True), lambda r: True)
+    ).return_value.output == "deleted"
 
 
 async def test_a_failing_hook_approves_nothing() -> None:

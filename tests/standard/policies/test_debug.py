@@ -30,7 +30,9 @@ async def test_tools_can_add_their_own_debug_details() -> None:
         ctx.add_debug("query_duration_ms", 45)
         return ToolOk()
 
-    result = await with_policies(toolset(Scripted(body)), DebugPolicy()).handle(make_call("scripted", {}))
+    result = await with_policies(toolset(Scripted(body)), DebugPolicy()).handle(
+        make_call("scripted", {})
+    )
     debug = to_envelope(result).dump()["debug_info"]
     assert debug["internal_api_response"] == {"status": 200, "body": "..."}
     assert debug["query_duration_ms"] == 45
@@ -49,5 +51,7 @@ async def test_without_debug_mode_there_is_no_debug_info() -> None:
         ctx.add_debug("ignored", 1)
         return ToolOk()
 
-    result = await with_policies(toolset(Scripted(body)), MetricsPolicy()).handle(make_call("scripted", {}))
+    result = await with_policies(toolset(Scripted(body)), MetricsPolicy()).handle(
+        make_call("scripted", {})
+    )
     assert "debug_info" not in to_envelope(result).dump()

@@ -19,8 +19,10 @@ GUIDE = "https://docs.example.com/migration/weather-v1-to-v2"
 def old_weather(**fields: Any) -> Scripted:
     return Scripted(
         lambda n: ToolOk(output="sunny", message="from v1"),
-        name="get_weather_v1", version="1.0.0", **fields,
-    )  # fmt: skip
+        name="get_weather_v1",
+        version="1.0.0",
+        **fields,
+    )
 
 
 async def call_at(tool: Scripted, now: datetime, **policy: Any) -> ToolResult:
@@ -29,7 +31,9 @@ async def call_at(tool: Scripted, now: datetime, **policy: Any) -> ToolResult:
 
 
 async def test_after_the_sunset_the_call_gets_tool_deprecated_and_does_not_run() -> None:
-    tool = old_weather(deprecated=True, sunset_date="2026-12-31", replacement="get_weather", migration_guide=GUIDE)
+    tool = old_weather(
+        deprecated=True, sunset_date="2026-12-31", replacement="get_weather", migration_guide=GUIDE
+    )
     result = await call_at(tool, datetime(2027, 1, 1, tzinfo=UTC))
     assert isinstance(result.return_value, ToolDeprecatedError)
     assert tool.calls == 0
@@ -53,7 +57,9 @@ async def test_on_the_sunset_day_itself_the_tool_still_works() -> None:
 
 
 async def test_before_the_sunset_the_call_runs_with_a_warning_in_its_metadata() -> None:
-    tool = old_weather(deprecated=True, sunset_date="2026-12-31", replacement="get_weather", migration_guide=GUIDE)
+    tool = old_weather(
+        deprecated=True, sunset_date="2026-12-31", replacement="get_weather", migration_guide=GUIDE
+    )
     result = await call_at(tool, datetime(2026, 6, 1, tzinfo=UTC))
     assert tool.calls == 1
     metadata = to_envelope(result).dump()["metadata"]
@@ -63,8 +69,11 @@ async def test_before_the_sunset_the_call_runs_with_a_warning_in_its_metadata() 
     )
     assert metadata["warnings"] == [warning]
     assert metadata["deprecation"] == {
-        "deprecated": True, "sunset_date": "2026-12-31", "replacement": "get_weather", "migration_guide": GUIDE,
-    }  # fmt: skip
+        "deprecated": True,
+        "sunset_date": "2026-12-31",
+        "replacement": "get_weather",
+        "migration_guide": GUIDE,
+    }
     assert result.return_value.message == f"from v1\n{warning}"
     assert result.return_value.output == "sunny"
 
@@ -78,7 +87,9 @@ async def test_the_model_warning_can_be_left_out_of_the_message() -> None:
 
 async def test_a_sunset_date_time_is_compared_to_the_instant() -> None:
     tool = old_weather(sunset_date="2026-12-31T12:00:00+00:00")
-    assert not (await call_at(tool, datetime(2026, 12, 31, 11, 59, tzinfo=UTC))).return_value.is_error
+    assert not (
+        await call_at(tool, datetime(2026, 12, 31, 11, 59, tzinfo=UTC))
+    ).return_value.is_error
     assert (await call_at(tool, datetime(2026, 12, 31, 12, 1, tzinfo=UTC))).return_value.is_error
 
 

@@ -48,9 +48,13 @@ def test_an_empty_snapshot_and_reset() -> None:
 
 async def test_the_policy_records_every_call_with_its_outcome() -> None:
     tool = Scripted(
-        lambda n: ToolNetworkError("flaky") if n in (0, 2) else (coded_error("NO", "x") if n == 3 else ToolOk()),
+        lambda n: (
+            ToolNetworkError("flaky")
+            if n in (0, 2)
+            else (coded_error("NO", "x") if n == 3 else ToolOk())
+        ),
         read_only_hint=True,
-    )  # fmt: skip
+    )
     metrics = MetricsPolicy()
     pipeline = with_policies(toolset(tool, Weather()), metrics, RetryPolicy(base_delay=0.001))
     await pipeline.handle(make_call("scripted", {}, "a"))  # fails once, retried, succeeds
@@ -60,13 +64,18 @@ async def test_the_policy_records_every_call_with_its_outcome() -> None:
     snapshot = metrics.registry.snapshot()
     assert set(snapshot) == {"scripted", "get_weather", "_unknown"}
     scripted = snapshot["scripted"]
-    assert (scripted.calls, scripted.errors, scripted.retried_calls, scripted.retries) == (2, 1, 2, 2)
+    assert (scripted.calls, scripted.errors, scripted.retried_calls, scripted.retries) == (
+        2,
+        1,
+        2,
+        2,
+    )
     assert scripted.errors_by_code == {"NO": 1}
     assert snapshot["_unknown"].errors_by_code == {"TOOL_NOT_FOUND": 1}
     assert snapshot["get_weather"].error_rate == 0
 
 
-LINE = re.compile(r'^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+|\+Inf)$')
+LINE = re.compile(r"^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+|\+Inf)$")
 
 
 def test_prometheus_text_is_well_formed() -> None:

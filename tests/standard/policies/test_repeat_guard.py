@@ -44,7 +44,9 @@ async def test_other_arguments_are_counted_apart() -> None:
 
 async def test_only_calls_within_the_window_count() -> None:
     now = [0.0]
-    pipeline = with_policies(toolset(searching()), RepeatGuardPolicy(2, window=60, clock=lambda: now[0]))
+    pipeline = with_policies(
+        toolset(searching()), RepeatGuardPolicy(2, window=60, clock=lambda: now[0])
+    )
     await output_of(pipeline, {"q": "a"})
     now[0] = 30
     await output_of(pipeline, {"q": "a"})

@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 import pytest
-from _std_tools import Scripted, make_call, toolset
+from _std_tools import Scripted, make_call, standard_data, toolset
 
 from kosong.standard.codes import coded_error, error_code
 from kosong.standard.pipeline import with_policies
@@ -23,7 +23,7 @@ from kosong.tooling.error import (
     ToolValidateError,
 )
 
-FAST = {"base_delay": 0.001, "max_delay": 0.002}
+FAST: dict[str, Any] = {"base_delay": 0.001, "max_delay": 0.002}
 
 
 def failing(error: ToolReturnValue, *, times: int = 100, **hints: Any) -> Scripted:
@@ -53,7 +53,7 @@ async def test_retries_follow_the_standards_rules(error: ToolReturnValue, attemp
     result = await run(tool)
     assert tool.calls == attempts
     assert error_code(result) == error_code(error)
-    debug = result.extras["standard"]["debug_info"]  # type: ignore[index]  # noqa: PGH003
+    debug = standard_data(result)["debug_info"]
     assert debug["retry_count"] == attempts - 1
     assert debug["attempt_codes"] == [error_code(error)] * attempts
 
@@ -77,7 +77,9 @@ async def test_tools_not_safe_to_repeat_are_not_retried() -> None:
     tool = failing(ToolNetworkError("down"))  # no hints: might be a write
     result = await run(tool)
     assert tool.calls == 1
-    assert "not marked idempotent or read-only" in result.extras["standard"]["debug_info"]["retry_skipped"]  # type: ignore[index]  # noqa: PGH003
+    assert (
+        "not marked idempotent or read-only" in standard_data(result)["debug_info"]["retry_skipped"]
+    )
     destructive = failing(ToolNetworkError("down"), destructive_hint=True)
     await run(destructive)
     assert destructive.calls == 1
@@ -90,10 +92,14 @@ async def test_tools_named_in_allow_are_retried_anyway() -> None:
 
 
 async def test_rate_limits_wait_retry_after() -> None:
-    tool = failing(ToolRateLimitedError("slow down", retry_after=0.05), times=1, read_only_hint=True)
+    tool = failing(
+        ToolRateLimitedError("slow down", retry_after=0.05), times=1, read_only_hint=True
+    )
     loop = asyncio.get_running_loop()
     started = loop.time()
-    result = await run(tool, RetryPolicy(base_delay=10, max_delay=10))  # the backoff would be 5-10 s
+    result = await run(
+        tool, RetryPolicy(base_delay=10, max_delay=10)
+    )  # the backoff would be 5-10 s
     assert result.output == "recovered"
     assert 0.05 <= loop.time() - started < 2
 
@@ -110,7 +116,7 @@ async def test_no_retry_starts_if_its_wait_would_pass_the_deadline() -> None:
     tool = failing(ToolNetworkError("down"), read_only_hint=True)
     result = await run(tool, RetryPolicy(base_delay=1.0, max_delay=1.0, deadline=0.2))
     assert tool.calls == 1
-    assert "deadline" in result.extras["standard"]["debug_info"]["retry_stopped"]  # type: ignore[index]  # noqa: PGH003
+    assert "deadline" in standard_data(result)["debug_info"]["retry_stopped"]
 
 
 async def test_a_retry_still_running_at_the_deadline_is_stopped() -> None:
@@ -125,7 +131,9 @@ async def test_a_retry_still_running_at_the_deadline_is_stopped() -> None:
         raise AssertionError("unreachable")
 
     # The first attempt fails at once; the retry hangs until the deadline stops it.
-    tool = Scripted(lambda n: ToolNetworkError("blip") if n == 0 else forever(), read_only_hint=True)
+    tool = Scripted(
+        lambda n: ToolNetworkError("blip") if n == 0 else forever(), read_only_hint=True
+    )
     result = await run(tool, RetryPolicy(base_delay=0.001, max_delay=0.001, deadline=0.1))
     assert error_code(result) == "TIMEOUT"
     assert "retry deadline of 0.1 seconds" in result.message
@@ -137,8 +145,7 @@ async def test_cancelling_during_the_backoff_ends_the_call_without_another_attem
     pipeline = with_policies(toolset(tool), RetryPolicy(base_delay=30, max_delay=30, deadline=None))
     pending = pipeline.handle(make_call("scripted", {}))
     async with asyncio.timeout(5):
-        while tool.calls < 1:
-            await asyncio.sleep(0)
+        await tool.wait_calls(1)
     assert isinstance(pending, asyncio.Future)
     pending.cancel()
     with pytest.raises(asyncio.CancelledError):

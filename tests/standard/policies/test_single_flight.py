@@ -25,8 +25,8 @@ async def test_identical_concurrent_calls_to_a_read_only_tool_run_once() -> None
     calls.append(pipeline.handle(make_call("blocking", {"r": 2, "q": 1}, "c3")))  # same, reordered
     async with asyncio.timeout(5):
         await tool.started.wait()
-        while policy.in_flight != 1:
-            await asyncio.sleep(0)
+        # Every call has joined by now: they started before the tool's own task could run.
+        assert policy.in_flight == 1
         tool.release.set()
         results = await asyncio.gather(*calls)
     assert tool.runs == 1
@@ -42,8 +42,7 @@ async def test_tools_that_are_not_safe_to_repeat_always_run() -> None:
     pipeline = shared(tool)
     calls = [pipeline.handle(make_call("blocking", {}, f"c{i}")) for i in range(2)]
     async with asyncio.timeout(5):
-        while tool.runs < 2:
-            await asyncio.sleep(0)
+        await tool.wait_runs(2)
         tool.release.set()
         await asyncio.gather(*calls)
     assert tool.runs == 2
@@ -65,8 +64,7 @@ async def test_different_arguments_run_separately() -> None:
     pipeline = shared(tool)
     calls = [pipeline.handle(make_call("blocking", {"n": i}, f"c{i}")) for i in range(2)]
     async with asyncio.timeout(5):
-        while tool.runs < 2:
-            await asyncio.sleep(0)
+        await tool.wait_runs(2)
         tool.release.set()
         await asyncio.gather(*calls)
 
@@ -94,13 +92,12 @@ async def test_when_the_running_call_is_cancelled_a_waiter_takes_over() -> None:
     async with asyncio.timeout(5):
         await tool.started.wait()
         follower = pipeline.handle(make_call("blocking", {}, "follower"))
-        for _ in range(3):  # let the follower start waiting on the leader's run
-            await asyncio.sleep(0)
+        await asyncio.sleep(0)  # one loop turn: the follower's task starts waiting on the leader
+
         assert isinstance(leader, asyncio.Future)
         leader.cancel()
         await tool.cancelled.wait()
-        while tool.runs < 2:  # the follower runs the tool itself
-            await asyncio.sleep(0)
+        await tool.wait_runs(2)  # the follower runs the tool itself
         tool.release.set()
         result = await follower
     assert result.return_value.output == "done 2"

@@ -34,7 +34,9 @@ def test_opentelemetry_is_detected() -> None:
     assert OTEL_AVAILABLE and TracingPolicy().enabled
 
 
-async def test_each_call_gets_a_span_with_the_genai_attributes(otel: tuple[Any, InMemorySpanExporter]) -> None:
+async def test_each_call_gets_a_span_with_the_genai_attributes(
+    otel: tuple[Any, InMemorySpanExporter],
+) -> None:
     tracer, exporter = otel
     pipeline = with_policies(toolset(Weather()), TracingPolicy(tracer))
     result = await pipeline.handle(make_call("get_weather", {"location": "x"}, "call-9"))
@@ -50,7 +52,9 @@ async def test_each_call_gets_a_span_with_the_genai_attributes(otel: tuple[Any, 
     assert span.status.status_code == StatusCode.UNSET
 
 
-async def test_a_failed_call_marks_its_span_as_error(otel: tuple[Any, InMemorySpanExporter]) -> None:
+async def test_a_failed_call_marks_its_span_as_error(
+    otel: tuple[Any, InMemorySpanExporter],
+) -> None:
     tracer, exporter = otel
     tool = Scripted(lambda n: coded_error("CITY_NOT_FOUND", "no"))
     await with_policies(toolset(tool), TracingPolicy(tracer)).handle(make_call("scripted", {}))
@@ -78,7 +82,9 @@ async def test_spans_started_inside_the_tool_are_children_of_the_calls_span(
         with tracer.start_as_current_span("http GET weather-api"):
             return ToolOk()
 
-    await with_policies(toolset(Scripted(body)), TracingPolicy(tracer)).handle(make_call("scripted", {}))
+    await with_policies(toolset(Scripted(body)), TracingPolicy(tracer)).handle(
+        make_call("scripted", {})
+    )
     inner, outer = exporter.get_finished_spans()
     assert inner.name == "http GET weather-api"
     assert inner.parent is not None and outer.context is not None

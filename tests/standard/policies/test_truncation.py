@@ -50,7 +50,9 @@ async def test_the_standards_truncation_example() -> None:
             "summary": "该文档包含 15 个章节，主要讨论了...",
         },
     }
-    assert continuation in result.return_value.message and "read_more" in result.return_value.message
+    assert (
+        continuation in result.return_value.message and "read_more" in result.return_value.message
+    )
     assert to_envelope(result).dump()["metadata"]["truncation"]["original_length"] == 15000
 
 
