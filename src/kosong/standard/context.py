@@ -18,18 +18,17 @@ import logging
 import math
 import threading
 import time
-from datetime import UTC, datetime
 from typing import Any, Final, cast
 
 from kosong.message import ToolCall
-from kosong.standard._values import with_standard
+from kosong.standard._values import STANDARD_KEY, with_standard
 from kosong.standard.envelope import to_envelope
 from kosong.standard.events import EventSink, EventType, ToolEvent
 from kosong.standard.trace import (
     _TRACE_ID,  # pyright: ignore[reportPrivateUsage]
-    format_timestamp,
     new_event_id,
     new_trace_id,
+    now_timestamp,
 )
 from kosong.tooling import Tool, ToolResult, ToolReturnValue
 from kosong.tooling._arguments import (  # the same parsing the toolset applies
@@ -118,6 +117,7 @@ class CallContext:
         *,
         trace_id: str | None = None,
         sink: EventSink | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         """Start the context of `tool_call` to `tool`.
 
@@ -150,7 +150,7 @@ class CallContext:
         self._extra_metadata: dict[str, JsonType] | None = None
         self._args: Any = None
         self._digest: str | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop = loop
         self._thread = threading.get_ident()
         self._closed = False
 
@@ -195,6 +195,8 @@ class CallContext:
         Two calls with the same arguments, however written, have the same digest; arguments
         that do not parse are digested as written.
         """
+        if self._digest is not None:
+            return self._digest
         if self._digest is None:
             args = await self.arguments()
             if isinstance(args, _Unparseable):
@@ -256,7 +258,7 @@ class CallContext:
         """The `metadata` of an event: tool name, timestamp, trace id and call id."""
         return {
             "tool_name": self.tool_name,
-            "timestamp": format_timestamp(datetime.now(UTC)),
+            "timestamp": now_timestamp(),
             "trace_id": self.trace_id,
             "tool_call_id": self.tool_call_id,
         }
@@ -306,20 +308,18 @@ class CallContext:
 
     def enter(self) -> None:
         """Make this the current call (and its trace current) in the running task."""
-        try:
+        if self._loop is None:
             self._loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._loop = None
         _CURRENT.set(self)
         _TRACE_ID.set(self.trace_id)
 
     def finish(self, value: ToolReturnValue) -> ToolReturnValue:
         """`value` with this call's metadata (and debug info) recorded in its extras."""
-        elapsed = self.elapsed_ms
+        elapsed = (time.perf_counter() - self._start) * 1000
         metadata: dict[str, JsonType] = {
-            "tool_name": self.tool_name,
+            "tool_name": self.tool_call.function.name,
             "execution_time_ms": round(elapsed, 3),
-            "timestamp": format_timestamp(datetime.now(UTC)),
+            "timestamp": now_timestamp(),
             "trace_id": self.trace_id,
         }
         performance: dict[str, JsonType] = {}
@@ -346,6 +346,11 @@ class CallContext:
                 "trace_id": self.trace_id,
                 **self._debug,
             }
+        if not value.extras:  # the usual case, without with_standard's general merging
+            part: dict[str, JsonType] = {"metadata": metadata}
+            if debug is not None:
+                part["debug_info"] = debug
+            return value.model_copy(update={"extras": {STANDARD_KEY: part}})
         return with_standard(value, metadata=metadata, debug_info=debug)
 
     def emit_final(self, result: ToolResult) -> None:
@@ -370,6 +375,9 @@ def _given_trace_id(tool_call: ToolCall) -> str | None:
     return None
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(value: JsonType) -> str:
     """JSON text of `value` with sorted keys and no spaces: equal values, equal text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)  # one encoder for all: building one per call costs more

@@ -89,6 +89,14 @@ class PolicyToolset(Toolset):
         self._policy = policy
         policy.attach(wrapped)
         self._added = {tool.name: tool for tool in policy.added_tools()}
+        # Tools the policies of this pipeline add, and the toolset at its core, found once:
+        # every call looks its tool up.
+        if isinstance(wrapped, PolicyToolset):
+            self._all_added: dict[str, Tool] = {**wrapped._all_added, **self._added}
+            self._core: Toolset = wrapped._core
+        else:
+            self._all_added = dict(self._added)
+            self._core = wrapped
         forward: Forward = (
             wrapped._enter if isinstance(wrapped, PolicyToolset) else self._call_wrapped
         )
@@ -112,14 +120,19 @@ class PolicyToolset(Toolset):
         return [*tools, *self._added.values()] if self._added else tools
 
     def find_tool(self, name: str) -> Tool | None:
-        """The definition of the tool called `name`, or None."""
-        toolset: Toolset = self
-        while isinstance(toolset, PolicyToolset):
-            tool = toolset._added.get(name)
-            if tool is not None:
-                return tool
-            toolset = toolset._wrapped
-        for tool in toolset.tools:
+        """The definition of the tool called `name`, or None.
+
+        Asks the wrapped toolset's own `find_tool(name)` when it has one, else scans its
+        `tools`, on every call: a toolset may gain and lose tools at any time.
+        """
+        tool = self._all_added.get(name)
+        if tool is not None:
+            return tool
+        finder = getattr(self._core, "find_tool", None)
+        if callable(finder):
+            found = finder(name)
+            return found if isinstance(found, Tool) else None
+        for tool in self._core.tools:
             if tool.name == name:
                 return tool
         return None
@@ -164,10 +177,12 @@ class PolicyToolset(Toolset):
 
     def _start_task(self, tool_call: ToolCall, sink: EventSink | None) -> asyncio.Task[ToolResult]:
         loop = asyncio.get_running_loop()  # raises before a coroutine exists to leak
-        return _new_task(loop, self._root(tool_call, sink))
+        return _new_task(loop, self._root(tool_call, sink, loop))
 
-    async def _root(self, tool_call: ToolCall, sink: EventSink | None) -> ToolResult:
-        ctx = CallContext(tool_call, self.find_tool(tool_call.function.name), sink=sink)
+    async def _root(
+        self, tool_call: ToolCall, sink: EventSink | None, loop: asyncio.AbstractEventLoop
+    ) -> ToolResult:
+        ctx = CallContext(tool_call, self.find_tool(tool_call.function.name), sink=sink, loop=loop)
         # The task runs in its own copy of the context, so these settings end with it.
         ctx.enter()
         try:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,8 +34,49 @@ def otel() -> Iterator[tuple[Any, InMemorySpanExporter]]:
     provider.shutdown()
 
 
-def test_opentelemetry_is_detected() -> None:
-    assert OTEL_AVAILABLE and TracingPolicy().enabled
+def test_explicit_tracers_are_used_and_no_spans_are_made_before_an_sdk_exists(
+    otel: tuple[Any, InMemorySpanExporter],
+) -> None:
+    assert OTEL_AVAILABLE
+    assert TracingPolicy(otel[0]).enabled
+    # This process sets no global provider: the default policy waits for one.
+    assert not TracingPolicy().enabled
+
+
+GLOBAL_SDK = textwrap.dedent(
+    """
+    import asyncio, sys
+    sys.path.insert(0, {tests!r})
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from _std_tools import Weather, make_call, toolset
+    from kosong.standard.pipeline import with_policies
+    from kosong.standard.policies import TracingPolicy
+
+    async def main():
+        pipeline = with_policies(toolset(Weather()), TracingPolicy())
+        await pipeline.handle(make_call("get_weather", {{"location": "x"}}))  # no SDK yet
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        await pipeline.handle(make_call("get_weather", {{"location": "y"}}))
+        print([span.name for span in exporter.get_finished_spans()])
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_the_global_sdk_is_picked_up_once_it_is_configured() -> None:
+    script = GLOBAL_SDK.format(tests=str(Path(__file__).parents[1]))
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['execute_tool get_weather']"
 
 
 async def test_each_call_gets_a_span_with_the_genai_attributes(

@@ -21,14 +21,13 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, cast
 
 from kosong.message import ToolCall
 from kosong.standard._values import restore_value
 from kosong.standard.context import UNPARSEABLE, CallContext, canonical_json
 from kosong.standard.pipeline import Forward, Policy
-from kosong.standard.trace import format_timestamp
+from kosong.standard.trace import format_epoch
 from kosong.tooling import Tool, ToolResult, ToolReturnValue
 from kosong.tooling.error import describe_exception
 
@@ -179,7 +178,7 @@ class CachePolicy(Policy):
         if entry is not None and entry.expires_at > now:
             ctx.cache = {
                 "hit": True,
-                "cached_at": format_timestamp(datetime.fromtimestamp(entry.cached_at, UTC)),
+                "cached_at": format_epoch(entry.cached_at),
                 "ttl_remaining": round(entry.expires_at - now, 3),
             }
             return ToolResult(call.id, entry.value)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import math
+import weakref
+from collections import deque
 from collections.abc import Mapping
 
 from kosong.message import ToolCall
@@ -19,6 +21,58 @@ def _check_seconds(seconds: float | None, what: str) -> float | None:
     if seconds is not None and (not math.isfinite(seconds) or seconds <= 0):
         raise ValueError(f"{what} must be a positive number of seconds (or None), got {seconds!r}")
     return seconds
+
+
+class _Deadline:
+    __slots__ = ("at", "cancelling", "done", "expired", "task")
+
+    def __init__(self, at: float, task: asyncio.Task[object]) -> None:
+        self.at = at
+        self.task = task
+        self.cancelling = task.cancelling()
+        self.done = False
+        self.expired = False
+
+
+class _Watchdog:
+    """One timer for every running call with the same limit.
+
+    A timer per call (what `asyncio.timeout` arms) costs a heap entry that lingers in the loop
+    until its far deadline; with one limit, deadlines come in call order, so a queue and one
+    timer, re-armed for the oldest running call, do the same work for a fraction of the cost.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
+        self._loop = loop
+        self._seconds = seconds
+        self._queue: deque[_Deadline] = deque()
+        self._armed = False
+
+    def watch(self, task: asyncio.Task[object]) -> _Deadline:
+        deadline = _Deadline(self._loop.time() + self._seconds, task)
+        self._queue.append(deadline)
+        if not self._armed:
+            self._armed = True
+            self._loop.call_at(deadline.at, self._fire)
+        return deadline
+
+    def release(self, deadline: _Deadline) -> None:
+        deadline.done = True
+        queue = self._queue
+        while queue and queue[0].done:  # calls mostly end in the order they started
+            queue.popleft()
+
+    def _fire(self) -> None:
+        now = self._loop.time()
+        queue = self._queue
+        while queue and (queue[0].done or queue[0].at <= now):
+            deadline = queue.popleft()
+            if not deadline.done:
+                deadline.expired = True
+                deadline.task.cancel()
+        self._armed = bool(queue)
+        if queue:
+            self._loop.call_at(queue[0].at, self._fire)
 
 
 class TimeoutPolicy(Policy):
@@ -40,6 +94,9 @@ class TimeoutPolicy(Policy):
             ValueError: a limit is not a positive number.
         """
         self._seconds = _check_seconds(seconds, "seconds")
+        self._dogs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[float, _Watchdog]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._per_tool = {
             name: _check_seconds(limit, f"the limit of {name!r}")
             for name, limit in (per_tool or {}).items()
@@ -56,13 +113,24 @@ class TimeoutPolicy(Policy):
             if self._per_tool
             else (self._seconds)
         )
-        if seconds is None:
+        task = asyncio.current_task()
+        if seconds is None or task is None:
             return await forward(call, ctx)
+        loop = task.get_loop()
+        dogs = self._dogs.get(loop)
+        if dogs is None:
+            dogs = self._dogs[loop] = {}
+        dog = dogs.get(seconds)
+        if dog is None:
+            dog = dogs[seconds] = _Watchdog(loop, seconds)
+        deadline = dog.watch(task)
         try:
-            async with asyncio.timeout(seconds) as scope:
-                return await forward(call, ctx)
-        except TimeoutError:
-            if not scope.expired():  # pyright: ignore[reportPossiblyUnboundVariable] - entered
-                raise  # not our limit: someone else's timeout, let it through
+            return await forward(call, ctx)
+        except asyncio.CancelledError:
+            # Ours only if the watchdog cancelled and nobody else did too (as asyncio.timeout).
+            if not deadline.expired or task.uncancel() > deadline.cancelling:
+                raise
+        finally:
+            dog.release(deadline)
         ctx.add_debug("timed_out_after_s", seconds)
         return ToolResult(call.id, ToolTimeoutError(call.function.name, seconds))

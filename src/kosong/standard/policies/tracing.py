@@ -7,7 +7,8 @@ GenAI semantic conventions' attributes (`gen_ai.operation.name`, `gen_ai.tool.na
 `gen_ai.tool.call.id`), the standard's trace id (`kosong.trace_id`), the retry count and cache
 outcome, and for a failure the status ERROR with the error code as `error.type`. The span is
 current while the tool runs, so spans the tool (or a nested call) starts are its children.
-Without an SDK configured, OpenTelemetry's API records nothing, at little cost.
+Until an SDK is configured (a global tracer provider set), the policy makes no spans at all,
+since nothing would record them; from then on it uses the provider's tracer.
 """
 
 from __future__ import annotations
@@ -34,11 +35,20 @@ logger = logging.getLogger(__name__)
 OTEL_AVAILABLE = otel_trace is not None
 """Whether opentelemetry-api is installed."""
 
+# Providers that record nothing: the API's stand-in until an SDK is set up, and the no-op one.
+_SILENT: tuple[type, ...] = (
+    (otel_trace.ProxyTracerProvider, otel_trace.NoOpTracerProvider)
+    if otel_trace is not None
+    else ()
+)
+
 
 class TracingPolicy(Policy):
     """Wrap every call in an OpenTelemetry span; see the module doc."""
 
     def __init__(self, tracer: Any | None = None) -> None:
+        # With no tracer given, the global provider's is used once an SDK sets one up; until
+        # then (`_pending`), calls make no spans at all: nothing would record them.
         """Record spans with `tracer`.
 
         `tracer` is an `opentelemetry.trace.Tracer`; by default the global provider's tracer
@@ -47,20 +57,28 @@ class TracingPolicy(Policy):
         Without opentelemetry-api installed the policy records no spans, and says so once in
         the log.
         """
-        if tracer is None and otel_trace is not None:
-            tracer = otel_trace.get_tracer("kosong.standard")
-        if tracer is None:
+        self._pending = tracer is None and otel_trace is not None
+        if tracer is None and otel_trace is None:
             logger.warning("opentelemetry-api is not installed: TracingPolicy records no spans")
         self._tracer = tracer
 
+    def _current_tracer(self) -> Any | None:
+        if self._pending and otel_trace is not None:
+            provider = otel_trace.get_tracer_provider()
+            if isinstance(provider, _SILENT):
+                return None
+            self._tracer = provider.get_tracer("kosong.standard")
+            self._pending = False
+        return self._tracer
+
     @property
     def enabled(self) -> bool:
-        """Whether spans are recorded."""
-        return self._tracer is not None
+        """Whether calls get spans now (False until an OpenTelemetry SDK is set up)."""
+        return self._current_tracer() is not None
 
     async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
         """Pass the call on inside a span."""
-        tracer = self._tracer
+        tracer = self._current_tracer()
         if tracer is None or otel_trace is None:
             return await forward(call, ctx)
         name = call.function.name
