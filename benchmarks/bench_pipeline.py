@@ -117,7 +117,9 @@ async def per_call_us(toolset: Toolset, batch: list[ToolCall]) -> float:
     return (time.perf_counter() - start) / len(batch) * 1e6
 
 
-async def one_batch(make: Callable[[], Toolset], *, distinct: bool, n: int, offset: int, warm: bool) -> float:
+async def one_batch(
+    make: Callable[[], Toolset], *, distinct: bool, n: int, offset: int, warm: bool
+) -> float:
     toolset = make()  # fresh state each batch: caches and counters start empty
     if warm:
         await per_call_us(toolset, calls(1, distinct=False, offset=0))
@@ -127,9 +129,12 @@ async def one_batch(make: Callable[[], Toolset], *, distinct: bool, n: int, offs
 async def main(quick: bool) -> int:
     n, repeats = (500, 5) if quick else (3000, 9)
     tool = Add()
-    print(f"Python {platform.python_version()} on {platform.machine()}; {repeats} repeats of {n} calls")
+    python = f"Python {platform.python_version()} on {platform.machine()}"
+    print(f"{python}; {repeats} repeats of {n} calls")
     # One warm-up pass of everything: imports, first-call caches, the schema validators.
-    await one_batch(lambda: every_policy(SimpleToolset([tool])), distinct=True, n=200, offset=0, warm=True)
+    await one_batch(
+        lambda: every_policy(SimpleToolset([tool])), distinct=True, n=200, offset=0, warm=True
+    )
 
     cases: dict[str, tuple[Callable[[], Toolset], bool, bool]] = {
         "bare": (lambda: SimpleToolset([tool]), True, False),
@@ -165,12 +170,16 @@ async def main(quick: bool) -> int:
     miss_ok = miss - bare < MISS_TARGET_US
     hit_ok = hit < HIT_TARGET_US
     print()
-    print(f"cache miss overhead {miss - bare:.2f} us: {'met' if miss_ok else 'MISSED'} (target < {MISS_TARGET_US:g})")
-    print(f"cache hit {hit:.2f} us per call: {'met' if hit_ok else 'MISSED'} (target < {HIT_TARGET_US:g})")
+    verdict = {True: "met", False: "MISSED"}
+    extra = miss - bare
+    print(f"cache miss overhead {extra:.2f} us: {verdict[miss_ok]} (target < {MISS_TARGET_US:g})")
+    print(f"cache hit {hit:.2f} us per call: {verdict[hit_ok]} (target < {HIT_TARGET_US:g})")
     return 0 if miss_ok and hit_ok else 1
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="fewer calls and repeats")
     sys.exit(asyncio.run(main(parser.parse_args().quick)))

@@ -258,7 +258,8 @@ def to_envelope(
                 "code": code,
                 "message": value.message,
                 "retryable": retryable,
-                **{k: v for k, v in details.items() if k != "retryable"},
+                # code and message are the envelope's own: a detail cannot replace them
+                **{k: v for k, v in details.items() if k not in ("retryable", "message")},
             },
         )
     else:
