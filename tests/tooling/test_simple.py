@@ -387,3 +387,24 @@ async def test_handle_returns_an_error_result_for_something_that_is_not_a_tool_c
     assert isinstance(result, ToolResult)
     assert isinstance(result.return_value, ToolError)
     assert result.return_value.is_error
+
+
+def test_find_tool_returns_the_definition_or_none() -> None:
+    toolset = SimpleToolset([Add(), Add2()])
+    found = toolset.find_tool(Add2().name)
+    assert found is not None and found.name == Add2().name
+    assert toolset.find_tool("missing") is None
+
+
+async def test_call_runs_in_the_current_task_with_handles_guarantees() -> None:
+    toolset = SimpleToolset([Echo()])
+    tasks_before = len(asyncio.all_tasks())
+    ok = await toolset.call(make_call("echo", '{"text": "hi"}'))
+    assert ok.return_value.extras == {"arguments": {"text": "hi"}}
+    assert len(asyncio.all_tasks()) == tasks_before  # no task of its own
+    missing = await toolset.call(make_call("nope", "{}"))
+    assert isinstance(missing.return_value, ToolNotFoundError)
+    broken = await toolset.call(make_call("echo", "{"))
+    assert isinstance(broken.return_value, ToolParseError)
+    garbage = await toolset.call(object())  # pyright: ignore[reportArgumentType]
+    assert isinstance(garbage.return_value, ToolRuntimeError)

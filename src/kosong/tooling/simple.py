@@ -6,7 +6,7 @@ import asyncio
 import logging
 import typing
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Coroutine, Iterable, Iterator
 from types import UnionType
 from typing import Any, Self, TypeAlias, Union
 
@@ -133,34 +133,52 @@ class SimpleToolset(Toolset):
         """The tools' definitions, in the order they were added."""
         return [tool.base for tool in self._tools.values()]
 
+    def find_tool(self, name: str) -> Tool | None:
+        """The definition of the tool called `name`, or None (a dict lookup, not a scan)."""
+        tool = self._tools.get(name)
+        return None if tool is None else tool.base
+
+    async def call(self, tool_call: ToolCall) -> ToolResult:
+        """Handle one call in the current task and return its result.
+
+        `handle()` without the task: for a caller that already runs in a task of its own
+        (a policy pipeline, say) and would otherwise pay for a second one. Same guarantees:
+        it never raises but `asyncio.CancelledError`.
+        """
+        try:
+            work = self._prepare(tool_call)
+        except Exception as e:
+            return _unhandled(tool_call, e)
+        return work if isinstance(work, ToolResult) else await work
+
     def handle(self, tool_call: ToolCall) -> HandleResult:
         """Handle one call: a finished `ToolResult` for an error found at once, else a task."""
         try:
-            function = tool_call.function
-            tool = self._tools.get(function.name)
-            if tool is None:
-                return ToolResult(tool_call.id, ToolNotFoundError(function.name))
-            raw = function.arguments
-            # Only a tool whose schema asks for an object gets a twice-encoded object unwrapped;
-            # for a string schema, a string that happens to hold JSON is the argument itself.
-            expects_object = self._expects_object[function.name]
-            # `asyncio.get_running_loop()` is evaluated before the coroutine is created, so
-            # outside a running loop handle() reports the RuntimeError below without leaving a
-            # never-awaited coroutine behind (a RuntimeWarning when it is collected).
-            if raw is not None and len(raw) > self._limits.offload_length:
-                return asyncio.get_running_loop().create_task(
-                    self._parse_and_run(tool, tool_call.id, raw, expects_object)
-                )
-            try:
-                arguments = parse_arguments(raw, self._limits, expects_object=expects_object)
-            except ArgumentsError as e:
-                return ToolResult(tool_call.id, ToolParseError(str(e)))
-            return asyncio.get_running_loop().create_task(_run(tool, tool_call.id, arguments))
+            # Looked up first: outside a running loop this raises before a coroutine exists
+            # that nobody would await (a RuntimeWarning when it is collected).
+            loop = asyncio.get_running_loop()
+            work = self._prepare(tool_call)
+            return work if isinstance(work, ToolResult) else loop.create_task(work)
         except Exception as e:  # the contract: handle() reports, it does not raise
-            return ToolResult(
-                _call_id(tool_call),
-                ToolRuntimeError(f"the call could not be handled: {describe_exception(e)}"),
-            )
+            return _unhandled(tool_call, e)
+
+    def _prepare(self, tool_call: ToolCall) -> ToolResult | Coroutine[Any, Any, ToolResult]:
+        """A result found at once (unknown tool, bad JSON), or the coroutine that runs the call."""
+        function = tool_call.function
+        tool = self._tools.get(function.name)
+        if tool is None:
+            return ToolResult(tool_call.id, ToolNotFoundError(function.name))
+        raw = function.arguments
+        # Only a tool whose schema asks for an object gets a twice-encoded object unwrapped;
+        # for a string schema, a string that happens to hold JSON is the argument itself.
+        expects_object = self._expects_object[function.name]
+        if raw is not None and len(raw) > self._limits.offload_length:
+            return self._parse_and_run(tool, tool_call.id, raw, expects_object)
+        try:
+            arguments = parse_arguments(raw, self._limits, expects_object=expects_object)
+        except ArgumentsError as e:
+            return ToolResult(tool_call.id, ToolParseError(str(e)))
+        return _run(tool, tool_call.id, arguments)
 
     async def _parse_and_run(
         self, tool: ToolType, call_id: str, raw: str, expects_object: bool
@@ -172,6 +190,13 @@ class SimpleToolset(Toolset):
         except ArgumentsError as e:
             return ToolResult(call_id, ToolParseError(str(e)))
         return await _run(tool, call_id, arguments)
+
+
+def _unhandled(tool_call: object, error: Exception) -> ToolResult:
+    return ToolResult(
+        _call_id(tool_call),
+        ToolRuntimeError(f"the call could not be handled: {describe_exception(error)}"),
+    )
 
 
 def _call_id(tool_call: object) -> str:
