@@ -397,11 +397,22 @@ def test_find_tool_returns_the_definition_or_none() -> None:
 
 
 async def test_call_runs_in_the_current_task_with_handles_guarantees() -> None:
-    toolset = SimpleToolset([Echo()])
-    tasks_before = len(asyncio.all_tasks())
+    seen: list[asyncio.Task[Any] | None] = []
+
+    class WhichTask(CallableTool):
+        name: str = "which_task"
+        description: str = "Records the task it runs in."
+        parameters: ParametersType = OBJECT
+
+        async def __call__(self) -> ToolReturnValue:
+            seen.append(asyncio.current_task())
+            return ToolOk(output="ok")
+
+    toolset = SimpleToolset([Echo(), WhichTask()])
     ok = await toolset.call(make_call("echo", '{"text": "hi"}'))
     assert ok.return_value.extras == {"arguments": {"text": "hi"}}
-    assert len(asyncio.all_tasks()) == tasks_before  # no task of its own
+    await toolset.call(make_call("which_task", "{}"))
+    assert seen == [asyncio.current_task()]  # no task of its own
     missing = await toolset.call(make_call("nope", "{}"))
     assert isinstance(missing.return_value, ToolNotFoundError)
     broken = await toolset.call(make_call("echo", "{"))
