@@ -6,6 +6,9 @@
 - `ToolReturnValue` (`ToolOk`, `ToolError`): what a tool returns; failures are values.
 - `DisplayBlock`: what a tool shows the user, apart from what the model reads.
 - `Toolset`, `ToolResult`: the protocol that turns a `ToolCall` into a result, and the result.
+- `ToolMetadata`: the optional fields of the Tool Use standard (strict, version, cacheable,
+  deprecation, MCP's behaviour hints...) that `Tool` and `CallableTool2` accept.
+- `FunctionTool`, `tool`, `ToolException`: tools from plain functions.
 
 `kosong.tooling.simple.SimpleToolset` is the toolset to start with; `kosong.tooling.error` holds
 the errors a toolset reports on its own.
@@ -15,6 +18,7 @@ from kosong.tooling._arguments import ArgumentLimits
 from kosong.tooling._callable import CallableTool
 from kosong.tooling._callable2 import CallableTool2
 from kosong.tooling._display import BriefDisplayBlock, DisplayBlock, UnknownDisplayBlock
+from kosong.tooling._metadata import EstimatedTokens, TokenRange, ToolMetadata
 from kosong.tooling._result import HandleResult, ToolResult, ToolResultFuture, Toolset
 from kosong.tooling._return import ToolError, ToolOk, ToolOutput, ToolReturnType, ToolReturnValue
 from kosong.tooling._tool import ParametersType, Tool
@@ -26,12 +30,15 @@ __all__ = [
     "CallableTool",
     "CallableTool2",
     "DisplayBlock",
+    "EstimatedTokens",
     "FunctionTool",
     "HandleResult",
     "ParametersType",
+    "TokenRange",
     "Tool",
     "ToolError",
     "ToolException",
+    "ToolMetadata",
     "ToolOk",
     "ToolOutput",
     "ToolResult",
