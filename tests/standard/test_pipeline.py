@@ -23,6 +23,7 @@ from kosong.standard.policies import (
 from kosong.standard.trace import TRACE_ID_PATTERN, current_trace_id, trace_scope
 from kosong.tooling import HandleResult, Tool, ToolOk, ToolResult, ToolReturnValue, Toolset
 from kosong.tooling.error import ToolRuntimeError
+from kosong.tooling.simple import SimpleToolset
 
 
 class Recorder(Policy):
@@ -120,6 +121,14 @@ async def test_a_call_answered_without_waiting_is_done_when_handle_returns() -> 
     )
     assert isinstance(pending, asyncio.Future) and pending.done()
     assert (await pending).return_value.output == "answered"
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="eager tasks need Python 3.12")
+async def test_a_call_to_a_tool_that_never_waits_is_done_when_handle_returns() -> None:
+    tool = Weather()
+    pending = standard(toolset(tool)).handle(make_call("get_weather", {"location": "x"}))
+    assert isinstance(pending, asyncio.Future) and pending.done()
+    assert len(tool.calls) == 1 and not (await pending).return_value.is_error
 
 
 async def test_results_carry_the_standards_metadata() -> None:
@@ -240,3 +249,90 @@ async def test_concurrent_calls_through_one_pipeline_overlap() -> None:
     tool.release.set()
     results = await asyncio.wait_for(asyncio.gather(first, second), 5)
     assert [r.tool_call_id for r in results] == ["a", "b"]
+
+
+async def test_a_simple_toolset_at_the_core_runs_the_call_in_the_pipelines_own_task() -> None:
+    tasks: list[asyncio.Task[Any] | None] = []
+
+    async def body(n: int) -> ToolReturnValue:
+        tasks.append(asyncio.current_task())
+        await asyncio.sleep(0)  # a real wait, so the call is still running after handle()
+        return ToolOk(output="ok")
+
+    pending = standard(toolset(Scripted(body))).handle(make_call("scripted", {}))
+    assert isinstance(pending, asyncio.Task)
+    assert (await pending).return_value.output == "ok"
+    assert tasks == [pending]
+
+
+class CountingToolset(SimpleToolset):
+    """A SimpleToolset whose handle() does more than call() would."""
+
+    handled = 0
+
+    def handle(self, tool_call: ToolCall) -> HandleResult:
+        CountingToolset.handled += 1
+        return super().handle(tool_call)
+
+
+async def test_a_simple_toolset_that_changes_handle_is_asked_to_handle_each_call() -> None:
+    CountingToolset.handled = 0
+    pipeline = standard(CountingToolset([Weather()]))
+    result = await pipeline.handle(make_call("get_weather", {"location": "x"}))
+    assert not result.return_value.is_error
+    assert CountingToolset.handled == 1
+
+
+class Skipping(Policy):
+    """Says it has nothing to do for calls to `skipped`; notes the calls it runs."""
+
+    def __init__(self, skipped: str) -> None:
+        self.skipped = skipped
+        self.ran: list[str] = []
+
+    def skips(self, call: ToolCall, ctx: CallContext) -> bool:
+        return call.function.name == self.skipped
+
+    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+        self.ran.append(call.function.name)
+        return await forward(call, ctx)
+
+
+async def test_a_policy_is_not_run_for_calls_it_skips() -> None:
+    log: list[str] = []
+    policy, inner = Skipping("get_weather"), Recorder("inner", log)
+    pipeline = with_policies(toolset(Weather(), Scripted(lambda n: ToolOk())), policy, inner)
+    skipped = await pipeline.handle(make_call("get_weather", {"location": "x"}))
+    assert not skipped.return_value.is_error and log == ["> inner", "< inner"]
+    await pipeline.handle(make_call("scripted", {}))
+    assert policy.ran == ["scripted"]
+
+
+class FindingToolset:
+    """Not a SimpleToolset: tools found through its own find_tool, which may misbehave."""
+
+    def __init__(self, tool: Tool) -> None:
+        self.tool = tool
+        self.handled = 0
+
+    @property
+    def tools(self) -> list[Tool]:
+        return [self.tool]
+
+    def find_tool(self, name: str) -> Any:
+        return self.tool if name == self.tool.name else "not a tool"
+
+    def handle(self, tool_call: ToolCall) -> HandleResult:
+        self.handled += 1
+        return ToolResult(tool_call.id, ToolOk(output="handled"))
+
+
+async def test_other_toolsets_are_asked_to_handle_and_to_find_their_tools() -> None:
+    tool = Weather().base
+    core = FindingToolset(tool)
+    recorder = Recorder("r", [])
+    pipeline = with_policies(core, recorder)
+    result = await pipeline.handle(make_call("get_weather", {}))
+    assert result.return_value.output == "handled" and core.handled == 1
+    await pipeline.handle(make_call("other", {}))
+    assert [ctx.tool for ctx in recorder.contexts] == [tool, None]  # "not a tool" is no tool

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import textwrap
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kosong.standard.trace import (
     TRACE_ID_PATTERN,
     current_trace_id,
+    format_epoch,
     format_timestamp,
     new_event_id,
     new_trace_id,
+    now_timestamp,
     trace_scope,
 )
 
@@ -48,3 +56,46 @@ def test_timestamps_are_utc_with_z_and_milliseconds_when_needed() -> None:
         format_timestamp(datetime(2024, 1, 1, 0, 0, 0, 127_500, tzinfo=UTC))
         == "2024-01-01T00:00:00.127Z"
     )
+
+
+@given(st.lists(st.floats(min_value=0, max_value=4_102_444_800), min_size=1, max_size=20))
+def test_epoch_times_are_written_as_format_timestamp_writes_them(times: list[float]) -> None:
+    # Several times in a row, and each again: remembered texts must belong to their time.
+    for seconds in [*times, *reversed(times)]:
+        whole = int(seconds // 1)
+        millis = int((seconds - whole) * 1000)
+        moment = datetime.fromtimestamp(whole, UTC).replace(microsecond=millis * 1000)
+        assert format_epoch(seconds) == format_timestamp(moment)
+
+
+def test_now_timestamp_is_the_current_time() -> None:
+    before = datetime.now(UTC).replace(microsecond=0)
+    stamp = datetime.fromisoformat(now_timestamp().replace("Z", "+00:00"))
+    assert before <= stamp <= datetime.now(UTC)
+
+
+FORKED_IDS = textwrap.dedent(
+    """
+    import os
+    from kosong.standard.trace import new_trace_id
+    new_trace_id()  # random parts are now drawn in advance
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(writer, new_trace_id().encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    print(new_trace_id(), os.read(reader, 100).decode())
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_process_does_not_reuse_its_parents_ids() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED_IDS], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    parent, child = done.stdout.split()
+    assert TRACE_ID_PATTERN.match(parent) and TRACE_ID_PATTERN.match(child)
+    assert parent != child

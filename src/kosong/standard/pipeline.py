@@ -12,13 +12,17 @@ wraps; `with_policies` nests several, listed from the outside in (the way a call
 them). Each policy is optional, configured for the whole toolset when created and per tool by
 the tool's metadata (and the policy's `per_tool` overrides where it has them).
 
-`handle()` keeps the `Toolset` contract: it never blocks and never raises (except
+`handle()` keeps the `Toolset` contract: it never waits and never raises (except
 `asyncio.CancelledError`); every failure is a `ToolError` result. A call runs in one task
-whatever the number of policies: the outermost wrapper starts it (eagerly on Python 3.12+, so
-a call answered at once, such as a cache hit, completes within `handle()`), and each policy
-calls the next directly. Every result leaves with its metadata (tool name, time taken,
-timestamp, trace id...) in `extras["standard"]`; `to_envelope` turns it into the standard's
-JSON.
+whatever the number of policies: the outermost wrapper starts it, each policy calls the next
+directly (skipping those that say they have nothing to do for it, see `Policy.skips`), and a
+`SimpleToolset` at the core runs the call in that task too, through its `call()` (any other
+toolset is asked to `handle()` it). On Python 3.12+ the task starts eagerly: `handle()` runs
+the call up to its first real wait, so a call answered without waiting (a cache hit, a
+refusal, an async tool that returns without awaiting anything) is done when `handle()`
+returns, with no event loop round trip. Every result leaves with its metadata (tool name, time
+taken, timestamp, trace id...) in `extras["standard"]`; `to_envelope` turns it into the
+standard's JSON.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from kosong.standard.context import CallContext
 from kosong.standard.events import CallStream, EventSink
 from kosong.tooling import HandleResult, Tool, ToolResult, Toolset
 from kosong.tooling.error import ToolRuntimeError, describe_exception
+from kosong.tooling.simple import SimpleToolset
 
 __all__ = ["Forward", "Policy", "PolicyToolset", "with_policies"]
 
@@ -62,6 +67,16 @@ class Policy(ABC):
 
         Must not raise anything but `asyncio.CancelledError`; a failure is a ToolError result.
         """
+
+    def skips(self, call: ToolCall, ctx: CallContext) -> bool:
+        """Whether the policy has nothing to do for this call (asked before `run`).
+
+        When True, the pipeline passes the call on without calling `run`, which saves a
+        coroutine per call and policy. False by default. An override must only answer (no
+        side effects, no waiting) and agree with `run`, which still decides on its own when
+        called directly.
+        """
+        return False
 
     def added_tools(self) -> Sequence[Tool]:
         """Tools this policy answers itself (such as a "read more" tool); none by default."""
@@ -97,11 +112,13 @@ class PolicyToolset(Toolset):
         else:
             self._all_added = dict(self._added)
             self._core = wrapped
+        self._finder = _tool_finder(self._core)
+        # Runs a call in the current task instead of a task of its own (see `_core_call`).
+        self._core_call = _core_call(wrapped)
         forward: Forward = (
             wrapped._enter if isinstance(wrapped, PolicyToolset) else self._call_wrapped
         )
-        # One bound callable per layer, so a call crosses a layer with a single frame.
-        self._enter: Forward = partial(policy.run, forward=forward)
+        self._enter: Forward = _layer(policy, forward)
 
     @property
     def wrapped(self) -> Toolset:
@@ -128,14 +145,7 @@ class PolicyToolset(Toolset):
         tool = self._all_added.get(name)
         if tool is not None:
             return tool
-        finder = getattr(self._core, "find_tool", None)
-        if callable(finder):
-            found = finder(name)
-            return found if isinstance(found, Tool) else None
-        for tool in self._core.tools:
-            if tool.name == name:
-                return tool
-        return None
+        return self._finder(name)
 
     def find_policy(self, kind: type[P]) -> P | None:
         """The outermost policy of type `kind` in this pipeline, or None."""
@@ -152,7 +162,13 @@ class PolicyToolset(Toolset):
 
     def handle(self, tool_call: ToolCall) -> HandleResult:
         """Handle one call through the pipeline; see the module doc for the guarantees."""
-        return self._start(tool_call, None)
+        try:
+            # Looked up first: outside a running loop this raises before a coroutine exists
+            # that nobody would await.
+            loop = asyncio.get_running_loop()
+            return _new_task(loop, self._root(tool_call, None, loop))
+        except Exception as e:  # the contract: handle() reports, it does not raise
+            return _unhandled(tool_call, e)
 
     def stream(self, tool_call: ToolCall) -> CallStream:
         """The events of one call: progress and retries as they happen, then the result.
@@ -166,15 +182,6 @@ class PolicyToolset(Toolset):
         """
         return CallStream(partial(self._start_task, tool_call))
 
-    def _start(self, tool_call: ToolCall, sink: EventSink | None) -> HandleResult:
-        try:
-            return self._start_task(tool_call, sink)
-        except Exception as e:  # the contract: handle() reports, it does not raise
-            return ToolResult(
-                str(getattr(tool_call, "id", "")),
-                ToolRuntimeError(f"the call could not be handled: {describe_exception(e)}"),
-            )
-
     def _start_task(self, tool_call: ToolCall, sink: EventSink | None) -> asyncio.Task[ToolResult]:
         loop = asyncio.get_running_loop()  # raises before a coroutine exists to leak
         return _new_task(loop, self._root(tool_call, sink, loop))
@@ -182,7 +189,11 @@ class PolicyToolset(Toolset):
     async def _root(
         self, tool_call: ToolCall, sink: EventSink | None, loop: asyncio.AbstractEventLoop
     ) -> ToolResult:
-        ctx = CallContext(tool_call, self.find_tool(tool_call.function.name), sink=sink, loop=loop)
+        name = tool_call.function.name
+        tool = self._all_added.get(name)
+        ctx = CallContext(
+            tool_call, tool if tool is not None else self._finder(name), sink=sink, loop=loop
+        )
         # The task runs in its own copy of the context, so these settings end with it.
         ctx.enter()
         try:
@@ -205,7 +216,10 @@ class PolicyToolset(Toolset):
         start = time.perf_counter()
         result: object
         try:
-            result = cast(object, await self._wrapped.handle(tool_call))
+            if self._core_call is not None:
+                result = await self._core_call(tool_call)
+            else:
+                result = cast(object, await self._wrapped.handle(tool_call))
         except asyncio.CancelledError:
             raise
         except Exception as e:  # the wrapped toolset broke the contract; report it as a value
@@ -219,14 +233,93 @@ class PolicyToolset(Toolset):
         return result
 
 
-def _new_task(
-    loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, ToolResult]
-) -> asyncio.Task[ToolResult]:
-    if sys.version_info >= (3, 12):
+def _layer(policy: Policy, forward: Forward) -> Forward:
+    """The `forward` of the layer above `policy`: `policy.run(call, ctx, forward)`.
+
+    A closure, so a call crosses a layer with one small frame (cheaper than a partial or an
+    object's `__call__`). If the policy says when it `skips` a call, that is asked first.
+    """
+    run = policy.run
+    if type(policy).skips is Policy.skips:
+
+        def enter(call: ToolCall, ctx: CallContext) -> Awaitable[ToolResult]:
+            return run(call, ctx, forward)
+
+        return enter
+
+    skips = policy.skips
+
+    def enter_unless_skipped(call: ToolCall, ctx: CallContext) -> Awaitable[ToolResult]:
+        if skips(call, ctx):
+            return forward(call, ctx)
+        return run(call, ctx, forward)
+
+    return enter_unless_skipped
+
+
+def _tool_finder(core: Toolset) -> Callable[[str], Tool | None]:
+    """How to find a tool of `core` by name: its own `find_tool` if it has one, else a scan."""
+    if isinstance(core, SimpleToolset):
+        return core.find_tool  # a dict lookup, typed: nothing to check
+    finder = getattr(core, "find_tool", None)
+    if callable(finder):
+
+        def find(name: str) -> Tool | None:
+            found: object = finder(name)
+            return found if isinstance(found, Tool) else None
+
+        return find
+
+    def scan(name: str) -> Tool | None:
+        # `tools` is read on every call: a toolset may gain and lose tools at any time.
+        for tool in core.tools:
+            if tool.name == name:
+                return tool
+        return None
+
+    return scan
+
+
+def _core_call(toolset: Toolset) -> Callable[[ToolCall], Awaitable[ToolResult]] | None:
+    """`toolset.call` when it handles a call as `handle()` would, without a task of its own.
+
+    A `SimpleToolset` runs each call of `handle()` in a new task; the pipeline's call already
+    has one, and a second costs an event loop round trip. `call()` gives the same result with
+    the same guarantees in the caller's task. A subclass that changes `handle()` but not
+    `call()` is asked to `handle()` calls, so its change still applies.
+    """
+    if isinstance(toolset, SimpleToolset):
+        cls = type(toolset)
+        if cls.handle is SimpleToolset.handle or cls.call is not SimpleToolset.call:
+            return toolset.call
+    return None
+
+
+def _unhandled(tool_call: object, error: Exception) -> ToolResult:
+    try:
+        call_id = str(getattr(tool_call, "id", ""))
+    except Exception:  # whatever was passed as a call may even fail to give its id
+        call_id = ""
+    return ToolResult(
+        call_id, ToolRuntimeError(f"the call could not be handled: {describe_exception(error)}")
+    )
+
+
+if sys.version_info >= (3, 12):
+
+    def _new_task(
+        loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, ToolResult]
+    ) -> asyncio.Task[ToolResult]:
         # Runs the call at once up to its first real wait: a call answered without waiting
         # (a cache hit, a refusal) is done before handle() returns, with no loop round trip.
         return asyncio.Task(coro, loop=loop, eager_start=True)
-    return loop.create_task(coro)
+
+else:  # pragma: no cover - depends on the Python version
+
+    def _new_task(
+        loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, ToolResult]
+    ) -> asyncio.Task[ToolResult]:
+        return loop.create_task(coro)
 
 
 def with_policies(toolset: Toolset, policy: Policy, /, *more: Policy) -> PolicyToolset:

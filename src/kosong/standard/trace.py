@@ -12,6 +12,7 @@ import contextvars
 import os
 import re
 import time
+from collections import deque
 from collections.abc import Generator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -36,33 +37,54 @@ _TRACE_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 
 
 # Formatting dates is slow next to the rest of a call (datetime.strftime takes microseconds),
-# so the current day's and second's text are kept and reused until they change.
-_day: tuple[int, str] = (-1, "")
+# so the current day's and second's text are kept and reused until they change (each one
+# tuple, replaced whole: safe across threads), and the text of recent milliseconds too: calls
+# come many to a millisecond, and a cache hit formats both now and when its entry was stored.
+_day: tuple[int, str, str] = (-1, "", "")  # (day number, "trace_<date>_", "evt_<date>_")
 _second: tuple[int, str] = (-1, "")
+_STAMPS: dict[int, str] = {}
+_STAMPS_KEPT = 1024
 
 
-def _today() -> str:
+def _today() -> tuple[int, str, str]:
     global _day
     now = time.time()
     day = int(now // 86400)
-    if _day[0] != day:
-        _day = (day, time.strftime("%Y%m%d", time.gmtime(now)))
-    return _day[1]
+    today = _day
+    if today[0] != day:
+        date = time.strftime("%Y%m%d", time.gmtime(now))
+        today = _day = (day, f"trace_{date}_", f"evt_{date}_")
+    return today
 
 
-def _stamp(prefix: str) -> str:
-    # 6 random bytes: 12 hex digits. os.urandom is the cheapest good source (no uuid object).
-    return f"{prefix}_{_today()}_{os.urandom(6).hex()}"
+# Random parts of ids (12 hex digits: 6 bytes from os.urandom), drawn 256 at a time: one
+# system call per id cost more than the rest of making it. A deque, since its popleft() is
+# atomic across threads; emptied in a forked child, which must not reuse its parent's.
+_RANDOM_HEX: deque[str] = deque()
+_DRAWN_AT_ONCE = 256
+
+
+def _random_hex() -> str:
+    try:
+        return _RANDOM_HEX.popleft()
+    except IndexError:
+        text = os.urandom(6 * _DRAWN_AT_ONCE).hex()
+        _RANDOM_HEX.extend(text[i : i + 12] for i in range(12, len(text), 12))
+        return text[:12]
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_RANDOM_HEX.clear)
 
 
 def new_trace_id() -> str:
     """A new trace id, `trace_<UTC date>_<12 random hex digits>`."""
-    return _stamp("trace")
+    return _today()[1] + _random_hex()
 
 
 def new_event_id() -> str:
     """A new event id, `evt_<UTC date>_<12 random hex digits>`."""
-    return _stamp("evt")
+    return _today()[2] + _random_hex()
 
 
 def current_trace_id() -> str | None:
@@ -100,10 +122,18 @@ def format_epoch(seconds: float) -> str:
     """`format_timestamp` of an epoch time (`time.time()`), faster for times near each other."""
     global _second
     whole = int(seconds // 1)
-    if _second[0] != whole:
-        _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
     millis = int((seconds - whole) * 1000)
-    return f"{_second[1]}.{millis:03d}Z" if millis else f"{_second[1]}Z"
+    key = whole * 1000 + millis
+    text = _STAMPS.get(key)
+    if text is None:
+        second = _second
+        if second[0] != whole:
+            second = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+        text = f"{second[1]}.{millis:03d}Z" if millis else f"{second[1]}Z"
+        if len(_STAMPS) >= _STAMPS_KEPT:
+            _STAMPS.clear()
+        _STAMPS[key] = text
+    return text
 
 
 def now_timestamp() -> str:

@@ -11,7 +11,7 @@ from kosong.standard.codes import error_code
 from kosong.standard.envelope import to_envelope
 from kosong.standard.pipeline import with_policies
 from kosong.standard.policies import ApprovalDecision, ApprovalPolicy, ApprovalRequest, DebugPolicy
-from kosong.tooling import ToolOk, ToolResult
+from kosong.tooling import Tool, ToolOk, ToolResult
 from kosong.tooling.error import ToolPermissionDeniedError
 
 
@@ -103,6 +103,22 @@ async def test_a_custom_rule_decides_which_tools_need_approval() -> None:
     tool = delete_file()
     result = await run(tool, lambda r: False, needs_approval=lambda t: t.name.startswith("delete_"))
     assert error_code(result.return_value) == "PERMISSION_DENIED"
+
+
+async def test_a_custom_rule_is_asked_once_per_call() -> None:
+    asked: list[str] = []
+
+    def needs(tool: Tool) -> bool:
+        asked.append(tool.name)
+        return tool.name == "delete_file"
+
+    reader = Scripted(lambda n: ToolOk(output="read"), name="read_file")
+    pipeline = with_policies(
+        toolset(delete_file(), reader), ApprovalPolicy(lambda r: True, needs_approval=needs)
+    )
+    for name in ("delete_file", "read_file"):
+        assert not (await pipeline.handle(make_call(name, {}))).return_value.is_error
+    assert asked == ["delete_file", "read_file"]
 
 
 async def test_approval_can_wait_for_a_person_while_other_calls_proceed() -> None:

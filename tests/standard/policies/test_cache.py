@@ -206,3 +206,43 @@ async def test_a_cached_result_is_never_modified_by_later_hits() -> None:
     assert entry is not None and entry.value.extras is None
     assert hit.return_value.extras is not None
     assert output_json(hit)["temperature"] == 25
+
+
+def test_memory_cache_answers_without_waiting_too() -> None:
+    clock = Clock(JAN_1)
+    cache = MemoryCache(max_entries=2, clock=clock)
+    entry = CacheEntry(ToolOk(output="v"), JAN_1, JAN_1 + 10)
+    cache.set_nowait("a", entry)
+    cache.set_nowait("b", entry)
+    assert cache.get_nowait("a") is entry  # a is now the most recently used
+    cache.set_nowait("c", entry)
+    assert cache.get_nowait("b") is None and cache.get_nowait("c") is entry
+    clock.now += 10
+    assert cache.get_nowait("a") is None and len(cache) == 1  # expired and dropped
+
+
+class CountingCache(MemoryCache):
+    """A MemoryCache subclass: its own get and set must be the ones used."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gets = 0
+        self.sets = 0
+
+    async def get(self, key: str) -> CacheEntry | None:
+        self.gets += 1
+        await asyncio.sleep(0)  # a subclass may wait
+        return await super().get(key)
+
+    async def set(self, key: str, entry: CacheEntry) -> None:
+        self.sets += 1
+        await super().set(key, entry)
+
+
+async def test_a_memory_cache_subclass_is_used_through_its_own_methods() -> None:
+    backend = CountingCache()
+    tool = Weather()
+    pipeline, _ = cached(tool, backend=backend)
+    await call(pipeline, {"location": "x"})
+    await call(pipeline, {"location": "x"})
+    assert (backend.gets, backend.sets, len(tool.calls)) == (2, 1, 1)

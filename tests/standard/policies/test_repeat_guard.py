@@ -22,9 +22,16 @@ async def output_of(pipeline: Any, arguments: Any) -> tuple[str | None, str]:
     return error_code(value), value.message
 
 
-async def test_the_call_after_the_limit_is_refused_with_a_message_for_the_model() -> None:
+# Without a window the guard counts calls; with one it keeps their times. Same rules.
+WINDOWS = pytest.mark.parametrize("window", [None, 3600.0])
+
+
+@WINDOWS
+async def test_the_call_after_the_limit_is_refused_with_a_message_for_the_model(
+    window: float | None,
+) -> None:
     tool = searching()
-    pipeline = with_policies(toolset(tool), RepeatGuardPolicy(3))
+    pipeline = with_policies(toolset(tool), RepeatGuardPolicy(3, window=window))
     for _ in range(3):
         assert (await output_of(pipeline, {"q": "x", "page": 1}))[0] is None
     code, message = await output_of(pipeline, {"page": 1, "q": "x"})  # same, reordered
@@ -55,8 +62,9 @@ async def test_only_calls_within_the_window_count() -> None:
     assert (await output_of(pipeline, {"q": "a"}))[0] is None
 
 
-async def test_reset_forgets_the_counts() -> None:
-    guard = RepeatGuardPolicy(1)
+@WINDOWS
+async def test_reset_forgets_the_counts(window: float | None) -> None:
+    guard = RepeatGuardPolicy(1, window=window)
     pipeline = with_policies(toolset(searching()), guard)
     await output_of(pipeline, {"q": "a"})
     guard.reset()
@@ -69,12 +77,25 @@ async def test_exempt_tools_are_never_refused() -> None:
         assert (await output_of(pipeline, {"q": "a"}))[0] is None
 
 
-async def test_only_the_newest_distinct_calls_are_remembered() -> None:
-    pipeline = with_policies(toolset(searching()), RepeatGuardPolicy(1, max_tracked=2))
+@WINDOWS
+async def test_only_the_newest_distinct_calls_are_remembered(window: float | None) -> None:
+    guard = RepeatGuardPolicy(1, max_tracked=2, window=window)
+    pipeline = with_policies(toolset(searching()), guard)
     for q in ("a", "b", "c"):
         await output_of(pipeline, {"q": q})
     assert (await output_of(pipeline, {"q": "a"}))[0] is None  # "a" was forgotten
     assert (await output_of(pipeline, {"q": "c"}))[0] == "REPEATED_CALL"
+
+
+@WINDOWS
+async def test_a_repeated_call_counts_as_recent(window: float | None) -> None:
+    pipeline = with_policies(
+        toolset(searching()), RepeatGuardPolicy(1, max_tracked=2, window=window)
+    )
+    for q in ("a", "b", "a", "c"):  # the refused "a" is the newest but one when "c" comes
+        await output_of(pipeline, {"q": q})
+    assert (await output_of(pipeline, {"q": "a"}))[0] == "REPEATED_CALL"
+    assert (await output_of(pipeline, {"q": "b"}))[0] is None  # "b" was forgotten
 
 
 async def test_arguments_that_do_not_parse_are_guarded_as_written() -> None:

@@ -57,3 +57,15 @@ def test_limits_must_be_positive_numbers(seconds: float) -> None:
         TimeoutPolicy(seconds)
     with pytest.raises(ValueError, match="positive number"):
         TimeoutPolicy(1, per_tool={"x": seconds})
+
+
+def test_one_policy_serves_calls_on_several_event_loops() -> None:
+    policy = TimeoutPolicy(0.05)
+
+    async def one_call() -> str | None:
+        pipeline = with_policies(toolset(Blocking()), policy)
+        result = await asyncio.wait_for(pipeline.handle(make_call("blocking", {})), 5)
+        return error_code(result.return_value)
+
+    # Each loop gets its own watchdog; a later loop must not use a closed one's.
+    assert [asyncio.run(one_call()) for _ in range(3)] == ["TIMEOUT"] * 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -68,6 +69,39 @@ GLOBAL_SDK = textwrap.dedent(
     asyncio.run(main())
     """
 )
+
+
+ENVIRONMENT_SDK = textwrap.dedent(
+    """
+    import asyncio, sys
+    sys.path.insert(0, {tests!r})
+    from _std_tools import Weather, make_call, toolset
+    from kosong.standard.pipeline import with_policies
+    from kosong.standard.policies import TracingPolicy
+
+    async def main():
+        policy = TracingPolicy()
+        await with_policies(toolset(Weather()), policy).handle(make_call("get_weather", {{}}))
+        print(policy.enabled)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_provider_named_in_the_environment_is_used() -> None:
+    # The API loads it on the first look for a provider: no code sets one.
+    script = ENVIRONMENT_SDK.format(tests=str(Path(__file__).parents[1]))
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "OTEL_PYTHON_TRACER_PROVIDER": "sdk_tracer_provider"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
 
 
 def test_the_global_sdk_is_picked_up_once_it_is_configured() -> None:

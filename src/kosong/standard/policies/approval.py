@@ -86,9 +86,21 @@ class ApprovalPolicy(Policy):
             needs_approval: Decide per tool instead of by its hints.
         """
         self._hook = hook
+        self._unannotated = unannotated
+        self._custom_needs = needs_approval is not None
         self._needs: Callable[[Tool], bool] = needs_approval or (
             lambda tool: is_destructive(tool, unannotated=unannotated)
         )
+
+    def skips(self, call: ToolCall, ctx: CallContext) -> bool:
+        """True for calls to tools that need no approval by their hints.
+
+        With a `needs_approval` of your own, only for unknown tools: `run` asks it, once.
+        """
+        tool = ctx.tool
+        if tool is None:
+            return True
+        return not self._custom_needs and not is_destructive(tool, unannotated=self._unannotated)
 
     async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
         """Ask the hook when the tool needs it; run the call only if approved."""

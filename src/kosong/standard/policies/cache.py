@@ -95,6 +95,10 @@ class MemoryCache(CacheBackend):
 
     async def get(self, key: str) -> CacheEntry | None:
         """The live entry under `key`; an expired one is dropped."""
+        return self.get_nowait(key)
+
+    def get_nowait(self, key: str) -> CacheEntry | None:
+        """`get`, without a coroutine: this backend never waits."""
         entry = self._entries.get(key)
         if entry is None:
             return None
@@ -106,6 +110,10 @@ class MemoryCache(CacheBackend):
 
     async def set(self, key: str, entry: CacheEntry) -> None:
         """Store `entry`, dropping the least recently used entry when full."""
+        self.set_nowait(key, entry)
+
+    def set_nowait(self, key: str, entry: CacheEntry) -> None:
+        """`set`, without a coroutine: this backend never waits."""
         self._entries[key] = entry
         self._entries.move_to_end(key)
         while len(self._entries) > self._max:
@@ -153,10 +161,13 @@ class CachePolicy(Policy):
 
     async def key_for(self, tool: Tool, ctx: CallContext) -> str | None:
         """The cache key of this call, or None when its arguments cannot be keyed."""
+        key = self._key_now(tool, ctx)
+        if not isinstance(key, _Later):
+            return key
+        params = tool.cache_key_params
         args = await ctx.arguments()
         if args is UNPARSEABLE:
             return None  # the toolset will refuse these arguments; nothing to cache
-        params = tool.cache_key_params
         if params is not None and isinstance(args, dict):
             subset = {name: args[name] for name in params if name in args}
             digest = hashlib.blake2b(canonical_json(subset).encode(), digest_size=16).hexdigest()
@@ -164,16 +175,38 @@ class CachePolicy(Policy):
             digest = await ctx.arguments_digest()
         return f"{self._namespace}{tool.name}:{tool.version or ''}:{digest}"
 
+    def _key_now(self, tool: Tool, ctx: CallContext) -> str | _Later | None:
+        """`key_for` when it needs no waiting (the usual case), else `_LATER`."""
+        if tool.cache_key_params is not None:
+            return _LATER
+        digest = ctx.arguments_digest_nowait()  # shared with the other policies of the call
+        if digest is None:
+            return _LATER
+        if not ctx.arguments_parsed:
+            return None
+        return f"{self._namespace}{tool.name}:{tool.version or ''}:{digest}"
+
+    def skips(self, call: ToolCall, ctx: CallContext) -> bool:
+        """True for calls to tools that are not cacheable."""
+        tool = ctx.tool
+        return tool is None or tool.cacheable is not True
+
     async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
         """Answer from the cache when possible; store what a cacheable tool returns."""
         tool = ctx.tool
         if tool is None or tool.cacheable is not True:
             return await forward(call, ctx)
-        key = await self.key_for(tool, ctx)
+        key = self._key_now(tool, ctx)
+        if isinstance(key, _Later):
+            key = await self.key_for(tool, ctx)
         if key is None:
             return await forward(call, ctx)
         ctx.add_debug("cache_key", key)
-        entry = await self._get(key)
+        backend = self.backend
+        # The in-memory backend is asked directly: its methods never wait, and awaiting them
+        # would cost a coroutine each. A subclass may wait, so it is awaited like any backend.
+        memory = backend if type(backend) is MemoryCache else None
+        entry = memory.get_nowait(key) if memory is not None else await self._lookup(key)
         now = self._clock()
         if entry is not None and entry.expires_at > now:
             ctx.cache = {
@@ -188,21 +221,32 @@ class CachePolicy(Policy):
         if not value.is_error and not ctx.shared:
             stored_at = self._clock()
             ttl = tool.cache_ttl if tool.cache_ttl is not None else self._ttl
-            await self._set(key, CacheEntry(value, stored_at, stored_at + ttl))
+            entry = CacheEntry(value, stored_at, stored_at + ttl)
+            if memory is not None:
+                memory.set_nowait(key, entry)
+            else:
+                await self._store(key, entry)
         return result
 
-    async def _get(self, key: str) -> CacheEntry | None:
+    async def _lookup(self, key: str) -> CacheEntry | None:
         try:
             return await self.backend.get(key)
         except Exception as e:  # a cache outage must not fail calls
             logger.warning("Cache lookup failed, running uncached: %s", describe_exception(e))
             return None
 
-    async def _set(self, key: str, entry: CacheEntry) -> None:
+    async def _store(self, key: str, entry: CacheEntry) -> None:
         try:
             await self.backend.set(key, entry)
         except Exception as e:
             logger.warning("Cache store failed, result not cached: %s", describe_exception(e))
+
+
+class _Later:
+    """`_key_now`'s answer when the key needs waiting for."""
+
+
+_LATER = _Later()
 
 
 def entry_to_json(entry: CacheEntry) -> dict[str, Any]:

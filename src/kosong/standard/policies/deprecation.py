@@ -58,6 +58,11 @@ class DeprecationPolicy(Policy):
         self._warn_model = warn_model
         self._sunsets: dict[str, date | datetime] = {}
 
+    def skips(self, call: ToolCall, ctx: CallContext) -> bool:
+        """True for calls to tools that are neither deprecated nor given a sunset date."""
+        tool = ctx.tool
+        return tool is None or (tool.deprecated is not True and tool.sunset_date is None)
+
     async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
         """Refuse, warn, or pass the call on."""
         tool = ctx.tool

@@ -56,18 +56,38 @@ class RepeatGuardPolicy(Policy):
         self._exempt = frozenset(exempt)
         self._max_tracked = max_tracked
         self._clock = clock
-        self._seen: OrderedDict[str, deque[float]] = OrderedDict()
+        self._seen: OrderedDict[str, deque[float]] = OrderedDict()  # with a window: times
+        self._counts: OrderedDict[str, int] = OrderedDict()  # without one, counts are enough
 
     def reset(self) -> None:
         """Forget every call counted so far."""
         self._seen.clear()
+        self._counts.clear()
+
+    def skips(self, call: ToolCall, ctx: CallContext) -> bool:
+        """True for calls to exempt tools."""
+        return call.function.name in self._exempt
 
     async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
         """Refuse the call if it was made too often already, else count it and pass it on."""
         name = call.function.name
         if name in self._exempt:
             return await forward(call, ctx)
-        key = f"{name}:{await ctx.arguments_digest()}"
+        digest = ctx.arguments_digest_nowait() or await ctx.arguments_digest()
+        key = f"{name}:{digest}"
+        if self._window is None:
+            counts = self._counts
+            count = counts.get(key)
+            if count is None:
+                count = counts[key] = 0
+                if len(counts) > self._max_tracked:
+                    counts.popitem(last=False)
+            else:
+                counts.move_to_end(key)
+            if count >= self._max:
+                return ToolResult(call.id, ToolRepeatedCallError(name, count))
+            counts[key] = count + 1
+            return await forward(call, ctx)
         now = self._clock()
         times = self._seen.get(key)
         if times is None:
@@ -76,9 +96,8 @@ class RepeatGuardPolicy(Policy):
                 self._seen.popitem(last=False)
         else:
             self._seen.move_to_end(key)
-        if self._window is not None:
-            while times and times[0] <= now - self._window:
-                times.popleft()
+        while times and times[0] <= now - self._window:
+            times.popleft()
         if len(times) >= self._max:
             return ToolResult(call.id, ToolRepeatedCallError(name, len(times)))
         times.append(now)

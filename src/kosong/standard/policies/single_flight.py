@@ -27,35 +27,47 @@ class SingleFlightPolicy(Policy):
     def __init__(self, *, also: Iterable[str] = ()) -> None:
         """Share runs of read-only and idempotent tools, and of the tools named in `also`."""
         self._also = frozenset(also)
-        self._flights: dict[str, asyncio.Future[ToolReturnValue | None]] = {}
+        # The runs in progress, by key: None until a second call joins, when the future it
+        # waits on is made (so a call nobody joins costs no future).
+        self._flights: dict[str, asyncio.Future[ToolReturnValue | None] | None] = {}
 
     @property
     def in_flight(self) -> int:
         """How many distinct runs are in progress."""
         return len(self._flights)
 
+    def skips(self, call: ToolCall, ctx: CallContext) -> bool:
+        """True for calls to tools whose runs are not shared."""
+        tool = ctx.tool
+        return tool is None or not (is_safe_to_repeat(tool) or tool.name in self._also)
+
     async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
         """Join an identical run in progress, or run the call and let others join it."""
         tool = ctx.tool
         if tool is None or not (is_safe_to_repeat(tool) or tool.name in self._also):
             return await forward(call, ctx)
-        key = f"{tool.name}:{await ctx.arguments_digest()}"
-        while (flight := self._flights.get(key)) is not None:
+        digest = ctx.arguments_digest_nowait() or await ctx.arguments_digest()
+        key = f"{tool.name}:{digest}"
+        flights = self._flights
+        while key in flights:
+            flight = flights[key]
+            if flight is None:
+                flight = flights[key] = asyncio.get_running_loop().create_future()
             # shield: our own cancellation must not cancel the run others wait for.
             value = await asyncio.shield(flight)
             if value is not None:
                 ctx.shared = True
                 return ToolResult(call.id, value)
             # The call that ran it was cancelled: take over (or join whoever did first).
-        flight = asyncio.get_running_loop().create_future()
-        self._flights[key] = flight
+        flights[key] = None
         try:
             result = await forward(call, ctx)
         except BaseException:
-            flight.set_result(None)  # wake the waiters; one of them runs it again
+            flight = flights.pop(key)
+            if flight is not None:
+                flight.set_result(None)  # wake the waiters; one of them runs it again
             raise
-        else:
+        flight = flights.pop(key)
+        if flight is not None:
             flight.set_result(result.return_value)
-        finally:
-            del self._flights[key]
         return result

@@ -97,6 +97,13 @@ class TimeoutPolicy(Policy):
         self._dogs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[float, _Watchdog]] = (
             weakref.WeakKeyDictionary()
         )
+        # The loop of the last call and its watchdogs, as one tuple (read and replaced whole,
+        # so threads running their own loops never pair one loop with another's watchdogs):
+        # a weak-keyed lookup costs a weak reference per call, and a policy nearly always
+        # serves one loop. The loop is held weakly, so the policy does not keep it alive.
+        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop], dict[float, _Watchdog]] | None = (
+            None
+        )
         self._per_tool = {
             name: _check_seconds(limit, f"the limit of {name!r}")
             for name, limit in (per_tool or {}).items()
@@ -105,6 +112,10 @@ class TimeoutPolicy(Policy):
     def limit_for(self, tool_name: str) -> float | None:
         """The time limit of calls to `tool_name`, in seconds (None: none)."""
         return self._per_tool.get(tool_name, self._seconds)
+
+    def skips(self, call: ToolCall, ctx: CallContext) -> bool:
+        """True for calls to tools without a limit."""
+        return self._per_tool.get(call.function.name, self._seconds) is None
 
     async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
         """Pass the call on, cancelling it at the limit."""
@@ -117,9 +128,14 @@ class TimeoutPolicy(Policy):
         if seconds is None or task is None:
             return await forward(call, ctx)
         loop = task.get_loop()
-        dogs = self._dogs.get(loop)
-        if dogs is None:
-            dogs = self._dogs[loop] = {}
+        last = self._last
+        if last is not None and last[0]() is loop:
+            dogs = last[1]
+        else:
+            dogs = self._dogs.get(loop)
+            if dogs is None:
+                dogs = self._dogs[loop] = {}
+            self._last = (weakref.ref(loop), dogs)
         dog = dogs.get(seconds)
         if dog is None:
             dog = dogs[seconds] = _Watchdog(loop, seconds)

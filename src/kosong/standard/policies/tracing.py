@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import Any
 
 from kosong.message import ToolCall
@@ -42,6 +43,13 @@ _SILENT: tuple[type, ...] = (
     else ()
 )
 
+# Where the API keeps the global provider (None until one is set). `get_tracer_provider()`
+# reads os.environ on each call until then, which costs more than the rest of the policy; when
+# the environment names no provider, reading this global answers the same question.
+_PROVIDER_GLOBAL = "_TRACER_PROVIDER"
+_PROVIDER_VARIABLE = "OTEL_PYTHON_TRACER_PROVIDER"
+_UNKNOWN = object()
+
 
 class TracingPolicy(Policy):
     """Wrap every call in an OpenTelemetry span; see the module doc."""
@@ -61,9 +69,23 @@ class TracingPolicy(Policy):
         if tracer is None and otel_trace is None:
             logger.warning("opentelemetry-api is not installed: TracingPolicy records no spans")
         self._tracer = tracer
+        # Until a provider is set, each call checks the API's global for one: cheap, and
+        # exact as long as the environment names none (checked at each call when it does, and
+        # when the API keeps its global elsewhere).
+        self._quick_check = (
+            otel_trace is not None
+            and getattr(otel_trace, _PROVIDER_GLOBAL, _UNKNOWN) is not _UNKNOWN
+            and _PROVIDER_VARIABLE not in os.environ
+        )
+
+    def skips(self, call: ToolCall, ctx: CallContext) -> bool:
+        """True while no tracer records spans (see the module doc)."""
+        return self._current_tracer() is None
 
     def _current_tracer(self) -> Any | None:
         if self._pending and otel_trace is not None:
+            if self._quick_check and getattr(otel_trace, _PROVIDER_GLOBAL, None) is None:
+                return None
             provider = otel_trace.get_tracer_provider()
             if isinstance(provider, _SILENT):
                 return None
