@@ -12,17 +12,17 @@ wraps; `with_policies` nests several, listed from the outside in (the way a call
 them). Each policy is optional, configured for the whole toolset when created and per tool by
 the tool's metadata (and the policy's `per_tool` overrides where it has them).
 
-`handle()` keeps the `Toolset` contract: it never waits and never raises (except
-`asyncio.CancelledError`); every failure is a `ToolError` result. A call runs in one task
-whatever the number of policies: the outermost wrapper starts it, each policy calls the next
-directly (skipping those that say they have nothing to do for it, see `Policy.skips`), and a
-`SimpleToolset` at the core runs the call in that task too, through its `call()` (any other
-toolset is asked to `handle()` it). On Python 3.12+ the task starts eagerly: `handle()` runs
-the call up to its first real wait, so a call answered without waiting (a cache hit, a
-refusal, an async tool that returns without awaiting anything) is done when `handle()`
-returns, with no event loop round trip. Every result leaves with its metadata (tool name, time
-taken, timestamp, trace id...) in `extras["standard"]`; `to_envelope` turns it into the
-standard's JSON.
+`handle()` keeps the `Toolset` contract: it never waits for a call to finish and never
+raises (except `asyncio.CancelledError`); every failure is a `ToolError` result. A call runs in
+one task whatever the number of policies: the outermost wrapper starts it, each policy calls
+the next directly (passing over those that say they have nothing to do for it, see
+`Policy.skips`), and a `SimpleToolset` at the core runs the call in that task too, through its
+`call()` (any other toolset is asked to `handle()` it). On Python 3.12+ the task starts
+eagerly: `handle()` runs the call up to its first real wait, so a call answered without
+waiting (a cache hit, a refusal, an async tool that returns without awaiting anything) is done
+when `handle()` returns, with no event loop round trip. Every result leaves with its metadata
+(tool name, time taken, timestamp, trace id...) in `extras["standard"]`; `to_envelope` turns it
+into the standard's JSON.
 """
 
 from __future__ import annotations
