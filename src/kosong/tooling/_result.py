@@ -14,6 +14,9 @@ from kosong.tooling._tool import Tool
 __all__ = ["HandleResult", "ToolResult", "ToolResultFuture", "Toolset"]
 
 
+_set = object.__setattr__  # frozen: fields are set past the dataclass' guard, once
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class ToolResult:
     """The result of one tool call: the call's id and the tool's return value.
@@ -40,8 +43,8 @@ class ToolResult:
         value = return_value if return_value is not None else result
         if value is None or (return_value is not None and result is not None):
             raise TypeError("ToolResult needs exactly one of `return_value` and `result`")
-        object.__setattr__(self, "tool_call_id", tool_call_id)
-        object.__setattr__(self, "return_value", value)
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "return_value", value)
 
     def __hash__(self) -> int:
         # Equal results share an id; hashing the id keeps results usable in sets and in
