@@ -161,7 +161,7 @@ def _kosong(tool: Add1 | Add2 | FunctionTool) -> Callable[[str], Awaitable[ToolR
         )
         if isinstance(result, future):
             result = await result
-        return result  # pyright: ignore[reportReturnType]
+        return result
 
     return call
 
@@ -391,7 +391,7 @@ def report(res: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 round, fewer repeats")
     parser.add_argument("--skip-conc", action="store_true", help="skip the concurrency case")
     parser.add_argument("--conc-worker", help=argparse.SUPPRESS)
