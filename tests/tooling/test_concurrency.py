@@ -7,11 +7,12 @@ every wait has a timeout, so a regression fails instead of hanging.
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 
 import pytest
-from _tools import make_call
+from _tools import Add, make_call
 from pydantic import PrivateAttr
 
 from kosong.tooling import CallableTool, ParametersType, ToolOk, ToolResult
@@ -178,11 +179,24 @@ async def test_cancelling_one_call_leaves_the_others_running() -> None:
     assert (await asyncio.wait_for(survivor, timeout=WAIT)).return_value.output == "done"
 
 
-async def test_handle_returns_before_the_tool_body_starts() -> None:
+async def test_handle_returns_a_pending_task_for_a_tool_that_waits() -> None:
     tool = Hanging()
     pending = SimpleToolset([tool]).handle(make_call("hanging", "{}"))
-    assert not tool.started.is_set()  # handle() only scheduled the call
+    # 3.12+ starts the task eagerly (the body runs up to its first wait inside handle());
+    # 3.11 only schedules it.
+    assert tool.started.is_set() == (sys.version_info >= (3, 12))
     assert isinstance(pending, asyncio.Future)
+    assert not pending.done()
     pending.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(pending, timeout=WAIT)
+
+
+async def test_a_call_that_never_waits_is_done_when_handle_returns_on_3_12() -> None:
+    if sys.version_info < (3, 12):
+        pytest.skip("eager tasks are new in Python 3.12")
+    toolset = SimpleToolset([Add()])
+    pending = toolset.handle(make_call("add", '{"a": 1, "b": 2}'))
+    assert isinstance(pending, asyncio.Future)
+    assert pending.done()  # no round trip through the event loop
+    assert pending.result().return_value.output == "3"

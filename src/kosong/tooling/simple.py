@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import typing
 import weakref
 from collections.abc import Coroutine, Iterable, Iterator
@@ -53,6 +54,12 @@ class SimpleToolset(Toolset):
       `ToolReturnValue`).
 
     Cancelling the returned task (or a task awaiting it) cancels the tool.
+
+    On Python 3.12+ the task starts eagerly: the tool runs at once, inside `handle()`, up to its
+    first real wait. A call that never waits (a quick tool, arguments that fail validation) is
+    then finished when `handle()` returns, which saves a trip through the event loop; one that
+    waits is returned pending, as on 3.11. Code before a tool's first `await` should be as quick
+    as any code on the event loop must be (a plain `def __call__` runs in a thread anyway).
 
     Tool names are unique: adding a tool whose name is taken raises ValueError. Remove the old
     one first (`toolset.remove(name)`) to replace it.
@@ -158,7 +165,7 @@ class SimpleToolset(Toolset):
             # that nobody would await (a RuntimeWarning when it is collected).
             loop = asyncio.get_running_loop()
             work = self._prepare(tool_call)
-            return work if isinstance(work, ToolResult) else loop.create_task(work)
+            return work if isinstance(work, ToolResult) else _start(loop, work)
         except Exception as e:  # the contract: handle() reports, it does not raise
             return _unhandled(tool_call, e)
 
@@ -190,6 +197,24 @@ class SimpleToolset(Toolset):
         except ArgumentsError as e:
             return ToolResult(call_id, ToolParseError(str(e)))
         return await _run(tool, call_id, arguments)
+
+
+if sys.version_info >= (3, 12):
+
+    def _start(
+        loop: asyncio.AbstractEventLoop, work: Coroutine[Any, Any, ToolResult]
+    ) -> asyncio.Task[ToolResult]:
+        # An eager task runs at once, up to its first real wait: a call that never waits
+        # (validation failed, a quick tool) is finished when handle() returns, without a
+        # round trip through the event loop; one that waits is scheduled as usual.
+        return asyncio.Task(work, loop=loop, eager_start=True)
+
+else:
+
+    def _start(
+        loop: asyncio.AbstractEventLoop, work: Coroutine[Any, Any, ToolResult]
+    ) -> asyncio.Task[ToolResult]:
+        return loop.create_task(work)
 
 
 def _unhandled(tool_call: object, error: Exception) -> ToolResult:
