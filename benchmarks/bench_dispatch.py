@@ -32,9 +32,10 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from typing_extensions import TypedDict  # pydantic needs this one on Python 3.11
 
 from kosong.message import ToolCall
 from kosong.tooling import (
