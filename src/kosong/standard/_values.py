@@ -9,6 +9,7 @@ so it travels with the `ToolReturnValue` (which has no field for it) and survive
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from types import MemberDescriptorType
 from typing import Any, TypeVar, cast
@@ -23,8 +24,10 @@ from kosong.utils.typing import JsonType
 __all__ = [
     "RESULT_CLASSES",
     "STANDARD_KEY",
+    "replace_extras",
     "replace_fields",
     "restore_value",
+    "round3",
     "standard_part",
     "with_standard",
 ]
@@ -114,6 +117,27 @@ def replace_fields(value: V, update: dict[str, Any]) -> V:
     return copied
 
 
+def replace_extras(value: V, extras: dict[str, JsonType]) -> V:
+    """`replace_fields(value, {"extras": extras})`, for the one field every result changes."""
+    slots = _SLOTS
+    if slots is None or value.__pydantic_private__ is not None:
+        return value.model_copy(update={"extras": extras})
+    if value.__pydantic_extra__ is not None:
+        return value.model_copy(update={"extras": extras})
+    copied = _new(type(value))
+    fields = value.__dict__.copy()
+    fields["extras"] = extras
+    _set(copied, "__dict__", fields)
+    slots[0](copied, None)
+    slots[1](copied, value.__pydantic_fields_set__ | _EXTRAS_SET)
+    slots[2](copied, None)
+    return copied
+
+
+_new = object.__new__
+_EXTRAS_SET = frozenset(("extras",))
+
+
 def restore_value(class_name: str | None, data: dict[str, Any]) -> ToolReturnValue:
     """Rebuild a result of the named class from its JSON fields, without calling `__init__`.
 
@@ -129,3 +153,18 @@ def restore_value(class_name: str | None, data: dict[str, Any]) -> ToolReturnVal
         return base
     fields = {name: getattr(base, name) for name in ToolReturnValue.model_fields}
     return cls.model_construct(_fields_set=base.model_fields_set, **fields)
+
+
+def round3(value: float) -> float:
+    """`round(value, 3)` in a third of the time, for the times every result's metadata carries.
+
+    Rounds half up where `round` rounds half to even, and may differ from it for a value
+    within a rounding error of a half-thousandth: either neighbour is then as right.
+    """
+    scaled = value * 1000.0
+    if -1e15 < scaled < 1e15:  # False for infinities and NaN, which `round` handles
+        return _floor(scaled + 0.5) / 1000.0
+    return round(value, 3)
+
+
+_floor = math.floor

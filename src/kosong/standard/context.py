@@ -22,11 +22,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, cast
 
 from kosong.message import ToolCall
-from kosong.standard._values import STANDARD_KEY, replace_fields, with_standard
+from kosong.standard._values import STANDARD_KEY, replace_extras, round3, with_standard
 from kosong.standard.envelope import to_envelope
 from kosong.standard.events import EventSink, EventType, ToolEvent
 from kosong.standard.trace import (
     _TRACE_ID,  # pyright: ignore[reportPrivateUsage]
+    format_epoch,
     new_event_id,
     new_trace_id,
     now_timestamp,
@@ -139,9 +140,14 @@ class CallContext:
         """The call."""
         self.tool = tool
         """The tool's definition, or None when no tool has the call's name."""
-        self.trace_id: str = (
-            trace_id or _given_trace_id(tool_call) or _TRACE_ID.get() or (new_trace_id())
-        )
+        if not trace_id:  # `_given_trace_id` inlined: every call comes here
+            extras = tool_call.extras
+            given = extras.get("trace_id") if extras else None
+            if isinstance(given, str) and 0 < len(given) <= 128:
+                trace_id = given
+            else:
+                trace_id = _TRACE_ID.get() or new_trace_id()
+        self.trace_id: str = trace_id
         """The trace the call belongs to."""
         self.retry_count = 0
         """How many times the call was retried."""
@@ -228,6 +234,20 @@ class CallContext:
         if raw is not None and len(raw) > DEFAULT_LIMITS.offload_length:
             return None if self._args is None else self._digest_of(raw, self._args[0])
         return self._digest_now(raw)
+
+    def arguments_seen_recently(self) -> bool:
+        """Whether a recent call had the very same argument text (or the call has none).
+
+        A recent text has its digest at hand (see `arguments_digest`), and it is taken here.
+        """
+        raw = self.tool_call.function.arguments
+        if raw is None:
+            return True
+        known = _DIGESTS.get(raw)  # texts too long to be kept are never found
+        if known is None:
+            return False
+        self._digest, self._digest_parsed = known
+        return True
 
     @property
     def arguments_parsed(self) -> bool | None:
@@ -374,19 +394,20 @@ class CallContext:
 
     def finish(self, value: ToolReturnValue) -> ToolReturnValue:
         """`value` with this call's metadata (and debug info) recorded in its extras."""
-        elapsed = round((time.perf_counter() - self._start) * 1000, 3)
+        elapsed = (time.perf_counter() - self._start) * 1000000.0  # round3(), inlined
+        elapsed = _floor(elapsed + 0.5) / 1000.0 if elapsed < 1e15 else round3(elapsed / 1000)
         metadata: dict[str, JsonType] = {
             "tool_name": self.tool_call.function.name,
             "execution_time_ms": elapsed,
-            "timestamp": now_timestamp(),
+            "timestamp": format_epoch(time.time()),  # now_timestamp(), a call less
             "trace_id": self.trace_id,
         }
         if self.processing_ms or self._perf:
             performance: dict[str, JsonType] = {}
             if self.processing_ms:
-                performance["processing_ms"] = round(self.processing_ms, 3)
+                performance["processing_ms"] = round3(self.processing_ms)
             if self._perf:
-                performance.update({k: round(v, 3) for k, v in self._perf.items()})
+                performance.update({k: round3(v) for k, v in self._perf.items()})
             metadata["performance"] = performance
         if self.cache is not None:
             metadata["cache"] = self.cache
@@ -409,7 +430,7 @@ class CallContext:
             part: dict[str, JsonType] = {"metadata": metadata}
             if debug is not None:
                 part["debug_info"] = debug
-            return replace_fields(value, {"extras": {STANDARD_KEY: part}})
+            return replace_extras(value, {STANDARD_KEY: part})
         return with_standard(value, metadata=metadata, debug_info=debug)
 
     def emit_final(self, result: ToolResult) -> None:
@@ -425,14 +446,7 @@ class CallContext:
         self._closed = True
 
 
-def _given_trace_id(tool_call: ToolCall) -> str | None:
-    extras = tool_call.extras
-    if extras:
-        given = extras.get("trace_id")
-        if isinstance(given, str) and 0 < len(given) <= 128:
-            return given
-    return None
-
+_floor = math.floor
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 

@@ -19,10 +19,19 @@ the next directly (passing over those that say they have nothing to do for it, s
 `Policy.skips`), and a `SimpleToolset` at the core runs the call in that task too, through its
 `call()` (any other toolset is asked to `handle()` it). On Python 3.12+ the task starts
 eagerly: `handle()` runs the call up to its first real wait, so a call answered without
-waiting (a cache hit, a refusal, an async tool that returns without awaiting anything) is done
-when `handle()` returns, with no event loop round trip. Every result leaves with its metadata
-(tool name, time taken, timestamp, trace id...) in `extras["standard"]`; `to_envelope` turns it
-into the standard's JSON.
+waiting (an async tool that returns without awaiting anything, a cache hit for arguments
+written anew) is done when `handle()` returns, with no event loop round trip.
+
+Before any task, `handle()` offers a call that repeats a recent call's argument text to the
+policies' synchronous side (`Policy.run_now`): when they answer it without waiting (a cache
+hit, a refusal of the repeat guard or of a retired tool), `handle()` returns the finished
+`ToolResult` itself, with no task and no coroutine; as soon as one of them cannot decide
+without waiting, the call goes the way above instead. Both ways give the same result and the
+same metadata. A call with new argument text nearly always needs its tool run, so it goes the
+way above at once, as does every call of `stream()`.
+
+Every result leaves with its metadata (tool name, time taken, timestamp, trace id...) in
+`extras["standard"]`; `to_envelope` turns it into the standard's JSON.
 """
 
 from __future__ import annotations
@@ -39,16 +48,20 @@ from typing import Any, TypeVar, cast
 from kosong.message import ToolCall
 from kosong.standard.context import CallContext
 from kosong.standard.events import CallStream, EventSink
-from kosong.tooling import HandleResult, Tool, ToolResult, Toolset
+from kosong.tooling import HandleResult, Tool, ToolResult, ToolReturnValue, Toolset
 from kosong.tooling.error import ToolRuntimeError, describe_exception
 from kosong.tooling.simple import SimpleToolset
 
-__all__ = ["Forward", "Policy", "PolicyToolset", "with_policies"]
+__all__ = ["Forward", "ForwardNow", "Policy", "PolicyToolset", "with_policies"]
 
 logger = logging.getLogger(__name__)
 
 Forward = Callable[[ToolCall, CallContext], Awaitable[ToolResult]]
 """How a policy passes a call on to the rest of the pipeline."""
+
+ForwardNow = Callable[[ToolCall, CallContext], ToolReturnValue | None]
+"""How `Policy.run_now` passes a call on: the rest of the pipeline's answer, or None when it
+cannot be had without waiting."""
 
 P = TypeVar("P", bound="Policy")
 
@@ -68,13 +81,36 @@ class Policy(ABC):
         Must not raise anything but `asyncio.CancelledError`; a failure is a ToolError result.
         """
 
+    def run_now(
+        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
+    ) -> ToolReturnValue | None:
+        """`run` without waiting, when the policy can: the call's value, or None.
+
+        Asked first for the calls `handle()` gets that repeat a recent call's argument text
+        (not for the others, which nearly always need the tool run, nor for `stream()`: `run`
+        handles those). Return the value `run` would give, doing what `run` would do, but
+        without awaiting anything; pass the call on with `forward(call, ctx)`, which gives the
+        inner answer or None. Return None when the call needs waiting (here or inside, that is
+        when `forward` gave None): the call is then given to `run`, with the same context, as
+        if `run_now` had not been asked. So before returning None, record nothing that `run`
+        would record again (count, store...): only what it is harmless to record twice (a
+        debug detail, a digest). Once `forward` gave a value, return a value. The default
+        returns None: the policy always needs `run`.
+
+        It is asked whatever `skips` says (unlike `run`), so it decides on its own whether it
+        has anything to do. Must not raise: what it raises is reported as a failure of the
+        pipeline.
+        """
+        return None
+
     def skips(self, call: ToolCall, ctx: CallContext) -> bool:
         """Whether the policy has nothing to do for this call (asked before `run`).
 
         When True, the pipeline passes the call on without calling `run`, which saves a
-        coroutine per call and policy. False by default. An override must only answer (no
-        side effects, no waiting) and agree with `run`, which still decides on its own when
-        called directly.
+        coroutine per call and policy; a policy without `run_now` that skips the call does not
+        stop it from being answered without waiting. False by default. An override must only
+        answer (no side effects, no waiting) and agree with `run` and `run_now`, which still
+        decide on their own.
         """
         return False
 
@@ -119,6 +155,19 @@ class PolicyToolset(Toolset):
             wrapped._enter if isinstance(wrapped, PolicyToolset) else self._call_wrapped
         )
         self._enter: Forward = _layer(policy, forward)
+        # The synchronous side: the toolset at the core runs tools, which takes waiting.
+        forward_now: ForwardNow = (
+            wrapped._enter_now if isinstance(wrapped, PolicyToolset) else _waits
+        )
+        self._enter_now: ForwardNow = _layer_now(policy, forward_now)
+        # What handle() calls: the policy's own `run_now` when it has one (a frame less than
+        # `_enter_now`), else `_enter_now`.
+        self._run_now: Callable[[ToolCall, CallContext, ForwardNow], ToolReturnValue | None] = (
+            policy.run_now if type(policy).run_now is not Policy.run_now else _entering
+        )
+        self._forward_now = (
+            forward_now if type(policy).run_now is not Policy.run_now else self._enter_now
+        )
 
     @property
     def wrapped(self) -> Toolset:
@@ -161,12 +210,43 @@ class PolicyToolset(Toolset):
         return PolicyToolset(self, policy)
 
     def handle(self, tool_call: ToolCall) -> HandleResult:
-        """Handle one call through the pipeline; see the module doc for the guarantees."""
+        """Handle one call through the pipeline; see the module doc for the guarantees.
+
+        Returns the finished `ToolResult` when the policies answer the call without waiting
+        (see `Policy.run_now`), else the task running it.
+        """
         try:
             # Looked up first: outside a running loop this raises before a coroutine exists
             # that nobody would await.
             loop = asyncio.get_running_loop()
-            return _new_task(loop, self._root(tool_call, None, loop))
+            name = tool_call.function.name
+            tool = self._all_added.get(name)
+            ctx = CallContext(
+                tool_call, tool if tool is not None else self._finder(name), loop=loop
+            )
+            enter_now = self._enter_now
+            run_now = self._run_now
+            # Not tried when the outermost policy always needs waiting, nor for a call whose
+            # argument text no recent call had: such a call nearly always needs its tool run
+            # (a cache hit or a refusal repeats a call), so trying would be wasted on it.
+            if enter_now is _waits or not ctx.arguments_seen_recently():
+                return _new_task(loop, self._root(tool_call, ctx))
+            try:
+                value = run_now(tool_call, ctx, self._forward_now)
+                if value is None:
+                    return _new_task(loop, self._root(tool_call, ctx))
+                # A policy may break its contract. Classes already checked are looked up:
+                # isinstance() with a pydantic model's class costs more.
+                cls = type(value)
+                if cls not in _VALUE_CLASSES:
+                    if not isinstance(value, ToolReturnValue):  # pyright: ignore[reportUnnecessaryIsInstance]
+                        raise TypeError(f"a policy answered {cls.__name__}, not a value")
+                    _VALUE_CLASSES.add(cls)
+            except Exception as e:  # a policy broke its contract; the caller still gets a value
+                value = _pipeline_failed(tool_call, e)
+            final = ToolResult(tool_call.id, ctx.finish(value))
+            ctx.emit_final(final)
+            return final
         except Exception as e:  # the contract: handle() reports, it does not raise
             return _unhandled(tool_call, e)
 
@@ -184,16 +264,14 @@ class PolicyToolset(Toolset):
 
     def _start_task(self, tool_call: ToolCall, sink: EventSink | None) -> asyncio.Task[ToolResult]:
         loop = asyncio.get_running_loop()  # raises before a coroutine exists to leak
-        return _new_task(loop, self._root(tool_call, sink, loop))
-
-    async def _root(
-        self, tool_call: ToolCall, sink: EventSink | None, loop: asyncio.AbstractEventLoop
-    ) -> ToolResult:
         name = tool_call.function.name
         tool = self._all_added.get(name)
         ctx = CallContext(
             tool_call, tool if tool is not None else self._finder(name), sink=sink, loop=loop
         )
+        return _new_task(loop, self._root(tool_call, ctx))
+
+    async def _root(self, tool_call: ToolCall, ctx: CallContext) -> ToolResult:
         # The task runs in its own copy of the context, so these settings end with it.
         ctx.enter()
         try:
@@ -204,10 +282,7 @@ class PolicyToolset(Toolset):
             ctx.close()
             raise
         except Exception as e:  # a policy broke its contract; the caller still gets a value
-            logger.exception("Pipeline failed on a call to %r", tool_call.function.name)
-            result = ToolResult(
-                tool_call.id, ToolRuntimeError(f"the pipeline failed: {describe_exception(e)}")
-            )
+            result = ToolResult(tool_call.id, _pipeline_failed(tool_call, e))
         final = ToolResult(tool_call.id, ctx.finish(result.return_value))
         ctx.emit_final(final)
         return final
@@ -257,6 +332,43 @@ def _layer(policy: Policy, forward: Forward) -> Forward:
     return enter_unless_skipped
 
 
+def _entering(call: ToolCall, ctx: CallContext, enter: ForwardNow) -> ToolReturnValue | None:
+    """`run_now` for a policy without one: `enter` is the layer `_layer_now` made for it."""
+    return enter(call, ctx)
+
+
+_VALUE_CLASSES: set[type] = set()
+"""Classes `run_now` answered with that are `ToolReturnValue`s."""
+
+
+def _waits(call: ToolCall, ctx: CallContext) -> None:
+    """The synchronous side of what always takes waiting (running a tool)."""
+    return None
+
+
+def _layer_now(policy: Policy, forward: ForwardNow) -> ForwardNow:
+    """The synchronous side of `_layer`: `policy.run_now(call, ctx, forward)`.
+
+    `skips` is asked only of a policy without `run_now`: one with it decides on its own (as it
+    must when called directly), and on this side there is no coroutine for `skips` to save.
+    """
+    if type(policy).run_now is Policy.run_now:  # the policy always needs `run`
+        if type(policy).skips is Policy.skips or forward is _waits:
+            return _waits
+        skips = policy.skips
+
+        def passed_over_or_waits(call: ToolCall, ctx: CallContext) -> ToolReturnValue | None:
+            return forward(call, ctx) if skips(call, ctx) else None
+
+        return passed_over_or_waits
+    run_now = policy.run_now
+
+    def enter(call: ToolCall, ctx: CallContext) -> ToolReturnValue | None:
+        return run_now(call, ctx, forward)
+
+    return enter
+
+
 def _tool_finder(core: Toolset) -> Callable[[str], Tool | None]:
     """How to find a tool of `core` by name: its own `find_tool` if it has one, else a scan."""
     if isinstance(core, SimpleToolset):
@@ -293,6 +405,11 @@ def _core_call(toolset: Toolset) -> Callable[[ToolCall], Awaitable[ToolResult]] 
         if cls.handle is SimpleToolset.handle or cls.call is not SimpleToolset.call:
             return toolset.call
     return None
+
+
+def _pipeline_failed(tool_call: ToolCall, error: Exception) -> ToolReturnValue:
+    logger.exception("Pipeline failed on a call to %r", tool_call.function.name, exc_info=error)
+    return ToolRuntimeError(f"the pipeline failed: {describe_exception(error)}")
 
 
 def _unhandled(tool_call: object, error: Exception) -> ToolResult:

@@ -19,8 +19,8 @@ from typing import cast
 from kosong.message import ToolCall
 from kosong.standard.context import UNPARSEABLE, CallContext
 from kosong.standard.metadata import is_destructive
-from kosong.standard.pipeline import Forward, Policy
-from kosong.tooling import Tool, ToolResult
+from kosong.standard.pipeline import Forward, ForwardNow, Policy
+from kosong.tooling import Tool, ToolResult, ToolReturnValue
 from kosong.tooling.error import ToolPermissionDeniedError, describe_exception
 from kosong.utils.typing import JsonType
 
@@ -101,6 +101,28 @@ class ApprovalPolicy(Policy):
         if tool is None:
             return True
         return not self._custom_needs and not is_destructive(tool, unannotated=self._unannotated)
+
+    def run_now(
+        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
+    ) -> ToolReturnValue | None:
+        """Pass on calls that need no approval by their hints; else None.
+
+        The hook may wait, so calls it decides go through `run`; so do all calls with a
+        `needs_approval` of your own, which `run` asks once.
+        """
+        tool = ctx.tool
+        if tool is None:
+            return forward(call, ctx)
+        if self._custom_needs:
+            return None
+        # `is_destructive` inlined for its usual answers: every call comes here.
+        hint = tool.destructive_hint
+        if hint is None:
+            if tool.read_only_hint is not True and self._unannotated:
+                return None
+        elif hint and tool.read_only_hint is not True:
+            return None
+        return forward(call, ctx)
 
     async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
         """Ask the hook when the tool needs it; run the call only if approved."""

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from kosong.message import ToolCall
-from kosong.standard._values import restore_value
+from kosong.standard._values import restore_value, round3
 from kosong.standard.context import UNPARSEABLE, CallContext, canonical_json
-from kosong.standard.pipeline import Forward, Policy
+from kosong.standard.pipeline import Forward, ForwardNow, Policy
 from kosong.standard.trace import format_epoch
 from kosong.tooling import Tool, ToolResult, ToolReturnValue
 from kosong.tooling.error import describe_exception
@@ -88,7 +88,8 @@ class MemoryCache(CacheBackend):
             raise ValueError("max_entries must be at least 1")
         self._entries: OrderedDict[str, CacheEntry] = OrderedDict()
         self._max = max_entries
-        self._clock = clock
+        self.clock = clock
+        """The clock entries expire by."""
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -99,10 +100,14 @@ class MemoryCache(CacheBackend):
 
     def get_nowait(self, key: str) -> CacheEntry | None:
         """`get`, without a coroutine: this backend never waits."""
+        return self.get_at(key, self.clock())
+
+    def get_at(self, key: str, now: float) -> CacheEntry | None:
+        """`get_nowait` with the clock read by the caller (`now`)."""
         entry = self._entries.get(key)
         if entry is None:
             return None
-        if entry.expires_at <= self._clock():
+        if entry.expires_at <= now:
             del self._entries[key]
             return None
         self._entries.move_to_end(key)
@@ -158,6 +163,9 @@ class CachePolicy(Policy):
         self._ttl = default_ttl
         self._clock = clock
         self._namespace = namespace
+        # When the entry last served was stored, and that time as text (one tuple, replaced
+        # whole: safe across threads).
+        self._stamp: tuple[float, str] = (math.nan, "")
 
     async def key_for(self, tool: Tool, ctx: CallContext) -> str | None:
         """The cache key of this call, or None when its arguments cannot be keyed."""
@@ -191,6 +199,45 @@ class CachePolicy(Policy):
         tool = ctx.tool
         return tool is None or tool.cacheable is not True
 
+    def run_now(
+        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
+    ) -> ToolReturnValue | None:
+        """A hit of the in-memory backend, answered without waiting; else None.
+
+        A miss runs the tool, and another backend is awaited: both go through `run`.
+        """
+        tool = ctx.tool
+        if tool is None or tool.cacheable is not True:
+            return forward(call, ctx)
+        backend = self.backend
+        if tool.cache_key_params is not None or type(backend) is not MemoryCache:
+            return None
+        digest = ctx.arguments_digest_nowait()  # `_key_now` inlined: this runs on every hit
+        if digest is None:
+            return None
+        if not ctx.arguments_parsed:
+            return forward(call, ctx)  # as `run`: arguments that cannot be keyed pass
+        key = f"{self._namespace}{tool.name}:{tool.version or ''}:{digest}"
+        ctx.add_debug("cache_key", key)
+        now = self._clock()
+        # With one clock (the usual case), one reading serves the backend and the policy.
+        entry = (
+            backend.get_at(key, now) if backend.clock is self._clock else backend.get_nowait(key)
+        )
+        if entry is None:
+            return None
+        if entry.expires_at <= now:
+            return None
+        stamp = self._stamp  # the text of the last entry served: hits mostly repeat one
+        if stamp[0] != entry.cached_at:
+            stamp = self._stamp = (entry.cached_at, format_epoch(entry.cached_at))
+        ctx.cache = {
+            "hit": True,
+            "cached_at": stamp[1],
+            "ttl_remaining": round3(entry.expires_at - now),
+        }
+        return entry.value
+
     async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
         """Answer from the cache when possible; store what a cacheable tool returns."""
         tool = ctx.tool
@@ -212,7 +259,7 @@ class CachePolicy(Policy):
             ctx.cache = {
                 "hit": True,
                 "cached_at": format_epoch(entry.cached_at),
-                "ttl_remaining": round(entry.expires_at - now, 3),
+                "ttl_remaining": round3(entry.expires_at - now),
             }
             return ToolResult(call.id, entry.value)
         result = await forward(call, ctx)

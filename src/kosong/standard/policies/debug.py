@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from kosong.message import ToolCall
 from kosong.standard.context import CallContext
-from kosong.standard.pipeline import Forward, Policy
-from kosong.tooling import ToolResult
+from kosong.standard.pipeline import Forward, ForwardNow, Policy
+from kosong.tooling import ToolResult, ToolReturnValue
 
 __all__ = ["DebugPolicy"]
 
@@ -34,3 +34,12 @@ class DebugPolicy(Policy):
         if self._include_arguments:
             ctx.add_debug("arguments", call.function.arguments)
         return await forward(call, ctx)
+
+    def run_now(
+        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
+    ) -> ToolReturnValue | None:
+        """`run` without waiting (what it records is the same when recorded twice)."""
+        ctx.enable_debug()
+        if self._include_arguments:
+            ctx.add_debug("arguments", call.function.arguments)
+        return forward(call, ctx)

@@ -18,8 +18,8 @@ from datetime import UTC, date, datetime
 from kosong.message import ToolCall
 from kosong.standard.context import CallContext
 from kosong.standard.metadata import is_sunset, parse_iso8601
-from kosong.standard.pipeline import Forward, Policy
-from kosong.tooling import Tool, ToolResult
+from kosong.standard.pipeline import Forward, ForwardNow, Policy
+from kosong.tooling import Tool, ToolResult, ToolReturnValue
 from kosong.tooling.error import ToolDeprecatedError
 from kosong.utils.typing import JsonType
 
@@ -68,20 +68,50 @@ class DeprecationPolicy(Policy):
         tool = ctx.tool
         if tool is None or (tool.deprecated is not True and tool.sunset_date is None):
             return await forward(call, ctx)
-        if tool.sunset_date is not None:
-            sunset = self._sunsets.get(tool.sunset_date)
-            if sunset is None:
-                sunset = self._sunsets[tool.sunset_date] = parse_iso8601(tool.sunset_date)
-            if is_sunset(sunset, self._clock()):
-                return ToolResult(
-                    call.id,
-                    ToolDeprecatedError(
-                        tool.name,
-                        replacement=tool.replacement,
-                        sunset_date=tool.sunset_date,
-                        migration_guide=tool.migration_guide,
-                    ),
-                )
+        refusal = self._refusal(tool)
+        if refusal is not None:
+            return ToolResult(call.id, refusal)
+        warning = self._warn(tool, ctx)
+        result = await forward(call, ctx)
+        if not self._warn_model:
+            return result
+        return ToolResult(result.tool_call_id, _with_warning(result.return_value, warning))
+
+    def run_now(
+        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
+    ) -> ToolReturnValue | None:
+        """`run` without waiting: the warning is recorded once the rest has answered."""
+        tool = ctx.tool
+        if tool is None or (tool.deprecated is not True and tool.sunset_date is None):
+            return forward(call, ctx)
+        refusal = self._refusal(tool)
+        if refusal is not None:
+            return refusal
+        value = forward(call, ctx)
+        if value is None:
+            return None
+        warning = self._warn(tool, ctx)
+        return _with_warning(value, warning) if self._warn_model else value
+
+    def _refusal(self, tool: Tool) -> ToolDeprecatedError | None:
+        """The error for a tool past its sunset date, else None."""
+        if tool.sunset_date is None:
+            return None
+        sunset = self._sunsets.get(tool.sunset_date)
+        if sunset is None:
+            sunset = self._sunsets[tool.sunset_date] = parse_iso8601(tool.sunset_date)
+        if not is_sunset(sunset, self._clock()):
+            return None
+        return ToolDeprecatedError(
+            tool.name,
+            replacement=tool.replacement,
+            sunset_date=tool.sunset_date,
+            migration_guide=tool.migration_guide,
+        )
+
+    @staticmethod
+    def _warn(tool: Tool, ctx: CallContext) -> str:
+        """Record the deprecation in the call's metadata; return the warning."""
         warning = deprecation_warning(tool)
         ctx.add_warning(warning)
         info: dict[str, JsonType] = {"deprecated": tool.deprecated is True}
@@ -89,9 +119,9 @@ class DeprecationPolicy(Policy):
             if (value := getattr(tool, key)) is not None:
                 info[key] = value
         ctx.set_metadata("deprecation", info)
-        result = await forward(call, ctx)
-        if not self._warn_model:
-            return result
-        value = result.return_value
-        message = f"{value.message}\n{warning}" if value.message else warning
-        return ToolResult(result.tool_call_id, value.model_copy(update={"message": message}))
+        return warning
+
+
+def _with_warning(value: ToolReturnValue, warning: str) -> ToolReturnValue:
+    message = f"{value.message}\n{warning}" if value.message else warning
+    return value.model_copy(update={"message": message})

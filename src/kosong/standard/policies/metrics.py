@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from kosong.message import ToolCall
 from kosong.standard.codes import error_code
 from kosong.standard.context import CallContext
-from kosong.standard.pipeline import Forward, Policy
-from kosong.tooling import ToolResult
+from kosong.standard.pipeline import Forward, ForwardNow, Policy
+from kosong.tooling import ToolResult, ToolReturnValue
 
 __all__ = ["DEFAULT_BUCKETS", "MetricsPolicy", "MetricsRegistry", "ToolMetrics"]
 
@@ -35,6 +35,8 @@ DEFAULT_BUCKETS: tuple[float, ...] = (
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 )  # fmt: skip
 """Upper bounds, in seconds, of the latency histogram's buckets."""
+
+_bisect_left = bisect.bisect_left
 
 UNKNOWN_TOOL = "_unknown"
 """The name calls to missing tools are counted under."""
@@ -130,14 +132,17 @@ class MetricsRegistry:
 
     def record(self, tool: str, seconds: float, *, code: str | None, retries: int = 0) -> None:
         """Record one completed call: its duration, its error code (None: success), retries."""
-        with self._lock:
+        # acquire/release rather than `with`: a third of the cost, and every call comes here.
+        lock = self._lock
+        lock.acquire()
+        try:
             series = self._series.get(tool)
             if series is None:
                 series = self._series[tool] = _Series(len(self._bounds), self._window)
             series.calls += 1
             series.total += seconds
             series.latencies.append(seconds)
-            index = bisect.bisect_left(self._bounds, seconds)
+            index = _bisect_left(self._bounds, seconds)
             if index < len(series.buckets):
                 series.buckets[index] += 1
             if code is not None:
@@ -146,6 +151,8 @@ class MetricsRegistry:
             if retries:
                 series.retried += 1
                 series.retries += retries
+        finally:
+            lock.release()
 
     def reset(self) -> None:
         """Forget everything recorded."""
@@ -231,3 +238,18 @@ class MetricsPolicy(Policy):
             retries=ctx.retry_count,
         )
         return result
+
+    def run_now(
+        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
+    ) -> ToolReturnValue | None:
+        """`run` for a call answered without waiting: recorded the same way."""
+        started = time.perf_counter()
+        value = forward(call, ctx)
+        if value is not None:
+            self.registry.record(
+                ctx.tool_call.function.name if ctx.tool is not None else UNKNOWN_TOOL,
+                time.perf_counter() - started,
+                code=error_code(value) if value.is_error else None,
+                retries=ctx.retry_count,
+            )
+        return value

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable
 
 from kosong.message import ToolCall
 from kosong.standard.context import CallContext
-from kosong.standard.pipeline import Forward, Policy
-from kosong.tooling import ToolResult
+from kosong.standard.pipeline import Forward, ForwardNow, Policy
+from kosong.tooling import ToolResult, ToolReturnValue
 from kosong.tooling.error import ToolRepeatedCallError
 
 __all__ = ["RepeatGuardPolicy"]
@@ -75,30 +75,92 @@ class RepeatGuardPolicy(Policy):
             return await forward(call, ctx)
         digest = ctx.arguments_digest_nowait() or await ctx.arguments_digest()
         key = f"{name}:{digest}"
+        now = self._clock() if self._window is not None else 0.0
+        made = self._refused(key, now)
+        if made is not None:
+            return ToolResult(call.id, ToolRepeatedCallError(name, made))
+        self._count(key, now)
+        return await forward(call, ctx)
+
+    def run_now(
+        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
+    ) -> ToolReturnValue | None:
+        """`run` without waiting: the call is counted once the rest has answered it.
+
+        Nothing else runs in between, so counting after the answer counts as `run` does.
+        """
+        name = call.function.name
+        if name in self._exempt:
+            return forward(call, ctx)
+        digest = ctx.arguments_digest_nowait()
+        if digest is None:
+            return None
+        key = f"{name}:{digest}"
+        if self._window is None:  # `_refused` and `_count` inlined: this runs on every call
+            counts = self._counts
+            count = counts.get(key)
+            if count is not None and count >= self._max:
+                counts.move_to_end(key)
+                return ToolRepeatedCallError(name, count)
+            value = forward(call, ctx)
+            if value is not None:
+                if count is None:
+                    counts[key] = 1
+                    if len(counts) > self._max_tracked:
+                        counts.popitem(last=False)
+                else:
+                    counts[key] = count + 1
+                    counts.move_to_end(key)
+            return value
+        now = self._clock()
+        made = self._refused(key, now)
+        if made is not None:
+            return ToolRepeatedCallError(name, made)
+        value = forward(call, ctx)
+        if value is not None:
+            self._count(key, now)
+        return value
+
+    def _refused(self, key: str, now: float) -> int | None:
+        """How often the call under `key` was made, if that is too often; else None.
+
+        Counts nothing (a refused call is kept among the most recently seen).
+        """
+        if self._window is None:
+            count = self._counts.get(key)
+            if count is None or count < self._max:
+                return None
+            self._counts.move_to_end(key)
+            return count
+        times = self._seen.get(key)
+        if times is None:
+            return None
+        while times and times[0] <= now - self._window:
+            times.popleft()
+        if len(times) < self._max:
+            return None
+        self._seen.move_to_end(key)
+        return len(times)
+
+    def _count(self, key: str, now: float) -> None:
+        """Count one more call under `key` (made at `now`, with a window)."""
         if self._window is None:
             counts = self._counts
             count = counts.get(key)
             if count is None:
-                count = counts[key] = 0
+                counts[key] = 1
                 if len(counts) > self._max_tracked:
                     counts.popitem(last=False)
             else:
+                counts[key] = count + 1
                 counts.move_to_end(key)
-            if count >= self._max:
-                return ToolResult(call.id, ToolRepeatedCallError(name, count))
-            counts[key] = count + 1
-            return await forward(call, ctx)
-        now = self._clock()
-        times = self._seen.get(key)
+            return
+        seen = self._seen
+        times = seen.get(key)
         if times is None:
-            times = self._seen[key] = deque()
-            if len(self._seen) > self._max_tracked:
-                self._seen.popitem(last=False)
+            times = seen[key] = deque()
+            if len(seen) > self._max_tracked:
+                seen.popitem(last=False)
         else:
-            self._seen.move_to_end(key)
-        while times and times[0] <= now - self._window:
-            times.popleft()
-        if len(times) >= self._max:
-            return ToolResult(call.id, ToolRepeatedCallError(name, len(times)))
+            seen.move_to_end(key)
         times.append(now)
-        return await forward(call, ctx)

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from kosong.message import ToolCall
 from kosong.standard.context import CallContext
 from kosong.standard.metadata import is_safe_to_repeat
-from kosong.standard.pipeline import Forward, Policy
+from kosong.standard.pipeline import Forward, ForwardNow, Policy
 from kosong.tooling import ToolResult, ToolReturnValue
 
 __all__ = ["SingleFlightPolicy"]
@@ -40,6 +40,21 @@ class SingleFlightPolicy(Policy):
         """True for calls to tools whose runs are not shared."""
         tool = ctx.tool
         return tool is None or not (is_safe_to_repeat(tool) or tool.name in self._also)
+
+    def run_now(
+        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
+    ) -> ToolReturnValue | None:
+        """Pass the call on when no identical run is in progress (else joining it waits).
+
+        An answer had without waiting leaves no run in progress for others to join.
+        """
+        tool = ctx.tool
+        if tool is None or not (is_safe_to_repeat(tool) or tool.name in self._also):
+            return forward(call, ctx)
+        digest = ctx.arguments_digest_nowait()
+        if digest is None or f"{tool.name}:{digest}" in self._flights:
+            return None
+        return forward(call, ctx)
 
     async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
         """Join an identical run in progress, or run the call and let others join it."""

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 
 from kosong.message import ToolCall
 from kosong.standard.context import CallContext
-from kosong.standard.pipeline import Forward, Policy
-from kosong.tooling import ToolResult
+from kosong.standard.pipeline import Forward, ForwardNow, Policy
+from kosong.tooling import ToolResult, ToolReturnValue
 from kosong.tooling.error import ToolTimeoutError
 
 __all__ = ["TimeoutPolicy"]
@@ -116,6 +116,12 @@ class TimeoutPolicy(Policy):
     def skips(self, call: ToolCall, ctx: CallContext) -> bool:
         """True for calls to tools without a limit."""
         return self._per_tool.get(call.function.name, self._seconds) is None
+
+    def run_now(
+        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
+    ) -> ToolReturnValue | None:
+        """Pass the call on: an answer that takes no waiting cannot run past a limit."""
+        return forward(call, ctx)
 
     async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
         """Pass the call on, cancelling it at the limit."""

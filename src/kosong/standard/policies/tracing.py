@@ -21,8 +21,8 @@ from typing import Any
 from kosong.message import ToolCall
 from kosong.standard.codes import error_code
 from kosong.standard.context import CallContext
-from kosong.standard.pipeline import Forward, Policy
-from kosong.tooling import ToolResult
+from kosong.standard.pipeline import Forward, ForwardNow, Policy
+from kosong.tooling import ToolResult, ToolReturnValue
 
 try:
     from opentelemetry import trace as otel_trace
@@ -81,6 +81,18 @@ class TracingPolicy(Policy):
     def skips(self, call: ToolCall, ctx: CallContext) -> bool:
         """True while no tracer records spans (see the module doc)."""
         return self._current_tracer() is None
+
+    def run_now(
+        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
+    ) -> ToolReturnValue | None:
+        """Pass the call on while no tracer records spans; else None (`run` makes the span)."""
+        if (  # the quick case of `_current_tracer` inlined: every call comes here
+            self._pending
+            and self._quick_check
+            and getattr(otel_trace, _PROVIDER_GLOBAL, None) is None
+        ) or self._current_tracer() is None:
+            return forward(call, ctx)
+        return None
 
     def _current_tracer(self) -> Any | None:
         if self._pending and otel_trace is not None:

@@ -23,14 +23,14 @@ import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Literal
+from typing import Literal, cast
 
 from kosong.message import ToolCall
 from kosong.standard.context import CallContext
 from kosong.standard.pagination import CursorError, decode_cursor, encode_cursor
-from kosong.standard.pipeline import Forward, Policy
+from kosong.standard.pipeline import Forward, ForwardNow, Policy
 from kosong.standard.tokens import CHARS_PER_TOKEN, chars_for_tokens, guess_kind
-from kosong.tooling import Tool, ToolOk, ToolResult, Toolset
+from kosong.tooling import Tool, ToolOk, ToolResult, ToolReturnValue, Toolset
 from kosong.tooling.error import (
     ToolResourceNotFoundError,
     ToolValidateError,
@@ -82,6 +82,10 @@ class MemoryContinuationStore(ContinuationStore):
 
     async def put(self, text: str) -> str:
         """Keep `text`, dropping the oldest output when full."""
+        return self.put_nowait(text)
+
+    def put_nowait(self, text: str) -> str:
+        """`put`, without a coroutine: this store never waits."""
         key = os.urandom(9).hex()
         self._texts[key] = (text, self._clock() + self._ttl)
         while len(self._texts) > self._max:
@@ -186,16 +190,56 @@ class TruncationPolicy(Policy):
             return await self._read(call, ctx)
         result = await forward(call, ctx)
         value = result.return_value
-        output = value.output
-        if value.is_error or not isinstance(output, str):
+        limit = self._limit_for(call, value)
+        if limit is None:
             return result
-        if len(output) <= self._quick:
-            return result
-        limit = self._limit_chars(call.function.name, output)
-        if limit is None or len(output) <= limit:
-            return result
+        output = cast(str, value.output)
         key = await self.store.put(output)
         summary = await self._summary(output)
+        return ToolResult(result.tool_call_id, self._cut_value(ctx, value, key, limit, summary))
+
+    def run_now(
+        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
+    ) -> ToolReturnValue | None:
+        """`run` without waiting, with the in-memory store and no summarizer; else None.
+
+        "read more" calls always go through `run`.
+        """
+        store = self.store  # read at each call: it may be replaced
+        if (
+            type(store) is not MemoryContinuationStore
+            or self._summarize is not None
+            or call.function.name == self._read_more.name
+        ):
+            return None
+        value = forward(call, ctx)
+        if value is None:
+            return None
+        output = value.output
+        if isinstance(output, str) and len(output) <= self._quick:
+            return value  # the usual case, decided without `_limit_for`
+        limit = self._limit_for(call, value)
+        if limit is None:
+            return value
+        return self._cut_value(ctx, value, store.put_nowait(cast(str, value.output)), limit, None)
+
+    def _limit_for(self, call: ToolCall, value: ToolReturnValue) -> int | None:
+        """The length to cut `value`'s output to, or None when it stays whole."""
+        output = value.output
+        if value.is_error or not isinstance(output, str):
+            return None
+        if len(output) <= self._quick:
+            return None
+        limit = self._limit_chars(call.function.name, output)
+        if limit is None or len(output) <= limit:
+            return None
+        return limit
+
+    def _cut_value(
+        self, ctx: CallContext, value: ToolReturnValue, key: str, limit: int, summary: str | None
+    ) -> ToolReturnValue:
+        """`value` with its output cut to `limit`, the whole kept under `key`."""
+        output = cast(str, value.output)
         cut, info = self._cut(output, key, 0, limit)
         if summary:
             info["summary"] = summary
@@ -206,9 +250,7 @@ class TruncationPolicy(Policy):
             f'call `{self._read_more.name}` with {{"cursor": "{info["continuation"]}"}}.'
         )
         message = f"{value.message}\n{hint}" if value.message else hint
-        return ToolResult(
-            result.tool_call_id, value.model_copy(update={"output": text, "message": message})
-        )
+        return value.model_copy(update={"output": text, "message": message})
 
     def _cut(self, text: str, key: str, offset: int, limit: int) -> tuple[str, dict[str, JsonType]]:
         part = text[offset : offset + limit]
