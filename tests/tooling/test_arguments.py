@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import pytest
+from _strategies import json_values
 from _tools import Echo, Echo2, Shout, Shout2, Weather, Weather2, every_tool, handle, make_call
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -314,17 +315,7 @@ async def test_handle_never_raises_for_any_argument_text(name: str, arguments: s
     assert result.tool_call_id == "call-1"
 
 
-JSON_VALUES = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4)
-    ),
-    max_leaves=20,
-)
+JSON_VALUES = json_values(max_leaves=20, max_size=4)
 
 
 @settings(max_examples=200, deadline=None)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from _strategies import json_values
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -52,13 +53,7 @@ def test_brief_is_the_first_brief_block() -> None:
     assert ToolOk(output="x").brief == ""
 
 
-_json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-    lambda children: (
-        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
-    ),
-    max_leaves=10,
-)
+_json = json_values(text=st.text(max_size=5))
 
 
 @given(

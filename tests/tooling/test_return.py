@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from _strategies import json_values
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -49,17 +50,7 @@ def test_tool_return_type_is_the_old_name() -> None:
     assert ToolReturnType is ToolReturnValue
 
 
-_json = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda children: (
-        st.lists(children, max_size=3) | st.dictionaries(st.text(), children, max_size=3)
-    ),
-    max_leaves=10,
-)
+_json = json_values()
 
 
 @given(
