@@ -16,7 +16,8 @@ the tool's metadata (and the policy's `per_tool` overrides where it has them).
 raises (except `asyncio.CancelledError`); every failure is a `ToolError` result. A call runs in
 one task whatever the number of policies: the outermost wrapper starts it, each policy calls
 the next directly (passing over those that say they have nothing to do for it, see
-`Policy.skips`), and a `SimpleToolset` at the core runs the call in that task too, through its
+`Policy.skips`; a `HookPolicy`'s `before` and `after` are called inline, without a coroutine of
+their own), and a `SimpleToolset` at the core runs the call in that task too, through its
 `call()` (any other toolset is asked to `handle()` it). On Python 3.12+ the task starts
 eagerly: `handle()` runs the call up to its first real wait, so a call answered without
 waiting (an async tool that returns without awaiting anything, a cache hit for arguments
@@ -52,7 +53,15 @@ from kosong.tooling import HandleResult, Tool, ToolResult, ToolReturnValue, Tool
 from kosong.tooling.error import ToolRuntimeError, describe_exception
 from kosong.tooling.simple import SimpleToolset
 
-__all__ = ["Forward", "ForwardNow", "Policy", "PolicyToolset", "with_policies"]
+__all__ = [
+    "WAIT",
+    "Forward",
+    "ForwardNow",
+    "HookPolicy",
+    "Policy",
+    "PolicyToolset",
+    "with_policies",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +135,74 @@ class Policy(ABC):
         """
 
 
+class _Wait:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "WAIT"
+
+
+WAIT: Any = _Wait()
+"""What `HookPolicy.before` returns when it cannot decide without waiting (see there)."""
+
+
+class HookPolicy(Policy):
+    """A policy that acts only before and/or after the rest of the pipeline handles a call.
+
+    Instead of `run`, it has two synchronous hooks: `before(call, ctx)`, asked as the call
+    reaches the policy (it may answer the call itself), and `after(call, ctx, result,
+    started)`, given the result on its way back. The pipeline calls them inline, in order
+    with the other policies (an outer policy's `before` first, its `after` last), so such a
+    policy adds no coroutine and no `await` to a call; consecutive ones share a frame.
+
+    A hook that raises does not fail the call: its exception becomes the call's result (a
+    pipeline failure, logged), which the outer policies see as any other result. `skips`
+    works as for any policy: a skipped call reaches neither hook. A cancelled call reaches no
+    `after`. `run` applies the hooks the same way for whoever calls it directly; `run_now` is
+    `Policy`'s (None: the call goes the waiting way) unless overridden.
+    """
+
+    def before(self, call: ToolCall, ctx: CallContext) -> ToolReturnValue | None:
+        """Act as the call reaches the policy: None to pass it on, or the call's answer.
+
+        When the call reaches this policy, `after` is not called for it (as with an early
+        return from `run`). Return `WAIT` when deciding takes waiting: the pipeline then
+        awaits `before_waiting(call, ctx)` instead. Does nothing by default.
+        """
+        return None
+
+    async def before_waiting(self, call: ToolCall, ctx: CallContext) -> ToolReturnValue | None:
+        """`before` for a call it could not decide without waiting (it returned `WAIT`)."""
+        raise NotImplementedError(f"{type(self).__name__}.before returned WAIT")
+
+    def after(
+        self, call: ToolCall, ctx: CallContext, result: ToolResult, started: float
+    ) -> ToolResult:
+        """Act on the result leaving the policy: return it, or another result.
+
+        `started` is `time.perf_counter()` as the call reached the policy (read once for
+        consecutive hook policies). Returns `result` by default.
+        """
+        return result
+
+    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+        """The hooks around `forward`, as the pipeline applies them."""
+        started = time.perf_counter()
+        try:
+            answer = self.before(call, ctx)
+            if answer is WAIT:
+                answer = await self.before_waiting(call, ctx)
+        except Exception as e:  # a hook's failure is the call's result
+            answer = _pipeline_failed(call, e)
+        if answer is not None:
+            return ToolResult(call.id, answer)
+        result = await forward(call, ctx)
+        try:
+            return self.after(call, ctx, result, started)
+        except Exception as e:  # a hook's failure is the call's result
+            return ToolResult(call.id, _pipeline_failed(call, e))
+
+
 class PolicyToolset(Toolset):
     """A `Toolset` that applies `policy` around the calls to `wrapped`."""
 
@@ -154,7 +231,22 @@ class PolicyToolset(Toolset):
         forward: Forward = (
             wrapped._enter if isinstance(wrapped, PolicyToolset) else self._call_wrapped
         )
-        self._enter: Forward = _layer(policy, forward)
+        # The layers a call crosses from here without a coroutine of their own: this one,
+        # then, while this one and the next are hook policies or may skip a call, the next
+        # (see `_segment`); `_tail` is where the last of them passes the call on.
+        step = _step(policy, forward)
+        if not step[0] and step[1] is None:  # always runs: nothing is crossed inline past it
+            self._steps: tuple[_Step, ...] = (step,)
+            self._tail: Forward = forward
+        elif isinstance(wrapped, PolicyToolset):
+            self._steps = (step, *wrapped._steps)
+            self._tail = wrapped._tail
+        else:
+            self._steps = (step,)
+            self._tail = forward
+        self._enter: Forward = (
+            _segment(self._steps, self._tail) if _uses_hooks(policy) else _layer(policy, forward)
+        )
         # The synchronous side: the toolset at the core runs tools, which takes waiting.
         forward_now: ForwardNow = (
             wrapped._enter_now if isinstance(wrapped, PolicyToolset) else _waits
@@ -306,6 +398,97 @@ class PolicyToolset(Toolset):
                 ToolRuntimeError(f"the toolset returned {type(result).__name__}, not a ToolResult"),
             )
         return result
+
+
+_Step = tuple[bool, Callable[[ToolCall, CallContext], bool] | None, Policy, Forward | None]
+"""A layer as `_segment` crosses it: (a hook policy?, its `skips` if it has one, the policy,
+the layer's `forward`)."""
+
+
+def _uses_hooks(policy: Policy) -> bool:
+    """Whether the pipeline applies `policy` by its hooks rather than by its `run`."""
+    return isinstance(policy, HookPolicy) and type(policy).run is HookPolicy.run
+
+
+def _step(policy: Policy, forward: Forward) -> _Step:
+    skips = policy.skips if type(policy).skips is not Policy.skips else None
+    if _uses_hooks(policy):
+        return (True, skips, policy, None)
+    return (False, skips, policy, forward)
+
+
+def _segment(steps: tuple[_Step, ...], tail: Forward) -> Forward:
+    """The `forward` of the layer above `steps[0]` (a hook policy): crosses the layers inline.
+
+    One coroutine for a run of layers: each hook policy's `before` is called in turn (and its
+    `after` on the way back), a policy that skips the call is passed over, and the first
+    other policy gets the call through its `run` (the rest of the pipeline is its
+    `forward`); past every step, `tail` gets it. The coroutine's code is written for the
+    steps, once: a loop over them costs more than the coroutines it saves.
+    """
+    names: dict[str, Any] = {
+        "WAIT": WAIT,
+        "ToolResult": ToolResult,
+        "failed": _pipeline_failed,
+        "perf_counter": time.perf_counter,
+        "tail": tail,
+    }
+    body: list[str] = []
+    afters: list[int] = []
+    ended = False
+    for i, (hook, skips, policy, forward) in enumerate(steps):
+        pad = "        "
+        if skips is not None:
+            names[f"skips{i}"] = skips
+            body.append(f"{pad}if not skips{i}(call, ctx):")
+            pad += "    "
+        if not hook:
+            names[f"run{i}"], names[f"forward{i}"] = policy.run, forward
+            body += [f"{pad}result = await run{i}(call, ctx, forward{i})", f"{pad}break"]
+            if skips is None:
+                ended = True
+                break
+            continue
+        policy = cast(HookPolicy, policy)
+        cls = type(policy)
+        if cls.before is not HookPolicy.before:
+            names[f"before{i}"] = policy.before
+            names[f"waiting{i}"] = policy.before_waiting
+            body += [
+                f"{pad}try:",
+                f"{pad}    answer = before{i}(call, ctx)",
+                f"{pad}    if answer is WAIT:",
+                f"{pad}        answer = await waiting{i}(call, ctx)",
+                f"{pad}except Exception as e:",
+                f"{pad}    answer = failed(call, e)",
+                f"{pad}if answer is not None:",
+                f"{pad}    result = ToolResult(call.id, answer)",
+                f"{pad}    break",
+            ]
+        if cls.after is not HookPolicy.after:
+            names[f"after{i}"] = policy.after
+            afters.append(i)
+            body.append(f"{pad}pending{i} = True")
+        elif cls.before is HookPolicy.before:
+            body.append(f"{pad}pass")
+    if not ended:
+        body += ["        result = await tail(call, ctx)", "        break"]
+    lines = ["async def cross(call, ctx):"]
+    if afters:
+        lines.append("    started = perf_counter()")
+        lines += [f"    pending{i} = False" for i in afters]
+    lines += ["    while True:", *body]
+    for i in reversed(afters):
+        lines += [
+            f"    if pending{i}:",
+            "        try:",
+            f"            result = after{i}(call, ctx, result, started)",
+            "        except Exception as e:",
+            "            result = ToolResult(call.id, failed(call, e))",
+        ]
+    lines.append("    return result")
+    exec(compile("\n".join(lines), f"<kosong pipeline: {len(steps)} layers>", "exec"), names)
+    return cast(Forward, names["cross"])
 
 
 def _layer(policy: Policy, forward: Forward) -> Forward:

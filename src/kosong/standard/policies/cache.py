@@ -55,6 +55,13 @@ class CacheEntry:
     """When it stops being served."""
 
 
+# What `CacheEntry(...)` does, a step at a time: its slots' setters (see `CachePolicy.run`).
+_new_entry = object.__new__
+_set_value = cast(Any, CacheEntry).value.__set__
+_set_cached_at = cast(Any, CacheEntry).cached_at.__set__
+_set_expires_at = cast(Any, CacheEntry).expires_at.__set__
+
+
 class CacheBackend(ABC):
     """Where cache entries live."""
 
@@ -243,9 +250,14 @@ class CachePolicy(Policy):
         tool = ctx.tool
         if tool is None or tool.cacheable is not True:
             return await forward(call, ctx)
-        key = self._key_now(tool, ctx)
-        if isinstance(key, _Later):
+        # `_key_now` inlined: every call comes here.
+        digest = ctx.arguments_digest_nowait() if tool.cache_key_params is None else None
+        if digest is None:
             key = await self.key_for(tool, ctx)
+        elif ctx.arguments_parsed:
+            key = f"{self._namespace}{tool.name}:{tool.version or ''}:{digest}"
+        else:
+            key = None
         if key is None:
             return await forward(call, ctx)
         ctx.add_debug("cache_key", key)
@@ -253,8 +265,13 @@ class CachePolicy(Policy):
         # The in-memory backend is asked directly: its methods never wait, and awaiting them
         # would cost a coroutine each. A subclass may wait, so it is awaited like any backend.
         memory = backend if type(backend) is MemoryCache else None
-        entry = memory.get_nowait(key) if memory is not None else await self._lookup(key)
-        now = self._clock()
+        if memory is not None and memory.clock is self._clock:
+            # With one clock (the usual case), one reading serves the backend and the policy.
+            now = self._clock()
+            entry = memory.get_at(key, now)
+        else:
+            entry = memory.get_nowait(key) if memory is not None else await self._lookup(key)
+            now = self._clock()
         if entry is not None and entry.expires_at > now:
             ctx.cache = {
                 "hit": True,
@@ -268,7 +285,12 @@ class CachePolicy(Policy):
         if not value.is_error and not ctx.shared:
             stored_at = self._clock()
             ttl = tool.cache_ttl if tool.cache_ttl is not None else self._ttl
-            entry = CacheEntry(value, stored_at, stored_at + ttl)
+            # `CacheEntry(value, stored_at, stored_at + ttl)` at half the cost (the frozen
+            # dataclass' __init__ goes through object.__setattr__): every miss stores.
+            entry = _new_entry(CacheEntry)
+            _set_value(entry, value)
+            _set_cached_at(entry, stored_at)
+            _set_expires_at(entry, stored_at + ttl)
             if memory is not None:
                 memory.set_nowait(key, entry)
             else:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from kosong.message import ToolCall
 from kosong.standard.context import CallContext
-from kosong.standard.pipeline import Forward, ForwardNow, Policy
-from kosong.tooling import ToolResult, ToolReturnValue
+from kosong.standard.pipeline import ForwardNow, HookPolicy
+from kosong.tooling import ToolReturnValue
 
 __all__ = ["DebugPolicy"]
 
 
-class DebugPolicy(Policy):
+class DebugPolicy(HookPolicy):
     """Turn debug mode on for every call; see the module doc."""
 
     def __init__(self, *, include_arguments: bool = False) -> None:
@@ -28,12 +28,12 @@ class DebugPolicy(Policy):
         """
         self._include_arguments = include_arguments
 
-    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+    def before(self, call: ToolCall, ctx: CallContext) -> ToolReturnValue | None:
         """Enable debug mode for the call and pass it on."""
         ctx.enable_debug()
         if self._include_arguments:
             ctx.add_debug("arguments", call.function.arguments)
-        return await forward(call, ctx)
+        return None
 
     def run_now(
         self, call: ToolCall, ctx: CallContext, forward: ForwardNow

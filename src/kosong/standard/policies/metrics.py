@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from kosong.message import ToolCall
 from kosong.standard.codes import error_code
 from kosong.standard.context import CallContext
-from kosong.standard.pipeline import Forward, ForwardNow, Policy
+from kosong.standard.pipeline import ForwardNow, HookPolicy
 from kosong.tooling import ToolResult, ToolReturnValue
 
 __all__ = ["DEFAULT_BUCKETS", "MetricsPolicy", "MetricsRegistry", "ToolMetrics"]
@@ -219,7 +219,7 @@ class MetricsRegistry:
             return "\n".join(lines) + "\n"
 
 
-class MetricsPolicy(Policy):
+class MetricsPolicy(HookPolicy):
     """Record every call in a `MetricsRegistry`; see the module doc."""
 
     def __init__(self, registry: MetricsRegistry | None = None) -> None:
@@ -227,14 +227,15 @@ class MetricsPolicy(Policy):
         self.registry: MetricsRegistry = registry if registry is not None else MetricsRegistry()
         """Where the metrics go."""
 
-    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
-        """Pass the call on and record how it went."""
-        started = time.perf_counter()
-        result = await forward(call, ctx)
+    def after(
+        self, call: ToolCall, ctx: CallContext, result: ToolResult, started: float
+    ) -> ToolResult:
+        """Record how the call went."""
+        value = result.return_value
         self.registry.record(
-            ctx.tool_name if ctx.tool is not None else UNKNOWN_TOOL,
+            ctx.tool_call.function.name if ctx.tool is not None else UNKNOWN_TOOL,
             time.perf_counter() - started,
-            code=error_code(result.return_value),
+            code=error_code(value) if value.is_error else None,
             retries=ctx.retry_count,
         )
         return result

@@ -16,14 +16,14 @@ from collections.abc import Callable, Iterable
 
 from kosong.message import ToolCall
 from kosong.standard.context import CallContext
-from kosong.standard.pipeline import Forward, ForwardNow, Policy
-from kosong.tooling import ToolResult, ToolReturnValue
+from kosong.standard.pipeline import WAIT, ForwardNow, HookPolicy
+from kosong.tooling import ToolReturnValue
 from kosong.tooling.error import ToolRepeatedCallError
 
 __all__ = ["RepeatGuardPolicy"]
 
 
-class RepeatGuardPolicy(Policy):
+class RepeatGuardPolicy(HookPolicy):
     """Refuse a call made with the same arguments too many times; see the module doc."""
 
     def __init__(
@@ -68,19 +68,43 @@ class RepeatGuardPolicy(Policy):
         """True for calls to exempt tools."""
         return call.function.name in self._exempt
 
-    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+    def before(self, call: ToolCall, ctx: CallContext) -> ToolReturnValue | None:
         """Refuse the call if it was made too often already, else count it and pass it on."""
         name = call.function.name
         if name in self._exempt:
-            return await forward(call, ctx)
-        digest = ctx.arguments_digest_nowait() or await ctx.arguments_digest()
+            return None
+        digest = ctx.arguments_digest_nowait()
+        if digest is None:
+            return WAIT  # long arguments, parsed in a worker thread: `before_waiting`
+        return self._judge(name, digest)
+
+    async def before_waiting(self, call: ToolCall, ctx: CallContext) -> ToolReturnValue | None:
+        """`before` once the arguments' digest is at hand."""
+        return self._judge(call.function.name, await ctx.arguments_digest())
+
+    def _judge(self, name: str, digest: str) -> ToolReturnValue | None:
+        """Refuse the call under `digest`, or count it (None)."""
         key = f"{name}:{digest}"
-        now = self._clock() if self._window is not None else 0.0
+        if self._window is None:  # `_refused` and `_count` inlined: this runs on every call
+            counts = self._counts
+            count = counts.get(key)
+            if count is None:
+                counts[key] = 1
+                if len(counts) > self._max_tracked:
+                    counts.popitem(last=False)
+                return None
+            if count >= self._max:
+                counts.move_to_end(key)
+                return ToolRepeatedCallError(name, count)
+            counts[key] = count + 1
+            counts.move_to_end(key)
+            return None
+        now = self._clock()
         made = self._refused(key, now)
         if made is not None:
-            return ToolResult(call.id, ToolRepeatedCallError(name, made))
+            return ToolRepeatedCallError(name, made)
         self._count(key, now)
-        return await forward(call, ctx)
+        return None
 
     def run_now(
         self, call: ToolCall, ctx: CallContext, forward: ForwardNow

@@ -39,7 +39,9 @@ class SingleFlightPolicy(Policy):
     def skips(self, call: ToolCall, ctx: CallContext) -> bool:
         """True for calls to tools whose runs are not shared."""
         tool = ctx.tool
-        return tool is None or not (is_safe_to_repeat(tool) or tool.name in self._also)
+        return tool is None or not (  # `is_safe_to_repeat` inlined: every call comes here
+            tool.idempotent_hint is True or tool.read_only_hint is True or tool.name in self._also
+        )
 
     def run_now(
         self, call: ToolCall, ctx: CallContext, forward: ForwardNow
@@ -59,7 +61,9 @@ class SingleFlightPolicy(Policy):
     async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
         """Join an identical run in progress, or run the call and let others join it."""
         tool = ctx.tool
-        if tool is None or not (is_safe_to_repeat(tool) or tool.name in self._also):
+        if tool is None or not (  # `is_safe_to_repeat` inlined: every call comes here
+            tool.idempotent_hint is True or tool.read_only_hint is True or tool.name in self._also
+        ):
             return await forward(call, ctx)
         digest = ctx.arguments_digest_nowait() or await ctx.arguments_digest()
         key = f"{tool.name}:{digest}"

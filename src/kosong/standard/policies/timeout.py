@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 import weakref
 from collections import deque
 from collections.abc import Mapping
+from typing import Any
 
 from kosong.message import ToolCall
 from kosong.standard.context import CallContext
@@ -23,15 +25,9 @@ def _check_seconds(seconds: float | None, what: str) -> float | None:
     return seconds
 
 
-class _Deadline:
-    __slots__ = ("at", "cancelling", "done", "expired", "task")
-
-    def __init__(self, at: float, task: asyncio.Task[object]) -> None:
-        self.at = at
-        self.task = task
-        self.cancelling = task.cancelling()
-        self.done = False
-        self.expired = False
+# A running call's entry in a watchdog's queue, a list (cheaper to make than an object):
+# [deadline (loop time), task, task.cancelling() when watched, ended, expired].
+_AT, _TASK, _CANCELLING, _ENDED, _EXPIRED = range(5)
 
 
 class _Watchdog:
@@ -40,39 +36,36 @@ class _Watchdog:
     A timer per call (what `asyncio.timeout` arms) costs a heap entry that lingers in the loop
     until its far deadline; with one limit, deadlines come in call order, so a queue and one
     timer, re-armed for the oldest running call, do the same work for a fraction of the cost.
+    `TimeoutPolicy.run` appends to `queue` and marks entries ended itself (calls cost less
+    without a method call for each).
     """
 
+    __slots__ = ("armed", "loop", "queue", "seconds", "time")
+
     def __init__(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
-        self._loop = loop
-        self._seconds = seconds
-        self._queue: deque[_Deadline] = deque()
-        self._armed = False
+        self.loop = loop
+        # The loop's clock; asyncio's own loops read time.monotonic(), a call less.
+        self.time = time.monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
+        self.seconds = seconds
+        self.queue: deque[list[Any]] = deque()
+        self.armed = False
 
-    def watch(self, task: asyncio.Task[object]) -> _Deadline:
-        deadline = _Deadline(self._loop.time() + self._seconds, task)
-        self._queue.append(deadline)
-        if not self._armed:
-            self._armed = True
-            self._loop.call_at(deadline.at, self._fire)
-        return deadline
-
-    def release(self, deadline: _Deadline) -> None:
-        deadline.done = True
-        queue = self._queue
-        while queue and queue[0].done:  # calls mostly end in the order they started
-            queue.popleft()
+    def arm(self) -> None:
+        """Arm the timer for the oldest entry (the queue is not empty)."""
+        self.armed = True
+        self.loop.call_at(self.queue[0][_AT], self._fire)
 
     def _fire(self) -> None:
-        now = self._loop.time()
-        queue = self._queue
-        while queue and (queue[0].done or queue[0].at <= now):
-            deadline = queue.popleft()
-            if not deadline.done:
-                deadline.expired = True
-                deadline.task.cancel()
-        self._armed = bool(queue)
+        now = self.loop.time()
+        queue = self.queue
+        while queue and (queue[0][_ENDED] or queue[0][_AT] <= now):
+            entry = queue.popleft()
+            if not entry[_ENDED]:
+                entry[_EXPIRED] = True
+                entry[_TASK].cancel()
+        self.armed = bool(queue)
         if queue:
-            self._loop.call_at(queue[0].at, self._fire)
+            self.loop.call_at(queue[0][_AT], self._fire)
 
 
 class TimeoutPolicy(Policy):
@@ -145,14 +138,20 @@ class TimeoutPolicy(Policy):
         dog = dogs.get(seconds)
         if dog is None:
             dog = dogs[seconds] = _Watchdog(loop, seconds)
-        deadline = dog.watch(task)
+        entry: list[Any] = [dog.time() + seconds, task, task.cancelling(), False, False]
+        queue = dog.queue
+        queue.append(entry)
+        if not dog.armed:
+            dog.arm()
         try:
             return await forward(call, ctx)
         except asyncio.CancelledError:
             # Ours only if the watchdog cancelled and nobody else did too (as asyncio.timeout).
-            if not deadline.expired or task.uncancel() > deadline.cancelling:
+            if not entry[_EXPIRED] or task.uncancel() > entry[_CANCELLING]:
                 raise
         finally:
-            dog.release(deadline)
+            entry[_ENDED] = True
+            while queue and queue[0][_ENDED]:  # calls mostly end in the order they started
+                queue.popleft()
         ctx.add_debug("timed_out_after_s", seconds)
         return ToolResult(call.id, ToolTimeoutError(call.function.name, seconds))

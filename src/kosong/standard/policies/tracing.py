@@ -80,6 +80,12 @@ class TracingPolicy(Policy):
 
     def skips(self, call: ToolCall, ctx: CallContext) -> bool:
         """True while no tracer records spans (see the module doc)."""
+        if (  # the quick case of `_current_tracer` inlined: every call comes here
+            self._pending
+            and self._quick_check
+            and getattr(otel_trace, _PROVIDER_GLOBAL, None) is None
+        ):
+            return True
         return self._current_tracer() is None
 
     def run_now(
