@@ -86,7 +86,7 @@ def main(argv: list[str]) -> int:
             or _run(
                 python, "-m", "ruff", "format", "--check", "src", "tests", "benchmarks", "examples"
             )
-            or _run(python, "-m", "pyright", "src")
+            or _run(python, "-m", "pyright")
         )
     if command == "test":
         lint = main(["lint"])

@@ -54,14 +54,14 @@ def test_unknown_content_part_type_is_a_clear_error() -> None:
 def test_content_part_subclass_without_type_fails_at_definition() -> None:
     with pytest.raises(TypeError, match="must set a non-empty string `type`"):
 
-        class Broken(ContentPart):  # pyright: ignore[reportUnusedClass]
+        class Broken(ContentPart):
             pass
 
 
 def test_two_part_classes_cannot_claim_one_type() -> None:
     with pytest.raises(TypeError, match="already registered"):
 
-        class AnotherText(ContentPart):  # pyright: ignore[reportUnusedClass]
+        class AnotherText(ContentPart):
             type: str = "text"
 
 

@@ -198,8 +198,9 @@ def test_000_custom_toolset_builds_results_with_the_old_field_name(
     from kosong.tooling.error import ToolNotFoundError
 
     toolset = ns["CustomToolset"]()
-    assert isinstance(toolset, Toolset)
-    toolset.add_tool(Tool(name="noop", description="d", parameters={"type": "object"}))
+    assert isinstance(toolset, Toolset)  # the document's own toolset fits the protocol
+    noop = Tool(name="noop", description="d", parameters={"type": "object"})
+    toolset.add_tool(noop)  # pyright: ignore[reportAttributeAccessIssue]
 
     async def go() -> tuple[ToolResult, ToolResult]:
         missing = await toolset.handle(

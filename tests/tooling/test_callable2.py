@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue
 from kosong.tooling.error import ToolValidateError
+from kosong.utils.typing import JsonType
 
 
 class SearchParams(BaseModel):
@@ -114,7 +115,7 @@ def test_recursive_params_keep_the_recursion_as_a_reference() -> None:
         "$ref": "#/$defs/Node"
     }
     assert set(schema["$defs"]) == {"Node"}
-    tree = {"root": {"value": 1, "children": [{"value": 2, "children": [{"value": 3}]}]}}
+    tree: JsonType = {"root": {"value": 1, "children": [{"value": 2, "children": [{"value": 3}]}]}}
     assert asyncio.run(TreeTool().call(tree)).output == "6"
 
 

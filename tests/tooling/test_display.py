@@ -38,12 +38,12 @@ def test_unknown_display_block_keeps_its_type_and_data() -> None:
 def test_display_block_without_string_type_fails_at_class_definition() -> None:
     with pytest.raises(TypeError, match="must set a non-empty string `type`"):
 
-        class NoType(DisplayBlock):  # pyright: ignore[reportUnusedClass]
+        class NoType(DisplayBlock):
             text: str
 
     with pytest.raises(TypeError, match="must set a non-empty string `type`"):
 
-        class NumberType(DisplayBlock):  # pyright: ignore[reportUnusedClass]
+        class NumberType(DisplayBlock):
             type = 3  # pyright: ignore[reportAssignmentType]
 
 
