@@ -189,20 +189,23 @@ class MetricsRegistry:
                 lines.append(f"# HELP {prefix}_{name} {help_text}")
                 lines.append(f"# TYPE {prefix}_{name} {kind}")
 
-            family("calls_total", "counter", "Tool calls completed.")
-            for tool, s in series:
-                lines.append(f'{prefix}_calls_total{{tool="{_escape(tool)}"}} {s.calls}')
+            def counter(name: str, help_text: str, values: list[int]) -> None:
+                family(name, "counter", help_text)
+                for (tool, _), value in zip(series, values, strict=True):
+                    lines.append(f'{prefix}_{name}{{tool="{_escape(tool)}"}} {value}')
+
+            counter("calls_total", "Tool calls completed.", [s.calls for _, s in series])
             family("errors_total", "counter", "Tool calls that ended in an error, by code.")
             for tool, s in series:
                 for code, count in sorted(s.errors_by_code.items()):
                     labels = f'tool="{_escape(tool)}",code="{_escape(code)}"'
                     lines.append(f"{prefix}_errors_total{{{labels}}} {count}")
-            family("retried_calls_total", "counter", "Tool calls retried at least once.")
-            for tool, s in series:
-                lines.append(f'{prefix}_retried_calls_total{{tool="{_escape(tool)}"}} {s.retried}')
-            family("retries_total", "counter", "Retries of tool calls.")
-            for tool, s in series:
-                lines.append(f'{prefix}_retries_total{{tool="{_escape(tool)}"}} {s.retries}')
+            counter(
+                "retried_calls_total",
+                "Tool calls retried at least once.",
+                [s.retried for _, s in series],
+            )
+            counter("retries_total", "Retries of tool calls.", [s.retries for _, s in series])
             family("call_duration_seconds", "histogram", "How long tool calls took.")
             for tool, s in series:
                 label = _escape(tool)
