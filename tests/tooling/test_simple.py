@@ -121,7 +121,7 @@ def test_a_tools_declared_name_description_and_schema_are_readable_on_its_class(
     toolset.remove(Add2.name)
     assert len(toolset) == 0
     with pytest.raises(AttributeError):
-        _ = Add.no_such_attribute  # pyright: ignore[reportAttributeAccessIssue]
+        _ = Add.no_such_attribute
 
 
 def test_remove_unknown_name_raises_key_error_naming_it() -> None:
