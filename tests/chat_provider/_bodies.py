@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
+from anthropic.types import message_create_params
 from openai.types.chat import completion_create_params
 from openai.types.responses import response_create_params
 from pydantic import TypeAdapter
@@ -36,3 +37,14 @@ def check_chat_body(body: dict[str, Any]) -> None:
 def check_responses_body(body: dict[str, Any]) -> None:
     """Raise pydantic's ValidationError unless `body` is a valid streaming Responses request."""
     _force(_RESPONSES.validate_python(body))
+
+
+_ANTHROPIC = TypeAdapter(message_create_params.MessageCreateParamsStreaming)
+
+
+def check_anthropic_body(body: dict[str, Any]) -> None:
+    """Raise pydantic's ValidationError unless `body` is a valid streaming Messages request.
+
+    The anthropic SDK's request types are TypedDicts (validated here, never instantiated).
+    """
+    _force(_ANTHROPIC.validate_python(body))
