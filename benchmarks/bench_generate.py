@@ -56,14 +56,16 @@ async def handle(request):
 
 app = web.Application()
 app.router.add_post("/v1/chat/completions", handle)
-web.run_app(app, host="127.0.0.1", port=int(sys.argv[2]), print=lambda *a: print("ready", flush=True))
+ready = lambda *_: print("ready", flush=True)  # noqa: E731
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[2]), print=ready)
 """
 
 
 def _chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None) -> str:
     choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    data: dict[str, Any] = {"id": "c", "object": "chat.completion.chunk", "created": 1,
-                            "model": "m", "choices": choices}  # fmt: skip
+    data: dict[str, Any] = {
+        "id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": choices
+    }  # fmt: skip
     if usage:
         data["usage"] = usage
     return f"data: {json.dumps(data)}\n\n"
@@ -76,14 +78,19 @@ def answer() -> tuple[str, list[int]]:
     for call in range(CALLS):
         if call:
             completing.append(len(events))
-        events.append(_chunk({"tool_calls": [{"index": call, "id": f"call_{call}", "type": "function",
-                                              "function": {"name": "echo", "arguments": '{"text": "'}}]}))  # fmt: skip
+        head = {"name": "echo", "arguments": '{"text": "'}
+        first = {"index": call, "id": f"call_{call}", "type": "function", "function": head}
+        events.append(_chunk({"tool_calls": [first]}))
         for _ in range(FRAGMENTS - 2):
-            events.append(_chunk({"tool_calls": [{"index": call, "function": {"arguments": "abcde"}}]}))
+            events.append(
+                _chunk({"tool_calls": [{"index": call, "function": {"arguments": "abcde"}}]})
+            )
         events.append(_chunk({"tool_calls": [{"index": call, "function": {"arguments": '"}'}}]}))
     completing.append(len(events))
     events.append(_chunk({}, finish="tool_calls"))
-    events.append(_chunk(None, usage={"prompt_tokens": 10, "completion_tokens": 2000, "total_tokens": 2010}))
+    events.append(
+        _chunk(None, usage={"prompt_tokens": 10, "completion_tokens": 2000, "total_tokens": 2010})
+    )
     events.append("data: [DONE]\n\n")
     assert len(events) - 3 == TEXT_CHUNKS + CALLS * FRAGMENTS
     return "".join(events), completing
@@ -104,87 +111,102 @@ class Stamped:
         self._stamps.append(time.perf_counter())  # the end of the stream
 
 
-async def main(repeats: int) -> None:
+def main(repeats: int) -> None:
+    import socket
     import tempfile
 
     body, completing = answer()
     with tempfile.NamedTemporaryFile("w", suffix=".sse", delete=False) as f:
         f.write(body)
-    port = 18000 + (hash(f.name) % 1000)
-    server = subprocess.Popen([sys.executable, "-c", SERVER, f.name, str(port)], stdout=subprocess.PIPE, text=True)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = [sys.executable, "-c", SERVER, f.name, str(port)]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None and "ready" in server.stdout.readline()
-        url = f"http://127.0.0.1:{port}/v1"
-        client = openai.AsyncOpenAI(api_key="k", base_url=url)
-        provider = OpenAIChat(model="m", api_key="k", base_url=url)
-        history = [Message(role="user", content="go")]
-        messages = [{"role": "user", "content": "go"}]
-
-        async def raw() -> None:
-            stream = await client.chat.completions.create(model="m", messages=messages, stream=True,  # pyright: ignore[reportArgumentType, reportCallIssue]
-                                                          stream_options={"include_usage": True})  # fmt: skip
-            async for chunk in stream:
-                for choice in chunk.choices:
-                    _ = choice.delta
-
-        calls: list[ToolCall] = []
-
-        async def ours() -> None:
-            calls.clear()
-            result = await generate(provider, "", [], history, on_tool_call=calls.append)
-            assert len(result.message.tool_calls or []) == CALLS
-
-        timings: dict[str, list[float]] = {"raw": [], "generate": []}
-        for _ in range(3):  # warm up both paths
-            await raw()
-            await ours()
-        for _ in range(repeats):
-            for name, run in (("raw", raw), ("generate", ours)):
-                start = time.perf_counter()
-                await run()
-                timings[name].append(time.perf_counter() - start)
-
-        # Latency: from the chunk completing a call to its tool starting.
-        latencies: list[float] = []
-        before_end = 0
-        started: dict[str, float] = {}
-
-        @tool
-        async def echo(text: str) -> str:
-            """Echo."""
-            started[f"{len(started)}"] = time.perf_counter()
-            return text
-
-        toolset = SimpleToolset([echo])
-        original = provider.client.chat.completions.create
-        for _ in range(repeats):
-            stamps: list[float] = []
-
-            async def create(**kwargs: Any) -> Any:
-                return Stamped(await original(**kwargs), stamps)  # noqa: B023
-
-            provider.client.chat.completions.create = create  # type: ignore[method-assign]  # pyright: ignore[reportAttributeAccessIssue]
-            started.clear()
-            result = await step(provider, "", toolset, history)
-            await result.tool_results()
-            end = stamps[-1]
-            for call, chunk_index in enumerate(completing):
-                latencies.append(started[str(call)] - stamps[chunk_index])
-                before_end += started[str(call)] < end
-        provider.client.chat.completions.create = original  # type: ignore[method-assign]
-        await client.close()
-        await provider.aclose()
+        asyncio.run(measure(f"http://127.0.0.1:{port}/v1", completing, repeats))
     finally:
         server.terminate()
         server.wait(timeout=10)
 
+
+async def measure(url: str, completing: list[int], repeats: int) -> None:
+    client = openai.AsyncOpenAI(api_key="k", base_url=url)
+    provider = OpenAIChat(model="m", api_key="k", base_url=url)
+    history = [Message(role="user", content="go")]
+    messages = [{"role": "user", "content": "go"}]
+
+    async def raw() -> None:
+        stream = await client.chat.completions.create(
+            model="m",
+            messages=messages,  # pyright: ignore[reportArgumentType]
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        async for chunk in stream:
+            for choice in chunk.choices:
+                _ = choice.delta
+
+    calls: list[ToolCall] = []
+
+    async def ours() -> None:
+        calls.clear()
+        result = await generate(provider, "", [], history, on_tool_call=calls.append)
+        assert len(result.message.tool_calls or []) == CALLS
+
+    timings: dict[str, list[float]] = {"raw": [], "generate": []}
+    for _ in range(3):  # warm up both paths
+        await raw()
+        await ours()
+    for _ in range(repeats):
+        for name, run in (("raw", raw), ("generate", ours)):
+            start = time.perf_counter()
+            await run()
+            timings[name].append(time.perf_counter() - start)
+
+    # Latency: from the chunk completing a call to its tool starting.
+    latencies: list[float] = []
+    before_end = 0
+    started: dict[str, float] = {}
+
+    @tool
+    async def echo(text: str) -> str:
+        """Echo."""
+        started[f"{len(started)}"] = time.perf_counter()
+        return text
+
+    toolset = SimpleToolset([echo])
+    original = provider.client.chat.completions.create
+    for _ in range(repeats):
+        stamps: list[float] = []
+
+        async def create(**kwargs: Any) -> Any:
+            return Stamped(await original(**kwargs), stamps)  # noqa: B023
+
+        provider.client.chat.completions.create = create  # type: ignore[method-assign]  # pyright: ignore[reportAttributeAccessIssue]
+        started.clear()
+        result = await step(provider, "", toolset, history)
+        await result.tool_results()
+        end = stamps[-1]
+        for call, chunk_index in enumerate(completing):
+            latencies.append(started[str(call)] - stamps[chunk_index])
+            before_end += started[str(call)] < end
+    provider.client.chat.completions.create = original  # type: ignore[method-assign]
+    await client.close()
+    await provider.aclose()
+
     raw_ms = statistics.median(timings["raw"]) * 1e3
     ours_ms = statistics.median(timings["generate"]) * 1e3
-    print(f"2,000-chunk answer with {CALLS} tool calls, {repeats} repeats, medians (Python {sys.version.split()[0]})")
+    python = sys.version.split()[0]
+    print(
+        f"2,000-chunk answer with {CALLS} tool calls, {repeats} repeats, medians (Python {python})"
+    )
     print("| path | ms per answer | (min) | vs raw |")
     print("|---|---:|---:|---:|")
     print(f"| raw SDK stream (floor) | {raw_ms:.1f} | {min(timings['raw']) * 1e3:.1f} | 1.00x |")
-    print(f"| kosong generate() | {ours_ms:.1f} | {min(timings['generate']) * 1e3:.1f} | {ours_ms / raw_ms:.2f}x |")
+    best = min(timings["generate"]) * 1e3
+    print(f"| kosong generate() | {ours_ms:.1f} | {best:.1f} | {ours_ms / raw_ms:.2f}x |")
     us = sorted(x * 1e6 for x in latencies)
     print()
     print("| last fragment -> tool start | µs |")
@@ -198,4 +220,4 @@ async def main(repeats: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21)
-    asyncio.run(main(parser.parse_args().repeats))
+    main(parser.parse_args().repeats)

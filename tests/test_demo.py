@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent / "chat_provider"))
 
-from _wire import DONE, USAGE, Reply, WireServer, chat_chunk, chat_text_reply, tool_delta  # noqa: E402
+from _wire import DONE, USAGE, Reply, WireServer, chat_chunk, chat_text_reply, tool_delta
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo.py"
 KEYS = ("KIMI_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
@@ -44,7 +44,9 @@ def test_demo_runs_tools_while_the_answer_streams_and_prints_the_answer() -> Non
     assert _when(timeline, "get_weather('Paris') started") < answered
     assert _when(timeline, "get_weather('Tokyo') started") < answered
     # The two 0.3 s lookups overlap: the second starts before the first finishes.
-    assert _when(timeline, "get_weather('Tokyo') started") < _when(timeline, "get_weather('Paris') finished")
+    assert _when(timeline, "get_weather('Tokyo') started") < _when(
+        timeline, "get_weather('Paris') finished"
+    )
     assert "sends 2 tool result(s) back to the model" in out
     assert out.rstrip().endswith(
         "answer: Here is what I found: Paris: 18°C, light rain; Tokyo: 24°C, sunny. "
@@ -55,15 +57,23 @@ def test_demo_runs_tools_while_the_answer_streams_and_prints_the_answer() -> Non
 async def test_demo_talks_to_the_model_named_by_the_environment() -> None:
     async with WireServer() as wire:
         calls = [
-            chat_chunk(tool_delta(0, id="call_p", name="get_weather", arguments='{"city": "Paris"}')),
-            chat_chunk(tool_delta(1, id="call_o", name="get_weather", arguments='{"city": "Oslo"}')),
+            chat_chunk(
+                tool_delta(0, id="call_p", name="get_weather", arguments='{"city": "Paris"}')
+            ),
+            chat_chunk(
+                tool_delta(1, id="call_o", name="get_weather", arguments='{"city": "Oslo"}')
+            ),
             chat_chunk({}, finish_reason="tool_calls"),
             chat_chunk(None, usage=USAGE),
             DONE,
         ]
         wire.queue(Reply(events=calls), chat_text_reply("Paris is warmer than Oslo."))
         env = {k: v for k, v in os.environ.items() if k not in KEYS}
-        env |= {"KIMI_API_KEY": "sk-test", "KIMI_BASE_URL": wire.url + "/v1", "KIMI_MODEL": "kimi-test"}
+        env |= {
+            "KIMI_API_KEY": "sk-test",
+            "KIMI_BASE_URL": wire.url + "/v1",
+            "KIMI_MODEL": "kimi-test",
+        }
         process = await asyncio.create_subprocess_exec(
             sys.executable, str(DEMO), env=env,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,

@@ -18,12 +18,14 @@ def test_a_plain_schema_is_accepted_by_every_dialect_but_strict_mode() -> None:
     assert report.dialects == list(DIALECTS)
     assert {f.dialect for f in report.findings} == {"openai-strict"}  # open object
     lenient = [d for d in DIALECTS if d != "openai-strict"]
-    assert str(check_tools([GOOD], lenient)).endswith("1 tool(s), 5 dialect(s): 0 rejected, 0 ignored")
+    assert str(check_tools([GOOD], lenient)).endswith(
+        "1 tool(s), 5 dialect(s): 0 rejected, 0 ignored"
+    )
 
 
 def test_moonshot_needs_an_explicit_type_and_the_fix_infers_it() -> None:
-    tool = Tool(name="pick", description="d",
-                parameters={"type": "object", "properties": {"color": {"enum": ["red", "blue"]}}})  # fmt: skip
+    schema = {"type": "object", "properties": {"color": {"enum": ["red", "blue"]}}}
+    tool = Tool(name="pick", description="d", parameters=schema)
     (finding,) = check_tools([tool], ["kimi"]).findings
     assert (finding.dialect, finding.path, finding.rule, finding.effect) == (
         "moonshot", "parameters.properties.color", "moonshot.type-required", "rejected",
@@ -33,9 +35,14 @@ def test_moonshot_needs_an_explicit_type_and_the_fix_infers_it() -> None:
 
 
 def test_moonshot_type_beside_anyof_moves_into_the_branches() -> None:
-    schema = {"type": "object", "properties": {"n": {"type": "integer", "anyOf": [{"minimum": 0}, {"maximum": -5}]}}}
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "anyOf": [{"minimum": 0}, {"maximum": -5}]}},
+    }
     fixed = fix_schema(schema, "moonshot")
-    assert fixed["properties"]["n"] == {"anyOf": [{"minimum": 0, "type": "integer"}, {"maximum": -5, "type": "integer"}]}
+    assert fixed["properties"]["n"] == {
+        "anyOf": [{"minimum": 0, "type": "integer"}, {"maximum": -5, "type": "integer"}]
+    }
     assert schema["properties"]["n"]["type"] == "integer"  # the input is not changed
 
 
@@ -45,18 +52,29 @@ def test_moonshot_ref_with_siblings_is_inlined() -> None:
         "$defs": {"P": {"type": "string"}},
     })  # fmt: skip
     assert [f.rule for f in check_tools([tool], ["moonshot"]).findings] == ["moonshot.ref-siblings"]
-    assert fix_tool(tool, "moonshot").parameters["properties"]["p"] == {"type": "string", "description": "where"}
+    assert fix_tool(tool, "moonshot").parameters["properties"]["p"] == {
+        "type": "string",
+        "description": "where",
+    }
 
 
 def test_strict_mode_findings_point_at_to_strict_schema() -> None:
-    tool = Tool(name="find", description="d", parameters={"type": "object", "properties": {"q": {"type": "string"}}})
+    tool = Tool(
+        name="find",
+        description="d",
+        parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+    )
     findings = check_tools([tool], ["openai-strict"]).findings
     assert {f.path for f in findings} == {"parameters", "parameters.required"}
     assert all(f.fix and "to_strict_schema" in f.fix for f in findings)
 
 
 def test_validation_keywords_are_reported_as_ignored_without_strict_mode() -> None:
-    tool = Tool(name="page", description="d", parameters={"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}})
+    tool = Tool(
+        name="page",
+        description="d",
+        parameters={"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}},
+    )
     report = check_tools([tool], ["openai", "anthropic"])
     assert report.ok
     assert [(f.dialect, f.path, f.effect) for f in report.ignored] == [
@@ -67,14 +85,23 @@ def test_validation_keywords_are_reported_as_ignored_without_strict_mode() -> No
 
 
 def test_gemini_rejects_unknown_fields_and_root_must_be_an_object_everywhere() -> None:
-    array = {"name": "nums", "description": "d", "parameters": {"type": "array", "items": {"type": "number"}}}
+    array = {
+        "name": "nums",
+        "description": "d",
+        "parameters": {"type": "array", "items": {"type": "number"}},
+    }
     report = check_tools([array])
     rejected = {(f.dialect, f.rule) for f in report.rejected}
     for dialect in ("openai", "anthropic", "moonshot", "gemini", "mcp"):
         assert (dialect, f"{dialect}.root-object") in rejected
-    closed = Tool(name="c", description="d", parameters={"type": "object", "additionalProperties": False})
+    closed = Tool(
+        name="c", description="d", parameters={"type": "object", "additionalProperties": False}
+    )
     (finding,) = check_tools([closed], ["gemini"]).findings
-    assert (finding.path, finding.rule) == ("parameters.additionalProperties", "gemini.unknown-field")
+    assert (finding.path, finding.rule) == (
+        "parameters.additionalProperties",
+        "gemini.unknown-field",
+    )
 
 
 def test_the_text_report_lists_each_tool_and_dialect() -> None:

@@ -55,7 +55,14 @@ def test_every_format_round_trips_name_description_and_schema(
 
 def test_openai_shapes_state_strict_as_each_api_needs() -> None:
     chat = to_openai_chat_tool(WEATHER)
-    assert chat == {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city.", "parameters": WEATHER.parameters}}
+    assert chat == {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather of a city.",
+            "parameters": WEATHER.parameters,
+        },
+    }
     assert to_openai_responses_tool(WEATHER)["strict"] is False  # the API defaults to strict
     strict = Tool(name="s", description="d", strict=True,
                   parameters={"type": "object", "properties": {}, "required": []})  # fmt: skip
@@ -64,7 +71,11 @@ def test_openai_shapes_state_strict_as_each_api_needs() -> None:
 
 
 def test_anthropic_shape_uses_input_schema() -> None:
-    assert to_anthropic_tool(WEATHER) == {"name": "get_weather", "description": "Weather of a city.", "input_schema": WEATHER.parameters}
+    assert to_anthropic_tool(WEATHER) == {
+        "name": "get_weather",
+        "description": "Weather of a city.",
+        "input_schema": WEATHER.parameters,
+    }
 
 
 def test_mcp_shape_carries_the_hints_as_annotations() -> None:
@@ -97,7 +108,16 @@ def test_gemini_declaration_converts_to_the_openapi_subset() -> None:
             "where": {"type": "object", "properties": {"x": {"type": "number"}}},
         },
     }
-    back = from_gemini_function_declaration({"name": "pick", "description": "", "parameters": {"type": "OBJECT", "properties": {"n": {"type": "STRING", "nullable": True}}}})
+    back = from_gemini_function_declaration(
+        {
+            "name": "pick",
+            "description": "",
+            "parameters": {
+                "type": "OBJECT",
+                "properties": {"n": {"type": "STRING", "nullable": True}},
+            },
+        }
+    )
     assert back.parameters == {"type": "object", "properties": {"n": {"type": ["string", "null"]}}}
 
 

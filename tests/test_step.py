@@ -26,7 +26,9 @@ class Echo(CallableTool2[EchoParams]):
     description = "Echo the text."
     params = EchoParams
 
-    def __init__(self, started: asyncio.Event | None = None, release: asyncio.Event | None = None) -> None:
+    def __init__(
+        self, started: asyncio.Event | None = None, release: asyncio.Event | None = None
+    ) -> None:
         super().__init__()
         self._started = started
         self._release = release
@@ -58,7 +60,9 @@ async def test_generate_merges_text_thinking_and_argument_fragments() -> None:
     )
     seen: list[object] = []
     calls: list[ToolCall] = []
-    result = await generate(provider, "", [], USER, on_message_part=seen.append, on_tool_call=calls.append)
+    result = await generate(
+        provider, "", [], USER, on_message_part=seen.append, on_tool_call=calls.append
+    )
     assert result.message.content == [ThinkPart(think="deep thought"), TextPart(text="Hello there")]
     assert result.message.tool_calls == calls
     assert calls[0].function.arguments == '{"text": "hi"}'
@@ -73,7 +77,9 @@ async def test_generate_accepts_async_callbacks() -> None:
         await asyncio.sleep(0)
         seen.append(type(part).__name__)
 
-    await generate(ScriptedChatProvider([["ab"]], chunk_size=1), "", [], USER, on_message_part=on_part)
+    await generate(
+        ScriptedChatProvider([["ab"]], chunk_size=1), "", [], USER, on_message_part=on_part
+    )
     assert seen == ["TextPart", "TextPart"]
 
 
@@ -119,7 +125,13 @@ async def test_step_runs_tools_while_the_answer_streams_and_keeps_call_order() -
 async def test_step_reports_results_as_they_finish() -> None:
     reported: list[str] = []
     provider = ScriptedChatProvider([[call("echo", {"text": "a"}), call("nope", {})]])
-    result = await step(provider, "", SimpleToolset([Echo()]), USER, on_tool_result=lambda r: reported.append(r.tool_call_id))
+    result = await step(
+        provider,
+        "",
+        SimpleToolset([Echo()]),
+        USER,
+        on_tool_result=lambda r: reported.append(r.tool_call_id),
+    )
     await result.tool_results()
     await asyncio.sleep(0)
     assert sorted(reported) == ["call_0_1", "call_0_2"]
@@ -143,7 +155,9 @@ async def test_a_failure_mid_stream_cancels_and_awaits_every_dispatched_tool(fai
                 await asyncio.sleep(3600)
 
     before = asyncio.all_tasks()
-    task = asyncio.create_task(step(provider, "", SimpleToolset([tool]), USER, on_message_part=hold))
+    task = asyncio.create_task(
+        step(provider, "", SimpleToolset([tool]), USER, on_message_part=hold)
+    )
     await asyncio.wait_for(gate.wait(), timeout=5)
     if failure == "cancelled":
         task.cancel()
@@ -157,7 +171,9 @@ async def test_a_failure_mid_stream_cancels_and_awaits_every_dispatched_tool(fai
 
 
 async def test_two_hundred_tool_calls_in_one_answer() -> None:
-    provider = ScriptedChatProvider([[call("echo", {"text": str(i)}) for i in range(200)]], chunk_size=4)
+    provider = ScriptedChatProvider(
+        [[call("echo", {"text": str(i)}) for i in range(200)]], chunk_size=4
+    )
     result = await step(provider, "", SimpleToolset([Echo()]), USER)
     outputs = [r.return_value.output for r in await result.tool_results()]
     assert outputs == [str(i) for i in range(200)]

@@ -104,7 +104,7 @@ async def generate(
     await flush()
 
     if not tool_calls and not any(
-        isinstance(p, TextPart) and p.text.strip() or not isinstance(p, TextPart | ThinkPart)
+        (isinstance(p, TextPart) and p.text.strip()) or not isinstance(p, TextPart | ThinkPart)
         for p in content
     ):
         raise APIEmptyResponseError(

@@ -132,7 +132,9 @@ def _as_future(handled: asyncio.Future[ToolResult] | ToolResult) -> asyncio.Futu
     return handled
 
 
-def _reporter(callback: Callable[[ToolResult], None]) -> Callable[[asyncio.Future[ToolResult]], None]:
+def _reporter(
+    callback: Callable[[ToolResult], None],
+) -> Callable[[asyncio.Future[ToolResult]], None]:
     def report(future: asyncio.Future[ToolResult]) -> None:
         if future.cancelled() or future.exception() is not None:
             return

@@ -33,6 +33,7 @@ The sources of the rules are in `SOURCES` and on the docs page `docs/dialects.md
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -62,7 +63,14 @@ Dialect: TypeAlias = Literal["openai", "openai-strict", "anthropic", "moonshot",
 Effect: TypeAlias = Literal["rejected", "ignored"]
 """What the provider does with the finding: refuse the request, or take it and not apply it."""
 
-DIALECTS: tuple[Dialect, ...] = ("openai", "openai-strict", "anthropic", "moonshot", "gemini", "mcp")
+DIALECTS: tuple[Dialect, ...] = (
+    "openai",
+    "openai-strict",
+    "anthropic",
+    "moonshot",
+    "gemini",
+    "mcp",
+)
 """Every dialect, in the order reports list them."""
 
 _ALIASES: dict[str, Dialect] = {"kimi": "moonshot"}
@@ -416,7 +424,9 @@ def _check_moonshot(name: str, schema: dict[str, Any]) -> list[Finding]:
         elif composition is not None:
             if "type" in node:
                 # At the root the type must stay ("object"), so there is nothing safe to move.
-                fix = f"move `type` into each {composition} branch" if path != "parameters" else None
+                fix = (
+                    f"move `type` into each {composition} branch" if path != "parameters" else None
+                )
                 found.append(
                     Finding(
                         name, "moonshot", path, "moonshot.type-beside-anyof", "rejected",
@@ -437,10 +447,8 @@ def _check_moonshot(name: str, schema: dict[str, Any]) -> list[Finding]:
 
 
 def _fix_moonshot(schema: dict[str, Any]) -> dict[str, Any]:
-    try:
+    with contextlib.suppress(ValueError):  # a dangling reference: left for the check to report
         schema = deref_json_schema(schema)
-    except ValueError:
-        pass  # a dangling reference: left for the check to report
     for node, path in list(_walk(schema, "parameters")):
         if "$ref" in node or path == "parameters":
             continue

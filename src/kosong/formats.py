@@ -2,7 +2,7 @@
 
 | function | shape |
 |---|---|
-| `to_openai_chat_tool` | `{"type": "function", "function": {name, description, parameters, strict?}}` |
+| `to_openai_chat_tool` | `{"type": "function", "function": {name, description, parameters}}` |
 | `to_openai_responses_tool` | `{"type": "function", name, description, parameters, strict}` |
 | `to_anthropic_tool` | `{name, description, input_schema}` |
 | `to_gemini_function_declaration` | `{name, description, parameters}` in Gemini's OpenAPI subset |

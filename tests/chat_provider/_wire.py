@@ -119,7 +119,9 @@ def chat_chunk(
     id: str = "chatcmpl-1",
 ) -> str:
     """One Chat Completions stream chunk, as the API sends it."""
-    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
+    choices = (
+        [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
+    )
     chunk: dict[str, Any] = {
         "id": id,
         "object": "chat.completion.chunk",
@@ -132,7 +134,9 @@ def chat_chunk(
     return sse(chunk)
 
 
-def tool_delta(index: int, *, id: str | None = None, name: str | None = None, arguments: str = "") -> dict[str, Any]:
+def tool_delta(
+    index: int, *, id: str | None = None, name: str | None = None, arguments: str = ""
+) -> dict[str, Any]:
     call: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
     if id is not None:
         call["id"] = id
@@ -166,7 +170,9 @@ def anthropic_event(data: dict[str, Any]) -> str:
     return sse(data, event=data["type"])
 
 
-def anthropic_reply(blocks: list[dict[str, Any]], stop_reason: str = "end_turn", **reply: Any) -> Reply:
+def anthropic_reply(
+    blocks: list[dict[str, Any]], stop_reason: str = "end_turn", **reply: Any
+) -> Reply:
     """A Messages stream; each block is {"type": "text"|"thinking"|"tool_use", ...} with its
     pieces in "pieces" (text, thinking or partial JSON), and "signature" for thinking."""
     events = [
@@ -195,8 +201,13 @@ def anthropic_reply(blocks: list[dict[str, Any]], stop_reason: str = "end_turn",
         else:
             start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
             deltas = [{"type": "input_json_delta", "partial_json": p} for p in block["pieces"]]
-        events.append(anthropic_event({"type": "content_block_start", "index": index, "content_block": start}))
-        events += [anthropic_event({"type": "content_block_delta", "index": index, "delta": d}) for d in deltas]
+        events.append(
+            anthropic_event({"type": "content_block_start", "index": index, "content_block": start})
+        )
+        events += [
+            anthropic_event({"type": "content_block_delta", "index": index, "delta": d})
+            for d in deltas
+        ]
         events.append(anthropic_event({"type": "content_block_stop", "index": index}))
     events.append(
         anthropic_event(
@@ -237,30 +248,89 @@ def responses_reply(items: list[dict[str, Any]], **reply: Any) -> Reply:
     for index, item in enumerate(items):
         item_id = f"item_{index}"
         if item["type"] == "message":
-            added = {"type": "message", "id": item_id, "role": "assistant", "status": "in_progress", "content": []}
-            events.append(event({"type": "response.output_item.added", "output_index": index, "item": added}))
+            added = {
+                "type": "message",
+                "id": item_id,
+                "role": "assistant",
+                "status": "in_progress",
+                "content": [],
+            }
+            events.append(
+                event({"type": "response.output_item.added", "output_index": index, "item": added})
+            )
             for piece in item["pieces"]:
-                events.append(event({"type": "response.output_text.delta", "item_id": item_id,
-                                     "output_index": index, "content_index": 0, "delta": piece, "logprobs": []}))
-            done = {**added, "status": "completed",
-                    "content": [{"type": "output_text", "text": "".join(item["pieces"]), "annotations": []}]}
+                events.append(
+                    event(
+                        {
+                            "type": "response.output_text.delta",
+                            "item_id": item_id,
+                            "output_index": index,
+                            "content_index": 0,
+                            "delta": piece,
+                            "logprobs": [],
+                        }
+                    )
+                )
+            done = {
+                **added,
+                "status": "completed",
+                "content": [
+                    {"type": "output_text", "text": "".join(item["pieces"]), "annotations": []}
+                ],
+            }
         elif item["type"] == "reasoning":
             added = {"type": "reasoning", "id": item_id, "summary": []}
-            events.append(event({"type": "response.output_item.added", "output_index": index, "item": added}))
+            events.append(
+                event({"type": "response.output_item.added", "output_index": index, "item": added})
+            )
             for piece in item["pieces"]:
-                events.append(event({"type": "response.reasoning_summary_text.delta", "item_id": item_id,
-                                     "output_index": index, "summary_index": 0, "delta": piece}))
+                events.append(
+                    event(
+                        {
+                            "type": "response.reasoning_summary_text.delta",
+                            "item_id": item_id,
+                            "output_index": index,
+                            "summary_index": 0,
+                            "delta": piece,
+                        }
+                    )
+                )
             done = added
         else:
-            added = {"type": "function_call", "id": item_id, "call_id": item["call_id"], "name": item["name"],
-                     "arguments": "", "status": "in_progress"}
-            events.append(event({"type": "response.output_item.added", "output_index": index, "item": added}))
+            added = {
+                "type": "function_call",
+                "id": item_id,
+                "call_id": item["call_id"],
+                "name": item["name"],
+                "arguments": "",
+                "status": "in_progress",
+            }
+            events.append(
+                event({"type": "response.output_item.added", "output_index": index, "item": added})
+            )
             for piece in item["pieces"]:
-                events.append(event({"type": "response.function_call_arguments.delta", "item_id": item_id,
-                                     "output_index": index, "delta": piece}))
+                events.append(
+                    event(
+                        {
+                            "type": "response.function_call_arguments.delta",
+                            "item_id": item_id,
+                            "output_index": index,
+                            "delta": piece,
+                        }
+                    )
+                )
             done = {**added, "arguments": "".join(item["pieces"]), "status": "completed"}
-        events.append(event({"type": "response.output_item.done", "output_index": index, "item": done}))
-    usage = {"input_tokens": 90, "output_tokens": 12, "total_tokens": 102,
-             "input_tokens_details": {"cached_tokens": 30}, "output_tokens_details": {"reasoning_tokens": 0}}
-    events.append(event({"type": "response.completed", "response": _response("completed", [], usage)}))
+        events.append(
+            event({"type": "response.output_item.done", "output_index": index, "item": done})
+        )
+    usage = {
+        "input_tokens": 90,
+        "output_tokens": 12,
+        "total_tokens": 102,
+        "input_tokens_details": {"cached_tokens": 30},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    }
+    events.append(
+        event({"type": "response.completed", "response": _response("completed", [], usage)})
+    )
     return Reply(events=events, **reply)

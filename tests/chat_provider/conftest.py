@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _wire import WireServer  # noqa: E402
+from _wire import WireServer
 
 
 @pytest.fixture

@@ -30,7 +30,12 @@ def two_tool_uses(**reply: Any) -> Reply:
         [
             {"type": "thinking", "pieces": ["Two ", "sums."], "signature": "sig-1"},
             {"type": "text", "pieces": ["On it."]},
-            {"type": "tool_use", "id": "toolu_1", "name": "add", "pieces": ['{"a": 1, ', '"b": 2}']},
+            {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "add",
+                "pieces": ['{"a": 1, ', '"b": 2}'],
+            },
             {"type": "tool_use", "id": "toolu_2", "name": "add", "pieces": ['{"a": 3, "b": 4}']},
         ],
         stop_reason="tool_use",
@@ -41,16 +46,25 @@ def two_tool_uses(**reply: Any) -> Reply:
 async def test_a_conversation_round_trip_keeps_thinking_and_merges_tool_results(
     wire: WireServer,
 ) -> None:
-    wire.queue(two_tool_uses(headers={"request-id": "req_ant"}), anthropic_reply([{"type": "text", "pieces": ["3 and 7"]}]))
+    wire.queue(
+        two_tool_uses(headers={"request-id": "req_ant"}),
+        anthropic_reply([{"type": "text", "pieces": ["3 and 7"]}]),
+    )
     provider = claude(wire).with_thinking("medium")
     toolset = SimpleToolset([Add()])
     history = [Message(role="user", content="add 1+2 and 3+4")]
     first = await step(provider, "You add.", toolset, history)
     assert first.message.content == [
-        ThinkPart(think="Two sums.", encrypted="sig-1"), TextPart(text="On it.")
+        ThinkPart(think="Two sums.", encrypted="sig-1"),
+        TextPart(text="On it."),
     ]
-    assert [c.function.arguments for c in first.tool_calls] == ['{"a": 1, "b": 2}', '{"a": 3, "b": 4}']
-    assert first.usage == TokenUsage(input_other=100, output=42, input_cache_read=40, input_cache_creation=10)
+    assert [c.function.arguments for c in first.tool_calls] == [
+        '{"a": 1, "b": 2}',
+        '{"a": 3, "b": 4}',
+    ]
+    assert first.usage == TokenUsage(
+        input_other=100, output=42, input_cache_read=40, input_cache_creation=10
+    )
     assert (first.id, first.request_id, first.finish_reason) == ("msg_1", "req_ant", "tool_use")
     results = await first.tool_results()
     history += [first.message, *(tool_result_to_message(r) for r in results)]
@@ -61,10 +75,21 @@ async def test_a_conversation_round_trip_keeps_thinking_and_merges_tool_results(
     check_anthropic_body(body)
     assert body["system"] == "You add."
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 4096}
-    assert body["tools"] == [{"name": "add", "description": "Add two integers.", "input_schema": Add().base.parameters}]
+    assert body["tools"] == [
+        {"name": "add", "description": "Add two integers.", "input_schema": Add().base.parameters}
+    ]
     assistant, results_message = body["messages"][1], body["messages"][2]
-    assert assistant["content"][0] == {"type": "thinking", "thinking": "Two sums.", "signature": "sig-1"}
-    assert assistant["content"][2] == {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 1, "b": 2}}
+    assert assistant["content"][0] == {
+        "type": "thinking",
+        "thinking": "Two sums.",
+        "signature": "sig-1",
+    }
+    assert assistant["content"][2] == {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "add",
+        "input": {"a": 1, "b": 2},
+    }
     assert [b["tool_use_id"] for b in results_message["content"]] == ["toolu_1", "toolu_2"]
     assert results_message["content"][0]["content"] == [{"type": "text", "text": "3"}]
     assert len(body["messages"]) == 3
@@ -79,7 +104,9 @@ async def test_a_tool_starts_when_its_block_stops_before_the_stream_ends(wire: W
     stop = next(i for i, e in enumerate(reply.events) if "content_block_stop" in e)
     reply.hold = {stop + 1: started}  # the message's end waits for the tool to start
     wire.queue(reply)
-    result = await step(claude(wire), "", SimpleToolset([Add(started=started)]), [Message(role="user", content="x")])
+    result = await step(
+        claude(wire), "", SimpleToolset([Add(started=started)]), [Message(role="user", content="x")]
+    )
     assert [r.return_value.output for r in await result.tool_results()] == ["3"]
 
 
@@ -105,7 +132,12 @@ async def test_a_dropped_stream_is_a_connection_error(wire: WireServer) -> None:
 
 async def test_an_error_event_mid_stream_is_a_status_error(wire: WireServer) -> None:
     reply = anthropic_reply([{"type": "text", "pieces": ["a"]}])
-    reply.events.insert(3, anthropic_event({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
+    reply.events.insert(
+        3,
+        anthropic_event(
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        ),
+    )
     wire.queue(reply)
     with pytest.raises(APIStatusError):
         await generate(claude(wire), "", [], [Message(role="user", content="x")])

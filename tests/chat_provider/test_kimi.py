@@ -107,7 +107,9 @@ async def test_kimi_applies_moonshot_fixes_to_tool_schemas(wire: WireServer) -> 
     await generate(kimi(wire), "", [tool], [Message(role="user", content="?")])
     sent = wire.requests[0].body["tools"][0]["function"]["parameters"]["properties"]
     assert sent["color"] == {"enum": ["red", "blue"], "type": "string"}
-    assert sent["size"] == {"anyOf": [{"minimum": 1, "type": "integer"}, {"maximum": -1, "type": "integer"}]}
+    assert sent["size"] == {
+        "anyOf": [{"minimum": 1, "type": "integer"}, {"maximum": -1, "type": "integer"}]
+    }
 
 
 async def test_kimi_refuses_a_schema_moonshot_rejects_before_sending(wire: WireServer) -> None:

@@ -42,7 +42,9 @@ class Add(CallableTool2[AddParams]):
     description = "Add two integers."
     params = AddParams
 
-    def __init__(self, started: asyncio.Event | None = None, release: asyncio.Event | None = None) -> None:
+    def __init__(
+        self, started: asyncio.Event | None = None, release: asyncio.Event | None = None
+    ) -> None:
         super().__init__()
         self._started = started
         self._release = release
@@ -107,7 +109,10 @@ async def test_interleaved_parallel_tool_calls_each_reach_their_own_call(
     toolset = SimpleToolset([Add()])
     result = await step(provider(wire), "", toolset, [Message(role="user", content="add")])
     assert [c.id for c in result.tool_calls] == ["call_a", "call_b"]
-    assert [c.function.arguments for c in result.tool_calls] == ['{"a": 1, "b": 2}', '{"a": 10, "b": 20}']
+    assert [c.function.arguments for c in result.tool_calls] == [
+        '{"a": 1, "b": 2}',
+        '{"a": 10, "b": 20}',
+    ]
     outputs = [r.return_value.output for r in await result.tool_results()]
     assert outputs == ["3", "30"]
     assert result.finish_reason == "tool_calls"
@@ -143,14 +148,18 @@ async def test_unparseable_arguments_still_reach_the_toolset(wire: WireServer) -
         DONE,
     ]
     wire.queue(Reply(events=events))
-    result = await step(provider(wire), "", SimpleToolset([Add()]), [Message(role="user", content="x")])
+    result = await step(
+        provider(wire), "", SimpleToolset([Add()]), [Message(role="user", content="x")]
+    )
     (only,) = await result.tool_results()
     assert isinstance(only.return_value, ToolParseError)
 
 
 async def test_429_with_retry_after_is_retried_by_the_client(wire: WireServer) -> None:
     wire.queue(
-        Reply(status=429, headers={"Retry-After": "0.01"}, body={"error": {"message": "slow down"}}),
+        Reply(
+            status=429, headers={"Retry-After": "0.01"}, body={"error": {"message": "slow down"}}
+        ),
         chat_text_reply("ok"),
     )
     result = await generate(provider(wire), "", [], [Message(role="user", content="hi")])
@@ -159,7 +168,9 @@ async def test_429_with_retry_after_is_retried_by_the_client(wire: WireServer) -
 
 
 async def test_429_without_retries_is_an_api_status_error(wire: WireServer) -> None:
-    wire.queue(Reply(status=429, headers={"Retry-After": "0.01"}, body={"error": {"message": "slow down"}}))
+    wire.queue(
+        Reply(status=429, headers={"Retry-After": "0.01"}, body={"error": {"message": "slow down"}})
+    )
     with pytest.raises(APIStatusError) as caught:
         await generate(provider(wire, max_retries=0), "", [], [Message(role="user", content="hi")])
     assert caught.value.status_code == 429
@@ -190,7 +201,9 @@ async def test_a_connection_dropped_mid_stream_cancels_the_running_tools(
     tasks_before = asyncio.all_tasks()
     with pytest.raises(APIConnectionError):
         await step(provider(wire), "", toolset, [Message(role="user", content="x")])
-    leftover = [t for t in asyncio.all_tasks() - tasks_before if "Add" in repr(t) or "_run" in repr(t)]
+    leftover = [
+        t for t in asyncio.all_tasks() - tasks_before if "Add" in repr(t) or "_run" in repr(t)
+    ]
     assert leftover == []
 
 
@@ -202,14 +215,20 @@ async def test_an_empty_answer_is_an_empty_response_error(wire: WireServer) -> N
 
 async def test_a_whole_conversation_is_a_valid_chat_request(wire: WireServer) -> None:
     wire.queue(chat_text_reply("done"))
-    call = ToolCall(id="call_1", function=ToolCall.FunctionBody(name="add", arguments='{"a":1,"b":2}'))
+    call = ToolCall(
+        id="call_1", function=ToolCall.FunctionBody(name="add", arguments='{"a":1,"b":2}')
+    )
     image = ImageURLPart(image_url=ImageURLPart.ImageURL(url="https://x/cat.png"))
     from kosong.tooling import ToolResult
 
     history = [
         Message(role="user", content=[TextPart(text="what is this?"), image]),
-        Message(role="assistant", content=[ThinkPart(think="hmm"), TextPart(text="")], tool_calls=[call]),
-        tool_result_to_message(ToolResult("call_1", ToolOk(output=[TextPart(text="3"), image], message="ok"))),
+        Message(
+            role="assistant", content=[ThinkPart(think="hmm"), TextPart(text="")], tool_calls=[call]
+        ),
+        tool_result_to_message(
+            ToolResult("call_1", ToolOk(output=[TextPart(text="3"), image], message="ok"))
+        ),
         Message(role="system", content="be nice"),
     ]
     snapshot = [m.model_copy(deep=True) for m in history]

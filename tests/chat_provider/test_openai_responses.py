@@ -17,7 +17,9 @@ from kosong.tooling.simple import SimpleToolset
 
 
 def responses(wire: WireServer, **kwargs: Any) -> OpenAIResponses:
-    provider = OpenAIResponses(model="test-model", api_key="sk", base_url=wire.url + "/v1", **kwargs)
+    provider = OpenAIResponses(
+        model="test-model", api_key="sk", base_url=wire.url + "/v1", **kwargs
+    )
     wire.closers.append(provider.aclose)
     return provider
 
@@ -28,8 +30,18 @@ async def test_function_calls_run_and_their_outputs_go_back(wire: WireServer) ->
             [
                 {"type": "reasoning", "pieces": ["Adding ", "twice."]},
                 {"type": "message", "pieces": ["Sure."]},
-                {"type": "function_call", "call_id": "fc_1", "name": "add", "pieces": ['{"a": 1,', ' "b": 2}']},
-                {"type": "function_call", "call_id": "fc_2", "name": "add", "pieces": ['{"a": 3, "b": 4}']},
+                {
+                    "type": "function_call",
+                    "call_id": "fc_1",
+                    "name": "add",
+                    "pieces": ['{"a": 1,', ' "b": 2}'],
+                },
+                {
+                    "type": "function_call",
+                    "call_id": "fc_2",
+                    "name": "add",
+                    "pieces": ['{"a": 3, "b": 4}'],
+                },
             ],
             headers={"x-request-id": "req_r"},
         ),
@@ -61,7 +73,9 @@ async def test_function_calls_run_and_their_outputs_go_back(wire: WireServer) ->
 
 
 async def test_a_status_error_keeps_its_code(wire: WireServer) -> None:
-    wire.queue(Reply(status=400, body={"error": {"message": "bad", "type": "invalid_request_error"}}))
+    wire.queue(
+        Reply(status=400, body={"error": {"message": "bad", "type": "invalid_request_error"}})
+    )
     with pytest.raises(APIStatusError) as caught:
         await generate(responses(wire, max_retries=0), "", [], [Message(role="user", content="x")])
     assert caught.value.status_code == 400

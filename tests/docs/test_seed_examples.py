@@ -240,7 +240,9 @@ def test_000_example_7_generate_with_kimi_runs_as_written(
     from _wire import DONE, Reply, WireServer, chat_chunk, tool_delta
 
     blocks, _, namespace = doc_000
-    ready, stop = threading.Event(), threading.Event()
+    ready = threading.Event()
+    stop: list[asyncio.Event] = []
+    loop: list[asyncio.AbstractEventLoop] = []
     server: list[WireServer] = []
 
     async def serve() -> None:
@@ -258,9 +260,10 @@ def test_000_example_7_generate_with_kimi_runs_as_written(
                 )
             )
             server.append(wire)
+            stop.append(asyncio.Event())
+            loop.append(asyncio.get_running_loop())
             ready.set()
-            while not stop.is_set():
-                await asyncio.sleep(0.01)
+            await stop[0].wait()
 
     thread = threading.Thread(target=asyncio.run, args=(serve(),))
     thread.start()
@@ -269,7 +272,8 @@ def test_000_example_7_generate_with_kimi_runs_as_written(
         monkeypatch.setenv("KIMI_BASE_URL", server[0].url + "/v1")
         out = _run(blocks[35], namespace, "000[35]")
     finally:
-        stop.set()
+        if loop:
+            loop[0].call_soon_threadsafe(stop[0].set)
         thread.join(timeout=10)
     assert out == "工具 add 返回: 42\n"
     body = server[0].requests[0].body

@@ -302,7 +302,9 @@ class ToolCallAssembler:
         self._calls: dict[int, _Call] = {}
         self._current: int | None = None
 
-    def feed(self, index: int, id: str | None, name: str | None, arguments: str | None) -> Iterator[StreamedMessagePart]:
+    def feed(
+        self, index: int, id: str | None, name: str | None, arguments: str | None
+    ) -> Iterator[StreamedMessagePart]:
         call = self._calls.get(index)
         if call is None:
             call = self._calls[index] = _Call(id, name)
@@ -360,9 +362,7 @@ class ToolCallAssembler:
                 call.emitted = True
                 yield ToolCall(
                     id=call.id or f"call_{index}",
-                    function=ToolCall.FunctionBody(
-                        name=call.name or "", arguments=call.arguments
-                    ),
+                    function=ToolCall.FunctionBody(name=call.name or "", arguments=call.arguments),
                 )
         self._calls.clear()
         self._current = None

@@ -221,7 +221,9 @@ class ResponsesStream:
                     yield ThinkPart(think=event.delta)
                 elif kind == "response.output_item.added" and event.item.type == "function_call":
                     item = event.item
-                    for part in calls.feed(event.output_index, item.call_id, item.name, item.arguments):
+                    for part in calls.feed(
+                        event.output_index, item.call_id, item.name, item.arguments
+                    ):
                         yield part
                 elif kind == "response.function_call_arguments.delta":
                     for part in calls.feed(event.output_index, None, None, event.delta):

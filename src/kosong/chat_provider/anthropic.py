@@ -23,7 +23,15 @@ from kosong.chat_provider import (
 )
 from kosong.dialects import DialectError, check_tools
 from kosong.formats import to_anthropic_tool
-from kosong.message import ContentPart, ImageURLPart, Message, TextPart, ThinkPart, ToolCall, ToolCallPart
+from kosong.message import (
+    ContentPart,
+    ImageURLPart,
+    Message,
+    TextPart,
+    ThinkPart,
+    ToolCall,
+    ToolCallPart,
+)
 from kosong.tooling import Tool
 
 try:
@@ -192,7 +200,10 @@ class Anthropic:
             elif message.role == "system":
                 text = "".join(p.text for p in message.content if isinstance(p, TextPart))
                 out.append(
-                    {"role": "user", "content": [{"type": "text", "text": f"<system>{text}</system>"}]}
+                    {
+                        "role": "user",
+                        "content": [{"type": "text", "text": f"<system>{text}</system>"}],
+                    }
                 )
             else:
                 out.append({"role": "user", "content": _blocks(message.content)})
@@ -313,7 +324,8 @@ class AnthropicStream:
                     if block.type == "tool_use":
                         tool_blocks.add(event.index)
                         yield ToolCall(
-                            id=block.id, function=ToolCall.FunctionBody(name=block.name, arguments="")
+                            id=block.id,
+                            function=ToolCall.FunctionBody(name=block.name, arguments=""),
                         )
                     elif block.type == "text" and block.text:
                         yield TextPart(text=block.text)

@@ -55,8 +55,10 @@ def call(name: str, arguments: Any = None, *, id: str | None = None) -> ToolCall
 
     Without an `id`, the provider numbers calls `call_<turn>_<n>` when it plays them.
     """
-    encoded = arguments if isinstance(arguments, str) or arguments is None else json.dumps(
-        arguments, ensure_ascii=False
+    encoded = (
+        arguments
+        if isinstance(arguments, str) or arguments is None
+        else json.dumps(arguments, ensure_ascii=False)
     )
     return ToolCall(id=id or "", function=ToolCall.FunctionBody(name=name, arguments=encoded))
 
@@ -150,9 +152,7 @@ class ScriptedChatProvider:
         """
         script = self._script
         script.requests.append(
-            ScriptedRequest(
-                system_prompt, list(tools), [m.model_copy(deep=True) for m in history]
-            )
+            ScriptedRequest(system_prompt, list(tools), [m.model_copy(deep=True) for m in history])
         )
         if script.played >= len(script.turns):
             raise ChatProviderError(
@@ -229,4 +229,3 @@ class _ScriptedStream:
 
 def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
-
