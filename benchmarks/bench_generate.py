@@ -135,7 +135,7 @@ async def measure(url: str, completing: list[int], repeats: int) -> None:
     client = openai.AsyncOpenAI(api_key="k", base_url=url)
     provider = OpenAIChat(model="m", api_key="k", base_url=url)
     history = [Message(role="user", content="go")]
-    messages = [{"role": "user", "content": "go"}]
+    messages: Any = [{"role": "user", "content": "go"}]
 
     async def raw() -> None:
         stream = await client.chat.completions.create(
@@ -184,7 +184,7 @@ async def measure(url: str, completing: list[int], repeats: int) -> None:
         async def create(**kwargs: Any) -> Any:
             return Stamped(await original(**kwargs), stamps)  # noqa: B023
 
-        provider.client.chat.completions.create = create  # type: ignore[method-assign]  # pyright: ignore[reportAttributeAccessIssue]
+        provider.client.chat.completions.create = create
         started.clear()
         result = await step(provider, "", toolset, history)
         await result.tool_results()
@@ -192,7 +192,7 @@ async def measure(url: str, completing: list[int], repeats: int) -> None:
         for call, chunk_index in enumerate(completing):
             latencies.append(started[str(call)] - stamps[chunk_index])
             before_end += started[str(call)] < end
-    provider.client.chat.completions.create = original  # type: ignore[method-assign]
+    provider.client.chat.completions.create = original
     await client.close()
     await provider.aclose()
 
@@ -218,6 +218,6 @@ async def measure(url: str, completing: list[int], repeats: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21)
     main(parser.parse_args().repeats)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent / "chat_provider"))
 
-from _wire import DONE, USAGE, Reply, WireServer, chat_chunk, chat_text_reply, tool_delta
+from _wire import DONE, USAGE, Reply, WireServer, chat_chunk, chat_text_reply, tool_delta  # pyright: ignore[reportMissingImports]
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo.py"
 KEYS = ("KIMI_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")

@@ -212,7 +212,7 @@ def _dialect(name: str) -> Dialect:
     if lowered not in DIALECTS:
         known = ", ".join(DIALECTS)
         raise ValueError(f"unknown dialect {name!r}; known dialects: {known} (and 'kimi')")
-    return cast(Dialect, lowered)
+    return lowered
 
 
 def _as_tool(tool: Tool | Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -241,7 +241,7 @@ def check_tools(
     Raises:
         ValueError: a dialect name is unknown.
     """
-    chosen = [_dialect(d) for d in (DIALECTS if dialects is None else dialects)]
+    chosen: list[Dialect] = [_dialect(d) for d in (DIALECTS if dialects is None else dialects)]
     names: list[str] = []
     findings: list[Finding] = []
     for tool in tools:

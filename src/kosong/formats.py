@@ -173,7 +173,7 @@ def _require(data: Mapping[str, Any], key: str, where: str) -> Any:
 
 
 def _tool(name: Any, description: Any, parameters: Any, **metadata: Any) -> Tool:
-    params = parameters if parameters is not None else {"type": "object", "properties": {}}
+    params: Any = parameters if parameters is not None else {"type": "object", "properties": {}}
     return Tool(
         name=name,
         description=description or "",

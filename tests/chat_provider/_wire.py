@@ -95,7 +95,7 @@ class WireServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        server = site._server  # pyright: ignore[reportPrivateUsage]
+        server = site._server
         assert server is not None
         port = server.sockets[0].getsockname()[1]  # pyright: ignore[reportAttributeAccessIssue]
         self.url = f"http://127.0.0.1:{port}"

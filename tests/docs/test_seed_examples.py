@@ -237,7 +237,7 @@ def test_000_example_7_generate_with_kimi_runs_as_written(
     import threading
 
     sys.path.insert(0, str(Path(__file__).parents[1] / "chat_provider"))
-    from _wire import DONE, Reply, WireServer, chat_chunk, tool_delta
+    from _wire import DONE, Reply, WireServer, chat_chunk, tool_delta  # pyright: ignore[reportMissingImports]
 
     blocks, _, namespace = doc_000
     ready = threading.Event()

@@ -22,6 +22,7 @@ from kosong.chat_provider import (
     ThinkingEffort,
     TokenUsage,
 )
+from kosong.chat_provider._http import request_id_of
 from kosong.dialects import Dialect, DialectError, DialectReport, Finding, check_tools
 from kosong.formats import to_openai_chat_tool
 from kosong.message import (
@@ -261,7 +262,7 @@ class ChatCompletionsProvider:
         """
         body = self.request_body(system_prompt, tools, history)
         try:
-            stream: Any = await self.client.chat.completions.create(**body)
+            stream = cast(Any, await self.client.chat.completions.create(**body))
         except openai.OpenAIError as e:
             raise convert_error(e) from e
         except httpx2.HTTPError as e:
@@ -373,7 +374,7 @@ def usage_of(raw: Any) -> TokenUsage | None:
     """`TokenUsage` from a Chat Completions `usage` object or dict."""
     if raw is None:
         return None
-    data: Mapping[str, Any] = raw if isinstance(raw, Mapping) else raw.model_dump()
+    data = cast(Mapping[str, Any], raw if isinstance(raw, Mapping) else raw.model_dump())
     prompt = int(data.get("prompt_tokens") or 0)
     details = cast(Mapping[str, Any], data.get("prompt_tokens_details") or {})
     cached = int(details.get("cached_tokens") or data.get("cached_tokens") or 0)
@@ -393,8 +394,7 @@ class ChatCompletionsStream:
         self.id: str | None = None
         self.usage: TokenUsage | None = None
         self.finish_reason: str | None = None
-        headers = getattr(getattr(stream, "response", None), "headers", None) or {}
-        self.request_id: str | None = headers.get("x-request-id") or headers.get("request-id")
+        self.request_id = request_id_of(stream, "x-request-id", "request-id")
 
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
         calls = ToolCallAssembler()

@@ -5,9 +5,10 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from kosong.chat_provider import ChatProviderError, StreamedMessagePart, ThinkingEffort, TokenUsage
+from kosong.chat_provider._http import request_id_of
 from kosong.chat_provider._openai_common import (
     ToolCallAssembler,
     ToolMessageConversion,
@@ -178,7 +179,7 @@ class OpenAIResponses:
         """
         body = self.request_body(system_prompt, tools, history)
         try:
-            stream: Any = await self.client.responses.create(**body)
+            stream = cast(Any, await self.client.responses.create(**body))
         except (openai.OpenAIError, httpx2.HTTPError) as e:
             raise convert_error(e) from e
         return ResponsesStream(stream)
@@ -204,8 +205,7 @@ class ResponsesStream:
         self.id: str | None = None
         self.usage: TokenUsage | None = None
         self.finish_reason: str | None = None
-        headers = getattr(getattr(stream, "response", None), "headers", None) or {}
-        self.request_id: str | None = headers.get("x-request-id")
+        self.request_id = request_id_of(stream, "x-request-id")
 
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
         calls = ToolCallAssembler()

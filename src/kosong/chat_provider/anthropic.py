@@ -10,7 +10,7 @@ import copy
 import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, cast
 
 from kosong.chat_provider import (
     APIConnectionError,
@@ -21,6 +21,7 @@ from kosong.chat_provider import (
     ThinkingEffort,
     TokenUsage,
 )
+from kosong.chat_provider._http import request_id_of
 from kosong.dialects import DialectError, check_tools
 from kosong.formats import to_anthropic_tool
 from kosong.message import (
@@ -226,7 +227,7 @@ class Anthropic:
         """
         body = self.request_body(system_prompt, tools, history)
         try:
-            stream: Any = await self.client.messages.create(**body)
+            stream = cast(Any, await self.client.messages.create(**body))
         except (anthropic.AnthropicError, httpx2.HTTPError) as e:
             raise _convert_error(e) from e
         return AnthropicStream(stream)
@@ -278,7 +279,7 @@ def _input(call: ToolCall) -> dict[str, Any]:
         value = json.loads(call.function.arguments or "{}")
     except ValueError:
         return {}
-    return value if isinstance(value, dict) else {}
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
 def _convert_error(error: BaseException) -> ChatProviderError:
@@ -300,8 +301,7 @@ class AnthropicStream:
         self.id: str | None = None
         self.usage: TokenUsage | None = None
         self.finish_reason: str | None = None
-        headers = getattr(getattr(stream, "response", None), "headers", None) or {}
-        self.request_id: str | None = headers.get("request-id")
+        self.request_id = request_id_of(stream, "request-id")
         self._input = (0, 0, 0)
 
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
