@@ -140,7 +140,7 @@ async def measure(url: str, completing: list[int], repeats: int) -> None:
     async def raw() -> None:
         stream = await client.chat.completions.create(
             model="m",
-            messages=messages,  # pyright: ignore[reportArgumentType]
+            messages=messages,
             stream=True,
             stream_options={"include_usage": True},
         )
