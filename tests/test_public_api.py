@@ -17,6 +17,14 @@ PUBLIC_MODULES = [
     "kosong.tooling.langchain",
     "kosong.utils.jsonschema",
     "kosong.utils.typing",
+    "kosong.chat_provider",
+    "kosong.chat_provider.kimi",
+    "kosong.chat_provider.openai",
+    "kosong.chat_provider.anthropic",
+    "kosong.chat_provider.scripted",
+    "kosong.chat_provider.mock",
+    "kosong.formats",
+    "kosong.dialects",
 ]
 
 # What the foundation issue promises, module by module.
@@ -39,6 +47,25 @@ PROMISED = {
     "kosong.tooling.langchain": {"from_langchain", "to_langchain"},
     "kosong.tooling.empty": {"EmptyToolset"},
     "kosong.utils.jsonschema": {"deref_json_schema"},
+    # The chat loop (issue 8), with the published package's names.
+    "kosong": {"generate", "step", "GenerateResult", "StepResult", "tool_result_to_message"},
+    "kosong.chat_provider": {
+        "ChatProvider", "StreamedMessage", "StreamedMessagePart", "TokenUsage", "ThinkingEffort",
+        "ChatProviderError", "APIConnectionError", "APITimeoutError", "APIStatusError",
+        "APIEmptyResponseError",
+    },
+    "kosong.chat_provider.kimi": {"Kimi"},
+    "kosong.chat_provider.openai": {"OpenAIChat", "OpenAIResponses"},
+    "kosong.chat_provider.anthropic": {"Anthropic"},
+    "kosong.chat_provider.scripted": {"ScriptedChatProvider", "call"},
+    "kosong.chat_provider.mock": {"MockChatProvider"},
+    "kosong.formats": {
+        "to_openai_chat_tool", "from_openai_chat_tool", "to_openai_responses_tool",
+        "from_openai_responses_tool", "to_anthropic_tool", "from_anthropic_tool",
+        "to_gemini_function_declaration", "from_gemini_function_declaration", "to_mcp_tool",
+        "from_mcp_tool",
+    },
+    "kosong.dialects": {"check_tools", "fix_tool", "DialectReport", "Finding", "DialectError"},
 }  # fmt: skip
 
 
