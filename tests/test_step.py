@@ -217,3 +217,12 @@ def test_tool_result_to_message_sends_output_and_message_never_display() -> None
     assert tool_result_to_message(with_parts).content == [TextPart(text="see"), image]
     assert tool_result_to_message(with_parts, text_only=True).content == [TextPart(text="see")]
     assert json.loads(tool_result_to_message(ok).model_dump_json())["content"][0]["text"] == "42"
+
+
+async def test_on_trace_id_is_called_once_and_results_carry_it() -> None:
+    seen: list[str | None] = []
+    result = await step(
+        ScriptedChatProvider([["hi"]]), "", SimpleToolset(), USER, on_trace_id=seen.append
+    )
+    assert seen == [None]
+    assert result.trace_id is None

@@ -37,6 +37,8 @@ class GenerateResult:
     """The assistant message: its content parts and tool calls."""
     usage: TokenUsage | None
     """Tokens used, when the provider reports them."""
+    trace_id: str | None = None
+    """The provider's trace id of the answer, when its stream has one (`trace_id`)."""
     request_id: str | None = None
     """The service's id of the HTTP request, when it sent one."""
     finish_reason: str | None = None
@@ -60,6 +62,7 @@ async def generate(
     *,
     on_message_part: Callback[StreamedMessagePart] | None = None,
     on_tool_call: Callback[ToolCall] | None = None,
+    on_trace_id: Callback[str | None] | None = None,
 ) -> GenerateResult:
     """Ask the model for one answer and merge its stream into an assistant message.
 
@@ -69,7 +72,8 @@ async def generate(
     is complete: when the provider marks its last fragment, when the next part or call
     starts, or when the stream ends. A call whose arguments never became valid JSON is handed
     over all the same (a toolset answers it with a parse error the model can read). Both
-    callbacks may be sync or async. `history` is not changed.
+    callbacks may be sync or async, as is `on_trace_id`, called once with the stream's trace id
+    (None when it has none) before the first part. `history` is not changed.
 
     Raises:
         ChatProviderError: the provider failed (`APIStatusError`, `APIConnectionError`...).
@@ -77,6 +81,8 @@ async def generate(
             not count).
     """
     stream = await chat_provider.generate(system_prompt, tools, history)
+    trace_id = _optional_str(stream, "trace_id")
+    await call_back(on_trace_id, trace_id)
     content: list[ContentPart] = []
     tool_calls: list[ToolCall] = []
     pending: StreamedMessagePart | None = None
@@ -116,6 +122,7 @@ async def generate(
         id=stream.id,
         message=message,
         usage=stream.usage,
+        trace_id=trace_id,
         request_id=_optional_str(stream, "request_id"),
         finish_reason=_optional_str(stream, "finish_reason"),
     )

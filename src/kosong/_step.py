@@ -30,6 +30,8 @@ class StepResult:
     tool_calls: list[ToolCall]
     """The tool calls of the answer, in order (each already handed to the toolset)."""
     _tool_result_futures: list[asyncio.Future[ToolResult]] = field(repr=False)
+    trace_id: str | None = None
+    """The provider's trace id of the answer, when its stream has one."""
     request_id: str | None = None
     """The service's id of the HTTP request, when it sent one."""
     finish_reason: str | None = None
@@ -55,6 +57,7 @@ async def step(
     *,
     on_message_part: Callback[StreamedMessagePart] | None = None,
     on_tool_result: Callable[[ToolResult], None] | None = None,
+    on_trace_id: Callback[str | None] | None = None,
 ) -> StepResult:
     """Ask the model for one answer and run its tool calls while the answer still streams.
 
@@ -86,6 +89,7 @@ async def step(
             history,
             on_message_part=on_message_part,
             on_tool_call=dispatch,
+            on_trace_id=on_trace_id,
         )
     except BaseException:
         await _cancel_all(futures)
@@ -96,6 +100,7 @@ async def step(
         usage=result.usage,
         tool_calls=list(result.message.tool_calls or []),
         _tool_result_futures=futures,
+        trace_id=result.trace_id,
         request_id=result.request_id,
         finish_reason=result.finish_reason,
     )

@@ -40,6 +40,7 @@ __all__ = [
     "APITimeoutError",
     "ChatProvider",
     "ChatProviderError",
+    "RetryableChatProvider",
     "StreamedMessage",
     "StreamedMessagePart",
     "ThinkingEffort",
@@ -139,6 +140,19 @@ class ChatProvider(Protocol):
         ...
 
 
+@runtime_checkable
+class RetryableChatProvider(Protocol):
+    """A provider that can recover from a retryable error itself (say, by rebuilding its client).
+
+    An agent loop that retries may call `on_retryable_error(error)` first; True means the
+    provider did something and a retry is worth it.
+    """
+
+    def on_retryable_error(self, error: BaseException) -> bool:
+        """React to `error`; True when a retry may now succeed."""
+        ...
+
+
 class ChatProviderError(Exception):
     """A chat provider failed; the base of every error it raises."""
 
@@ -160,13 +174,22 @@ class APITimeoutError(APIConnectionError):
 class APIStatusError(ChatProviderError):
     """The service answered with an HTTP error status."""
 
-    def __init__(self, status_code: int, message: str, *, request_id: str | None = None) -> None:
+    def __init__(
+        self,
+        status_code: int,
+        message: str,
+        *,
+        request_id: str | None = None,
+        trace_id: str | None = None,
+    ) -> None:
         """Record the status and the service's request id (quote it to the provider's support)."""
         super().__init__(message)
         self.status_code = status_code
         """The HTTP status code."""
         self.request_id = request_id
         """The service's id of the request, when it sent one."""
+        self.trace_id = trace_id
+        """A trace id of the request, when the provider has one."""
 
     def __str__(self) -> str:
         request = f" (request id {self.request_id})" if self.request_id else ""
