@@ -256,7 +256,9 @@ def test_000_example_7_generate_with_kimi_runs_as_written(
                         chat_chunk(tool_delta(0, arguments=arguments[1])),
                         chat_chunk({}, finish_reason="tool_calls"),
                         DONE,
-                    ]
+                    ],
+                    # The example never closes its client: no connection may stay open.
+                    headers={"Connection": "close"},
                 )
             )
             server.append(wire)
