@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 
 from hypothesis import given, settings
@@ -25,7 +26,7 @@ def interleaved(draw: st.DrawFn) -> tuple[list[str], list[tuple[int, str]]]:
     for text in calls:
         cuts = sorted(draw(st.sets(st.integers(1, max(1, len(text) - 1)), max_size=6)))
         bounds = [0, *cuts, len(text)]
-        queues.append([text[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a])
+        queues.append([text[a:b] for a, b in itertools.pairwise(bounds) if b > a])
     order: list[tuple[int, str]] = []
     while any(queues):
         index = draw(st.sampled_from([i for i, q in enumerate(queues) if q]))
