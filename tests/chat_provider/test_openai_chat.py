@@ -256,6 +256,17 @@ async def test_a_strict_tool_the_api_would_reject_fails_before_the_request(
     assert wire.requests == []
 
 
+@pytest.mark.parametrize(("effort", "sent"), [("off", "none"), ("low", "low"), ("max", "max")])
+async def test_thinking_effort_is_sent_as_reasoning_effort(
+    wire: WireServer, effort: str, sent: str
+) -> None:
+    wire.queue(chat_text_reply("ok"))
+    chat = provider(wire).with_thinking(effort)  # pyright: ignore[reportArgumentType]
+    await generate(chat, "", [], [Message(role="user", content="hi")])
+    check_chat_body(wire.requests[0].body)
+    assert wire.requests[0].body["reasoning_effort"] == sent
+
+
 def test_a_missing_api_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ValueError, match="OPENAI_API_KEY"):

@@ -182,9 +182,8 @@ class ChatCompletionsProvider:
         effort = self._thinking
         if effort is None:
             return {}
-        if effort == "off":
-            return {"reasoning_effort": "none"}
-        return {"reasoning_effort": {"xhigh": "high", "max": "high"}.get(effort, effort)}
+        # OpenAI's efforts are ours, with "none" for "off".
+        return {"reasoning_effort": "none" if effort == "off" else effort}
 
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]

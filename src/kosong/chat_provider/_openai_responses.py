@@ -128,9 +128,7 @@ class OpenAIResponses:
         if tools:
             body["tools"] = [to_openai_responses_tool(t) for t in tools]
         if self._thinking is not None:
-            effort = {"off": "none", "xhigh": "high", "max": "high"}.get(
-                self._thinking, self._thinking
-            )
+            effort = "none" if self._thinking == "off" else self._thinking
             body["reasoning"] = {"effort": effort, "summary": "auto"}
         return body
 
