@@ -226,3 +226,18 @@ async def test_on_trace_id_is_called_once_and_results_carry_it() -> None:
     )
     assert seen == [None]
     assert result.trace_id is None
+
+
+def test_a_script_with_an_unknown_item_is_refused_at_once() -> None:
+    with pytest.raises(TypeError, match="turn 0 of the script holds a int"):
+        ScriptedChatProvider([["fine", 42]])  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="turn 1 of the script is a str"):
+        ScriptedChatProvider([["fine"], "not a list"])
+    with pytest.raises(ValueError, match="chunk_size must be at least 1"):
+        ScriptedChatProvider([], chunk_size=0)
+
+
+async def test_a_scripted_function_returning_a_bad_item_is_a_clear_error() -> None:
+    provider = ScriptedChatProvider([lambda history: [object()]])  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="holds a object"):
+        await generate(provider, "", [], USER)

@@ -28,7 +28,7 @@ import copy
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self, TypeAlias
+from typing import Any, Self, TypeAlias, cast
 
 from kosong.chat_provider import (
     ChatProviderError,
@@ -103,7 +103,11 @@ class ScriptedChatProvider:
 
         Raises:
             ValueError: `chunk_size` is below 1 or `chunk_delay` is negative.
+            TypeError: a turn, or an item of one, is not of a kind the script knows.
         """
+        for number, turn in enumerate(turns):
+            if not callable(turn) and not isinstance(turn, ChatProviderError):
+                _check_items(turn, number)
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
         if chunk_delay < 0:
@@ -163,8 +167,9 @@ class ScriptedChatProvider:
         script.played += 1
         if isinstance(turn, ChatProviderError):
             raise turn
-        items = turn(history) if callable(turn) else turn
-        return _ScriptedStream(self, number, list(items), history)
+        items = list(turn(history)) if callable(turn) else list(turn)
+        _check_items(items, number)
+        return _ScriptedStream(self, number, items, history)
 
 
 class _ScriptedStream:
@@ -225,6 +230,20 @@ class _ScriptedStream:
 
     async def _pause(self) -> None:
         await asyncio.sleep(self._provider.chunk_delay)
+
+
+def _check_items(items: object, number: int) -> None:
+    if isinstance(items, str) or not isinstance(items, Sequence):
+        raise TypeError(
+            f"turn {number} of the script is a {type(items).__name__}; a turn is a list of items, "
+            "a function of the history returning one, or a ChatProviderError"
+        )
+    for item in cast(Sequence[object], items):
+        if not isinstance(item, str | ContentPart | ToolCall | BaseException):
+            raise TypeError(
+                f"turn {number} of the script holds a {type(item).__name__}; an item is a str, "
+                "a ContentPart, a ToolCall (see `call`) or an exception to raise"
+            )
 
 
 def _pieces(text: str, size: int) -> list[str]:
