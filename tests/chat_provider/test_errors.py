@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from kosong.chat_provider import (
     APIConnectionError,
     APIEmptyResponseError,
     APIStatusError,
+    APITimeoutError,
     ChatProvider,
 )
 from kosong.chat_provider.anthropic import Anthropic
@@ -122,3 +124,19 @@ async def test_a_refused_connection_is_a_connection_error(case: Case, wire: Wire
     wire.closers.append(provider.aclose)
     with pytest.raises(APIConnectionError):
         await generate(provider, "", [], USER)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_a_server_that_stops_answering_is_a_timeout(case: Case, wire: WireServer) -> None:
+    release = asyncio.Event()
+    reply = case.text(["never sent"])
+    reply.hold = {0: release}  # headers go out, then nothing
+    wire.queue(reply)
+    provider = case.make(wire.url, 0)
+    wire.closers.append(provider.aclose)
+    provider.client = provider.client.with_options(timeout=0.3)
+    try:
+        with pytest.raises(APITimeoutError):
+            await generate(provider, "", [], USER)
+    finally:
+        release.set()

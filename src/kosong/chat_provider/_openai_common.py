@@ -6,23 +6,17 @@ uses the client and error helpers.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
-import os
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any, Literal, Self, cast
+from typing import Any, Literal, cast
 
 from kosong.chat_provider import (
-    APIConnectionError,
-    APIStatusError,
-    APITimeoutError,
     ChatProviderError,
     StreamedMessagePart,
-    ThinkingEffort,
     TokenUsage,
 )
-from kosong.chat_provider._http import request_id_of
+from kosong.chat_provider._base import HTTPProvider, api_key_from, request_id_of, sdk_error
 from kosong.dialects import Dialect, DialectError, DialectReport, Finding, check_tools
 from kosong.formats import to_openai_chat_tool
 from kosong.message import (
@@ -49,27 +43,9 @@ logger = logging.getLogger("kosong.chat_provider")
 ToolMessageConversion = Literal["extract_text"] | None
 
 
-def api_key_from(api_key: str | None, variable: str, provider: str) -> str:
-    """The key given, or the one in the environment; a clear error when there is none."""
-    key = api_key or os.environ.get(variable)
-    if not key:
-        raise ValueError(
-            f"{provider} needs an API key: pass api_key=... or set the {variable} "
-            "environment variable"
-        )
-    return key
-
-
 def convert_error(error: BaseException) -> ChatProviderError:
-    """An SDK or transport error as one of ours (timeouts before other connection errors)."""
-    if isinstance(error, openai.APITimeoutError | httpx2.TimeoutException):
-        return APITimeoutError(f"the request timed out: {error}")
-    if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
-        cause = error.__cause__ or error
-        return APIConnectionError(f"connection failed: {type(cause).__name__}: {cause}")
-    if isinstance(error, openai.APIStatusError):
-        return APIStatusError(error.status_code, error.message, request_id=error.request_id)
-    return ChatProviderError(f"{type(error).__name__}: {error}")
+    """An `openai` SDK or transport error as one of ours."""
+    return sdk_error(error, openai, httpx2)
 
 
 def check_dialect(provider: str, tools: Sequence[Tool], dialect_of: Mapping[str, Dialect]) -> None:
@@ -112,7 +88,7 @@ def chat_content(parts: Sequence[ContentPart]) -> str | list[dict[str, Any]]:
     return out
 
 
-class ChatCompletionsProvider:
+class ChatCompletionsProvider(HTTPProvider):
     """A Chat Completions provider on the `openai` SDK (the base of OpenAIChat and Kimi)."""
 
     name = "openai"
@@ -131,49 +107,15 @@ class ChatCompletionsProvider:
         generation_kwargs: Mapping[str, Any] | None,
         client_kwargs: Mapping[str, Any],
     ) -> None:
-        self._model = model
+        super().__init__(model, generation_kwargs)
         self._reasoning_key = reasoning_key
         self._tool_message_conversion = tool_message_conversion
-        self._generation_kwargs: dict[str, Any] = dict(generation_kwargs or {})
-        self._thinking: ThinkingEffort | None = None
-        self.client = openai.AsyncOpenAI(
+        self.client: openai.AsyncOpenAI = openai.AsyncOpenAI(
             api_key=api_key_from(api_key, self._key_variable, self._provider_title),
             base_url=base_url,
             **client_kwargs,
         )
         """The `openai.AsyncOpenAI` client (transport, retries, timeouts)."""
-
-    async def aclose(self) -> None:
-        """Close the HTTP client (copies made by `with_thinking` share it)."""
-        await self.client.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    @property
-    def model_name(self) -> str:
-        """The model asked for."""
-        return self._model
-
-    @property
-    def thinking_effort(self) -> ThinkingEffort | None:
-        """The thinking effort asked for, or None for the model's default."""
-        return self._thinking
-
-    def with_thinking(self, effort: ThinkingEffort) -> Self:
-        """A copy asking for `effort` (the client is shared)."""
-        clone = copy.copy(self)
-        clone._thinking = effort
-        return clone
-
-    def with_generation_kwargs(self, **kwargs: Any) -> Self:
-        """A copy that also sends these request fields (`temperature`, `max_tokens`...)."""
-        clone = copy.copy(self)
-        clone._generation_kwargs = {**self._generation_kwargs, **kwargs}
-        return clone
 
     def _prepare_tools(self, tools: Sequence[Tool]) -> list[Tool]:
         return list(tools)

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Self, cast
+from typing import Any, cast
 
-from kosong.chat_provider import ChatProviderError, StreamedMessagePart, ThinkingEffort, TokenUsage
-from kosong.chat_provider._http import request_id_of
+from kosong.chat_provider import ChatProviderError, StreamedMessagePart, TokenUsage
+from kosong.chat_provider._base import HTTPProvider, api_key_from, model_from, request_id_of
 from kosong.chat_provider._openai_common import (
     ToolCallAssembler,
     ToolMessageConversion,
-    api_key_from,
     check_dialect,
     convert_error,
     httpx2,
@@ -27,7 +25,7 @@ from kosong.tooling import Tool
 __all__ = ["OpenAIResponses"]
 
 
-class OpenAIResponses:
+class OpenAIResponses(HTTPProvider):
     """OpenAI's Responses API, stateless (`store: false`): the whole history goes each time.
 
     - `model`: required (or `OPENAI_MODEL`); `api_key`: default `OPENAI_API_KEY`;
@@ -59,51 +57,14 @@ class OpenAIResponses:
         Raises:
             ValueError: no model, or no API key, was given or found in the environment.
         """
-        chosen = model or os.environ.get("OPENAI_MODEL")
-        if not chosen:
-            raise ValueError("OpenAIResponses needs a model: pass model=... or set OPENAI_MODEL")
-        self._model = chosen
+        super().__init__(model_from(model, "OPENAI_MODEL", "OpenAIResponses"), generation_kwargs)
         self._tool_message_conversion = tool_message_conversion
-        self._generation_kwargs: dict[str, Any] = dict(generation_kwargs or {})
-        self._thinking: ThinkingEffort | None = None
-        self.client = openai.AsyncOpenAI(
+        self.client: openai.AsyncOpenAI = openai.AsyncOpenAI(
             api_key=api_key_from(api_key, "OPENAI_API_KEY", "OpenAIResponses"),
             base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
             **client_kwargs,
         )
         """The `openai.AsyncOpenAI` client."""
-
-    async def aclose(self) -> None:
-        """Close the HTTP client (copies made by `with_thinking` share it)."""
-        await self.client.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    @property
-    def model_name(self) -> str:
-        """The model asked for."""
-        return self._model
-
-    @property
-    def thinking_effort(self) -> ThinkingEffort | None:
-        """The thinking effort asked for, or None for the model's default."""
-        return self._thinking
-
-    def with_thinking(self, effort: ThinkingEffort) -> Self:
-        """A copy asking for `effort` (the client is shared)."""
-        clone = copy.copy(self)
-        clone._thinking = effort
-        return clone
-
-    def with_generation_kwargs(self, **kwargs: Any) -> Self:
-        """A copy that also sends these request fields (`temperature`, `max_output_tokens`...)."""
-        clone = copy.copy(self)
-        clone._generation_kwargs = {**self._generation_kwargs, **kwargs}
-        return clone
 
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]

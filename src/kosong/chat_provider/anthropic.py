@@ -6,22 +6,24 @@ plain dicts, never the SDK's request types (their shape changed in anthropic 2.x
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Literal, Self, cast
+from typing import Any, Literal, cast
 
 from kosong.chat_provider import (
-    APIConnectionError,
-    APIStatusError,
-    APITimeoutError,
     ChatProviderError,
     StreamedMessagePart,
     ThinkingEffort,
     TokenUsage,
 )
-from kosong.chat_provider._http import request_id_of
+from kosong.chat_provider._base import (
+    HTTPProvider,
+    api_key_from,
+    model_from,
+    request_id_of,
+    sdk_error,
+)
 from kosong.dialects import DialectError, check_tools
 from kosong.formats import to_anthropic_tool
 from kosong.message import (
@@ -55,7 +57,7 @@ THINKING_BUDGETS: dict[ThinkingEffort, int] = {
 """The thinking budget (tokens) each effort asks for."""
 
 
-class Anthropic:
+class Anthropic(HTTPProvider):
     """Claude through the Messages API.
 
     - `model`: required (or `ANTHROPIC_MODEL`); `api_key`: default `ANTHROPIC_API_KEY`;
@@ -93,57 +95,15 @@ class Anthropic:
         Raises:
             ValueError: no model, or no API key, was given or found in the environment.
         """
-        chosen = model or os.environ.get("ANTHROPIC_MODEL")
-        if not chosen:
-            raise ValueError("Anthropic needs a model: pass model=... or set ANTHROPIC_MODEL")
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise ValueError(
-                "Anthropic needs an API key: pass api_key=... or set the ANTHROPIC_API_KEY "
-                "environment variable"
-            )
-        self._model = chosen
+        super().__init__(model_from(model, "ANTHROPIC_MODEL", "Anthropic"), generation_kwargs)
+        key = api_key_from(api_key, "ANTHROPIC_API_KEY", "Anthropic")
         self._max_tokens = default_max_tokens
         self._tool_message_conversion = tool_message_conversion
         self._metadata = dict(metadata) if metadata else None
-        self._generation_kwargs: dict[str, Any] = dict(generation_kwargs or {})
-        self._thinking: ThinkingEffort | None = None
-        self.client = anthropic.AsyncAnthropic(
+        self.client: anthropic.AsyncAnthropic = anthropic.AsyncAnthropic(
             api_key=key, base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"), **client_kwargs
         )
         """The `anthropic.AsyncAnthropic` client (transport, retries, timeouts)."""
-
-    async def aclose(self) -> None:
-        """Close the HTTP client (copies made by `with_thinking` share it)."""
-        await self.client.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    @property
-    def model_name(self) -> str:
-        """The model asked for."""
-        return self._model
-
-    @property
-    def thinking_effort(self) -> ThinkingEffort | None:
-        """The thinking effort asked for, or None for the model's default."""
-        return self._thinking
-
-    def with_thinking(self, effort: ThinkingEffort) -> Self:
-        """A copy asking for `effort` (the client is shared)."""
-        clone = copy.copy(self)
-        clone._thinking = effort
-        return clone
-
-    def with_generation_kwargs(self, **kwargs: Any) -> Self:
-        """A copy that also sends these request fields (`temperature`, `top_k`...)."""
-        clone = copy.copy(self)
-        clone._generation_kwargs = {**self._generation_kwargs, **kwargs}
-        return clone
 
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
@@ -283,14 +243,7 @@ def _input(call: ToolCall) -> dict[str, Any]:
 
 
 def _convert_error(error: BaseException) -> ChatProviderError:
-    if isinstance(error, anthropic.APITimeoutError | httpx2.TimeoutException):
-        return APITimeoutError(f"the request timed out: {error}")
-    if isinstance(error, anthropic.APIConnectionError | httpx2.TransportError):
-        cause = error.__cause__ or error
-        return APIConnectionError(f"connection failed: {type(cause).__name__}: {cause}")
-    if isinstance(error, anthropic.APIStatusError):
-        return APIStatusError(error.status_code, error.message, request_id=error.request_id)
-    return ChatProviderError(f"{type(error).__name__}: {error}")
+    return sdk_error(error, anthropic, httpx2)
 
 
 class AnthropicStream:

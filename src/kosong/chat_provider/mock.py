@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import AsyncIterator, Sequence
-from typing import Self
 
-from kosong.chat_provider import StreamedMessagePart, ThinkingEffort, TokenUsage
+from kosong.chat_provider import StreamedMessagePart, TokenUsage
+from kosong.chat_provider._base import ProviderBase
 from kosong.message import Message
 from kosong.tooling import Tool
 
 __all__ = ["MockChatProvider"]
 
 
-class MockChatProvider:
+class MockChatProvider(ProviderBase):
     """Streams the same parts on every call, for tests written against the published kosong.
 
     Each `generate()` streams fresh copies of `message_parts` in order; merging them is
@@ -31,32 +30,16 @@ class MockChatProvider:
         usage: TokenUsage | None = None,
     ) -> None:
         """Stream `message_parts`; report `id` and `usage` as the response's."""
+        super().__init__("mock")
         self.message_parts = list(message_parts)
         self._id = id
         self._usage = usage
-        self._thinking: ThinkingEffort | None = None
-
-    @property
-    def model_name(self) -> str:
-        """Always "mock"."""
-        return "mock"
-
-    @property
-    def thinking_effort(self) -> ThinkingEffort | None:
-        """The effort set by `with_thinking` (it changes nothing here)."""
-        return self._thinking
 
     async def generate(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> _MockStream:
         """Stream copies of the parts."""
         return _MockStream([p.model_copy(deep=True) for p in self.message_parts], self)
-
-    def with_thinking(self, effort: ThinkingEffort) -> Self:
-        """A copy with `effort` recorded."""
-        clone = copy.copy(self)
-        clone._thinking = effort
-        return clone
 
 
 class _MockStream:

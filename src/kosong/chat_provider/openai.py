@@ -9,6 +9,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from kosong.chat_provider._base import model_from
 from kosong.chat_provider._openai_common import ChatCompletionsProvider, ToolMessageConversion
 from kosong.chat_provider._openai_responses import OpenAIResponses
 
@@ -51,11 +52,8 @@ class OpenAIChat(ChatCompletionsProvider):
         Raises:
             ValueError: no model, or no API key, was given or found in the environment.
         """
-        chosen = model or os.environ.get("OPENAI_MODEL")
-        if not chosen:
-            raise ValueError("OpenAIChat needs a model: pass model=... or set OPENAI_MODEL")
         super().__init__(
-            model=chosen,
+            model=model_from(model, "OPENAI_MODEL", "OpenAIChat"),
             api_key=api_key,
             base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
             reasoning_key=reasoning_key,

@@ -24,18 +24,17 @@ network stream would, so tools started from a tool call run while the rest strea
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self, TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 from kosong.chat_provider import (
     ChatProviderError,
     StreamedMessagePart,
-    ThinkingEffort,
     TokenUsage,
 )
+from kosong.chat_provider._base import ProviderBase
 from kosong.message import ContentPart, Message, TextPart, ThinkPart, ToolCall, ToolCallPart
 from kosong.tooling import Tool
 
@@ -82,7 +81,7 @@ class _Script:
     requests: list[ScriptedRequest] = field(default_factory=list[ScriptedRequest])
 
 
-class ScriptedChatProvider:
+class ScriptedChatProvider(ProviderBase):
     """An offline, deterministic model that plays `turns`, one per `generate()` call.
 
     Copies made by `with_thinking` share the script, so a conversation can switch effort.
@@ -112,23 +111,12 @@ class ScriptedChatProvider:
             raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
         if chunk_delay < 0:
             raise ValueError(f"chunk_delay cannot be negative, got {chunk_delay}")
+        super().__init__(model)
         self._script = _Script(list(turns))
         self.chunk_size = chunk_size
         """Characters per streamed fragment."""
         self.chunk_delay = chunk_delay
         """Seconds between fragments (0: just yield to the event loop)."""
-        self._model = model
-        self._thinking: ThinkingEffort | None = None
-
-    @property
-    def model_name(self) -> str:
-        """The model name given at creation."""
-        return self._model
-
-    @property
-    def thinking_effort(self) -> ThinkingEffort | None:
-        """The effort set by `with_thinking`."""
-        return self._thinking
 
     @property
     def requests(self) -> list[ScriptedRequest]:
@@ -139,12 +127,6 @@ class ScriptedChatProvider:
     def turns_left(self) -> int:
         """How many scripted turns have not been played yet."""
         return len(self._script.turns) - self._script.played
-
-    def with_thinking(self, effort: ThinkingEffort) -> Self:
-        """A copy asking for `effort`, sharing this one's script."""
-        clone = copy.copy(self)
-        clone._thinking = effort
-        return clone
 
     async def generate(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
