@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -79,3 +80,25 @@ async def test_a_status_error_keeps_its_code(wire: WireServer) -> None:
     with pytest.raises(APIStatusError) as caught:
         await generate(responses(wire, max_retries=0), "", [], [Message(role="user", content="x")])
     assert caught.value.status_code == 400
+
+
+async def test_a_tool_starts_when_its_item_is_done_before_the_stream_ends(
+    wire: WireServer,
+) -> None:
+    started = asyncio.Event()
+    reply = responses_reply(
+        [
+            {
+                "type": "function_call",
+                "call_id": "fc_1",
+                "name": "add",
+                "pieces": ['{"a": 1, "b": 2}'],
+            }
+        ]
+    )
+    done = next(i for i, e in enumerate(reply.events) if "response.output_item.done" in e)
+    reply.hold = {done + 1: started}  # the response's end waits for the tool to start
+    wire.queue(reply)
+    toolset = SimpleToolset([Add(started=started)])
+    result = await step(responses(wire), "", toolset, [Message(role="user", content="x")])
+    assert [r.return_value.output for r in await result.tool_results()] == ["3"]
