@@ -11,7 +11,9 @@ in one run, alternating, medians of repeats:
 - step: `kosong.step(...)` with a SimpleToolset, so each call's tool starts while the stream
   goes on. For each call, the time from the chunk that completes it (the next call's first
   chunk, or the finish chunk for the last call) to its tool starting is reported, and every
-  tool must start before the stream ends.
+  tool must start before the stream ends. The same is measured again replaying the SDK's
+  chunk objects of one answer in-process (no network, no SDK parsing), to show kosong's own
+  part of that time.
 
 Run: `.venv/bin/python benchmarks/bench_generate.py [--repeats N]`.
 """
@@ -96,6 +98,20 @@ def answer() -> tuple[str, list[int]]:
     return "".join(events), completing
 
 
+class Replay:
+    """Chunk objects the SDK built, streamed again with no network; `last` keeps a live run's."""
+
+    last: list[Any] = []
+    response = None
+
+    def __init__(self, chunks: list[Any]) -> None:
+        self._chunks = chunks
+
+    async def __aiter__(self) -> Any:
+        for chunk in self._chunks:
+            yield chunk
+
+
 class Stamped:
     """Wraps the SDK stream: the time each chunk reached our code, and the end of the stream."""
 
@@ -105,8 +121,10 @@ class Stamped:
         self._stamps = stamps
 
     async def __aiter__(self) -> Any:
+        Replay.last = []
         async for chunk in self._stream:
             self._stamps.append(time.perf_counter())
+            Replay.last.append(chunk)
             yield chunk
         self._stamps.append(time.perf_counter())  # the end of the stream
 
@@ -178,10 +196,14 @@ async def measure(url: str, completing: list[int], repeats: int) -> None:
 
     toolset = SimpleToolset([echo])
     original = provider.client.chat.completions.create
-    for _ in range(repeats):
+    replayed: list[Any] = []  # the SDK's chunk objects of one answer, for the in-process run
+    in_process: list[float] = []
+    for replay in [False] * repeats + [True] * repeats:
         stamps: list[float] = []
 
         async def create(**kwargs: Any) -> Any:
+            if replay:  # noqa: B023  # the same chunks without the network and the SDK's parsing
+                return Stamped(Replay(replayed), stamps)  # noqa: B023
             return Stamped(await original(**kwargs), stamps)  # noqa: B023
 
         provider.client.chat.completions.create = create
@@ -190,8 +212,11 @@ async def measure(url: str, completing: list[int], repeats: int) -> None:
         await result.tool_results()
         end = stamps[-1]
         for call, chunk_index in enumerate(completing):
-            latencies.append(started[str(call)] - stamps[chunk_index])
+            delay = started[str(call)] - stamps[chunk_index]
+            (in_process if replay else latencies).append(delay)
             before_end += started[str(call)] < end
+        if not replayed:
+            replayed.extend(Replay.last)
     provider.client.chat.completions.create = original
     await client.close()
     await provider.aclose()
@@ -208,13 +233,15 @@ async def measure(url: str, completing: list[int], repeats: int) -> None:
     best = min(timings["generate"]) * 1e3
     print(f"| kosong generate() | {ours_ms:.1f} | {best:.1f} | {ours_ms / raw_ms:.2f}x |")
     us = sorted(x * 1e6 for x in latencies)
+    local = sorted(x * 1e6 for x in in_process)
     print()
-    print("| last fragment -> tool start | µs |")
-    print("|---|---:|")
-    print(f"| median | {statistics.median(us):.0f} |")
-    print(f"| p90 | {us[int(len(us) * 0.9)]:.0f} |")
-    print(f"| max | {us[-1]:.0f} |")
-    print(f"\ntools started before the stream ended: {before_end} of {len(latencies)}")
+    print("| last fragment -> tool start | over HTTP, µs | in-process replay, µs |")
+    print("|---|---:|---:|")
+    print(f"| median | {statistics.median(us):.0f} | {statistics.median(local):.0f} |")
+    print(f"| p90 | {us[int(len(us) * 0.9)]:.0f} | {local[int(len(local) * 0.9)]:.0f} |")
+    print(f"| max | {us[-1]:.0f} | {local[-1]:.0f} |")
+    runs = len(latencies) + len(in_process)
+    print(f"\ntools started before the stream ended: {before_end} of {runs}")
 
 
 if __name__ == "__main__":
