@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any, Self
 
@@ -18,11 +18,14 @@ from kosong.chat_provider import (
     ChatProviderError,
     ThinkingEffort,
 )
+from kosong.dialects import Dialect, DialectError, DialectReport, Finding, check_tools
+from kosong.tooling import Tool
 
 __all__ = [
     "HTTPProvider",
     "ProviderBase",
     "api_key_from",
+    "check_dialect",
     "model_from",
     "request_id_of",
     "sdk_error",
@@ -99,6 +102,16 @@ def model_from(model: str | None, variable: str, provider: str) -> str:
     if not chosen:
         raise ValueError(f"{provider} needs a model: pass model=... or set {variable}")
     return chosen
+
+
+def check_dialect(provider: str, tools: Sequence[Tool], dialect_of: Mapping[str, Dialect]) -> None:
+    """Raise `DialectError` when the provider would reject one of `tools`."""
+    findings: list[Finding] = []
+    for tool in tools:
+        findings += check_tools([tool], [dialect_of[tool.name]], include_ignored=False).findings
+    if findings:
+        dialects = sorted(set(dialect_of.values()))
+        raise DialectError(provider, DialectReport([t.name for t in tools], dialects, findings))
 
 
 def sdk_error(error: BaseException, sdk: ModuleType, transport: ModuleType) -> ChatProviderError:

@@ -16,8 +16,14 @@ from kosong.chat_provider import (
     StreamedMessagePart,
     TokenUsage,
 )
-from kosong.chat_provider._base import HTTPProvider, api_key_from, request_id_of, sdk_error
-from kosong.dialects import Dialect, DialectError, DialectReport, Finding, check_tools
+from kosong.chat_provider._base import (
+    HTTPProvider,
+    api_key_from,
+    check_dialect,
+    request_id_of,
+    sdk_error,
+)
+from kosong.dialects import Dialect
 from kosong.formats import to_openai_chat_tool
 from kosong.message import (
     ContentPart,
@@ -46,16 +52,6 @@ ToolMessageConversion = Literal["extract_text"] | None
 def convert_error(error: BaseException) -> ChatProviderError:
     """An `openai` SDK or transport error as one of ours."""
     return sdk_error(error, openai, httpx2)
-
-
-def check_dialect(provider: str, tools: Sequence[Tool], dialect_of: Mapping[str, Dialect]) -> None:
-    """Raise `DialectError` when the provider would reject one of `tools`."""
-    findings: list[Finding] = []
-    for tool in tools:
-        findings += check_tools([tool], [dialect_of[tool.name]], include_ignored=False).findings
-    if findings:
-        dialects = sorted(set(dialect_of.values()))
-        raise DialectError(provider, DialectReport([t.name for t in tools], dialects, findings))
 
 
 def text_of(parts: Sequence[ContentPart]) -> str:

@@ -7,11 +7,16 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, cast
 
 from kosong.chat_provider import ChatProviderError, StreamedMessagePart, TokenUsage
-from kosong.chat_provider._base import HTTPProvider, api_key_from, model_from, request_id_of
+from kosong.chat_provider._base import (
+    HTTPProvider,
+    api_key_from,
+    check_dialect,
+    model_from,
+    request_id_of,
+)
 from kosong.chat_provider._openai_common import (
     ToolCallAssembler,
     ToolMessageConversion,
-    check_dialect,
     convert_error,
     httpx2,
     openai,

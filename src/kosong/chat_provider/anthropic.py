@@ -20,11 +20,11 @@ from kosong.chat_provider import (
 from kosong.chat_provider._base import (
     HTTPProvider,
     api_key_from,
+    check_dialect,
     model_from,
     request_id_of,
     sdk_error,
 )
-from kosong.dialects import DialectError, check_tools
 from kosong.formats import to_anthropic_tool
 from kosong.message import (
     ContentPart,
@@ -113,9 +113,7 @@ class Anthropic(HTTPProvider):
         Raises:
             DialectError: the API would reject one of the tool definitions.
         """
-        report = check_tools(tools, ["anthropic"], include_ignored=False)
-        if not report.ok:
-            raise DialectError("Anthropic", report)
+        check_dialect("Anthropic", tools, dict.fromkeys((t.name for t in tools), "anthropic"))
         max_tokens = self._max_tokens
         body: dict[str, Any] = {"model": self._model, "messages": self._messages(history)}
         if system_prompt:
