@@ -274,3 +274,32 @@ def test_a_missing_api_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.delenv("OPENAI_MODEL", raising=False)
     with pytest.raises(ValueError, match="OPENAI_MODEL"):
         OpenAIChat(api_key="k")
+
+
+async def test_tool_call_deltas_without_an_index_are_told_apart_by_their_ids(
+    wire: WireServer,
+) -> None:
+    def delta(**call: Any) -> dict[str, Any]:
+        return {"tool_calls": [call]}
+
+    events = [
+        chat_chunk(
+            delta(id="c1", type="function", function={"name": "add", "arguments": '{"a": 1,'})
+        ),
+        chat_chunk(delta(function={"arguments": ' "b": 2}'})),
+        chat_chunk(
+            delta(
+                id="c2", type="function", function={"name": "add", "arguments": '{"a": 3, "b": 4}'}
+            )
+        ),
+        chat_chunk({}, finish_reason="tool_calls"),
+        DONE,
+    ]
+    wire.queue(Reply(events=events))
+    result = await step(
+        provider(wire), "", SimpleToolset([Add()]), [Message(role="user", content="x")]
+    )
+    assert [(c.id, c.function.arguments) for c in result.tool_calls] == [
+        ("c1", '{"a": 1, "b": 2}'), ("c2", '{"a": 3, "b": 4}'),
+    ]  # fmt: skip
+    assert [r.return_value.output for r in await result.tool_results()] == ["3", "7"]

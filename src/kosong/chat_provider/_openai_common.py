@@ -239,10 +239,25 @@ class ToolCallAssembler:
     def __init__(self) -> None:
         self._calls: dict[int, _Call] = {}
         self._current: int | None = None
+        self._ids: dict[str, int] = {}
+        self._last_index = -1
+
+    def index_for(self, id: str | None) -> int:
+        """The index of a delta that names none, as some compatible servers send them.
+
+        A new id starts a new call; a delta without an id continues the last one.
+        """
+        if id is None:
+            return max(self._last_index, 0)
+        if id not in self._ids:
+            self._ids[id] = self._last_index + 1
+        return self._ids[id]
 
     def feed(
         self, index: int, id: str | None, name: str | None, arguments: str | None
     ) -> Iterator[StreamedMessagePart]:
+        """The parts a delta of call `index` lets out now (see the class doc)."""
+        self._last_index = max(self._last_index, index)
         call = self._calls.get(index)
         if call is None:
             call = self._calls[index] = _Call(id, name)
@@ -363,8 +378,9 @@ class ChatCompletionsStream:
                         yield TextPart(text=delta.content)
                     for tc in delta.tool_calls or ():
                         function = tc.function
+                        index = _field(tc, "index")
                         for part in calls.feed(
-                            tc.index,
+                            calls.index_for(tc.id) if index is None else index,
                             tc.id,
                             function.name if function else None,
                             function.arguments if function else None,
