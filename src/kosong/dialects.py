@@ -14,7 +14,7 @@ Dialects (`DIALECTS`):
   model writes (the toolset still validates them).
 - `"openai-strict"`: OpenAI's strict mode (Structured Outputs' supported subset): every
   object closed, every property required, no unsupported keyword. Fix:
-  `kosong.standard.strict.to_strict_schema` where it can convert the schema.
+  `kosong.standard.to_strict_schema` where it can convert the schema.
 - `"anthropic"`: the Messages API's `input_schema`. Rejected: a root that is not an object, or
   `anyOf` / `oneOf` / `allOf` at the root. Ignored: validation keywords, as for OpenAI.
 - `"moonshot"` (alias `"kimi"`): Moonshot's "moonshot flavored JSON Schema". Rejected: a
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, cast
 
 from kosong.formats import GEMINI_SCHEMA_KEYS, to_gemini_schema
-from kosong.standard.strict import StrictSchemaError, check_strict_schema, to_strict_schema
+from kosong.standard import StrictSchemaError, check_strict_schema, to_strict_schema
 from kosong.tooling import Tool
 from kosong.utils.jsonschema import deref_json_schema
 
@@ -344,7 +344,7 @@ def _check_openai_strict(name: str, schema: dict[str, Any]) -> list[Finding]:
         return []
     try:
         to_strict_schema(schema)
-        fix = "kosong.standard.strict.to_strict_schema converts it"
+        fix = "kosong.standard.to_strict_schema converts it"
     except StrictSchemaError:
         fix = None
     found: list[Finding] = []
