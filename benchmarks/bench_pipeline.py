@@ -5,12 +5,14 @@ measured in one run and taking turns within each repeat (a slow patch of a share
 hits them all):
 
 - bare: `SimpleToolset.handle`, a CallableTool2 that adds two integers (the reference).
-- every policy, cache miss: the same toolset wrapped in every policy (metrics, tracing, events,
-  debug, deprecation, repeat guard, approval, truncation, in-memory cache, single-flight,
-  retry, timeout), the tool read-only and cacheable, each call with new arguments, so the
-  cache computes a key, misses and stores. Target: at most 3.5x bare.
+- every policy, cache miss: the same toolset wrapped in every policy (metrics, tracing, debug,
+  deprecation, repeat guard, approval, truncation, in-memory cache, single-flight, retry,
+  timeout), the tool read-only and cacheable, each call with new arguments, so the cache
+  computes a key, misses and stores. Target: at most 3.5x bare.
 - every policy, cache hit: the same pipeline, the same arguments every time. Target: at most
   1.6x bare.
+- every policy and an event listener, cache miss: `EventHookPolicy` too, so every call's
+  final event (its envelope) is built. Information.
 - the pipeline alone: one policy that passes every call on (the task, the contexts, the
   arguments read once, the metadata and the copy every result leaves with).
 - each policy on its own, around the bare toolset, on a cache miss: what it adds.
@@ -19,16 +21,25 @@ Tracing runs against the OpenTelemetry API without an SDK configured, as in a pr
 not set one up. Every figure is the median over repeats of the mean per-call time of a batch,
 with the garbage collector run before each batch. Run:
 `.venv/bin/python benchmarks/bench_pipeline.py [--quick]`.
+
+On a shared, noisy machine, `--instructions` counts instead of timing: each of the main cases
+runs in its own process under valgrind's callgrind, which counts the CPU instructions of 1,000
+calls (and only those), the same from run to run whatever else the machine does. Needs
+valgrind (Debian's `valgrind`); takes a few minutes.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import json
 import platform
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -82,7 +93,6 @@ def named_policies() -> list[tuple[str, Policy]]:
     return [
         ("metrics", MetricsPolicy()),
         ("tracing", TracingPolicy()),
-        ("event hook", EventHookPolicy(lambda event: None)),
         ("debug", DebugPolicy()),
         ("deprecation", DeprecationPolicy()),
         ("repeat guard", RepeatGuardPolicy(10**9)),
@@ -127,6 +137,54 @@ async def per_call_us(toolset: Toolset, batch: list[ToolCall]) -> float:
 
 Case = tuple[Callable[[], Toolset], bool]  # (make a fresh toolset, distinct arguments?)
 
+MAIN_CASES: dict[str, Case] = {
+    "bare": (lambda: SimpleToolset([Add()]), True),
+    "every policy, miss": (lambda: every_policy(SimpleToolset([Add()])), True),
+    "every policy, hit": (lambda: every_policy(SimpleToolset([Add()])), False),
+    "pipeline alone": (lambda: with_policies(SimpleToolset([Add()]), PassOn()), True),
+}
+
+
+def run_counted_case(name: str, n: int) -> None:
+    """Run one case's calls inside `functools.reduce`, the function callgrind counts."""
+    make, distinct = MAIN_CASES[name]
+    loop = asyncio.new_event_loop()
+    toolset = make()
+
+    async def batch(batch_calls: list[ToolCall]) -> None:
+        for call in batch_calls:
+            await toolset.handle(call)
+
+    loop.run_until_complete(batch(calls(50, distinct=True, offset=10**7)))  # warm up
+    loop.run_until_complete(batch(calls(50, distinct=False, offset=0)))  # the hit's entry
+    measured = calls(n, distinct=distinct, offset=1000)
+    functools.reduce(lambda _, __: loop.run_until_complete(batch(measured)), [0], None)
+    loop.close()
+
+
+def count_instructions(n: int = 1000) -> int:
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        print("--instructions needs valgrind (apt-get install valgrind)")
+        return 2
+    counts: dict[str, float] = {}
+    for name in MAIN_CASES:
+        done = subprocess.run(
+            [valgrind, "--tool=callgrind", "--toggle-collect=functools_reduce",
+             "--callgrind-out-file=/dev/null", sys.executable, __file__,
+             "--run-case", name, "--calls", str(n)],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        collected = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
+        assert collected is not None, done.stderr
+        counts[name] = int(collected.group(1)) / n
+        print(f"{name:<24} {counts[name]:10,.0f} instructions per call", flush=True)
+    bare = counts["bare"]
+    print()
+    for name, value in counts.items():
+        print(f"{name:<24} {value / bare:5.2f}x bare")
+    return 0
+
 
 async def main(quick: bool) -> int:
     n, repeats = (500, 5) if quick else (3000, 9)
@@ -137,10 +195,13 @@ async def main(quick: bool) -> int:
         return lambda: with_policies(SimpleToolset([Add()]), named_policies()[index][1])
 
     cases: dict[str, Case] = {
-        "bare": (lambda: SimpleToolset([Add()]), True),
-        "every policy, miss": (lambda: every_policy(SimpleToolset([Add()])), True),
-        "every policy, hit": (lambda: every_policy(SimpleToolset([Add()])), False),
-        "pipeline alone": (lambda: with_policies(SimpleToolset([Add()]), PassOn()), True),
+        **MAIN_CASES,
+        "+ event listener, miss": (
+            lambda: with_policies(
+                every_policy(SimpleToolset([Add()])), EventHookPolicy(lambda event: None)
+            ),
+            True,
+        ),
         **{name: (alone(i), True) for i, (name, _) in enumerate(named_policies())},
     }
     samples: dict[str, list[float]] = {name: [] for name in cases}
@@ -161,6 +222,7 @@ async def main(quick: bool) -> int:
         ("bare", ""),
         ("every policy, miss", f"<= {MISS_TARGET}x"),
         ("every policy, hit", f"<= {HIT_TARGET}x"),
+        ("+ event listener, miss", ""),
         ("pipeline alone", ""),
     ):
         print(f"{name:<24} {median[name]:8.2f} {median[name] / bare:7.2f}  {target}")
@@ -184,4 +246,15 @@ if __name__ == "__main__":
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="fewer calls and repeats")
-    sys.exit(asyncio.run(main(parser.parse_args().quick)))
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions with valgrind instead"
+    )
+    parser.add_argument("--run-case", help=argparse.SUPPRESS)
+    parser.add_argument("--calls", type=int, default=1000, help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.run_case:
+        run_counted_case(arguments.run_case, arguments.calls)
+        sys.exit(0)
+    if arguments.instructions:
+        sys.exit(count_instructions(arguments.calls))
+    sys.exit(asyncio.run(main(arguments.quick)))
