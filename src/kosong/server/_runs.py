@@ -1,0 +1,294 @@
+"""Runs: streamed calls that outlive the connections that started or follow them.
+
+A run is one call through the pipeline, in a task of this process, whose events are appended
+to the event store as they happen. Responses only read the store, from any position, so a
+client that drops does not touch the run, and one that comes back (here or, with a shared
+store, on another process) gets exactly the events it missed, then the live ones.
+
+A run always ends with one final event: the call's result or error, or an error saying why
+it could not finish (cancelled by its client, the server shut down, the process running it
+died). The store takes one final event per run, whoever writes it first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Callable
+from typing import Literal
+
+from kosong.message import ToolCall
+from kosong.server._store import START, EventStore, StoredEvent, StoreFullError, StreamInfo
+from kosong.standard import CallStream, ToolEvent, coded_error, to_envelope
+from kosong.tooling import ToolResult, ToolReturnValue
+
+__all__ = ["RunNotFoundError", "Runs", "ShuttingDownError", "error_event_data"]
+
+StreamStarter = Callable[[ToolCall], CallStream]
+"""What `Runs` needs of a pipeline: its `stream(call)`."""
+
+logger = logging.getLogger(__name__)
+
+
+class RunNotFoundError(LookupError):
+    """No run with this id for this principal (never was, expired, or someone else's)."""
+
+
+class ShuttingDownError(RuntimeError):
+    """The server is shutting down and starts no new run."""
+
+
+def error_event_data(run_id: str, tool: str, value: ToolReturnValue) -> str:
+    """The data of a final `tool_error` event the server writes itself."""
+    return json.dumps(to_envelope(ToolResult(run_id, value), tool_name=tool).dump())
+
+
+def _event_data(event: ToolEvent) -> str:
+    """An event's data as JSON text; a final event carries the lossless envelope."""
+    try:
+        if event.result is not None:
+            return json.dumps(to_envelope(event.result).dump(), ensure_ascii=False)
+        return json.dumps(event.data, ensure_ascii=False)
+    except Exception as e:  # an output that cannot be written as JSON still ends the run
+        logger.exception("Could not encode a %s event", event.event)
+        tool = str(dict(event.data.get("metadata") or {}).get("tool_name") or "")  # pyright: ignore[reportUnknownArgumentType, reportArgumentType]
+        value = _failed(f"the result could not be encoded as JSON: {type(e).__name__}")
+        return error_event_data("", tool or "unknown", value)
+
+
+class Runs:
+    """The runs of one app: started here, followed from anywhere the store reaches."""
+
+    def __init__(
+        self,
+        start_stream: StreamStarter,
+        store: EventStore,
+        *,
+        max_runs: int = 10_000,
+        idle: float = 1.0,
+    ) -> None:
+        """Run calls with `start_stream(call)` (a pipeline's `stream`), events into `store`.
+
+        At most `max_runs` run at once in this process; a follower with nothing to read
+        checks on its run every `idle` seconds.
+        """
+        self._start_stream = start_stream
+        self.store = store
+        self._max_runs = max_runs
+        self._idle = idle
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._reasons: dict[str, ToolReturnValue] = {}
+        self._watcher: asyncio.Task[None] | None = None
+        self._draining = False
+        self.followers = 0
+        """Responses following a run right now."""
+
+    @property
+    def active(self) -> int:
+        """Runs in flight in this process."""
+        return len(self._tasks)
+
+    @property
+    def draining(self) -> bool:
+        """Whether the server is shutting down."""
+        return self._draining
+
+    async def start(self, call: ToolCall, principal: str) -> str:
+        """Start a run of `call` for `principal`; its id (also the call's id).
+
+        Raises:
+            ShuttingDownError: the server is shutting down.
+            StoreFullError: too many runs are in flight.
+        """
+        if self._draining:
+            raise ShuttingDownError("the server is shutting down")
+        if len(self._tasks) >= self._max_runs:
+            raise StoreFullError(f"{len(self._tasks)} runs are in flight, the most allowed")
+        run_id = call.id
+        await self.store.open(run_id, {"principal": principal, "tool": call.function.name})
+        self._tasks[run_id] = asyncio.get_running_loop().create_task(self._drive(run_id, call))
+        if self.store.shared and self._watcher is None:
+            self._watcher = asyncio.get_running_loop().create_task(self._watch())
+        return run_id
+
+    @staticmethod
+    def new_id() -> str:
+        """A fresh run id: 128 random bits, unguessable."""
+        return secrets.token_hex(16)
+
+    async def _drive(self, run_id: str, call: ToolCall) -> None:
+        store = self.store
+        tool = call.function.name
+        ended = False
+        try:
+            async with self._start_stream(call) as events:
+                async for event in events:
+                    if not await store.append(
+                        run_id, event.event, _event_data(event), final=event.is_final
+                    ):
+                        return  # ended elsewhere (cancelled, taken for dead): stop the call
+                    ended = event.is_final
+            if not ended:  # the pipeline stopped without a final event
+                value = _failed("the call stopped without a result")
+                await store.append(run_id, "tool_error", error_event_data(run_id, tool, value), final=True)
+        except asyncio.CancelledError:
+            value = self._reasons.get(run_id) or _unavailable(
+                "the server stopped the call before it finished"
+            )
+            with contextlib.suppress(Exception):
+                await asyncio.shield(
+                    store.append(
+                        run_id, "tool_error", error_event_data(run_id, tool, value), final=True
+                    )
+                )
+            raise
+        except Exception as e:  # the store failed: the run cannot be recorded any further
+            logger.exception("Run %s of %s failed", run_id, tool)
+            value = _failed(f"the server failed while running the call: {e!r}")
+            with contextlib.suppress(Exception):
+                await store.append(run_id, "tool_error", error_event_data(run_id, tool, value), final=True)
+        finally:
+            self._tasks.pop(run_id, None)
+            self._reasons.pop(run_id, None)
+
+    async def _watch(self) -> None:
+        """Cancel the runs of this process that were ended elsewhere (a shared store)."""
+        while True:
+            await asyncio.sleep(self._idle)
+            if not self._tasks:
+                continue
+            try:
+                ended = await self.store.ended(list(self._tasks))
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                logger.warning("Could not check the runs in the store: %s", e)
+                continue
+            for run_id in ended:
+                task = self._tasks.get(run_id)
+                if task is not None:
+                    task.cancel()
+
+    async def find(self, run_id: str, principal: str, tool: str | None = None) -> StreamInfo:
+        """The run `run_id` of `principal` (and of `tool`, if given).
+
+        Raises:
+            RunNotFoundError: no such run for them.
+        """
+        info = await self.store.info(run_id)
+        if (
+            info is None
+            or info.meta.get("principal") != principal
+            or (tool is not None and info.meta.get("tool") != tool)
+        ):
+            raise RunNotFoundError(run_id)
+        return info
+
+    async def follow(self, run_id: str, after: str = START) -> AsyncIterator[StoredEvent]:
+        """The run's events after position `after`, then each new one, to the final event.
+
+        A run whose writer died is ended here with an error event, which is then read like
+        any other.
+
+        Raises:
+            ValueError: `after` is not a position of the run (before the first event).
+        """
+        store = self.store
+        position = after
+        ended_seen = False
+        self.followers += 1
+        try:
+            while True:
+                batch = await store.read(run_id, position, wait=0.0 if ended_seen else self._idle)
+                if batch is None:
+                    return
+                if batch:
+                    for event in batch:
+                        yield event
+                        if event.final:
+                            return
+                    position = batch[-1].id.rpartition(".")[2]
+                    continue
+                if ended_seen:
+                    return  # resumed after the final event: nothing more will come
+                info = await store.info(run_id)
+                if info is None:
+                    return
+                if info.ended:
+                    ended_seen = True
+                elif not info.writer_alive:
+                    tool = info.meta.get("tool", "unknown")
+                    value = _unavailable(
+                        "the server process running this call stopped before it finished "
+                        "(killed, or cut off from Redis); the call may or may not have "
+                        "taken effect"
+                    )
+                    await store.end_abandoned(
+                        run_id, "tool_error", error_event_data(run_id, tool, value)
+                    )
+        finally:
+            self.followers -= 1
+
+    async def cancel(self, run_id: str, principal: str) -> Literal["cancelled", "finished"]:
+        """Cancel the run: its stream ends with a CANCELLED error and its task is cancelled.
+
+        Raises:
+            RunNotFoundError: no such run for this principal.
+        """
+        info = await self.find(run_id, principal)
+        if info.ended:
+            return "finished"
+        value = coded_error("CANCELLED", "the call was cancelled by its client", retryable=False)
+        tool = info.meta.get("tool", "unknown")
+        ended_here = await self.store.append(
+            run_id, "tool_error", error_event_data(run_id, tool, value), final=True
+        )
+        task = self._tasks.get(run_id)
+        if task is not None:
+            self._reasons[run_id] = value
+            task.cancel()
+        # On another process, the run's task is cancelled by that process's watcher.
+        return "cancelled" if ended_here else "finished"
+
+    async def drain(self, grace: float) -> None:
+        """Start no new run; give the running ones `grace` seconds, then cancel the rest.
+
+        The cancelled runs end with an error event saying the server shut down, and the
+        responses following them get the time to send it.
+        """
+        self._draining = True
+        tasks = list(self._tasks.values())
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace)
+        shutdown = _unavailable("the server shut down before the call finished; call again")
+        for run_id, task in list(self._tasks.items()):
+            self._reasons[run_id] = shutdown
+            task.cancel()
+        tasks = list(self._tasks.values())
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+        for _ in range(100):  # let the followers send the final events (at most ~2 s)
+            if not self.followers:
+                break
+            await asyncio.sleep(0.02)
+
+    async def aclose(self) -> None:
+        """Stop the watcher and cancel any run left (their final events are written)."""
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        if self._tasks:
+            await self.drain(0)
+
+
+def _failed(message: str) -> ToolReturnValue:
+    return coded_error("EXECUTION_ERROR", message)
+
+
+def _unavailable(message: str) -> ToolReturnValue:
+    return coded_error("NETWORK_ERROR", message, retryable=True)
