@@ -15,7 +15,7 @@
 - `serve(app)` runs the app until a signal; `serving(app)` runs it in the background.
 """
 
-from kosong.server._app import Server, as_toolset, create_app
+from kosong.server._app import Server, as_toolset, create_app, query_arguments
 from kosong.server._config import DEFAULT_MAX_BODY, LOCAL_HOSTS, ServerConfig
 from kosong.server._limits import MemoryRateLimiter, RateLimit, RateLimiter
 from kosong.server._serve import bind, serve, serving
@@ -48,6 +48,7 @@ __all__ = [
     "bind",
     "create_app",
     "event_id",
+    "query_arguments",
     "serve",
     "serving",
     "split_event_id",

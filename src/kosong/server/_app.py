@@ -51,7 +51,7 @@ from kosong.standard.policies import CachePolicy, MemoryCache, MetricsPolicy, Me
 from kosong.tooling import Tool, Toolset
 from kosong.tooling.simple import SimpleToolset
 
-__all__ = ["Server", "as_toolset", "create_app"]
+__all__ = ["Server", "as_toolset", "create_app", "query_arguments"]
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def as_toolset(target: object) -> Toolset:
             f"`{target.name}` is a definition only (a Tool); serve a callable tool "
             "(CallableTool, CallableTool2, @tool) or a Toolset"
         )
-    if isinstance(target, Iterable) and not isinstance(target, str | bytes | dict):
+    if isinstance(target, list | tuple | set | frozenset):
         return SimpleToolset(list(cast(Iterable[Any], target)))
     try:
         return SimpleToolset([target])  # pyright: ignore[reportArgumentType]
@@ -228,7 +228,7 @@ class Server:
             tool = self.toolset.find_tool(name)
             if tool is None:
                 return self._unknown_tool(name)
-            arguments = json.dumps(_query_arguments(tool, request.query_params.multi_items()))
+            arguments = json.dumps(query_arguments(tool, request.query_params.multi_items()))
         else:
             body = await request.body()
             try:
@@ -370,7 +370,7 @@ def _pipeline(toolset: Toolset, cache_backend: Any) -> tuple[PolicyToolset, Metr
 _STRING_TYPES = ("string",)
 
 
-def _query_arguments(tool: Tool, items: Sequence[tuple[str, str]]) -> dict[str, Any]:
+def query_arguments(tool: Tool, items: Sequence[tuple[str, str]]) -> dict[str, Any]:
     """Query parameters as arguments: text for string parameters, JSON for the others.
 
     `?a=1&b=2` gives `{"a": 1, "b": 2}` when `a` and `b` are numbers, and

@@ -33,8 +33,9 @@ def bind(host: str, port: int) -> socket.socket:
         sock.listen(2048)
     except OSError as e:
         sock.close()
-        reason = e.strerror or str(e)
-        raise OSError(e.errno, f"cannot listen on {host}:{port}: {reason}") from None
+        error = OSError(f"cannot listen on {host}:{port}: {e.strerror or e}")
+        error.errno = e.errno
+        raise error from None
     sock.set_inheritable(True)
     return sock
 
