@@ -12,6 +12,7 @@ for the routes.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
@@ -162,12 +163,12 @@ class Guard:
         if kind == "http":
             if length is not None:
                 if not length.isdigit() or int(length) > self._max_body:
-                    await self._too_large(scope, send)
+                    await self._too_large(scope, send, receive)
                     return
             elif chunked is not None:
                 body = await self._read_chunked(receive)
                 if body is None:
-                    await self._too_large(scope, send)
+                    await self._too_large(scope, send, receive)
                     return
                 receive = _replay(body, receive)
         await self.app(scope, receive, send)
@@ -187,12 +188,16 @@ class Guard:
             if not message.get("more_body", False):
                 return b"".join(parts)
 
-    async def _too_large(self, scope: Scope, send: Send) -> None:
+    async def _too_large(self, scope: Scope, send: Send, receive: Receive) -> None:
         mib = self._max_body / (1024 * 1024)
+        # The whole answer is sent, but not marked complete until what the client is still
+        # sending was read and dropped (a little of it, for a short while): closing the
+        # connection with unread data would reset it before a client that writes its whole
+        # body first reads the answer.
         await self._refuse(
             scope, send, "body", 413, "INVALID_PARAMS",
             f"the request body is larger than the limit of {self._max_body} bytes ({mib:g} MiB)",
-            [(b"connection", b"close")],
+            [(b"connection", b"close")], _before_end=lambda: _discard(receive),
         )  # fmt: skip
 
     async def _refuse(
@@ -204,6 +209,7 @@ class Guard:
         code: str,
         message: str,
         headers: list[tuple[bytes, bytes]] | None = None,
+        _before_end: Callable[[], Awaitable[None]] | None = None,
         **details: Any,
     ) -> None:
         self.rejected[reason] += 1
@@ -219,7 +225,31 @@ class Guard:
             await send({"type": "websocket.http.response.body", "body": body})
             return
         await send({"type": "http.response.start", "status": status, "headers": all_headers})
-        await send({"type": "http.response.body", "body": body})
+        if _before_end is None:
+            await send({"type": "http.response.body", "body": body})
+            return
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+        await _before_end()
+        await send({"type": "http.response.body", "body": b""})
+
+
+_DISCARD_BYTES = 64 * 1024 * 1024
+_DISCARD_SECONDS = 2.0
+
+
+async def _discard(
+    receive: Receive, most: int = _DISCARD_BYTES, seconds: float = _DISCARD_SECONDS
+) -> None:
+    """Read and drop the rest of a request body: up to `most` bytes, `seconds` at most."""
+    try:
+        async with asyncio.timeout(seconds):
+            while most > 0:
+                message = await receive()
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    return
+                most -= len(message.get("body", b""))
+    except TimeoutError:
+        return
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
