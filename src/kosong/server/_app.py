@@ -18,6 +18,7 @@ Routes (every one behind the `Guard`, and so is anything mounted later):
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -125,7 +126,7 @@ class Server:
         """Shut down gracefully (once): runs get the grace period, then end with an error."""
         if self._drain is None:
             self._drain = _spawn(self.runs.drain(self.config.grace))
-        await self._drain
+        await asyncio.shield(self._drain)  # one waiter leaving must not cancel it
 
     async def startup(self) -> None:
         """Check that Redis answers (when configured).
@@ -345,8 +346,6 @@ class Server:
 
 
 def _spawn(coro: Any) -> Any:
-    import asyncio
-
     return asyncio.get_running_loop().create_task(coro)
 
 
