@@ -33,7 +33,9 @@ try:
     import httpx
     from httpx_sse import EventSource, SSEError
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError("RemoteToolset needs httpx and httpx-sse: pip install 'kosong[remote]'") from e
+    raise ImportError(
+        "RemoteToolset needs httpx and httpx-sse: pip install 'kosong[remote]'"
+    ) from e
 
 __all__ = ["RemoteToolset"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import socket
 import subprocess
@@ -58,7 +59,9 @@ def test_an_unreachable_redis_is_one_clear_line() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # nothing listens there once closed
-    line = _one_clear_line(kosong("serve", f"{TOOLS}:tools", "--redis", f"redis://127.0.0.1:{port}"))
+    line = _one_clear_line(
+        kosong("serve", f"{TOOLS}:tools", "--redis", f"redis://127.0.0.1:{port}")
+    )
     assert f"cannot reach Redis at redis://127.0.0.1:{port}" in line
 
 
@@ -67,16 +70,19 @@ def test_tools_list_schema_and_call_on_a_module() -> None:
     schema = kosong("tools", "schema", f"{TOOLS}:tools", "add")
     called = kosong("tools", "call", f"{TOOLS}:tools", "add", "-a", "a=1", "-a", "b=2")
     failed = kosong("tools", "call", f"{TOOLS}:tools", "add", '{"a": "x"}')
-    assert listed.returncode == 0 and listed.stdout.splitlines()[0].split() == ["add", "Add", "two", "integers."]
+    assert listed.returncode == 0 and listed.stdout.splitlines()[0].split() == [
+        "add",
+        "Add",
+        "two",
+        "integers.",
+    ]
     assert json.loads(schema.stdout)["parameters"]["required"] == ["a", "b"]
     assert called.returncode == 0 and json.loads(called.stdout)["data"] == "3"
     assert failed.returncode == 1 and json.loads(failed.stdout)["error"]["code"] == "INVALID_PARAMS"
 
 
 def test_tools_call_on_a_server_shows_progress_and_prints_the_envelope() -> None:
-    from _procs import ServerProcess
-
-    server = ServerProcess("--token", "t0k")
+    server = importlib.import_module("_procs").ServerProcess("--token", "t0k")
     try:
         listed = kosong("tools", "list", server.url, "--token", "t0k")
         denied = kosong("tools", "list", server.url)

@@ -7,12 +7,11 @@ import asyncio
 import httpx
 import pytest
 from _tools import tools
+from pydantic import BaseModel
 
 from kosong.server import ServerConfig, create_app, serving
 from kosong.standard import CATALOG, with_policies
 from kosong.standard.policies import DeprecationPolicy, MetricsPolicy, TimeoutPolicy
-from pydantic import BaseModel
-
 from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue, tool
 from kosong.tooling.simple import SimpleToolset
 
@@ -56,7 +55,10 @@ class KeyParams(BaseModel):
 
 
 async def test_tools_lists_every_definition_with_the_standard_fields() -> None:
-    async with serving(create_app([Weather(), *tools])) as url, httpx.AsyncClient(base_url=url) as c:
+    async with (
+        serving(create_app([Weather(), *tools])) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
         listed = (await c.get("/tools")).json()["tools"]
         one = (await c.get("/tools/weather")).json()
         missing = await c.get("/tools/nope")
@@ -182,7 +184,9 @@ async def test_extra_routes_sit_behind_the_same_checks() -> None:
     app = create_app(tools, ServerConfig(token="t0k"), routes=[Route("/extra", hello)])
     async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
         refused = await c.get("/extra")
-        foreign = await c.get("/extra", headers={"Host": "evil.example", "Authorization": "Bearer t0k"})
+        foreign = await c.get(
+            "/extra", headers={"Host": "evil.example", "Authorization": "Bearer t0k"}
+        )
         allowed = await c.get("/extra", headers={"Authorization": "Bearer t0k"})
     assert refused.status_code == 401 and foreign.status_code == 421
     assert allowed.text == "hello"

@@ -74,8 +74,10 @@ async def test_a_body_over_the_limit_is_refused_before_it_is_read() -> None:
         host, port = url.removeprefix("http://").split(":")
         reader, writer = await asyncio.open_connection(host, int(port))
         # Headers only: the body is never sent, so an answer proves nothing was waited for.
-        writer.write(b"POST /tools/add HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                     b"Content-Type: application/json\r\nContent-Length: 1048576\r\n\r\n")  # fmt: skip
+        writer.write(
+            b"POST /tools/add HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 1048576\r\n\r\n"
+        )
         await writer.drain()
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
         writer.close()

@@ -11,8 +11,8 @@ import redis.asyncio as aioredis
 from _procs import ServerProcess
 from _sse import read_sse
 
-from kosong.server.redis_store import RedisEventStore, RedisRateLimiter
 from kosong.server import RateLimit
+from kosong.server.redis_store import RedisEventStore, RedisRateLimiter
 
 
 async def test_the_redis_store_keeps_one_final_event_and_replays_after_any_position(
@@ -90,20 +90,27 @@ async def test_runs_resume_on_another_process_and_a_killed_process_runs_end_with
             runs = 20
             started = await asyncio.gather(
                 *(
-                    read_sse(c, "POST", f"{a.url}/tools/ticker/sse", json={"n": 400, "delay": 0.05},
-                             stop_after=2)  # fmt: skip
+                    read_sse(
+                        c,
+                        "POST",
+                        f"{a.url}/tools/ticker/sse",
+                        json={"n": 400, "delay": 0.05},
+                        stop_after=2,
+                    )
                     for _ in range(runs)
                 )
             )
             finished = await read_sse(c, "POST", f"{a.url}/tools/count/sse",
                                       json={"n": 3, "delay": 0})  # fmt: skip
-            on_b = await read_sse(c, "POST", f"{b.url}/tools/count/sse", json={"n": 30, "delay": 0.02},
-                                  stop_after=1)  # fmt: skip
+            on_b = await read_sse(
+                c, "POST", f"{b.url}/tools/count/sse", json={"n": 30, "delay": 0.02}, stop_after=1
+            )
             a.kill()  # SIGKILL: no clean-up, no final events from A
             resumed = await asyncio.gather(
                 *(
-                    read_sse(c, "GET", f"{b.url}{s.headers['content-location']}",
-                             last_event_id=s.last_id)  # fmt: skip
+                    read_sse(
+                        c, "GET", f"{b.url}{s.headers['content-location']}", last_event_id=s.last_id
+                    )
                     for s in started
                 )
             )

@@ -17,7 +17,9 @@ from kosong.standard.policies import MetricsPolicy
 
 
 def _call(name: str, arguments: dict[str, object], call_id: str = "c1") -> ToolCall:
-    return ToolCall(id=call_id, function=ToolCall.FunctionBody(name=name, arguments=json.dumps(arguments)))
+    return ToolCall(
+        id=call_id, function=ToolCall.FunctionBody(name=name, arguments=json.dumps(arguments))
+    )
 
 
 class Proxy:
@@ -71,7 +73,11 @@ async def test_remote_progress_reaches_the_local_pipeline_events() -> None:
         pipeline = with_policies(remote, MetricsPolicy())
         async with pipeline.stream(_call("count", {"n": 3, "delay": 0})) as events:
             seen = [(e.event, e.data.get("progress")) async for e in events]
-    assert seen[:3] == [("tool_progress", 100 / 3), ("tool_progress", 200 / 3), ("tool_progress", 100)]
+    assert seen[:3] == [
+        ("tool_progress", 100 / 3),
+        ("tool_progress", 200 / 3),
+        ("tool_progress", 100),
+    ]
     assert seen[-1][0] == "tool_result"
 
 
@@ -84,13 +90,14 @@ async def test_a_dropped_connection_is_resumed_without_running_the_tool_twice() 
         async with proxy.running() as proxied, RemoteToolset(proxied) as remote:
             pipeline = with_policies(remote, MetricsPolicy())
             seen: list[str] = []
+            result = None
             async with pipeline.stream(_call("gated", {"name": "remote", "steps": 2})) as events:
                 async for event in events:
                     seen.append(event.event)
                     if len(seen) == 2:
                         proxy.cut()  # the connection drops for real, mid-run
                         GATES["remote"].set()
-                result = event.result
+                    result = event.result
     assert seen == ["tool_progress", "tool_progress", "tool_progress", "tool_result"]
     assert result is not None and result.return_value.output == "opened remote"
 
@@ -99,7 +106,9 @@ async def test_an_unreachable_server_is_a_network_error_result() -> None:
     remote = RemoteToolset("http://127.0.0.1:9", reconnects=0)
     result = await remote.handle(_call("add", {"a": 1, "b": 2}))
     await remote.aclose()
-    assert result.return_value.is_error and "NETWORK_ERROR" in json.dumps(result.return_value.extras)
+    assert result.return_value.is_error and "NETWORK_ERROR" in json.dumps(
+        result.return_value.extras
+    )
 
 
 async def test_cancelling_a_remote_call_cancels_the_run() -> None:
@@ -107,17 +116,17 @@ async def test_cancelling_a_remote_call_cancels_the_run() -> None:
     STARTED["remote-cancel"] = asyncio.Event()
     from _tools import CANCELLED
 
-    async with serving(create_app(tools, ServerConfig(token="t"))) as url:
-        async with RemoteToolset(url, token="t") as remote:
-            task = remote.handle(_call("gated", {"name": "remote-cancel"}))
-            await asyncio.wait_for(STARTED["remote-cancel"].wait(), 5)
-            await asyncio.sleep(0.05)
-            assert isinstance(task, asyncio.Task)
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            for _ in range(200):
-                if "remote-cancel" in CANCELLED:
-                    break
-                await asyncio.sleep(0.01)
+    app = create_app(tools, ServerConfig(token="t"))
+    async with serving(app) as url, RemoteToolset(url, token="t") as remote:
+        task = remote.handle(_call("gated", {"name": "remote-cancel"}))
+        await asyncio.wait_for(STARTED["remote-cancel"].wait(), 5)
+        await asyncio.sleep(0.05)
+        assert isinstance(task, asyncio.Task)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        for _ in range(200):
+            if "remote-cancel" in CANCELLED:
+                break
+            await asyncio.sleep(0.01)
     assert "remote-cancel" in CANCELLED

@@ -49,14 +49,17 @@ async def test_invalid_arguments_end_the_stream_with_a_tool_error() -> None:
 async def test_keepalive_comments_keep_a_quiet_stream_open() -> None:
     gate = _gate("quiet")
     app = create_app(tools, ServerConfig(keepalive=0.05))
-    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
-        async with c.stream("POST", "/tools/gated/sse", json={"name": "quiet", "steps": 0}) as r:
-            text = ""
-            async for chunk in r.aiter_text():
-                text += chunk
-                if text.count(": ping") >= 2 and not gate.is_set():
-                    gate.set()
-            assert "event: tool_result" in text
+    async with (
+        serving(app) as url,
+        httpx.AsyncClient(base_url=url) as c,
+        c.stream("POST", "/tools/gated/sse", json={"name": "quiet", "steps": 0}) as r,
+    ):
+        text = ""
+        async for chunk in r.aiter_text():
+            text += chunk
+            if text.count(": ping") >= 2 and not gate.is_set():
+                gate.set()
+        assert "event: tool_result" in text
 
 
 async def test_a_dropped_client_resumes_from_the_same_url_without_gap_or_duplicate() -> None:
@@ -80,6 +83,7 @@ async def test_a_dropped_client_resumes_from_the_same_url_without_gap_or_duplica
 
 async def test_a_drop_before_the_first_event_resumes_the_same_run() -> None:
     gate = _gate("early")
+    preamble = ""
     async with serving(create_app(tools)) as url, httpx.AsyncClient(base_url=url) as c:
         async with c.stream("POST", "/tools/gated/sse", json={"name": "early", "steps": 0}) as r:
             async for line in r.aiter_lines():

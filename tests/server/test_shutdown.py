@@ -15,7 +15,9 @@ async def test_sigterm_lets_short_runs_finish_and_ends_long_ones_with_an_error()
     try:
         async with httpx.AsyncClient(timeout=30) as c:
             long_run = asyncio.ensure_future(
-                read_sse(c, "POST", f"{server.url}/tools/ticker/sse", json={"n": 1000, "delay": 0.05})
+                read_sse(
+                    c, "POST", f"{server.url}/tools/ticker/sse", json={"n": 1000, "delay": 0.05}
+                )
             )
             short_run = asyncio.ensure_future(
                 read_sse(c, "POST", f"{server.url}/tools/count/sse", json={"n": 10, "delay": 0.05})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -22,23 +22,27 @@ def _definition(spec: str) -> Tool | dict[str, Any]:
     path = Path(spec)
     if spec.endswith(".json") or path.is_file():
         try:
-            loaded: Any = json.loads(path.read_text(encoding="utf-8"))
+            loaded: object = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise CLIError(f"no file {spec!r}") from None
         except (OSError, ValueError) as e:
             raise CLIError(f"{spec!r} is not a JSON file: {e}") from None
         if not isinstance(loaded, dict) or "name" not in loaded:
             raise CLIError(f"{spec!r} must hold one tool definition (an object with a name)")
-        return loaded
-    found = load_object(spec)
+        return cast(dict[str, Any], loaded)
+    raw: Any = load_object(spec)
+    found: object = raw
+    kind = type(found).__name__
     if isinstance(found, Tool):
         return found
-    if isinstance(found, dict) and "name" in found:
-        return found  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(found, dict):
+        mapping = cast(dict[str, Any], found)
+        if "name" in mapping:
+            return mapping
     try:
-        tools = as_toolset(found).tools
+        tools = as_toolset(raw).tools
     except Exception:
-        raise CLIError(f"{spec!r} is a {type(found).__name__}, not a tool definition") from None
+        raise CLIError(f"{spec!r} is a {kind}, not a tool definition") from None
     if len(tools) != 1:
         raise CLIError(f"{spec!r} holds {len(tools)} tools; name one tool")
     return tools[0]

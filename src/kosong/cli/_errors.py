@@ -13,4 +13,4 @@ class CLIError(click.ClickException):
     def __init__(self, message: str, exit_code: int = 1) -> None:
         """Say what went wrong and how to fix it."""
         super().__init__(message)
-        self.exit_code = exit_code
+        self.exit_code = exit_code  # pyright: ignore[reportAttributeAccessIssue]

@@ -6,7 +6,7 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kosong.cli._errors import CLIError
 from kosong.server import as_toolset
@@ -70,9 +70,10 @@ def load_object(target: str) -> Any:
         try:
             found = getattr(found, part)
         except AttributeError:
+            names = cast(dict[str, Any], vars(module))
             candidates = sorted(
                 name
-                for name, value in vars(module).items()
+                for name, value in names.items()
                 if not name.startswith("_") and _servable(value)
             )
             hint = f"; it has {', '.join(candidates)}" if candidates else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import re
+from typing import Any
 
 import click
 
@@ -124,7 +125,8 @@ async def _check_redis(url: str) -> None:
     except ValueError as e:
         raise CLIError(f"--redis {url!r} is not a Redis URL: {e}") from None
     try:
-        await asyncio.wait_for(client.ping(), 6)
+        ping: Any = client.ping()  # pyright: ignore[reportUnknownMemberType]
+        await asyncio.wait_for(ping, 6)
     except Exception as e:
         reason = str(e) or type(e).__name__
         raise CLIError(f"cannot reach Redis at {url}: {reason}") from None

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import click
@@ -25,7 +25,7 @@ _TARGET = "TARGET: MODULE:ATTR, or the URL of a kosong server."
 
 
 @contextlib.asynccontextmanager
-async def _open(target: str, token: str | None) -> AsyncIterator[Toolset]:
+async def _open(target: str, token: str | None) -> AsyncGenerator[Toolset]:
     """The toolset `target` names; for a URL, a `RemoteToolset` with its tools listed."""
     if not is_url(target):
         yield load_toolset(target)
@@ -39,7 +39,9 @@ async def _open(target: str, token: str | None) -> AsyncIterator[Toolset]:
         try:
             await remote.refresh()
         except httpx.HTTPStatusError as e:
-            raise CLIError(f"{target} answered {e.response.status_code}: {_reason(e.response)}")
+            raise CLIError(
+                f"{target} answered {e.response.status_code}: {_reason(e.response)}"
+            ) from None
         except httpx.HTTPError as e:
             raise CLIError(f"cannot reach {target}: {type(e).__name__}: {e}") from None
         yield remote
@@ -147,10 +149,12 @@ def call(
                 toolset if isinstance(toolset, PolicyToolset)
                 else with_policies(toolset, MetricsPolicy())
             )  # fmt: skip
-            tool_call = ToolCall(id="cli", function=ToolCall.FunctionBody(name=name, arguments=text))
-            with click.progressbar(
-                length=100, label=name, file=sys.stderr if show else _Null()
-            ) as bar:
+            tool_call = ToolCall(
+                id="cli", function=ToolCall.FunctionBody(name=name, arguments=text)
+            )
+            out: Any = sys.stderr if show else _Null()
+            bar: Any
+            with click.progressbar(length=100, label=name, file=out) as bar:
                 done = 0
                 async with pipeline.stream(tool_call) as events:
                     async for event in events:

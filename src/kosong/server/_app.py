@@ -23,7 +23,8 @@ import contextlib
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, cast
 
@@ -62,8 +63,9 @@ _JSON = "application/json"
 
 
 def as_toolset(target: object) -> Toolset:
-    """`target` as a toolset: a `Toolset` itself, or a tool or a list of tools in a
-    `SimpleToolset`.
+    """`target` as a toolset: a `Toolset` itself, or tools in a `SimpleToolset`.
+
+    A tool, or a list (tuple, set) of tools.
 
     Raises:
         TypeError: `target` is none of these.
@@ -115,9 +117,13 @@ class Server:
             cache_backend = RedisCache(self.redis)
         elif config.rate_limit is not None:
             limiter = MemoryRateLimiter(config.rate_limit)
-        self.store: EventStore = store if store is not None else MemoryEventStore(ttl=config.run_ttl)
+        self.store: EventStore = (
+            store if store is not None else MemoryEventStore(ttl=config.run_ttl)
+        )
         self.toolset, self.metrics = _pipeline(toolset, cache_backend)
-        self.runs = Runs(self.toolset.stream, self.store, max_runs=config.max_runs, idle=config.idle)
+        self.runs = Runs(
+            self.toolset.stream, self.store, max_runs=config.max_runs, idle=config.idle
+        )
         self.limiter = limiter
         self.guard: Guard | None = None
         self._drain: Any = None
@@ -181,7 +187,7 @@ class Server:
             "# HELP kosong_server_rejected_requests_total Requests refused before any route.",
             "# TYPE kosong_server_rejected_requests_total counter",
         ]
-        rejected = self.guard.rejected if self.guard is not None else {}
+        rejected: Counter[str] = self.guard.rejected if self.guard is not None else Counter()
         for reason in ("auth", "body", "host", "origin", "rate"):
             count = rejected.get(reason, 0)
             lines.append(f'kosong_server_rejected_requests_total{{reason="{reason}"}} {count}')
@@ -376,17 +382,19 @@ def query_arguments(tool: Tool, items: Sequence[tuple[str, str]]) -> dict[str, A
     `?city=Beijing` gives `{"city": "Beijing"}`; a parameter repeated, or declared an
     array, gives a list.
     """
-    properties: Any = tool.parameters.get("properties") or {}
+    declared: object = tool.parameters.get("properties")
+    properties = cast(dict[str, Any], declared) if isinstance(declared, dict) else {}
     grouped: dict[str, list[str]] = {}
     for key, value in items:
         grouped.setdefault(key, []).append(value)
     arguments: dict[str, Any] = {}
     for key, values in grouped.items():
-        schema: Any = properties.get(key) if isinstance(properties, dict) else None
-        schema = schema if isinstance(schema, dict) else {}
+        found: object = properties.get(key)
+        schema = cast(dict[str, Any], found) if isinstance(found, dict) else {}
         declared = schema.get("type")
         if declared == "array" or len(values) > 1:
-            items_schema = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+            inner: object = schema.get("items")
+            items_schema = cast(dict[str, Any], inner) if isinstance(inner, dict) else {}
             if declared == "array" and len(values) == 1 and values[0].startswith("["):
                 arguments[key] = _coerce(values[0], schema)
             else:
@@ -397,8 +405,8 @@ def query_arguments(tool: Tool, items: Sequence[tuple[str, str]]) -> dict[str, A
 
 
 def _coerce(text: str, schema: dict[str, Any]) -> Any:
-    declared = schema.get("type")
-    types = declared if isinstance(declared, list) else [declared] if declared else []
+    declared: object = schema.get("type")
+    types = cast(list[object], declared) if isinstance(declared, list) else [declared]
     if "string" in types and not any(t in ("integer", "number", "boolean") for t in types):
         return text
     try:
@@ -435,7 +443,7 @@ def create_app(
     server = Server(as_toolset(toolset), config)
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncGenerator[None]:
         await server.startup()
         try:
             async with contextlib.AsyncExitStack() as stack:

@@ -149,7 +149,9 @@ class Guard:
             principal = found
         scope[PRINCIPAL] = principal
         if self._limiter is not None and not exempt:
-            key = principal if principal != ANONYMOUS else f"ip:{(scope.get('client') or ('?',))[0]}"
+            key = (
+                principal if principal != ANONYMOUS else f"ip:{(scope.get('client') or ('?',))[0]}"
+            )
             limit_now = self._limit_now
             wait = limit_now(key) if limit_now is not None else await self._limiter.acquire(key)
             if wait > 0:

@@ -59,8 +59,10 @@ class RateLimiter(ABC):
 
 
 class MemoryRateLimiter(RateLimiter):
-    """A token bucket per key, in this process; the least recently seen keys are dropped
-    past `max_keys`."""
+    """A token bucket per key, in this process.
+
+    The least recently seen keys are dropped past `max_keys`.
+    """
 
     def __init__(
         self,

@@ -18,7 +18,7 @@ import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
-from typing import Literal
+from typing import Any, Literal, cast
 
 from kosong.message import ToolCall
 from kosong.server._store import START, EventStore, StoredEvent, StoreFullError, StreamInfo
@@ -54,7 +54,9 @@ def _event_data(event: ToolEvent) -> str:
         return json.dumps(event.data, ensure_ascii=False)
     except Exception as e:  # an output that cannot be written as JSON still ends the run
         logger.exception("Could not encode a %s event", event.event)
-        tool = str(dict(event.data.get("metadata") or {}).get("tool_name") or "")  # pyright: ignore[reportUnknownArgumentType, reportArgumentType]
+        metadata: object = event.data.get("metadata")
+        known = cast(dict[str, Any], metadata) if isinstance(metadata, dict) else {}
+        tool = str(known.get("tool_name") or "")
         value = _failed(f"the result could not be encoded as JSON: {type(e).__name__}")
         return error_event_data("", tool or "unknown", value)
 
@@ -133,7 +135,9 @@ class Runs:
                     ended = event.is_final
             if not ended:  # the pipeline stopped without a final event
                 value = _failed("the call stopped without a result")
-                await store.append(run_id, "tool_error", error_event_data(run_id, tool, value), final=True)
+                await store.append(
+                    run_id, "tool_error", error_event_data(run_id, tool, value), final=True
+                )
         except asyncio.CancelledError:
             value = self._reasons.get(run_id) or _unavailable(
                 "the server stopped the call before it finished"
@@ -149,7 +153,9 @@ class Runs:
             logger.exception("Run %s of %s failed", run_id, tool)
             value = _failed(f"the server failed while running the call: {e!r}")
             with contextlib.suppress(Exception):
-                await store.append(run_id, "tool_error", error_event_data(run_id, tool, value), final=True)
+                await store.append(
+                    run_id, "tool_error", error_event_data(run_id, tool, value), final=True
+                )
         finally:
             self._tasks.pop(run_id, None)
             self._reasons.pop(run_id, None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncGenerator, Generator
 from typing import Any
 
 import uvicorn
@@ -108,7 +108,7 @@ async def serve(
 @contextlib.asynccontextmanager
 async def serving(
     app: Any, *, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning", **options: Any
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str]:
     """Serve `app` in the background while the block runs; gives its base URL.
 
     Example:

@@ -33,7 +33,9 @@ from kosong.server._store import (
 try:
     import redis.asyncio as aioredis
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError("the Redis store needs the redis package: pip install 'kosong[server]'") from e
+    raise ImportError(
+        "the Redis store needs the redis package: pip install 'kosong[server]'"
+    ) from e
 
 __all__ = ["RedisEventStore", "RedisRateLimiter", "connect"]
 
@@ -148,10 +150,10 @@ class RedisEventStore(EventStore):
         self._owner_prefix = f"{prefix}owner:"
         self._writing: set[str] = set()
         self._keepalive: asyncio.Task[None] | None = None
-        self._open = client.register_script(_OPEN)  # pyright: ignore[reportUnknownMemberType]
-        self._append = client.register_script(_APPEND)  # pyright: ignore[reportUnknownMemberType]
-        self._end_abandoned = client.register_script(_END_ABANDONED)  # pyright: ignore[reportUnknownMemberType]
-        self._info = client.register_script(_INFO)  # pyright: ignore[reportUnknownMemberType]
+        self._open = client.register_script(_OPEN)
+        self._append = client.register_script(_APPEND)
+        self._end_abandoned = client.register_script(_END_ABANDONED)
+        self._info = client.register_script(_INFO)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> Self:
@@ -168,7 +170,9 @@ class RedisEventStore(EventStore):
         return [f"{tag}:m", f"{tag}:e"]
 
     async def _renew(self) -> None:
-        await self._client.set(self._owner_prefix + self.owner, "1", px=math.ceil(self._lease * 1000))
+        await self._client.set(
+            self._owner_prefix + self.owner, "1", px=math.ceil(self._lease * 1000)
+        )
 
     async def _keep_alive(self) -> None:
         last_keys = time.monotonic()
@@ -181,8 +185,8 @@ class RedisEventStore(EventStore):
                     async with self._client.pipeline(transaction=False) as pipe:
                         for stream_id in list(self._writing):
                             for key in self._keys(stream_id):
-                                pipe.pexpire(key, self._running_ttl_ms)  # pyright: ignore[reportUnknownMemberType]
-                        await pipe.execute()  # pyright: ignore[reportUnknownMemberType]
+                                pipe.pexpire(key, self._running_ttl_ms)
+                        await pipe.execute()
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # Redis away: try again at the next beat
@@ -197,7 +201,9 @@ class RedisEventStore(EventStore):
         fields: list[str] = ["ended", "0", "owner", self.owner]
         for key, value in meta.items():
             fields += [f"m:{key}", value]
-        created = await self._open(keys=self._keys(stream_id)[:1], args=[self._running_ttl_ms, *fields])
+        created = await self._open(
+            keys=self._keys(stream_id)[:1], args=[self._running_ttl_ms, *fields]
+        )
         if not created:
             raise ValueError(f"stream {stream_id!r} exists")
         self._writing.add(stream_id)
@@ -215,8 +221,10 @@ class RedisEventStore(EventStore):
     async def read(
         self, stream_id: str, after: str, *, wait: float = 0.0, limit: int = 256
     ) -> list[StoredEvent] | None:
-        """The events after `after`; see `EventStore.read` (only the form of `after` is
-        checked)."""
+        """The events after `after`; see `EventStore.read`.
+
+        Only the form of `after` is checked, not that the stream has such an event.
+        """
         first, dash, second = after.partition("-")
         if not first.isdigit() or (dash and not second.isdigit()):
             raise ValueError(f"{after!r} is not a position of stream {stream_id!r}")
@@ -249,8 +257,8 @@ class RedisEventStore(EventStore):
             return set()
         async with self._client.pipeline(transaction=False) as pipe:
             for stream_id in stream_ids:
-                pipe.hget(self._keys(stream_id)[0], "ended")  # pyright: ignore[reportUnknownMemberType]
-            flags: list[Any] = await pipe.execute()  # pyright: ignore[reportUnknownMemberType]
+                pipe.hget(self._keys(stream_id)[0], "ended")
+            flags: list[Any] = await pipe.execute()
         return {s for s, flag in zip(stream_ids, flags, strict=True) if flag != "0"}
 
     async def end_abandoned(self, stream_id: str, kind: str, data: str) -> bool:
@@ -282,7 +290,7 @@ class RedisRateLimiter(RateLimiter):
         self.limit = limit
         self._client = client
         self._prefix = prefix
-        self._take = client.register_script(_TAKE)  # pyright: ignore[reportUnknownMemberType]
+        self._take = client.register_script(_TAKE)
 
     async def acquire(self, key: str) -> float:
         """Take one request for `key`: 0.0 when allowed, else the seconds to wait."""
