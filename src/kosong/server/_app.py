@@ -88,7 +88,7 @@ def as_toolset(target: object) -> Toolset:
 
 
 def _json(body: object, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    text = json.dumps(body, ensure_ascii=False).encode()
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     return Response(text, status, headers=headers, media_type=_JSON)
 
 
@@ -214,7 +214,8 @@ class Server:
         if isinstance(call, Response):
             return call
         result = await self.toolset.handle(call)
-        envelope = to_envelope(result).dump()
+        # The standard's shape; a streamed call's final event has the lossless one.
+        envelope = to_envelope(result, lossless=False).dump()
         value = result.return_value
         if not value.is_error:
             return _json(envelope)
@@ -237,7 +238,7 @@ class Server:
                 return self._unknown_tool(name)
             arguments = json.dumps(query_arguments(tool, request.query_params.multi_items()))
         else:
-            body = await request.body()
+            body = await _body(request)
             try:
                 arguments = body.decode() if body else "{}"
             except UnicodeDecodeError:
@@ -339,16 +340,33 @@ class Server:
 
     def routes(self) -> list[BaseRoute]:
         """The routes of the module doc."""
-        return [
+        return [  # the most frequent first: Starlette tries them in order
+            Route("/tools/{name}", self.call_tool, methods=["POST"]),
+            Route("/tools/{name}", self.get_tool, methods=["GET"]),
             Route("/healthz", self.healthz, methods=["GET"]),
             Route("/metrics", self.metrics_text, methods=["GET"]),
             Route("/tools", self.list_tools, methods=["GET"]),
-            Route("/tools/{name}", self.get_tool, methods=["GET"]),
-            Route("/tools/{name}", self.call_tool, methods=["POST"]),
             Route("/tools/{name}/sse", self.stream_tool, methods=["GET", "POST"]),
             Route("/runs/{run_id}", self.follow_run, methods=["GET"]),
             Route("/runs/{run_id}", self.cancel_run, methods=["DELETE"]),
         ]
+
+
+async def _body(request: Request) -> bytes:
+    """The request's body: `request.body()` without its async generator (every call reads
+    one)."""
+    receive = request.receive
+    message = await receive()
+    body: bytes = message.get("body", b"")
+    if not message.get("more_body", False):
+        return body
+    parts = [body]
+    while message.get("more_body", False):
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        parts.append(message.get("body", b""))
+    return b"".join(parts)
 
 
 def _spawn(coro: Any) -> Any:
@@ -359,7 +377,8 @@ def _pipeline(toolset: Toolset, cache_backend: Any) -> tuple[PolicyToolset, Metr
     """The pipeline calls go through, and the registry `/metrics` reads.
 
     A `PolicyToolset` is served as it is (with a metrics policy put around it if it has
-    none); any other toolset gets metrics and a result cache (in Redis when configured).
+    none); any other toolset gets metrics, and a result cache (in Redis when configured)
+    when one of its tools is `cacheable`.
     """
     if isinstance(toolset, PolicyToolset):
         found = toolset.find_policy(MetricsPolicy)
@@ -368,6 +387,8 @@ def _pipeline(toolset: Toolset, cache_backend: Any) -> tuple[PolicyToolset, Metr
             toolset = toolset.wrap(found)
         return toolset, found.registry
     metrics = MetricsPolicy()
+    if not any(tool.cacheable for tool in toolset.tools):
+        return with_policies(toolset, metrics), metrics.registry
     cache = CachePolicy(cache_backend if cache_backend is not None else MemoryCache())
     return with_policies(toolset, metrics, cache), metrics.registry
 
@@ -425,8 +446,8 @@ def create_app(
     """An ASGI app serving `toolset` (a Toolset, or a list of tools); see the module doc.
 
     Calls go through the `kosong.standard` pipeline: a `PolicyToolset` as it is (a metrics
-    policy is put around it if it has none), any other toolset with metrics and a result
-    cache for `cacheable` tools (in Redis with `config.redis_url`).
+    policy is put around it if it has none), any other toolset with metrics, and a result
+    cache when some of its tools are `cacheable` (in Redis with `config.redis_url`).
 
     Args:
         toolset: What to serve.
