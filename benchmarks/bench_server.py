@@ -126,7 +126,11 @@ def bench_rr(repeats: int, concurrencies: list[int]) -> dict[str, Any]:
             srv.url += path
             try:
                 for c in concurrencies:
-                    s = run_bench.run_wrk({"script": "floor.lua"}, srv, c)
+                    try:
+                        s = run_bench.run_wrk({"script": "floor.lua"}, srv, c)
+                    except Exception as e:  # noqa: BLE001 - kept as a failed sample
+                        print(f"r{rep} {name} c={c}: FAILED {e!r}", flush=True)
+                        continue
                     s["repeat"] = rep
                     samples[name][str(c)].append(s)
                     print(f"r{rep} {name:12} c={c:<3} {s['rps']:>8.1f} req/s p50 {s['p50_ms']:.2f} "

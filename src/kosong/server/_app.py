@@ -140,6 +140,8 @@ class Server:
         Raises:
             ConnectionError: Redis does not answer.
         """
+        self._drain = None  # an app may be served again after it shut down
+        self.runs.reopen()
         if self.redis is not None:
             try:
                 with anyio.fail_after(5):
@@ -306,11 +308,11 @@ class Server:
         async def events() -> AsyncIterator[ServerSentEvent]:
             # No data: sets the client's last event id (so even a drop before the first
             # event resumes this run) and the reconnection delay, and dispatches nothing.
-            yield ServerSentEvent(id=f"{run_id}.{position}", retry=self.config.retry_ms)
+            yield ServerSentEvent(id=f"{run_id}.{position}", retry=self.config.retry_ms, sep="\n")
             watcher = _spawn(self._drain_on(shutdown))
             try:
                 async for event in self.runs.follow(run_id, position):
-                    yield ServerSentEvent(event.data, event=event.kind, id=event.id)
+                    yield ServerSentEvent(event.data, event=event.kind, id=event.id, sep="\n")
             finally:
                 watcher.cancel()
 

@@ -259,6 +259,10 @@ class Runs:
         # On another process, the run's task is cancelled by that process's watcher.
         return "cancelled" if ended_here else "finished"
 
+    def reopen(self) -> None:
+        """Start runs again (the app is served anew after a shutdown)."""
+        self._draining = False
+
     async def drain(self, grace: float) -> None:
         """Start no new run; give the running ones `grace` seconds, then cancel the rest.
 
