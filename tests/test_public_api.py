@@ -17,6 +17,10 @@ PUBLIC_MODULES = [
     "kosong.tooling.langchain",
     "kosong.utils.jsonschema",
     "kosong.utils.typing",
+    "kosong.server",
+    "kosong.server.redis_store",
+    "kosong.remote",
+    "kosong.cli",
 ]
 
 # What the foundation issue promises, module by module.
@@ -39,6 +43,13 @@ PROMISED = {
     "kosong.tooling.langchain": {"from_langchain", "to_langchain"},
     "kosong.tooling.empty": {"EmptyToolset"},
     "kosong.utils.jsonschema": {"deref_json_schema"},
+    "kosong.server": {
+        "create_app", "ServerConfig", "serve", "serving", "EventStore", "MemoryEventStore",
+        "RateLimit",
+    },
+    "kosong.server.redis_store": {"RedisEventStore", "RedisRateLimiter"},
+    "kosong.remote": {"RemoteToolset"},
+    "kosong.cli": {"main"},
 }  # fmt: skip
 
 
