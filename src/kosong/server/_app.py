@@ -127,6 +127,8 @@ class Server:
         self.limiter = limiter
         self.guard: Guard | None = None
         self._drain: Any = None
+        self._shutdown: Any = None
+        self._watcher: Any = None
 
     async def drain(self) -> None:
         """Shut down gracefully (once): runs get the grace period, then end with an error."""
@@ -142,6 +144,8 @@ class Server:
         """
         self._drain = None  # an app may be served again after it shut down
         self.runs.reopen()
+        self._shutdown = anyio.Event()
+        self._watcher = _spawn(self._drain_on(self._shutdown))
         if self.redis is not None:
             try:
                 with anyio.fail_after(5):
@@ -154,6 +158,8 @@ class Server:
     async def aclose(self) -> None:
         """Drain, then release the store, the limiter and the Redis client."""
         await self.drain()
+        if self._watcher is not None:
+            self._watcher.cancel()
         await self.runs.aclose()
         await self.store.aclose()
         if self.limiter is not None:
@@ -303,30 +309,27 @@ class Server:
         return self._stream(run_id, position)
 
     def _stream(self, run_id: str, position: str) -> Response:
-        shutdown = anyio.Event()
-
         async def events() -> AsyncIterator[ServerSentEvent]:
             # No data: sets the client's last event id (so even a drop before the first
             # event resumes this run) and the reconnection delay, and dispatches nothing.
             yield ServerSentEvent(id=f"{run_id}.{position}", retry=self.config.retry_ms, sep="\n")
-            watcher = _spawn(self._drain_on(shutdown))
-            try:
-                async for event in self.runs.follow(run_id, position):
-                    yield ServerSentEvent(event.data, event=event.kind, id=event.id, sep="\n")
-            finally:
-                watcher.cancel()
+            async for event in self.runs.follow(run_id, position):
+                yield ServerSentEvent(event.data, event=event.kind, id=event.id, sep="\n")
 
+        # sse-starlette sees the server shut down (any server: `uvicorn app` too), sets the
+        # shutdown event (one for the app, watched by `_drain_on`) and waits the grace period
+        # before it cuts the stream: time for the runs to drain and send their final events.
         return EventSourceResponse(
             events(),
             headers={"Content-Location": f"/runs/{run_id}"},
             ping=self.config.keepalive,
             sep="\n",
-            shutdown_event=shutdown,
+            shutdown_event=self._shutdown,
             shutdown_grace_period=self.config.grace + 5,
         )
 
     async def _drain_on(self, shutdown: anyio.Event) -> None:
-        """Under a server that is not ours (`uvicorn app`), drain when it shuts down."""
+        """Drain when the shutdown event is set (by a stream that saw the server stop)."""
         await shutdown.wait()
         await self.drain()
 

@@ -20,6 +20,7 @@ protocol (MCP's resumable streams, say) can keep its own messages in the same st
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -177,14 +178,19 @@ class EventStore(ABC):
 
 
 class _Stream:
-    __slots__ = ("ended", "events", "expires_at", "meta", "waiter")
+    __slots__ = ("ended", "events", "expires_at", "meta", "waiters")
 
     def __init__(self, meta: Mapping[str, str]) -> None:
         self.meta = dict(meta)
         self.events: list[StoredEvent] = []
         self.ended = False
         self.expires_at = 0.0
-        self.waiter: asyncio.Future[None] | None = None
+        self.waiters: list[asyncio.Future[None]] = []
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class MemoryEventStore(EventStore):
@@ -265,11 +271,10 @@ class MemoryEventStore(EventStore):
             stream.ended = True
             stream.expires_at = self._clock() + self._ttl
             self._ended[stream_id] = None
-        waiter = stream.waiter
-        if waiter is not None:
-            stream.waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        if stream.waiters:
+            for waiter in stream.waiters:
+                _wake(waiter)
+            stream.waiters.clear()
         return True
 
     async def read(
@@ -283,11 +288,18 @@ class MemoryEventStore(EventStore):
             raise ValueError(f"{after!r} is not a position of stream {stream_id!r}")
         start = int(after)
         if start == len(stream.events) and not stream.ended and wait > 0:
-            waiter = stream.waiter
-            if waiter is None:
-                waiter = stream.waiter = asyncio.get_running_loop().create_future()
-            # asyncio.wait leaves the shared future alone on a timeout (wait_for would cancel it)
-            await asyncio.wait((waiter,), timeout=wait)
+            # A future of its own, woken by the next append or by a timer: cheaper than
+            # asyncio.wait / wait_for, and every event of every stream comes this way.
+            loop = asyncio.get_running_loop()
+            waiter: asyncio.Future[None] = loop.create_future()
+            stream.waiters.append(waiter)
+            timer = loop.call_later(wait, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                with contextlib.suppress(ValueError):  # gone when an append woke it
+                    stream.waiters.remove(waiter)
         return stream.events[start : start + limit]
 
     async def info(self, stream_id: str) -> StreamInfo | None:
