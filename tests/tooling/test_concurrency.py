@@ -12,11 +12,11 @@ import threading
 import time
 
 import pytest
-from _tools import Add, make_call
 from pydantic import PrivateAttr
 
 from kosong.tooling import CallableTool, ParametersType, ToolOk, ToolResult
 from kosong.tooling.simple import SimpleToolset
+from tests.tooling._tools import Add, make_call
 
 INDEX: ParametersType = {
     "type": "object",

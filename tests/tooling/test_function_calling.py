@@ -10,7 +10,6 @@ import threading
 from typing import Any
 
 import pytest
-from _tools import handle
 from pydantic import BaseModel, ValidationError
 
 from kosong.message import ImageURLPart, TextPart
@@ -26,6 +25,7 @@ from kosong.tooling import (
 from kosong.tooling.error import ToolRuntimeError, ToolValidateError
 from kosong.tooling.function import Injected
 from kosong.tooling.simple import SimpleToolset
+from tests.tooling._tools import handle
 
 # --- running -----------------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ import sys
 from typing import Any
 
 import pytest
-from _tools import Add, Add2, AddParams, Echo, Weather, Weather2, handle, make_call
 
 from kosong.tooling import (
     ArgumentLimits,
@@ -28,6 +27,7 @@ from kosong.tooling.error import (
     ToolValidateError,
 )
 from kosong.tooling.simple import SimpleToolset
+from tests.tooling._tools import Add, Add2, AddParams, Echo, Weather, Weather2, handle, make_call
 
 OBJECT: ParametersType = {"type": "object"}
 

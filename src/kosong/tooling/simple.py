@@ -29,6 +29,7 @@ from kosong.tooling.error import (
     ToolParseError,
     ToolRuntimeError,
     describe_exception,
+    unhandled_result,
 )
 from kosong.utils.typing import JsonType
 
@@ -99,7 +100,7 @@ class SimpleToolset(Toolset):
                 f"remove it first (toolset.remove({tool.name!r})) or give the new one another name"
             )
         self._tools[tool.name] = tool
-        self._expects_object[tool.name] = tool.base.parameters.get("type") == "object"
+        self._expects_object[tool.name] = tool.base.expects_object
         return self
 
     def remove(self, name: str) -> ToolType:
@@ -160,7 +161,7 @@ class SimpleToolset(Toolset):
         try:
             work = self._prepare(tool_call, arguments)
         except Exception as e:
-            return _unhandled(tool_call, e)
+            return unhandled_result(tool_call, e)
         return work if isinstance(work, ToolResult) else await work
 
     def handle(self, tool_call: ToolCall) -> HandleResult:
@@ -172,14 +173,7 @@ class SimpleToolset(Toolset):
             work = self._prepare(tool_call, None)
             return work if isinstance(work, ToolResult) else start_task(loop, work)
         except Exception as e:  # the contract: handle() reports, it does not raise
-            return _unhandled(tool_call, e)
-
-    def expects_object(self, name: str) -> bool:
-        """Whether the tool called `name` takes a JSON object (False for an unknown tool).
-
-        For such a tool, a JSON string holding an object is unwrapped (see `parse_arguments`).
-        """
-        return self._expects_object.get(name, False)
+            return unhandled_result(tool_call, e)
 
     def _prepare(
         self, tool_call: ToolCall, arguments: JsonType
@@ -215,21 +209,6 @@ class SimpleToolset(Toolset):
 
 def _parse(raw: str, limits: ArgumentLimits, expects_object: bool) -> JsonType:
     return parse_arguments(raw, limits, expects_object=expects_object)
-
-
-def _unhandled(tool_call: object, error: Exception) -> ToolResult:
-    return ToolResult(
-        _call_id(tool_call),
-        ToolRuntimeError(f"the call could not be handled: {describe_exception(error)}"),
-    )
-
-
-def _call_id(tool_call: object) -> str:
-    """The id of whatever was passed as a call, or "" (its attributes may even raise)."""
-    try:
-        return str(getattr(tool_call, "id", ""))
-    except Exception:
-        return ""
 
 
 async def _run(tool: ToolType, call_id: str, arguments: JsonType) -> ToolResult:
