@@ -1,9 +1,11 @@
 """The server benchmark: kosong's app beside the anchors of ../shared/anchor-bench/server/.
 
-    /tmp/srvbench-kosong/bin/python benchmarks/bench_server.py rr     # POST /tools/add vs the floor
-    /tmp/srvbench-kosong/bin/python benchmarks/bench_server.py sse    # 1,000 SSE runs vs sse-starlette
-    /tmp/srvbench-kosong/bin/python benchmarks/bench_server.py kill   # 200 runs, one of 2 processes killed
-    /tmp/srvbench-kosong/bin/python benchmarks/bench_server.py all --out /tmp/bench-server.json
+    $PY benchmarks/bench_server.py rr      # POST /tools/add beside the Starlette floor
+    $PY benchmarks/bench_server.py sse     # 1,000 SSE runs beside sse-starlette's
+    $PY benchmarks/bench_server.py kill    # 200 runs, one of 2 processes killed
+    $PY benchmarks/bench_server.py all --out /tmp/bench-server.json
+
+($PY: /tmp/srvbench-kosong/bin/python, the venv BENCHMARKS.md says how to make.)
 
 The venv (see BENCHMARKS.md) has the anchor's pinned stack (starlette, uvicorn, sse-starlette,
 psutil: its constraints file) and kosong installed from this checkout, so the anchor's apps and
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 import random
@@ -48,7 +51,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ANCHOR = Path(os.environ.get("ANCHOR_DIR", HERE.parent.parent / "shared" / "anchor-bench" / "server"))
+ANCHOR = Path(
+    os.environ.get("ANCHOR_DIR", HERE.parent.parent / "shared" / "anchor-bench" / "server")
+)
 SERVER_CPU = os.environ.get("SERVER_CPU", "0")
 CLIENT_CPU = os.environ.get("CLIENT_CPU", "1")
 LOG_DIR = Path(os.environ.get("SRVBENCH_LOG_DIR", "/tmp/srvbench-logs"))
@@ -65,16 +70,47 @@ def free_port() -> int:
 class Server:
     """`uvicorn --factory MODULE:NAME` pinned to SERVER_CPU, from `app_dir`."""
 
-    def __init__(self, factory: str, app_dir: Path, tag: str, env: dict[str, str] | None = None,
-                 cpu: str = SERVER_CPU) -> None:  # fmt: skip
+    def __init__(
+        self,
+        factory: str,
+        app_dir: Path,
+        tag: str,
+        env: dict[str, str] | None = None,
+        cpu: str = SERVER_CPU,
+    ) -> None:
         self.port = free_port()
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         self.log = open(LOG_DIR / f"{tag}.log", "w")  # noqa: SIM115
-        cmd = ["taskset", "-c", cpu, PY, "-m", "uvicorn", "--factory", factory, "--app-dir",
-               str(app_dir), "--host", "127.0.0.1", "--port", str(self.port), "--loop", "asyncio",
-               "--http", "h11", "--log-level", "warning", "--no-access-log"]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, cwd=app_dir, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **(env or {})})  # fmt: skip
+        cmd = [
+            "taskset",
+            "-c",
+            cpu,
+            PY,
+            "-m",
+            "uvicorn",
+            "--factory",
+            factory,
+            "--app-dir",
+            str(app_dir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--loop",
+            "asyncio",
+            "--http",
+            "h11",
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ]
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=app_dir,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+        )
         self.url = f"http://127.0.0.1:{self.port}"
         deadline = time.time() + 30
         while True:
@@ -115,7 +151,7 @@ RR = {
 
 
 def bench_rr(repeats: int, concurrencies: list[int]) -> dict[str, Any]:
-    import run_bench  # the anchor's: its wrk driver and measurement
+    run_bench = importlib.import_module("run_bench")  # the anchor's wrk driver and measurement
 
     samples: dict[str, dict[str, list[dict[str, Any]]]] = {
         name: {str(c): [] for c in concurrencies} for name in RR
@@ -128,14 +164,17 @@ def bench_rr(repeats: int, concurrencies: list[int]) -> dict[str, Any]:
                 for c in concurrencies:
                     try:
                         s = run_bench.run_wrk({"script": "floor.lua"}, srv, c)
-                    except Exception as e:  # noqa: BLE001 - kept as a failed sample
+                    except Exception as e:
                         print(f"r{rep} {name} c={c}: FAILED {e!r}", flush=True)
                         continue
                     s["repeat"] = rep
                     samples[name][str(c)].append(s)
-                    print(f"r{rep} {name:12} c={c:<3} {s['rps']:>8.1f} req/s p50 {s['p50_ms']:.2f} "
-                          f"p99 {s['p99_ms']:.2f} ms srv {s['server_cpu_us_per_req']} us/req "
-                          f"bad {s['errors']}", flush=True)  # fmt: skip
+                    print(
+                        f"r{rep} {name:12} c={c:<3} {s['rps']:>8.1f} req/s p50 {s['p50_ms']:.2f} "
+                        f"p99 {s['p99_ms']:.2f} ms srv {s['server_cpu_us_per_req']} us/req "
+                        f"bad {s['errors']}",
+                        flush=True,
+                    )
             finally:
                 srv.stop()
             time.sleep(0.5)
@@ -150,8 +189,10 @@ def rr_table(result: dict[str, Any]) -> str:
     ]
     for name, by_c in samples.items():
         for c, runs in by_c.items():
-            med = {k: statistics.median(r[k] for r in runs)
-                   for k in ("rps", "p50_ms", "p99_ms", "server_cpu_us_per_req")}  # fmt: skip
+            med = {
+                k: statistics.median(r[k] for r in runs)
+                for k in ("rps", "p50_ms", "p99_ms", "server_cpu_us_per_req")
+            }
             floor = statistics.median(r["server_cpu_us_per_req"] for r in samples["floor/wrk"][c])
             ratio = med["server_cpu_us_per_req"] / floor
             bad = sum(r["errors"] for r in runs)
@@ -172,7 +213,7 @@ def pct(vals: list[float], p: float) -> float:
 
 
 async def _one_stream(port: int, drop_after: int | None, out: dict[str, Any]) -> None:
-    from sse_bench import SSEParser  # the anchor's WHATWG parser
+    SSEParser = importlib.import_module("sse_bench").SSEParser  # the anchor's WHATWG parser
 
     events: list[tuple[str, str]] = []
     lat: list[float] = []
@@ -185,7 +226,8 @@ async def _one_stream(port: int, drop_after: int | None, out: dict[str, Any]) ->
         writer = None
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
+            head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            head += "Accept: text/event-stream\r\n"
             if method == "POST":
                 head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
             if last_id:
@@ -222,7 +264,7 @@ async def _one_stream(port: int, drop_after: int | None, out: dict[str, Any]) ->
                 break
             reconnects += 1
             path, method = run_path, "GET"
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             error = repr(e)[:200]
             break
         finally:
@@ -230,7 +272,11 @@ async def _one_stream(port: int, drop_after: int | None, out: dict[str, Any]) ->
                 writer.close()
     kinds = [k for k, _ in events]
     positions = [int(i.rpartition(".")[2]) for _, i in events]
-    ok = not error and kinds == ["tool_progress"] * 10 + ["tool_result"] and positions == list(range(1, 12))
+    ok = (
+        not error
+        and kinds == ["tool_progress"] * 10 + ["tool_result"]
+        and positions == list(range(1, 12))
+    )
     out["streams"] += 1
     out["ok"] += ok
     out["events"] += len(events)
@@ -242,10 +288,20 @@ async def _one_stream(port: int, drop_after: int | None, out: dict[str, Any]) ->
         out["errors"].append(error)
 
 
-async def _client(port: int, streams: int, start_at: float, drop: bool, seed: int) -> dict[str, Any]:
+async def _client(
+    port: int, streams: int, start_at: float, drop: bool, seed: int
+) -> dict[str, Any]:
     rng = random.Random(seed)
-    out: dict[str, Any] = {"streams": 0, "ok": 0, "events": 0, "duplicates": 0, "missing": 0,
-                           "reconnects": 0, "lat_ms": [], "errors": []}  # fmt: skip
+    out: dict[str, Any] = {
+        "streams": 0,
+        "ok": 0,
+        "events": 0,
+        "duplicates": 0,
+        "missing": 0,
+        "reconnects": 0,
+        "lat_ms": [],
+        "errors": [],
+    }
     await asyncio.sleep(max(0.0, start_at - time.time()))
     t0 = time.time()
     await asyncio.gather(
@@ -256,15 +312,30 @@ async def _client(port: int, streams: int, start_at: float, drop: bool, seed: in
 
 
 def run_sse_ours(n: int, drop: bool, procs: int = 2) -> dict[str, Any]:
-    import psutil
+    psutil = importlib.import_module("psutil")
 
     srv = Server("server_apps:sse_app", HERE, f"sse-kosong-{n}{'-drop' if drop else ''}")
     try:
         p = psutil.Process(srv.pid)
         warm = subprocess.run(
-            ["taskset", "-c", CLIENT_CPU, PY, __file__, "sse-client", "--port", str(srv.port),
-             "--streams", "20", "--start-at", "0"], capture_output=True, timeout=60, check=True,
-        )  # fmt: skip
+            [
+                "taskset",
+                "-c",
+                CLIENT_CPU,
+                PY,
+                __file__,
+                "sse-client",
+                "--port",
+                str(srv.port),
+                "--streams",
+                "20",
+                "--start-at",
+                "0",
+            ],
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
         del warm
         time.sleep(0.3)
         rss0 = p.memory_info().rss / 2**20
@@ -274,10 +345,26 @@ def run_sse_ours(n: int, drop: bool, procs: int = 2) -> dict[str, Any]:
         files = [LOG_DIR / f"sse-kosong-client-{i}.json" for i in range(procs)]
         clients = [
             subprocess.Popen(
-                ["taskset", "-c", CLIENT_CPU, PY, __file__, "sse-client", "--port", str(srv.port),
-                 "--streams", str(n // procs + (i < n % procs)), "--start-at", str(start_at),
-                 "--seed", str(i), "--result-file", str(f), *(["--drop"] if drop else [])],
-            )  # fmt: skip
+                [
+                    "taskset",
+                    "-c",
+                    CLIENT_CPU,
+                    PY,
+                    __file__,
+                    "sse-client",
+                    "--port",
+                    str(srv.port),
+                    "--streams",
+                    str(n // procs + (i < n % procs)),
+                    "--start-at",
+                    str(start_at),
+                    "--seed",
+                    str(i),
+                    "--result-file",
+                    str(f),
+                    *(["--drop"] if drop else []),
+                ],
+            )
             for i, f in enumerate(files)
         ]
         peak = rss0
@@ -311,7 +398,7 @@ def run_sse_ours(n: int, drop: bool, procs: int = 2) -> dict[str, Any]:
 
 
 def run_sse_anchor(n: int) -> dict[str, Any]:
-    import sse_bench  # the anchor's orchestration, server app and client, unchanged
+    sse_bench = importlib.import_module("sse_bench")  # the anchor's run, app and client
 
     r = sse_bench.one_run(n, 2, "raw")
     return {
@@ -325,7 +412,9 @@ def run_sse_anchor(n: int) -> dict[str, Any]:
         "reconnects": 0,
         "lat_p50_ms": r["lat_p50_ms"],
         "lat_p99_ms": r["lat_p99_ms"],
-        "rss_kib_per_stream": round((r["server_rss_peak_mib"] - r["server_rss_before_mib"]) * 1024 / n, 1),
+        "rss_kib_per_stream": round(
+            (r["server_rss_peak_mib"] - r["server_rss_before_mib"]) * 1024 / n, 1
+        ),
         "server_cpu_s": r["server_cpu_s"],
         "errors": r["error_sample"],
     }
@@ -352,17 +441,19 @@ def sse_table(result: dict[str, Any]) -> str:
     for r in result["runs"]:
         groups.setdefault(r["server"], []).append(r)
     for server, rs in groups.items():
-        m = {k: statistics.median(r[k] for r in rs)
-             for k in ("wall_s", "lat_p50_ms", "lat_p99_ms", "rss_kib_per_stream", "server_cpu_s")}  # fmt: skip
+        m = {
+            k: statistics.median(r[k] for r in rs)
+            for k in ("wall_s", "lat_p50_ms", "lat_p99_ms", "rss_kib_per_stream", "server_cpu_s")
+        }
         ok = "/".join(str(r["streams_ok"]) for r in rs)
         events = "/".join(str(r["events"]) for r in rs)
         lost = sum(r["missing"] for r in rs)
         dup = sum(r["duplicates"] for r in rs)
         rec = "/".join(str(r["reconnects"]) for r in rs)
         lines.append(
-            f"| {server} | {rs[0]['streams']:,} | {m['wall_s']:.2f} | {ok} | {events} | {lost} / {dup} "
-            f"| {rec} | {m['lat_p50_ms']:.2f} / {m['lat_p99_ms']:.2f} | {m['rss_kib_per_stream']:.1f} "
-            f"| {m['server_cpu_s']:.2f} |"
+            f"| {server} | {rs[0]['streams']:,} | {m['wall_s']:.2f} | {ok} | {events} "
+            f"| {lost} / {dup} | {rec} | {m['lat_p50_ms']:.2f} / {m['lat_p99_ms']:.2f} "
+            f"| {m['rss_kib_per_stream']:.1f} | {m['server_cpu_s']:.2f} |"
         )
     return "\n".join(lines)
 
@@ -386,11 +477,13 @@ async def _kill_client(a: str, b: str, runs: int, kill: Any) -> list[dict[str, A
         async with httpx.AsyncClient(timeout=60) as c:
             for attempt in range(5):
                 if run_path is None:
-                    request = c.build_request("POST", f"{base}/tools/progress/sse",
-                                              content=b'{"a":1,"b":2}')  # fmt: skip
+                    request = c.build_request(
+                        "POST", f"{base}/tools/progress/sse", content=b'{"a":1,"b":2}'
+                    )
                 else:
-                    request = c.build_request("GET", f"{b}{run_path}",
-                                              headers={"Last-Event-ID": last_id or ""})  # fmt: skip
+                    request = c.build_request(
+                        "GET", f"{b}{run_path}", headers={"Last-Event-ID": last_id or ""}
+                    )
                 try:
                     response = await c.send(request, stream=True)
                     run_path = response.headers.get("content-location", run_path)
@@ -428,9 +521,23 @@ def bench_kill(runs: int) -> dict[str, Any]:
         raise SystemExit("redis-server is needed (apt-get install redis-server)")
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="kosong-bench-redis-")
-    rs = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                           "--appendonly", "no", "--dir", workdir],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    rs = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"redis://127.0.0.1:{port}/0"
     env = {"KOSONG_BENCH_REDIS": url, "SSE_INTERVAL_MS": "200"}
     time.sleep(0.5)
@@ -448,13 +555,18 @@ def bench_kill(runs: int) -> dict[str, Any]:
         lost = duplicated = a_errors = b_results = bad = 0
         for r in results:
             run_id = r["run"].removeprefix("/runs/")
-            stored = [eid for eid, _ in client.xrange(f"kosong:run:{{{run_id}}}:e")]
+            entries: Any = client.xrange(f"kosong:run:{{{run_id}}}:e")
+            stored = [eid for eid, _ in entries]
             got = [e[1].rpartition(".")[2] for e in r["events"]]
             lost += len(set(stored) - set(got))
             duplicated += len(got) - len(set(got))
             bad += got != stored
             final = r["events"][-1] if r["events"] else ("", "", {})
-            if r["on"] == "A" and final[0] == "tool_error" and final[2]["error"]["code"] == "NETWORK_ERROR":
+            if (
+                r["on"] == "A"
+                and final[0] == "tool_error"
+                and final[2]["error"]["code"] == "NETWORK_ERROR"
+            ):
                 a_errors += 1
             if r["on"] == "B" and final[0] == "tool_result":
                 b_results += 1
@@ -465,10 +577,18 @@ def bench_kill(runs: int) -> dict[str, Any]:
         rs.terminate()
         rs.wait(10)
         shutil.rmtree(workdir, ignore_errors=True)
-    out = {"runs": runs, "on_a": runs // 2 + runs % 2, "on_b": runs // 2, "lost": lost,
-           "duplicated": duplicated, "runs_not_exactly_as_stored": bad,
-           "a_runs_ended_with_network_error": a_errors, "b_runs_with_result": b_results,
-           "events": sum(len(r["events"]) for r in results), "wall_s": round(wall, 2)}  # fmt: skip
+    out = {
+        "runs": runs,
+        "on_a": runs // 2 + runs % 2,
+        "on_b": runs // 2,
+        "lost": lost,
+        "duplicated": duplicated,
+        "runs_not_exactly_as_stored": bad,
+        "a_runs_ended_with_network_error": a_errors,
+        "b_runs_with_result": b_results,
+        "events": sum(len(r["events"]) for r in results),
+        "wall_s": round(wall, 2),
+    }
     print(json.dumps(out), flush=True)
     return out
 
@@ -491,7 +611,9 @@ def main() -> None:
     ap.add_argument("--result-file", default="/dev/null")
     args = ap.parse_args()
     if args.what == "sse-client":
-        out = asyncio.run(_client(args.port, int(args.streams), args.start_at, args.drop, args.seed))
+        out = asyncio.run(
+            _client(args.port, int(args.streams), args.start_at, args.drop, args.seed)
+        )
         Path(args.result_file).write_text(json.dumps(out))
         return
     # The anchor's sse_bench runs its server and clients with <root>/srvbench-mcp/bin/python:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import socket
 import subprocess
@@ -11,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.server._procs import ServerProcess
+
 TOOLS = str(Path(__file__).parents[1] / "server" / "_tools.py")
-sys.path.insert(0, str(Path(__file__).parents[1] / "server"))
 
 
 def kosong(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -82,7 +82,7 @@ def test_tools_list_schema_and_call_on_a_module() -> None:
 
 
 def test_tools_call_on_a_server_shows_progress_and_prints_the_envelope() -> None:
-    server = importlib.import_module("_procs").ServerProcess("--token", "t0k")
+    server = ServerProcess("--token", "t0k")
     try:
         listed = kosong("tools", "list", server.url, "--token", "t0k")
         denied = kosong("tools", "list", server.url)

@@ -6,7 +6,6 @@ import asyncio
 
 import httpx
 import pytest
-from _tools import tools
 from pydantic import BaseModel
 
 from kosong.server import ServerConfig, create_app, serving
@@ -14,6 +13,7 @@ from kosong.standard import CATALOG, with_policies
 from kosong.standard.policies import DeprecationPolicy, MetricsPolicy, TimeoutPolicy
 from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue, tool
 from kosong.tooling.simple import SimpleToolset
+from tests.server._tools import tools
 
 
 class CityParams(BaseModel):

@@ -6,9 +6,9 @@ import asyncio
 
 import httpx
 import pytest
-from _tools import tools
 
 from kosong.server import RateLimit, ServerConfig, create_app, serving
+from tests.server._tools import tools
 
 
 @pytest.mark.parametrize("path", ["/tools", "/healthz", "/metrics", "/runs/x", "/nowhere"])

@@ -8,11 +8,11 @@ import asyncio
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from _procs import ServerProcess
-from _sse import read_sse
 
 from kosong.server import RateLimit
 from kosong.server.redis_store import RedisEventStore, RedisRateLimiter
+from tests.server._procs import ServerProcess
+from tests.server._sse import read_sse
 
 
 async def test_the_redis_store_keeps_one_final_event_and_replays_after_any_position(

@@ -7,13 +7,12 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 
-from _tools import GATES, STARTED, tools
-
 from kosong.message import ToolCall
 from kosong.remote import RemoteToolset
 from kosong.server import ServerConfig, create_app, serving
 from kosong.standard import with_policies
 from kosong.standard.policies import MetricsPolicy
+from tests.server._tools import GATES, STARTED, tools
 
 
 def _call(name: str, arguments: dict[str, object], call_id: str = "c1") -> ToolCall:
@@ -114,7 +113,7 @@ async def test_an_unreachable_server_is_a_network_error_result() -> None:
 async def test_cancelling_a_remote_call_cancels_the_run() -> None:
     GATES["remote-cancel"] = asyncio.Event()
     STARTED["remote-cancel"] = asyncio.Event()
-    from _tools import CANCELLED
+    from tests.server._tools import CANCELLED
 
     app = create_app(tools, ServerConfig(token="t"))
     async with serving(app) as url, RemoteToolset(url, token="t") as remote:

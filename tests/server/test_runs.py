@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-from _sse import read_sse
-from _tools import CANCELLED, GATES, STARTED, tools
 
 from kosong.server import MemoryEventStore, ServerConfig, create_app, serving
+from tests.server._sse import read_sse
+from tests.server._tools import CANCELLED, GATES, STARTED, tools
 
 
 def _gate(name: str) -> asyncio.Event:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-from _procs import ServerProcess
-from _sse import read_sse
+
+from tests.server._procs import ServerProcess
+from tests.server._sse import read_sse
 
 
 async def test_sigterm_lets_short_runs_finish_and_ends_long_ones_with_an_error() -> None:

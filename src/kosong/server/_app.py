@@ -108,7 +108,7 @@ class Server:
         store = config.event_store
         if config.redis_url is not None:
             from kosong.server.redis_store import RedisEventStore, RedisRateLimiter, connect
-            from kosong.standard.policies.redis_cache import RedisCache
+            from kosong.standard.policies import RedisCache
 
             self.redis = connect(config.redis_url)
             store = RedisEventStore(self.redis, ttl=config.run_ttl, lease=config.lease)
@@ -358,8 +358,7 @@ class Server:
 
 
 async def _body(request: Request) -> bytes:
-    """The request's body: `request.body()` without its async generator (every call reads
-    one)."""
+    """The request's body, as `request.body()` gives it, without its async generator."""
     receive = request.receive
     message = await receive()
     body: bytes = message.get("body", b"")
