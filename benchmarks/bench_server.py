@@ -217,6 +217,8 @@ async def _one_stream(port: int, drop_after: int | None, out: dict[str, Any]) ->
 
     events: list[tuple[str, str]] = []
     lat: list[float] = []
+    lag: list[float] = []
+    opened = time.time()
     body = b'{"a":1,"b":2}'
     path, last_id, method = "/tools/progress/sse", None, "POST"
     run_path = None
@@ -254,6 +256,8 @@ async def _one_stream(port: int, drop_after: int | None, out: dict[str, Any]) ->
                         lat.append(now - float(d["message"]))
                     elif d.get("data") != "3":
                         error = f"bad result {d!r}"[:200]
+                    # how late against an ideal server: event k due 10 ms x k after the open
+                    lag.append(now - opened - 0.01 * min(len(events), 10))
                     if kind in ("tool_result", "tool_error"):
                         done = True
                         break
@@ -284,6 +288,7 @@ async def _one_stream(port: int, drop_after: int | None, out: dict[str, Any]) ->
     out["missing"] += len(set(range(1, 12)) - set(positions))
     out["reconnects"] += reconnects
     out["lat_ms"] += [round(x * 1000, 3) for x in lat]
+    out["lag_ms"] += [round(x * 1000, 2) for x in lag]
     if error and len(out["errors"]) < 5:
         out["errors"].append(error)
 
@@ -300,6 +305,7 @@ async def _client(
         "missing": 0,
         "reconnects": 0,
         "lat_ms": [],
+        "lag_ms": [],
         "errors": [],
     }
     await asyncio.sleep(max(0.0, start_at - time.time()))
@@ -380,6 +386,7 @@ def run_sse_ours(n: int, drop: bool, procs: int = 2) -> dict[str, Any]:
     finally:
         srv.stop()
     lat = [x for o in outs for x in o["lat_ms"]]
+    lag = [x for o in outs for x in o["lag_ms"]]
     return {
         "server": "kosong" + (" (drop + resume)" if drop else ""),
         "streams": n,
@@ -391,6 +398,8 @@ def run_sse_ours(n: int, drop: bool, procs: int = 2) -> dict[str, Any]:
         "reconnects": sum(o["reconnects"] for o in outs),
         "lat_p50_ms": pct(lat, 50),
         "lat_p99_ms": pct(lat, 99),
+        "lag_p50_ms": pct(lag, 50),
+        "lag_p99_ms": pct(lag, 99),
         "rss_kib_per_stream": round((peak - rss0) * 1024 / n, 1),
         "server_cpu_s": round(cpu, 3),
         "errors": [e for o in outs for e in o["errors"]][:3],
@@ -412,6 +421,8 @@ def run_sse_anchor(n: int) -> dict[str, Any]:
         "reconnects": 0,
         "lat_p50_ms": r["lat_p50_ms"],
         "lat_p99_ms": r["lat_p99_ms"],
+        "lag_p50_ms": r["lag_p50_ms"],
+        "lag_p99_ms": r["lag_p99_ms"],
         "rss_kib_per_stream": round(
             (r["server_rss_peak_mib"] - r["server_rss_before_mib"]) * 1024 / n, 1
         ),
@@ -434,8 +445,8 @@ def bench_sse(n: int, repeats: int) -> dict[str, Any]:
 def sse_table(result: dict[str, Any]) -> str:
     lines = [
         "| server | N | wall s | streams ok | events | lost / duplicated | reconnects | "
-        "event lat p50 / p99 ms | RSS KiB per stream | server CPU s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "event lat p50 / p99 ms | lag p50 / p99 ms | RSS KiB per stream | server CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in result["runs"]:
@@ -443,7 +454,15 @@ def sse_table(result: dict[str, Any]) -> str:
     for server, rs in groups.items():
         m = {
             k: statistics.median(r[k] for r in rs)
-            for k in ("wall_s", "lat_p50_ms", "lat_p99_ms", "rss_kib_per_stream", "server_cpu_s")
+            for k in (
+                "wall_s",
+                "lat_p50_ms",
+                "lat_p99_ms",
+                "lag_p50_ms",
+                "lag_p99_ms",
+                "rss_kib_per_stream",
+                "server_cpu_s",
+            )
         }
         ok = "/".join(str(r["streams_ok"]) for r in rs)
         events = "/".join(str(r["events"]) for r in rs)
@@ -453,6 +472,7 @@ def sse_table(result: dict[str, Any]) -> str:
         lines.append(
             f"| {server} | {rs[0]['streams']:,} | {m['wall_s']:.2f} | {ok} | {events} "
             f"| {lost} / {dup} | {rec} | {m['lat_p50_ms']:.2f} / {m['lat_p99_ms']:.2f} "
+            f"| {m['lag_p50_ms']:,.0f} / {m['lag_p99_ms']:,.0f} "
             f"| {m['rss_kib_per_stream']:.1f} | {m['server_cpu_s']:.2f} |"
         )
     return "\n".join(lines)
