@@ -83,8 +83,8 @@ async def test_redis_rate_limits_are_shared(redis_url: str) -> None:
 async def test_runs_resume_on_another_process_and_a_killed_process_runs_end_with_an_error(
     redis_url: str,
 ) -> None:
-    a = ServerProcess("--redis", redis_url)
-    b = ServerProcess("--redis", redis_url)
+    a = ServerProcess("--redis", redis_url, "--lease", "1")
+    b = ServerProcess("--redis", redis_url, "--lease", "1")
     try:
         async with httpx.AsyncClient(timeout=30) as c:
             runs = 20

@@ -58,8 +58,15 @@ def _loopback(host: str) -> bool:
               help="Host name requests may use besides the loopback ones ('*': any).")  # fmt: skip
 @click.option("--allow-origin", "allow_origins", multiple=True, metavar="ORIGIN",
               help="Browser origin allowed to call, e.g. https://app.example.com.")  # fmt: skip
-@click.option("--grace", default=10.0, show_default=True, type=click.FloatRange(0),
-              help="Seconds in-flight calls get when shutting down.")  # fmt: skip
+@click.option(
+    "--grace",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Seconds in-flight calls get when shutting down.",
+)
+@click.option("--lease", default=5.0, show_default=True, type=click.FloatRange(0.1),
+              help="With --redis: seconds after which a silent process counts as dead.")  # fmt: skip
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
 def serve(
@@ -73,6 +80,7 @@ def serve(
     allow_hosts: tuple[str, ...],
     allow_origins: tuple[str, ...],
     grace: float,
+    lease: float,
     log_level: str,
 ) -> int:
     """Serve the tools of MODULE:ATTR (a Toolset, or a list of tools) over HTTP and SSE."""
@@ -97,6 +105,7 @@ def serve(
         rate_limit=limit,
         redis_url=redis_url,
         grace=grace,
+        lease=lease,
     )
     if redis_url is not None:
         asyncio.run(_check_redis(redis_url))
