@@ -102,12 +102,20 @@ return math.ceil(wait * 1000000)
 """
 
 
-def connect(url: str, **options: Any) -> aioredis.Redis:
-    """A `redis.asyncio.Redis` client for `url` that answers text (as the store expects)."""
+def connect(url: str, *, max_connections: int = 2048, **options: Any) -> aioredis.Redis:
+    """A `redis.asyncio.Redis` client for `url` that answers text (as the store expects).
+
+    Each response following a run waits on Redis with a connection of its own (a blocking
+    `XREAD`), so the pool is large, and a request finding it exhausted waits for a
+    connection (up to 30 seconds) rather than failing.
+    """
     options.setdefault("decode_responses", True)
     options.setdefault("socket_connect_timeout", 5)
     options.setdefault("health_check_interval", 30)
-    return aioredis.Redis.from_url(url, **options)  # pyright: ignore[reportUnknownMemberType]
+    pool = aioredis.BlockingConnectionPool.from_url(  # pyright: ignore[reportUnknownMemberType]
+        url, max_connections=max_connections, timeout=30, **options
+    )
+    return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
 
 
 class RedisEventStore(EventStore):
