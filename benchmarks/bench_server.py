@@ -23,7 +23,7 @@ sse   N streams at once from 2 client processes (raw asyncio HTTP, the anchor's 
       every client dropping its connection after a random number of events (1..10) and
       resuming with Last-Event-ID on GET /runs/{id}. Each of our streams must get the 11 events
       exactly once, in order. Event latency = receive time - the time in the progress message.
-kill  a redis-server, two of our processes sharing it (runs in Redis, 1 s lease); RUNS streams
+kill  a redis-server, two of our processes sharing it (runs in Redis, 2 s lease); RUNS streams
       (half on each) of 10 events 200 ms apart; process A is SIGKILLed mid-run, A's clients
       resume on B with Last-Event-ID. Every run's events, as received, are compared with what
       Redis holds for it: none lost, none twice; A's runs end with a NETWORK_ERROR, B's with
@@ -573,6 +573,7 @@ def bench_kill(runs: int) -> dict[str, Any]:
         wall = time.time() - t0
         client = redis.Redis.from_url(url, decode_responses=True)
         lost = duplicated = a_errors = b_results = bad = 0
+        finals: list[Any] = []
         for r in results:
             run_id = r["run"].removeprefix("/runs/")
             entries: Any = client.xrange(f"kosong:run:{{{run_id}}}:e")
@@ -590,6 +591,8 @@ def bench_kill(runs: int) -> dict[str, Any]:
                 a_errors += 1
             if r["on"] == "B" and final[0] == "tool_result":
                 b_results += 1
+            elif r["on"] == "B" and len(finals) < 3:
+                finals.append((final[0], str(final[2])[:300], len(r["events"])))
         client.close()
     finally:
         a.stop()
@@ -608,6 +611,7 @@ def bench_kill(runs: int) -> dict[str, Any]:
         "b_runs_with_result": b_results,
         "events": sum(len(r["events"]) for r in results),
         "wall_s": round(wall, 2),
+        "b_other_finals": finals,
     }
     print(json.dumps(out), flush=True)
     return out

@@ -66,7 +66,7 @@ def _loopback(host: str) -> bool:
     help="Seconds in-flight calls get when shutting down.",
 )
 @click.option("--lease", default=5.0, show_default=True, type=click.FloatRange(0.1),
-              help="With --redis: seconds after which a silent process counts as dead.")  # fmt: skip
+              help="With --redis: seconds before a silent process counts as dead.")  # fmt: skip
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
 def serve(

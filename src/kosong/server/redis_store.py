@@ -257,6 +257,9 @@ class RedisEventStore(EventStore):
         alive, fields = int(reply[0]), cast(list[str], reply[1:])
         pairs = dict(zip(fields[::2], fields[1::2], strict=True))
         meta = {k[2:]: v for k, v in pairs.items() if k.startswith("m:")}
+        # This process writes it: alive, whatever its lease says (a loaded loop may renew
+        # it late, and a process must never end its own runs as abandoned).
+        alive = alive or pairs.get("owner") == self.owner
         return StreamInfo(stream_id, meta, pairs.get("ended") == "1", bool(alive))
 
     async def ended(self, stream_ids: Sequence[str]) -> set[str]:
@@ -271,6 +274,9 @@ class RedisEventStore(EventStore):
 
     async def end_abandoned(self, stream_id: str, kind: str, data: str) -> bool:
         """End the stream with this final event if its writer is gone; see `EventStore`."""
+        info = await self.info(stream_id)
+        if info is None or info.writer_alive:
+            return False
         added = await self._end_abandoned(
             keys=self._keys(stream_id), args=[kind, data, self._ttl_ms, self._owner_prefix]
         )
