@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import secrets
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal, cast
@@ -205,10 +206,13 @@ class Runs:
         store = self.store
         position = after
         ended_seen = False
+        # Only a shared store has writers that may die unseen: checking on them is the one
+        # reason to stop waiting; a store of this process wakes readers when its runs end.
+        idle = self._idle if store.shared else math.inf
         self.followers += 1
         try:
             while True:
-                batch = await store.read(run_id, position, wait=0.0 if ended_seen else self._idle)
+                batch = await store.read(run_id, position, wait=0.0 if ended_seen else idle)
                 if batch is None:
                     return
                 if batch:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import re
 import time
 from abc import ABC, abstractmethod
@@ -130,7 +131,8 @@ class EventStore(ABC):
         """The events after position `after` (up to `limit`), or None for an unknown stream.
 
         When there are none yet and the stream has not ended, waits up to `wait` seconds for
-        some; an empty list means none came (or the stream has ended and all were read).
+        some (`math.inf`: until some come); an empty list means none came (or the stream has
+        ended and all were read).
 
         Raises:
             ValueError: `after` is not a position of this stream.
@@ -293,11 +295,12 @@ class MemoryEventStore(EventStore):
             loop = asyncio.get_running_loop()
             waiter: asyncio.Future[None] = loop.create_future()
             stream.waiters.append(waiter)
-            timer = loop.call_later(wait, _wake, waiter)
+            timer = loop.call_later(wait, _wake, waiter) if wait != math.inf else None
             try:
                 await waiter
             finally:
-                timer.cancel()
+                if timer is not None:
+                    timer.cancel()
                 with contextlib.suppress(ValueError):  # gone when an append woke it
                     stream.waiters.remove(waiter)
         return stream.events[start : start + limit]
