@@ -121,9 +121,7 @@ class Server:
             store if store is not None else MemoryEventStore(ttl=config.run_ttl)
         )
         self.toolset, self.metrics = _pipeline(toolset, cache_backend)
-        self.runs = Runs(
-            self.toolset.stream, self.store, max_runs=config.max_runs, idle=config.idle
-        )
+        self.runs = Runs(self.toolset, self.store, max_runs=config.max_runs, idle=config.idle)
         self.limiter = limiter
         self.guard: Guard | None = None
         self._drain: Any = None

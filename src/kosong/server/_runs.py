@@ -18,18 +18,19 @@ import json
 import logging
 import math
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections import deque
+from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any, Literal, cast
 
 from kosong.message import ToolCall
 from kosong.server._store import START, EventStore, StoredEvent, StoreFullError, StreamInfo
-from kosong.standard import CallStream, ToolEvent, coded_error, to_envelope
+from kosong.standard import PolicyToolset, ToolEvent, coded_error, to_envelope
+from kosong.standard.policies import EventHookPolicy
 from kosong.tooling import ToolResult, ToolReturnValue
 
 __all__ = ["RunNotFoundError", "Runs", "ShuttingDownError", "error_event_data"]
 
-StreamStarter = Callable[[ToolCall], CallStream]
-"""What `Runs` needs of a pipeline: its `stream(call)`."""
 
 logger = logging.getLogger(__name__)
 
@@ -67,23 +68,28 @@ class Runs:
 
     def __init__(
         self,
-        start_stream: StreamStarter,
+        pipeline: PolicyToolset,
         store: EventStore,
         *,
         max_runs: int = 10_000,
         idle: float = 1.0,
     ) -> None:
-        """Run calls with `start_stream(call)` (a pipeline's `stream`), events into `store`.
+        """Run calls through `pipeline`, their events into `store`.
 
-        At most `max_runs` run at once in this process; a follower with nothing to read
-        checks on its run every `idle` seconds.
+        At most `max_runs` run at once in this process; with a shared store, a follower with
+        nothing to read checks on its run every `idle` seconds.
         """
-        self._start_stream = start_stream
+        # The pipeline with one more policy outside: every event of a run comes to
+        # `_on_event` as it happens, straight from the call's own task.
+        self._pipeline = pipeline.wrap(EventHookPolicy(self._on_event))
         self.store = store
         self._max_runs = max_runs
         self._idle = idle
-        self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._reasons: dict[str, ToolReturnValue] = {}
+        self._tasks: dict[str, asyncio.Task[ToolResult]] = {}
+        self._tools: dict[str, str] = {}  # run id -> tool name, while it runs
+        self._finished: set[str] = set()  # runs whose final event came from the pipeline
+        self._pending: dict[str, deque[tuple[str, str, bool]]] = {}  # appends to await
+        self._writers: set[asyncio.Task[None]] = set()
         self._watcher: asyncio.Task[None] | None = None
         self._draining = False
         self.followers = 0
@@ -112,7 +118,13 @@ class Runs:
             raise StoreFullError(f"{len(self._tasks)} runs are in flight, the most allowed")
         run_id = call.id
         await self.store.open(run_id, {"principal": principal, "tool": call.function.name})
-        self._tasks[run_id] = asyncio.get_running_loop().create_task(self._drive(run_id, call))
+        self._tools[run_id] = call.function.name
+        handled = self._pipeline.handle(call)  # may send events at once (an eager task)
+        if isinstance(handled, asyncio.Task):
+            self._tasks[run_id] = handled
+            handled.add_done_callback(partial(self._done, run_id))
+        else:  # answered without a task (or refused before one): no events were sent
+            self._end(run_id, cast(ToolResult, handled))
         if self.store.shared and self._watcher is None:
             self._watcher = asyncio.get_running_loop().create_task(self._watch())
         return run_id
@@ -122,44 +134,77 @@ class Runs:
         """A fresh run id: 128 random bits, unguessable."""
         return secrets.token_hex(16)
 
-    async def _drive(self, run_id: str, call: ToolCall) -> None:
-        store = self.store
-        tool = call.function.name
-        ended = False
+    def _on_event(self, event: ToolEvent) -> None:
+        run_id = _call_id(event)
+        if run_id not in self._tools:
+            return
+        if event.is_final:
+            self._finished.add(run_id)
+        self._append(run_id, event.event, _event_data(event), event.is_final)
+
+    def _append(self, run_id: str, kind: str, data: str, final: bool) -> None:
+        """Append in order: at once when the store can, else by a writer task for the run."""
+        pending = self._pending.get(run_id)
+        if pending is None:
+            appended = self.store.append_nowait(run_id, kind, data, final=final)
+            if appended is not None:
+                if not appended:
+                    self._stop(run_id)
+                return
+            pending = self._pending[run_id] = deque()
+            writer = asyncio.get_running_loop().create_task(self._write(run_id, pending))
+            self._writers.add(writer)
+            writer.add_done_callback(self._writers.discard)
+        pending.append((kind, data, final))
+
+    async def _write(self, run_id: str, pending: deque[tuple[str, str, bool]]) -> None:
         try:
-            async with self._start_stream(call) as events:
-                async for event in events:
-                    if not await store.append(
-                        run_id, event.event, _event_data(event), final=event.is_final
-                    ):
-                        return  # ended elsewhere (cancelled, taken for dead): stop the call
-                    ended = event.is_final
-            if not ended:  # the pipeline stopped without a final event
-                value = _failed("the call stopped without a result")
-                await store.append(
-                    run_id, "tool_error", error_event_data(run_id, tool, value), final=True
-                )
-        except asyncio.CancelledError:
-            value = self._reasons.get(run_id) or _unavailable(
-                "the server stopped the call before it finished"
-            )
-            with contextlib.suppress(Exception):
-                await asyncio.shield(
-                    store.append(
-                        run_id, "tool_error", error_event_data(run_id, tool, value), final=True
-                    )
-                )
-            raise
-        except Exception as e:  # the store failed: the run cannot be recorded any further
-            logger.exception("Run %s of %s failed", run_id, tool)
-            value = _failed(f"the server failed while running the call: {e!r}")
-            with contextlib.suppress(Exception):
-                await store.append(
-                    run_id, "tool_error", error_event_data(run_id, tool, value), final=True
-                )
+            while pending:
+                kind, data, final = pending[0]
+                try:
+                    appended = await self.store.append(run_id, kind, data, final=final)
+                except Exception:  # the store failed: this event is lost, say so
+                    logger.exception("Could not store a %s event of run %s", kind, run_id)
+                    appended = True
+                pending.popleft()
+                if not appended:  # ended elsewhere (cancelled, taken for dead): stop the call
+                    pending.clear()
+                    self._stop(run_id)
         finally:
-            self._tasks.pop(run_id, None)
-            self._reasons.pop(run_id, None)
+            self._pending.pop(run_id, None)
+
+    def _stop(self, run_id: str) -> None:
+        task = self._tasks.get(run_id)
+        if task is not None:
+            task.cancel()
+
+    def _done(self, run_id: str, task: asyncio.Task[ToolResult]) -> None:
+        self._tasks.pop(run_id, None)
+        if run_id not in self._tools:  # already ended by us (cancelled, shut down)
+            self._finished.discard(run_id)
+            return
+        if run_id in self._finished:
+            self._finished.discard(run_id)
+            self._tools.pop(run_id, None)
+            return
+        # No final event from the pipeline: cancelled (a DELETE, the shutdown, a run ended
+        # elsewhere), or broken. The run still ends with one, saying why.
+        if task.cancelled():
+            value = _unavailable("the server stopped the call before it finished")
+        else:
+            error = task.exception()
+            value = (
+                _failed(f"the server failed while running the call: {error!r}")
+                if error is not None
+                else task.result().return_value
+            )
+        self._end(run_id, ToolResult(run_id, value))
+
+    def _end(self, run_id: str, result: ToolResult) -> None:
+        """Write the final event of a run whose pipeline sent none."""
+        tool = self._tools.pop(run_id, "unknown")
+        kind = "tool_error" if result.return_value.is_error else "tool_result"
+        self._append(run_id, kind, error_event_data(run_id, tool, result.return_value), True)
 
     async def _watch(self) -> None:
         """Cancel the runs of this process that were ended elsewhere (a shared store)."""
@@ -256,10 +301,9 @@ class Runs:
         ended_here = await self.store.append(
             run_id, "tool_error", error_event_data(run_id, tool, value), final=True
         )
-        task = self._tasks.get(run_id)
-        if task is not None:
-            self._reasons[run_id] = value
-            task.cancel()
+        if run_id in self._tasks:
+            self._tools.pop(run_id, None)  # its own final event, if it sends one, is late
+            self._stop(run_id)
         # On another process, the run's task is cancelled by that process's watcher.
         return "cancelled" if ended_here else "finished"
 
@@ -279,11 +323,15 @@ class Runs:
             await asyncio.wait(tasks, timeout=grace)
         shutdown = _unavailable("the server shut down before the call finished; call again")
         for run_id, task in list(self._tasks.items()):
-            self._reasons[run_id] = shutdown
+            if run_id in self._tools:  # ended first, so the reason is the final event
+                self._end(run_id, ToolResult(run_id, shutdown))
             task.cancel()
         tasks = list(self._tasks.values())
         if tasks:
             await asyncio.wait(tasks, timeout=5)
+        await asyncio.sleep(0)  # the done callbacks: the final events are written
+        if self._writers:
+            await asyncio.wait(list(self._writers), timeout=5)
         for _ in range(100):  # let the followers send the final events (at most ~2 s)
             if not self.followers:
                 break
@@ -298,6 +346,15 @@ class Runs:
                 await watcher
         if self._tasks:
             await self.drain(0)
+
+
+def _call_id(event: ToolEvent) -> str:
+    """The id of the call an event belongs to (a run's id)."""
+    if event.result is not None:
+        return event.result.tool_call_id
+    metadata: object = event.data.get("metadata")
+    known = cast(dict[str, Any], metadata) if isinstance(metadata, dict) else {}
+    return str(known.get("tool_call_id") or "")
 
 
 def _failed(message: str) -> ToolReturnValue:

@@ -124,6 +124,15 @@ class EventStore(ABC):
         one final event per stream, whoever appends it.
         """
 
+    def append_nowait(
+        self, stream_id: str, kind: str, data: str, *, final: bool = False
+    ) -> bool | None:
+        """`append` without waiting, when the store can: its answer, or None if it cannot.
+
+        None means nothing was appended: use `append`. A store of this process always can.
+        """
+        return None
+
     @abstractmethod
     async def read(
         self, stream_id: str, after: str, *, wait: float = 0.0, limit: int = 256
@@ -260,6 +269,10 @@ class MemoryEventStore(EventStore):
 
     async def append(self, stream_id: str, kind: str, data: str, *, final: bool = False) -> bool:
         """Add an event; see `EventStore.append`."""
+        return self.append_nowait(stream_id, kind, data, final=final)
+
+    def append_nowait(self, stream_id: str, kind: str, data: str, *, final: bool = False) -> bool:
+        """Add an event, at once; see `EventStore.append`."""
         stream = self._streams.get(stream_id)
         if stream is None or stream.ended:
             return False
