@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import os
 
+from pydantic import BaseModel
+
 from kosong.standard import coded_error, report_progress
-from kosong.tooling import ToolReturnValue, tool
+from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue, tool
 
 GATES: dict[str, asyncio.Event] = {}
 """Gates the `gated` tool waits on, by name (in-process tests open them)."""
@@ -65,4 +67,21 @@ async def ticker(n: int = 100, delay: float = 0.05) -> str:
     return f"ticked {n}"
 
 
-tools = [add, count, gated, fail, echo, ticker]
+class KeyParams(BaseModel):
+    key: str
+
+
+class Stamp(CallableTool2[KeyParams]):
+    """A cacheable tool answering with the process that ran it."""
+
+    name: str = "stamp"
+    description: str = "The id of the process that ran the call (cached 60 s)."
+    params: type[KeyParams] = KeyParams
+    cacheable = True
+    cache_ttl = 60
+
+    async def __call__(self, params: KeyParams) -> ToolReturnValue:
+        return ToolOk(output=f"{params.key}@{os.getpid()}")
+
+
+tools = [add, count, gated, fail, echo, ticker, Stamp()]

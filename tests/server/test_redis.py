@@ -80,6 +80,27 @@ async def test_redis_rate_limits_are_shared(redis_url: str) -> None:
     assert waits[:2] == [0.0, 0.0] and 0 < waits[2] <= 1.0
 
 
+async def test_processes_sharing_redis_share_the_result_cache_and_the_rate_limits(
+    redis_url: str,
+) -> None:
+    limit = ("--rate-limit", "1/m,burst=3")
+    a = ServerProcess("--redis", redis_url, *limit)
+    b = ServerProcess("--redis", redis_url, *limit)
+    try:
+        async with httpx.AsyncClient(timeout=30) as c:
+            first = await c.post(f"{a.url}/tools/stamp", json={"key": "k"})
+            cached = await c.post(f"{b.url}/tools/stamp", json={"key": "k"})
+            third = await c.get(f"{a.url}/tools")
+            limited = await c.get(f"{b.url}/tools")  # the fourth request of this client
+    finally:
+        a.kill()
+        b.kill()
+    assert first.status_code == cached.status_code == third.status_code == 200
+    assert cached.json()["data"] == first.json()["data"]  # ran on A, served on B
+    assert cached.json()["metadata"]["cache"]["hit"] is True
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 1
+
+
 async def test_runs_resume_on_another_process_and_a_killed_process_runs_end_with_an_error(
     redis_url: str,
 ) -> None:
