@@ -95,6 +95,15 @@ PUBLIC: dict[str, list[str]] = {
     "kosong.utils.jsonschema": ["KNOWN_DRAFTS", "check_offline", "deref_json_schema"],
     "kosong.utils.typing": ["JsonType"],
     "kosong.utils.formats": ["SEMVER_PATTERN", "SemVer", "parse_iso8601", "parse_semver"],
+    "kosong.server": [
+        "DEFAULT_MAX_BODY", "LOCAL_HOSTS", "START", "EventStore", "MemoryEventStore",
+        "MemoryRateLimiter", "RateLimit", "RateLimiter", "Server", "ServerConfig",
+        "StoreFullError", "StoredEvent", "StreamInfo", "as_toolset", "bind", "create_app",
+        "event_id", "query_arguments", "serve", "serving", "split_event_id",
+    ],
+    "kosong.server.redis_store": ["RedisEventStore", "RedisRateLimiter", "connect"],
+    "kosong.remote": ["RemoteToolset"],
+    "kosong.cli": ["main"],
 }  # fmt: skip
 
 
