@@ -155,6 +155,6 @@ def test_a_result_with_private_attributes_is_copied_by_pydantic_itself() -> None
     class WithState(ToolOk):
         _secret: int = PrivateAttr(default=7)
 
-    value = WithState(output="x")
+    value = WithState(output="x")  # pyright: ignore[reportCallIssue] - ToolOk.__init__ applies
     copied = detached(value, {"metadata": {}}, copy_artifact=False)
     assert copied._secret == 7 and copied.output == "x"
