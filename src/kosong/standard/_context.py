@@ -338,12 +338,13 @@ class PolicyContext:
         self._events.end(final)
         return final
 
-    def cancelled(self) -> None:
-        """The call was cancelled: its listeners get a final `tool_error` saying so."""
-        value = ToolError(
-            message=f"The call to `{self.tool_name}` was cancelled before it finished",
-            brief="Cancelled",
-        )
+    def cancelled(self, reason: str | None = None) -> None:
+        """The call was cancelled: its listeners get a final `tool_error` saying so.
+
+        `reason` is the cancellation's message (`task.cancel(msg)`), when it had one.
+        """
+        text = f"The call to `{self.tool_name}` was cancelled before it finished"
+        value = ToolError(message=f"{text}: {reason}" if reason else text, brief="Cancelled")
         self._events.end(ToolResult(self.tool_call.id, value))
 
 
