@@ -119,3 +119,28 @@ def test_compat_takes_module_attributes_too() -> None:
     assert done.returncode == 0 and "add ? -> ?: compatible" in done.stdout
     bad = kosong("compat", f"{TOOLS}:tools", f"{TOOLS}:add")
     assert "holds 7 tools" in _one_clear_line(bad)
+
+
+def test_check_prints_the_dialect_report_and_fails_when_a_provider_would_reject(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "schema_tools.py").write_text(
+        "from kosong.tooling import CallableTool, ToolOk\n"
+        "class Loose(CallableTool):\n"
+        "    name: str = 'loose'\n"
+        "    description: str = 'Takes an untyped property.'\n"
+        "    parameters: dict = {'type': 'object', 'properties': {'x': {'description': 'any'}}}\n"
+        "    async def __call__(self, x=None) -> ToolOk:\n"
+        "        return ToolOk(output='ok')\n"
+        "tools = [Loose()]\n"
+    )
+    done = kosong("check", "schema_tools:tools", "--dialect", "moonshot", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "loose" in done.stdout and "properties.x" in done.stdout and "moonshot" in done.stdout
+    fine = kosong("check", f"{TOOLS}:tools", "--dialect", "openai")
+    assert fine.returncode == 0, fine.stdout + fine.stderr
+
+
+def test_check_refuses_an_unknown_dialect_with_the_choices() -> None:
+    done = kosong("check", f"{TOOLS}:tools", "--dialect", "palm")
+    assert done.returncode == 2 and "'palm' is not one of" in done.stderr

@@ -8,6 +8,7 @@ import sys
 import click
 
 from kosong import __version__
+from kosong.cli._check import check
 from kosong.cli._compat import compat
 from kosong.cli._errors import CLIError
 from kosong.cli._serve import serve
@@ -19,11 +20,11 @@ __all__ = ["cli", "run"]
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kosong")
 def cli() -> None:
-    """kosong: serve your tools, inspect and call them, check a new version of one."""
+    """kosong: serve your tools, inspect and call them, check their schemas and versions."""
 
 
 # One line per subcommand: each is a function in its own module.
-for command in (serve, tools, compat):
+for command in (serve, tools, check, compat):
     cli.add_command(command)
 
 
