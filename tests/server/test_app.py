@@ -192,6 +192,7 @@ async def test_extra_routes_sit_behind_the_same_checks() -> None:
     assert allowed.text == "hello"
 
 
-async def test_root_is_left_free() -> None:
-    async with serving(create_app(tools)) as url, httpx.AsyncClient(base_url=url) as c:
+async def test_root_is_left_free_without_the_inspector() -> None:
+    app = create_app(tools, ServerConfig(inspector=False))
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
         assert (await c.get("/")).status_code == 404

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
 
 from kosong.message import ToolCall
 from kosong.remote import RemoteToolset
 from kosong.server import ServerConfig, create_app, serving
 from kosong.standard import with_policies
 from kosong.standard.policies import MetricsPolicy
+from tests.server._proxy import Proxy
 from tests.server._tools import GATES, STARTED, tools
 
 
@@ -19,41 +19,6 @@ def _call(name: str, arguments: dict[str, object], call_id: str = "c1") -> ToolC
     return ToolCall(
         id=call_id, function=ToolCall.FunctionBody(name=name, arguments=json.dumps(arguments))
     )
-
-
-class Proxy:
-    """A TCP proxy on a free port; `cut()` closes every connection through it."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.writers: list[asyncio.StreamWriter] = []
-
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(Exception):
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        writer.close()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-        self.writers += [writer, up_writer]
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
-
-    def cut(self) -> None:
-        for writer in self.writers:
-            writer.transport.abort()
-        self.writers.clear()
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[str]:
-        server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            self.cut()
-            server.close()
 
 
 async def test_remote_tools_are_listed_and_called_as_if_local() -> None:

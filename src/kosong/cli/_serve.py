@@ -67,6 +67,8 @@ def _loopback(host: str) -> bool:
 )
 @click.option("--lease", default=5.0, show_default=True, type=click.FloatRange(0.1),
               help="With --redis: seconds before a silent process counts as dead.")  # fmt: skip
+@click.option("--no-inspector", "no_inspector", is_flag=True,
+              help="Leave / free instead of serving the inspector page there.")  # fmt: skip
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
 def serve(
@@ -81,6 +83,7 @@ def serve(
     allow_origins: tuple[str, ...],
     grace: float,
     lease: float,
+    no_inspector: bool,
     log_level: str,
 ) -> int:
     """Serve the tools of MODULE:ATTR (a Toolset, or a list of tools) over HTTP and SSE."""
@@ -106,6 +109,7 @@ def serve(
         redis_url=redis_url,
         grace=grace,
         lease=lease,
+        inspector=not no_inspector,
     )
     if redis_url is not None:
         asyncio.run(_check_redis(redis_url))
@@ -119,6 +123,8 @@ def serve(
     count = len(toolset.tools)
     click.echo(f"kosong: serving {count} tool(s) at http://{shown}:{bound} (Ctrl+C to stop)",
                err=True)  # fmt: skip
+    if not no_inspector:
+        click.echo(f"kosong: inspect them in a browser: http://{shown}:{bound}/", err=True)
     try:
         asyncio.run(serve_app(app, sock=sock, log_level=log_level))
     except RuntimeError as e:

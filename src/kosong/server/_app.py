@@ -5,6 +5,7 @@ Routes (every one behind the `Guard`, and so is anything mounted later):
     GET    /healthz                 {"status": "ok"} (503 while shutting down)
     GET    /metrics                 Prometheus text: the metrics policy's, and the server's
     GET    /tools                   {"tools": [definition, ...]}
+    GET    /dialects                what each provider rejects or ignores in the tools' schemas
     GET    /tools/{name}            one definition (404 for an unknown tool)
     POST   /tools/{name}            call: JSON body = arguments -> the envelope, with the
                                     HTTP status of the standard's error code
@@ -13,13 +14,14 @@ Routes (every one behind the `Guard`, and so is anything mounted later):
     GET    /runs/{run_id}           a run's events (from `Last-Event-ID` on), then live ones
     DELETE /runs/{run_id}           cancel a run
 
-`/` is left free (a page may be mounted there).
+`/` is the inspector's page (`_inspector`), unless `ServerConfig(inspector=False)`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import secrets
@@ -36,9 +38,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from kosong.dialects import SOURCES, check_tools
 from kosong.message import ToolCall
 from kosong.server._config import ServerConfig
 from kosong.server._guard import PRINCIPAL, Guard, error_body
+from kosong.server._inspector import inspector_routes, public_paths
 from kosong.server._limits import MemoryRateLimiter, RateLimiter
 from kosong.server._runs import RunNotFoundError, Runs, ShuttingDownError
 from kosong.server._store import (
@@ -203,6 +207,17 @@ class Server:
         """Every tool's definition."""
         return _json({"tools": [t.model_dump(mode="json") for t in self.toolset.tools]})
 
+    async def dialects(self, request: Request) -> Response:
+        """What each provider will reject or ignore in the tools' schemas (`check_tools`)."""
+        report = check_tools(self.toolset.tools)
+        return _json(
+            {
+                "dialects": report.dialects,
+                "sources": {d: SOURCES[d] for d in report.dialects},
+                "findings": [dataclasses.asdict(f) for f in report.findings],
+            }
+        )
+
     def _unknown_tool(self, name: str) -> Response:
         return _error(404, "TOOL_NOT_FOUND", f"Tool `{name}` not found")
 
@@ -349,6 +364,7 @@ class Server:
             Route("/healthz", self.healthz, methods=["GET"]),
             Route("/metrics", self.metrics_text, methods=["GET"]),
             Route("/tools", self.list_tools, methods=["GET"]),
+            Route("/dialects", self.dialects, methods=["GET"]),
             Route("/tools/{name}/sse", self.stream_tool, methods=["GET", "POST"]),
             Route("/runs/{run_id}", self.follow_run, methods=["GET"]),
             Route("/runs/{run_id}", self.cancel_run, methods=["DELETE"]),
@@ -455,7 +471,8 @@ def create_app(
         toolset: What to serve.
         config: Who may call and how much, where runs are kept (default: `ServerConfig()`).
         routes: More routes or mounts (`Mount("/static", StaticFiles(...))`); every request
-            to them passes the same checks (Host, Origin, token, rate, body size).
+            to them passes the same checks (Host, Origin, token, rate, body size). They come
+            before the inspector's, so a route of yours at `/` replaces its page.
         lifespans: Context managers entered when the app starts (after the server's own
             start-up) and left when it stops, each given the app.
 
@@ -477,11 +494,13 @@ def create_app(
             await server.aclose()
 
     def guard(app: Any) -> Guard:
-        server.guard = Guard(app, config, server.limiter)
+        public = public_paths() if config.inspector else ()
+        server.guard = Guard(app, config, server.limiter, public=public)
         return server.guard
 
+    page = inspector_routes() if config.inspector else []
     app = Starlette(
-        routes=[*server.routes(), *routes],
+        routes=[*server.routes(), *routes, *page],
         middleware=[Middleware(guard)],
         lifespan=lifespan,
     )

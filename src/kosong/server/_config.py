@@ -60,6 +60,9 @@ class ServerConfig:
     are ended with an error."""
     idle: float = 1.0
     """Seconds a follower waits for an event before checking on its run."""
+    inspector: bool = True
+    """Serve the inspector, a web page that shows the tools and calls them, at `/` (its
+    files under `/inspector/`); False leaves `/` free."""
 
     def __post_init__(self) -> None:
         if self.max_body < 0:

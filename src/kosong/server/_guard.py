@@ -2,9 +2,10 @@
 
 In order: the `Host` against the allowed host names (421), the `Origin`, when sent, against
 the allowed origins (403), the bearer token when tokens are set (401 with `WWW-Authenticate`;
-`/healthz` is exempt), the rate limit of the principal (429 with `Retry-After`; `/healthz`
-is exempt), and the body size (413, from `Content-Length` before anything is read, or while
-a chunked body arrives, before the route sees any of it).
+`/healthz` and the `public` paths, the inspector's page and files, are exempt), the rate limit
+of the principal (429 with `Retry-After`; `/healthz` is exempt), and the body size (413, from
+`Content-Length` before anything is read, or while a chunked body arrives, before the route
+sees any of it).
 
 The principal (the token's name, or `"anonymous"`) is left in the scope under `PRINCIPAL`
 for the routes.
@@ -17,7 +18,7 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -65,10 +66,19 @@ class Guard:
     """ASGI middleware applying the config's checks to every request; see the module doc."""
 
     def __init__(
-        self, app: ASGIApp, config: ServerConfig, limiter: RateLimiter | None = None
+        self,
+        app: ASGIApp,
+        config: ServerConfig,
+        limiter: RateLimiter | None = None,
+        *,
+        public: Collection[str] = (),
     ) -> None:
-        """Guard `app` as `config` says, taking requests from `limiter` (if any)."""
+        """Guard `app` as `config` says, taking requests from `limiter` (if any).
+
+        The `public` paths (exact) need no token; every other check applies to them.
+        """
         self.app = app
+        self._public = frozenset(public)
         self._any_host = "*" in config.allowed_hosts
         self._hosts = frozenset(h.lower() for h in config.allowed_hosts if h != "*")
         self._any_origin = "*" in config.allowed_origins
@@ -130,7 +140,7 @@ class Guard:
         path: str = scope["path"]
         exempt = path == "/healthz"
         principal = ANONYMOUS
-        if self._principals and not exempt:
+        if self._principals and not exempt and path not in self._public:
             found = None
             if authorization is not None:
                 scheme, _, token = authorization.partition(b" ")

@@ -1,0 +1,681 @@
+// A form generated from a tool's JSON Schema: strings, numbers with their bounds, booleans,
+// enums, arrays, nested objects, defaults and required marks. It reads the arguments back,
+// checks them as the schema says before they are sent, and shows errors next to the fields
+// they name (the page's own, and the server's INVALID_PARAMS answer).
+// What it cannot draw as fields (unions, free-form objects...) is a JSON text box.
+
+import { h, newId } from "./dom.js";
+import { formatPath, pathKey } from "./paths.js";
+
+const MAX_DEPTH = 8;
+
+/** Follows a local `$ref` (`#/$defs/Name`) in `root`; null when it cannot. */
+function resolveRef(ref, root) {
+  if (typeof ref !== "string" || !ref.startsWith("#")) return null;
+  let node = root;
+  for (const raw of ref.slice(1).split("/").filter(Boolean)) {
+    const part = decodeURIComponent(raw).replaceAll("~1", "/").replaceAll("~0", "~");
+    if (node === null || typeof node !== "object" || !(part in node)) return null;
+    node = node[part];
+  }
+  return node && typeof node === "object" ? node : null;
+}
+
+/**
+ * What kind of field a schema is drawn as: `{kind, schema, nullable}`. `kind` is one of
+ * object, array, string, number, integer, boolean, enum, const, json.
+ */
+export function describe(schema, root, depth = 0) {
+  let nullable = false;
+  if (schema === true || schema === undefined || schema === null) schema = {};
+  if (typeof schema !== "object" || depth > MAX_DEPTH) return { kind: "json", schema: {}, nullable };
+  for (let hops = 0; schema.$ref && hops < MAX_DEPTH; hops++) {
+    const target = resolveRef(schema.$ref, root);
+    if (!target) return { kind: "json", schema, nullable };
+    const { $ref, ...rest } = schema;
+    schema = { ...target, ...rest };
+  }
+  if (Array.isArray(schema.allOf) && schema.allOf.length === 1) {
+    const { allOf, ...rest } = schema;
+    const inner = describe(allOf[0], root, depth + 1);
+    return { ...inner, schema: { ...inner.schema, ...rest } };
+  }
+  for (const key of ["anyOf", "oneOf"]) {
+    if (!Array.isArray(schema[key])) continue;
+    const branches = schema[key].filter((b) => !(b && b.type === "null"));
+    nullable = branches.length < schema[key].length;
+    if (branches.length !== 1) return { kind: "json", schema, nullable };
+    const { [key]: _, ...rest } = schema;
+    const inner = describe(branches[0], root, depth + 1);
+    return { ...inner, schema: { ...inner.schema, ...rest }, nullable: nullable || inner.nullable };
+  }
+  let type = schema.type;
+  if (Array.isArray(type)) {
+    const types = type.filter((t) => t !== "null");
+    nullable = types.length < type.length;
+    type = types.length === 1 ? types[0] : undefined;
+    if (types.length !== 1 && !schema.enum) return { kind: "json", schema, nullable };
+  }
+  if ("const" in schema) return { kind: "const", schema, nullable };
+  if (Array.isArray(schema.enum)) {
+    return { kind: "enum", schema, nullable: nullable || schema.enum.includes(null) };
+  }
+  if (type === undefined) {
+    if (schema.properties) type = "object";
+    else if (schema.items) type = "array";
+  }
+  if (type === "object" && schema.properties && typeof schema.properties === "object") {
+    return { kind: "object", schema, nullable };
+  }
+  if (type === "array" && schema.items && typeof schema.items === "object" && !Array.isArray(schema.items)) {
+    return { kind: "array", schema, nullable };
+  }
+  if (["string", "number", "integer", "boolean"].includes(type)) return { kind: type, schema, nullable };
+  return { kind: "json", schema, nullable };
+}
+
+function plural(count, noun) {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+function constraintsText(kind, schema) {
+  const parts = [];
+  const lower = schema.exclusiveMinimum ?? schema.minimum;
+  const upper = schema.exclusiveMaximum ?? schema.maximum;
+  if (kind === "number" || kind === "integer") {
+    if (typeof schema.exclusiveMinimum === "number") parts.push(`more than ${schema.exclusiveMinimum}`);
+    else if (typeof lower === "number") parts.push(`at least ${lower}`);
+    if (typeof schema.exclusiveMaximum === "number") parts.push(`less than ${schema.exclusiveMaximum}`);
+    else if (typeof upper === "number") parts.push(`at most ${upper}`);
+    if (typeof schema.multipleOf === "number") parts.push(`a multiple of ${schema.multipleOf}`);
+    if (kind === "integer") parts.unshift("a whole number");
+  } else if (kind === "string") {
+    if (typeof schema.minLength === "number") parts.push(`at least ${plural(schema.minLength, "character")}`);
+    if (typeof schema.maxLength === "number") parts.push(`at most ${plural(schema.maxLength, "character")}`);
+    if (typeof schema.pattern === "string") parts.push(`matching ${schema.pattern}`);
+    if (typeof schema.format === "string") parts.push(`format ${schema.format}`);
+  } else if (kind === "array") {
+    if (typeof schema.minItems === "number") parts.push(`at least ${plural(schema.minItems, "item")}`);
+    if (typeof schema.maxItems === "number") parts.push(`at most ${plural(schema.maxItems, "item")}`);
+    if (schema.uniqueItems) parts.push("no repeats");
+  }
+  if ("default" in schema) parts.push(`default ${JSON.stringify(schema.default)}`);
+  return parts.join(", ");
+}
+
+/** The form of one schema. `element` is its DOM; see the module comment. */
+export class SchemaForm {
+  constructor(schema, { idPrefix = "arg" } = {}) {
+    this.root = schema && typeof schema === "object" ? schema : {};
+    this.idPrefix = idPrefix;
+    this.fields = new Map(); // path key -> node, for the errors
+    this.errors = [];
+    this.check = true;
+    const described = describe(this.root, this.root);
+    this.top = this.node(described, [], { required: true, isRoot: true });
+    this.element = h("div", { class: "schema-form" }, this.top.element);
+  }
+
+  node(described, path, options) {
+    const Kind = KINDS[described.kind] || JsonField;
+    const node = new Kind(this, described, path, options);
+    this.fields.set(pathKey(path), node);
+    return node;
+  }
+
+  /** The arguments: `{value, errors}`; with `check`, every constraint is checked. */
+  read({ check = true } = {}) {
+    this.errors = [];
+    this.check = check;
+    const { present, value } = this.top.read();
+    return { value: present ? value : {}, errors: this.errors };
+  }
+
+  error(path, message) {
+    this.errors.push({ path, message });
+  }
+
+  fill(value) {
+    this.top.fill(value);
+  }
+
+  clearErrors() {
+    for (const node of this.fields.values()) node.showError([]);
+  }
+
+  /**
+   * Shows each error next to the field its path names (or the nearest field above it);
+   * returns the errors no field takes (about the arguments as a whole).
+   */
+  showErrors(errors) {
+    this.clearErrors();
+    const byNode = new Map();
+    const rest = [];
+    for (const error of errors) {
+      let node = null;
+      for (let n = error.path.length; n > 0 && !node; n--) {
+        node = this.fields.get(pathKey(error.path.slice(0, n))) || null;
+      }
+      if (!node || node === this.top) {
+        rest.push(error);
+        continue;
+      }
+      const exact = pathKey(node.path) === pathKey(error.path);
+      const text = exact ? error.message : `${formatPath(error.path)}: ${error.message}`;
+      if (!byNode.has(node)) byNode.set(node, []);
+      byNode.get(node).push(text);
+    }
+    for (const [node, messages] of byNode) node.showError(messages);
+    return rest;
+  }
+
+  /** The first field showing an error, to move the focus to. */
+  firstInvalid() {
+    for (const node of this.fields.values()) if (node.invalid) return node;
+    return null;
+  }
+}
+
+class Field {
+  constructor(form, described, path, { required = false, label = null, isRoot = false } = {}) {
+    this.form = form;
+    this.schema = described.schema;
+    this.kind = described.kind;
+    this.nullable = described.nullable;
+    this.path = path;
+    this.required = required;
+    this.isRoot = isRoot;
+    this.id = newId(form.idPrefix);
+    this.label = label ?? (path.length ? String(path[path.length - 1]) : "arguments");
+    this.errorBox = h("p", { class: "field-error", id: `${this.id}-error`, hidden: true });
+    this.invalid = false;
+    this.inputs = [];
+  }
+
+  get shownPath() {
+    return formatPath(this.path);
+  }
+
+  helpText() {
+    const description = this.schema.description || "";
+    const limits = constraintsText(this.kind, this.schema);
+    return [description, limits].filter(Boolean).join(" — ");
+  }
+
+  labelContent() {
+    return [
+      h("span", { class: "name" }, this.label),
+      this.schema.title && this.schema.title !== this.label ? h("span", { class: "title" }, ` ${this.schema.title}`) : null,
+      this.required ? h("span", { class: "required", "aria-hidden": "true", title: "required" }, " *") : null,
+    ];
+  }
+
+  describedBy() {
+    return `${this.id}-help ${this.id}-error`;
+  }
+
+  help() {
+    const text = this.helpText();
+    return h("p", { class: "help", id: `${this.id}-help`, hidden: !text }, text);
+  }
+
+  showError(messages) {
+    this.invalid = messages.length > 0;
+    this.errorBox.textContent = messages.join("; ");
+    this.errorBox.hidden = !this.invalid;
+    for (const input of this.inputs) {
+      if (this.invalid) input.setAttribute("aria-invalid", "true");
+      else input.removeAttribute("aria-invalid");
+    }
+  }
+
+  focus() {
+    this.inputs[0]?.focus();
+  }
+
+  /** Whether `value` is what the field holds before anyone types (its default). */
+  untouched(value) {
+    const initial = "default" in this.schema ? this.schema.default : this.kind === "boolean" ? false : undefined;
+    return JSON.stringify(value) === JSON.stringify(initial);
+  }
+
+  /** What is read when nothing was given: null for a required nullable field, else absent. */
+  absent() {
+    if (this.required && this.nullable) return { present: true, value: null };
+    if (this.required && this.form.check) this.form.error(this.path, "Required: enter a value");
+    return { present: false };
+  }
+
+  /** The common frame of a one-input field. */
+  frame(input, { inline = false } = {}) {
+    this.inputs = [input];
+    const label = h("label", { for: this.id }, this.labelContent());
+    return h(
+      "div",
+      { class: inline ? "field inline" : "field", dataset: { path: this.shownPath, kind: this.kind } },
+      inline ? [input, label] : [label, input],
+      this.help(),
+      this.errorBox,
+    );
+  }
+}
+
+class StringField extends Field {
+  constructor(...args) {
+    super(...args);
+    const long = (this.schema.maxLength ?? 0) > 200 || this.schema.format === "textarea";
+    this.input = h(long ? "textarea" : "input", {
+      id: this.id,
+      type: long ? null : "text",
+      name: this.shownPath,
+      "aria-describedby": this.describedBy(),
+      "aria-required": this.required ? "true" : null,
+      maxlength: this.schema.maxLength,
+      spellcheck: "false",
+      autocomplete: "off",
+    });
+    this.element = this.frame(this.input);
+    this.fill(undefined);
+  }
+
+  fill(value) {
+    if (value === undefined) value = this.schema.default;
+    this.input.value = typeof value === "string" ? value : value === undefined || value === null ? "" : String(value);
+  }
+
+  read() {
+    const value = this.input.value;
+    if (value === "") return this.absent();
+    if (this.form.check) {
+      const length = [...value].length;
+      const { minLength, maxLength, pattern } = this.schema;
+      if (typeof minLength === "number" && length < minLength) {
+        this.form.error(this.path, `must be at least ${plural(minLength, "character")}`);
+      }
+      if (typeof maxLength === "number" && length > maxLength) {
+        this.form.error(this.path, `must be at most ${plural(maxLength, "character")}`);
+      }
+      if (typeof pattern === "string") {
+        let matches = true;
+        try {
+          matches = new RegExp(pattern, "u").test(value);
+        } catch {
+          // a pattern this browser cannot compile: the server checks it
+        }
+        if (!matches) this.form.error(this.path, `must match the pattern ${pattern}`);
+      }
+    }
+    return { present: true, value };
+  }
+}
+
+class NumberField extends Field {
+  constructor(...args) {
+    super(...args);
+    const s = this.schema;
+    const min = typeof s.minimum === "number" ? s.minimum : typeof s.exclusiveMinimum === "number" ? s.exclusiveMinimum : null;
+    const max = typeof s.maximum === "number" ? s.maximum : typeof s.exclusiveMaximum === "number" ? s.exclusiveMaximum : null;
+    this.input = h("input", {
+      id: this.id,
+      type: "number",
+      name: this.shownPath,
+      inputmode: this.kind === "integer" ? "numeric" : "decimal",
+      step: this.kind === "integer" ? (s.multipleOf ?? 1) : (s.multipleOf ?? "any"),
+      min,
+      max,
+      "aria-describedby": this.describedBy(),
+      "aria-required": this.required ? "true" : null,
+    });
+    this.element = this.frame(this.input);
+    this.fill(undefined);
+  }
+
+  fill(value) {
+    if (value === undefined) value = this.schema.default;
+    this.input.value = typeof value === "number" ? String(value) : "";
+  }
+
+  read() {
+    if (this.input.validity.badInput) {
+      if (this.form.check) this.form.error(this.path, "Enter a number");
+      return { present: false };
+    }
+    if (this.input.value === "") return this.absent();
+    const value = Number(this.input.value);
+    if (this.form.check) {
+      const s = this.schema;
+      const fail = (message) => this.form.error(this.path, message);
+      if (this.kind === "integer" && !Number.isInteger(value)) fail("must be a whole number");
+      if (typeof s.minimum === "number" && value < s.minimum) fail(`must be at least ${s.minimum}`);
+      if (typeof s.maximum === "number" && value > s.maximum) fail(`must be at most ${s.maximum}`);
+      if (typeof s.exclusiveMinimum === "number" && value <= s.exclusiveMinimum) {
+        fail(`must be more than ${s.exclusiveMinimum}`);
+      }
+      if (typeof s.exclusiveMaximum === "number" && value >= s.exclusiveMaximum) {
+        fail(`must be less than ${s.exclusiveMaximum}`);
+      }
+      if (s.exclusiveMinimum === true && typeof s.minimum === "number" && value <= s.minimum) {
+        fail(`must be more than ${s.minimum}`);
+      }
+      if (s.exclusiveMaximum === true && typeof s.maximum === "number" && value >= s.maximum) {
+        fail(`must be less than ${s.maximum}`);
+      }
+      if (typeof s.multipleOf === "number" && s.multipleOf > 0) {
+        const ratio = value / s.multipleOf;
+        if (Math.abs(ratio - Math.round(ratio)) > 1e-9) fail(`must be a multiple of ${s.multipleOf}`);
+      }
+    }
+    return { present: true, value };
+  }
+}
+
+class BooleanField extends Field {
+  constructor(...args) {
+    super(...args);
+    // A checkbox cannot say "not given": an optional boolean without a default is a choice
+    // of three, so leaving it alone leaves it out.
+    this.tristate = !this.required && !("default" in this.schema);
+    if (this.tristate) {
+      this.input = h(
+        "select",
+        { id: this.id, name: this.shownPath, "aria-describedby": this.describedBy() },
+        h("option", { value: "" }, "(not set)"),
+        h("option", { value: "true" }, "true"),
+        h("option", { value: "false" }, "false"),
+      );
+      this.element = this.frame(this.input);
+    } else {
+      this.input = h("input", {
+        id: this.id,
+        type: "checkbox",
+        name: this.shownPath,
+        "aria-describedby": this.describedBy(),
+      });
+      this.element = this.frame(this.input, { inline: true });
+    }
+    this.fill(undefined);
+  }
+
+  fill(value) {
+    if (value === undefined) value = this.schema.default;
+    if (this.tristate) this.input.value = typeof value === "boolean" ? String(value) : "";
+    else this.input.checked = value === true;
+  }
+
+  read() {
+    if (!this.tristate) return { present: true, value: this.input.checked };
+    if (this.input.value === "") return this.absent();
+    return { present: true, value: this.input.value === "true" };
+  }
+}
+
+class EnumField extends Field {
+  constructor(...args) {
+    super(...args);
+    this.options = this.schema.enum;
+    const unset = !this.required || !("default" in this.schema);
+    this.input = h(
+      "select",
+      {
+        id: this.id,
+        name: this.shownPath,
+        "aria-describedby": this.describedBy(),
+        "aria-required": this.required ? "true" : null,
+      },
+      unset ? h("option", { value: "" }, this.required ? "(choose one)" : "(not set)") : null,
+      this.options.map((option, index) =>
+        h("option", { value: String(index) }, typeof option === "string" ? option : JSON.stringify(option)),
+      ),
+    );
+    this.element = this.frame(this.input);
+    this.fill(undefined);
+  }
+
+  helpText() {
+    return this.schema.description || ("default" in this.schema ? `default ${JSON.stringify(this.schema.default)}` : "");
+  }
+
+  fill(value) {
+    if (value === undefined) value = this.schema.default;
+    const index = this.options.findIndex((option) => JSON.stringify(option) === JSON.stringify(value));
+    this.input.value = index === -1 ? "" : String(index);
+  }
+
+  read() {
+    if (this.input.value === "") return this.absent();
+    return { present: true, value: this.options[Number(this.input.value)] };
+  }
+}
+
+class ConstField extends Field {
+  constructor(...args) {
+    super(...args);
+    this.input = h("input", {
+      id: this.id,
+      type: "text",
+      readonly: true,
+      value: JSON.stringify(this.schema.const),
+      "aria-describedby": this.describedBy(),
+    });
+    this.element = this.frame(this.input);
+  }
+
+  fill() {}
+
+  read() {
+    return { present: true, value: this.schema.const };
+  }
+}
+
+class JsonField extends Field {
+  constructor(...args) {
+    super(...args);
+    this.input = h("textarea", {
+      id: this.id,
+      name: this.shownPath,
+      class: "json-input",
+      rows: 3,
+      spellcheck: "false",
+      "aria-describedby": this.describedBy(),
+      "aria-required": this.required ? "true" : null,
+    });
+    this.element = this.frame(this.input);
+    this.fill(undefined);
+  }
+
+  helpText() {
+    const { description, ...rest } = this.schema;
+    const shape = Object.keys(rest).length ? `JSON matching ${JSON.stringify(rest)}` : "any JSON value";
+    return [description, shape].filter(Boolean).join(" — ");
+  }
+
+  fill(value) {
+    if (value === undefined) value = this.schema.default;
+    this.input.value = value === undefined ? "" : JSON.stringify(value, null, 2);
+  }
+
+  read() {
+    const text = this.input.value.trim();
+    if (text === "") return this.absent();
+    try {
+      return { present: true, value: JSON.parse(text) };
+    } catch (error) {
+      this.form.error(this.path, `not valid JSON: ${error.message}`);
+      return { present: false };
+    }
+  }
+}
+
+class ObjectField extends Field {
+  constructor(...args) {
+    super(...args);
+    const required = new Set(Array.isArray(this.schema.required) ? this.schema.required : []);
+    this.children = Object.entries(this.schema.properties).map(([name, sub]) => {
+      const described = describe(sub, this.form.root, this.path.length + 1);
+      return [name, this.form.node(described, [...this.path, name], { required: required.has(name) })];
+    });
+    const body = this.children.map(([, child]) => child.element);
+    if (this.isRoot) {
+      this.element = h("div", { class: "fields" }, body);
+    } else {
+      this.element = h(
+        "fieldset",
+        { class: "field object", dataset: { path: this.shownPath, kind: "object" }, "aria-describedby": this.describedBy() },
+        h("legend", {}, this.labelContent()),
+        this.help(),
+        body,
+        this.errorBox,
+      );
+    }
+  }
+
+  focus() {
+    this.children[0]?.[1].focus();
+  }
+
+  untouched(value) {
+    if (value === null || value === undefined) return true;
+    return this.children.every(([name, child]) => !(name in value) || child.untouched(value[name]));
+  }
+
+  fill(value) {
+    const object = value && typeof value === "object" && !Array.isArray(value) ? value : {};
+    for (const [name, child] of this.children) child.fill(value === undefined ? undefined : object[name]);
+  }
+
+  read() {
+    const before = this.form.errors.length;
+    const value = {};
+    let given = false;
+    for (const [name, child] of this.children) {
+      const read = child.read();
+      if (!read.present) continue;
+      value[name] = read.value;
+      given ||= !child.untouched(read.value);
+    }
+    if (!this.isRoot && !given && (!this.required || this.nullable)) {
+      // Left out as a whole (or null): what its fields would need is not an error.
+      this.form.errors.length = before;
+      return this.required ? { present: true, value: null } : { present: false };
+    }
+    return { present: true, value };
+  }
+}
+
+class ArrayField extends Field {
+  constructor(...args) {
+    super(...args);
+    this.itemSchema = describe(this.schema.items, this.form.root, this.path.length + 1);
+    this.items = [];
+    this.list = h("ol", { class: "items" });
+    this.addButton = h(
+      "button",
+      { type: "button", class: "add", onclick: () => this.add(undefined, true) },
+      "Add item",
+    );
+    this.addButton.setAttribute("aria-label", `Add an item to ${this.shownPath}`);
+    this.element = h(
+      "fieldset",
+      { class: "field array", dataset: { path: this.shownPath, kind: "array" }, "aria-describedby": this.describedBy() },
+      h("legend", {}, this.labelContent()),
+      this.help(),
+      this.list,
+      this.addButton,
+      this.errorBox,
+    );
+    this.fill(undefined);
+  }
+
+  focus() {
+    (this.items[0]?.node ?? { focus: () => this.addButton.focus() }).focus();
+  }
+
+  untouched(value) {
+    return super.untouched(value) || (Array.isArray(value) && !value.length);
+  }
+
+  add(value, focus = false) {
+    const index = this.items.length;
+    const path = [...this.path, index];
+    const node = this.form.node(this.itemSchema, path, { required: true, label: formatPath(path) });
+    node.fill(value);
+    const remove = h("button", { type: "button", class: "remove", onclick: () => this.remove(index) }, "Remove");
+    remove.setAttribute("aria-label", `Remove ${formatPath(path)}`);
+    const row = h("li", {}, node.element, remove);
+    this.items.push({ node, row });
+    this.list.append(row);
+    if (focus) node.focus();
+  }
+
+  remove(index) {
+    const values = this.items.map(({ node }) => node.read().value);
+    values.splice(index, 1);
+    this.rebuild(values);
+    const next = this.items[Math.min(index, this.items.length - 1)];
+    if (next) next.node.focus();
+    else this.addButton.focus();
+  }
+
+  rebuild(values) {
+    for (const { node } of this.items) this.forget(node);
+    this.items = [];
+    this.list.replaceChildren();
+    for (const value of values) this.add(value);
+  }
+
+  forget(node) {
+    for (const [key, field] of this.form.fields) {
+      if (field === node || (field.path.length > node.path.length && pathKey(field.path.slice(0, node.path.length)) === pathKey(node.path))) {
+        this.form.fields.delete(key);
+      }
+    }
+  }
+
+  fill(value) {
+    if (value === undefined) value = this.schema.default;
+    if (value === undefined && this.required) {
+      // A required list starts with the fewest items it may have, empty.
+      value = Array(Math.min(this.schema.minItems ?? 0, 10)).fill(undefined);
+    }
+    this.rebuild(Array.isArray(value) ? value : []);
+  }
+
+  read() {
+    const errorsBefore = this.form.errors.length;
+    const values = [];
+    for (const { node } of this.items) {
+      const read = node.read();
+      if (read.present) values.push(read.value);
+      else if (this.form.check && this.form.errors.length === errorsBefore) {
+        this.form.error(node.path, "Empty: enter a value or remove the item");
+      }
+    }
+    if (!values.length && !this.items.length && !this.required) return { present: false };
+    if (this.form.check) {
+      const { minItems, maxItems, uniqueItems } = this.schema;
+      if (typeof minItems === "number" && values.length < minItems) {
+        this.form.error(this.path, `needs at least ${plural(minItems, "item")}`);
+      }
+      if (typeof maxItems === "number" && values.length > maxItems) {
+        this.form.error(this.path, `must have at most ${plural(maxItems, "item")}`);
+      }
+      if (uniqueItems) {
+        const seen = new Set(values.map((v) => JSON.stringify(v)));
+        if (seen.size < values.length) this.form.error(this.path, "must not repeat an item");
+      }
+    }
+    return { present: true, value: values };
+  }
+}
+
+const KINDS = {
+  object: ObjectField,
+  array: ArrayField,
+  string: StringField,
+  number: NumberField,
+  integer: NumberField,
+  boolean: BooleanField,
+  enum: EnumField,
+  const: ConstField,
+  json: JsonField,
+};

@@ -1,0 +1,509 @@
+// The inspector page: the tools of this server, a form for each, calls streamed as runs that
+// survive dropped connections, the history of this tab and the server's metrics.
+
+import { fill, h, jsonBlock } from "./dom.js";
+import { SchemaForm } from "./form.js";
+import { formatSeconds, parsePrometheus, toolMetrics } from "./metrics.js";
+import { fieldErrors, formatPath } from "./paths.js";
+import { badges, dialectTable, metadataList, resultView } from "./render.js";
+import { RunStream } from "./sse.js";
+
+const $ = (id) => document.getElementById(id);
+const TOKEN_KEY = "kosong.inspector.token";
+const HISTORY_KEY = "kosong.inspector.history";
+const HISTORY_MAX = 50;
+const METRICS_EVERY_MS = 15_000;
+
+const state = {
+  tools: [],
+  report: null, // the dialect check, from /dialects
+  selected: null,
+  form: null,
+  run: null,
+  history: loadHistory(),
+};
+
+// --- talking to the server ------------------------------------------------------------------
+
+const api = {
+  token: sessionStorage.getItem(TOKEN_KEY) || "",
+  /** fetch() relative to the page, with the token in the Authorization header (never the URL). */
+  async fetch(path, init = {}) {
+    const headers = new Headers(init.headers || {});
+    if (this.token) headers.set("Authorization", `Bearer ${this.token}`);
+    const response = await fetch(new URL(path, document.baseURI), {
+      ...init,
+      headers,
+      cache: "no-store",
+      credentials: "omit",
+    });
+    if (response.status === 401) askForToken(response);
+    return response;
+  },
+};
+
+function setStatus(text) {
+  $("server-status").textContent = text;
+}
+
+async function askForToken(response) {
+  let message = "";
+  try {
+    message = (await response.clone().json()).error.message;
+  } catch {
+    message = "the server asks for a bearer token";
+  }
+  const form = $("token-form");
+  const error = $("token-error");
+  error.hidden = !api.token;
+  error.textContent = api.token ? `The server refused this token: ${message}` : "";
+  if (form.hidden) {
+    form.hidden = false;
+    $("token").focus();
+  }
+  setStatus("This server needs a token.");
+}
+
+$("token-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const token = $("token").value.trim();
+  if (!token) {
+    const error = $("token-error");
+    error.hidden = false;
+    error.textContent = "Enter the token the server was started with (--token or KOSONG_TOKEN).";
+    return;
+  }
+  api.token = token;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  $("token").value = "";
+  load();
+});
+
+$("forget-token").addEventListener("click", () => {
+  api.token = "";
+  sessionStorage.removeItem(TOKEN_KEY);
+  $("forget-token").hidden = true;
+  load();
+});
+
+async function load() {
+  setStatus("Loading the tools…");
+  let response;
+  try {
+    response = await api.fetch("tools");
+  } catch (error) {
+    setStatus(`The server cannot be reached: ${error.message}`);
+    return;
+  }
+  if (response.status === 401) return;
+  if (!response.ok) {
+    setStatus(`The server answered ${response.status} for /tools.`);
+    return;
+  }
+  $("token-form").hidden = true;
+  $("token-error").hidden = true;
+  $("forget-token").hidden = !api.token;
+  state.tools = (await response.json()).tools || [];
+  setStatus(`${state.tools.length} tool${state.tools.length === 1 ? "" : "s"} on ${location.host}${api.token ? " (with a token)" : ""}.`);
+  try {
+    const dialects = await api.fetch("dialects");
+    state.report = dialects.ok ? await dialects.json() : null;
+  } catch {
+    state.report = null;
+  }
+  renderToolList();
+  const wanted = new URLSearchParams(location.hash.slice(1)).get("tool");
+  const first = state.tools.find((t) => t.name === wanted) || state.tools[0];
+  if (first) selectTool(first.name, { focus: false });
+  refreshMetrics();
+}
+
+// --- the tool list and the selected tool ------------------------------------------------------
+
+function findingsOf(name) {
+  return state.report ? state.report.findings.filter((f) => f.tool === name) : [];
+}
+
+function renderToolList() {
+  const list = $("tool-list");
+  fill(
+    list,
+    state.tools.map((tool, index) =>
+      h(
+        "li",
+        {},
+        h(
+          "button",
+          {
+            type: "button",
+            class: "tool",
+            dataset: { tool: tool.name },
+            // One tab stop for the list (the selected tool); arrow keys move within it.
+            tabindex: state.selected === tool.name || (!state.selected && index === 0) ? "0" : "-1",
+            "aria-current": state.selected === tool.name ? "true" : null,
+            onclick: () => selectTool(tool.name),
+          },
+          h("span", { class: "tool-name" }, tool.name),
+          h("span", { class: "badges" }, badges(tool, findingsOf(tool.name))),
+        ),
+      ),
+    ),
+  );
+  if (!state.tools.length) list.append(h("li", { class: "muted" }, "This server has no tools."));
+}
+
+// Arrow keys move between the tools; Tab leaves the list; Enter or Space selects.
+$("tool-list").addEventListener("keydown", (event) => {
+  const buttons = [...$("tool-list").querySelectorAll("button.tool")];
+  const index = buttons.indexOf(document.activeElement);
+  if (index === -1) return;
+  const moves = { ArrowDown: index + 1, ArrowUp: index - 1, Home: 0, End: buttons.length - 1 };
+  if (!(event.key in moves)) return;
+  event.preventDefault();
+  const next = buttons[Math.max(0, Math.min(buttons.length - 1, moves[event.key]))];
+  for (const button of buttons) button.tabIndex = button === next ? 0 : -1;
+  next.focus();
+});
+
+function selectTool(name, { focus = true, values } = {}) {
+  const tool = state.tools.find((t) => t.name === name);
+  if (!tool) return;
+  state.selected = name;
+  history.replaceState(null, "", `#tool=${encodeURIComponent(name)}`);
+  for (const button of $("tool-list").querySelectorAll("button.tool")) {
+    const current = button.dataset.tool === name;
+    if (current) button.setAttribute("aria-current", "true");
+    else button.removeAttribute("aria-current");
+    button.tabIndex = current ? 0 : -1;
+  }
+  fill(
+    $("tool-info"),
+    h("h2", { id: "tool-name" }, tool.name, tool.title ? h("span", { class: "title" }, ` ${tool.title}`) : null),
+    h("p", { class: "badges" }, badges(tool, findingsOf(name))),
+    h("p", { class: "description" }, tool.description || ""),
+    metadataList(tool, { onSelect: (other) => selectTool(other) }),
+  );
+  fill(
+    $("tool-extra"),
+    h("h3", {}, "Providers"),
+    dialectTable(tool, state.report),
+    h("details", { class: "schema" }, h("summary", {}, "JSON Schema of the parameters"), jsonBlock(tool.parameters, { id: "schema-json" })),
+  );
+  state.form = new SchemaForm(tool.parameters, { idPrefix: "arg" });
+  fill($("fields"), state.form.element);
+  if (values) state.form.fill(values);
+  clearFormErrors();
+  updatePreview();
+  $("call-form").hidden = false;
+  if (focus) $("tool").focus();
+}
+
+// --- the form -----------------------------------------------------------------------------------
+
+function clearFormErrors() {
+  state.form?.clearErrors();
+  const box = $("form-errors");
+  box.hidden = true;
+  box.replaceChildren();
+}
+
+function showFormErrors(errors, intro) {
+  const rest = state.form.showErrors(errors);
+  const box = $("form-errors");
+  const fieldCount = errors.length - rest.length;
+  fill(
+    box,
+    h("p", {}, intro),
+    h(
+      "ul",
+      {},
+      errors.map((error) => {
+        const where = error.path.length ? formatPath(error.path) : "arguments";
+        return h("li", { dataset: { path: where } }, h("code", {}, where), `: ${error.message}`);
+      }),
+    ),
+  );
+  box.hidden = false;
+  return fieldCount;
+}
+
+function updatePreview() {
+  if (!state.form) return;
+  const { value } = state.form.read({ check: false });
+  $("arguments-preview").textContent = JSON.stringify(value, null, 2);
+}
+
+$("call-form").addEventListener("input", updatePreview);
+$("call-form").addEventListener("change", updatePreview);
+$("call-form").addEventListener("click", (event) => {
+  if (event.target.closest("button.add, button.remove")) queueMicrotask(updatePreview);
+});
+
+$("call-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  if (state.run || !state.form) return;
+  const check = $("check-first").checked;
+  const { value, errors } = state.form.read({ check });
+  clearFormErrors();
+  if (check && errors.length) {
+    showFormErrors(errors, `Not sent: ${errors.length} problem${errors.length === 1 ? "" : "s"} to fix first.`);
+    (state.form.firstInvalid() || { focus: () => $("form-errors").focus() }).focus();
+    return;
+  }
+  startRun(state.selected, value);
+});
+
+$("cancel-button").addEventListener("click", async () => {
+  const run = state.run;
+  if (!run) return;
+  $("cancel-button").disabled = true;
+  setRunStatus("Cancelling…");
+  const status = await run.stream.cancel();
+  if (status === null && state.run === run) setRunStatus("Stopped following the run (the server could not be told).");
+});
+
+// --- a run ----------------------------------------------------------------------------------------
+
+function setRunStatus(text) {
+  $("run-status").textContent = text;
+}
+
+function notice(text, kind) {
+  $("notices").append(h("li", { class: kind, dataset: { notice: kind } }, text));
+}
+
+function eventRow(text, attributes) {
+  const row = h("li", attributes, text);
+  $("events").append(row);
+  return row;
+}
+
+function setProgress(value, text) {
+  const bar = $("progress");
+  if (typeof value === "number" && Number.isFinite(value)) bar.value = Math.max(0, Math.min(100, value));
+  $("progress-text").textContent = text;
+}
+
+function startRun(toolName, args) {
+  const tool = state.tools.find((t) => t.name === toolName);
+  const started = performance.now();
+  const run = { tool: toolName, args, runId: null, resumes: 0, started };
+  state.run = run;
+  $("call-button").disabled = true;
+  $("cancel-button").disabled = true;
+  $("run").dataset.state = "running";
+  $("progress").value = 0;
+  $("progress").removeAttribute("data-done");
+  setProgress(0, "");
+  fill($("notices"));
+  fill($("events"));
+  fill($("result"));
+  setRunStatus(`Calling ${toolName}…`);
+  run.stream = new RunStream(api, {
+    onStarted(runId) {
+      run.runId = runId;
+      $("run").dataset.runId = runId || "";
+      $("cancel-button").disabled = false;
+      setRunStatus(`Running ${toolName} (run ${runId}).`);
+    },
+    onEvent(event) {
+      const { kind, seq, data } = event;
+      let text = `#${seq ?? "?"} ${kind}`;
+      if (kind === "tool_progress") {
+        const percent = typeof data.progress === "number" ? data.progress : null;
+        text += `${percent === null ? "" : ` ${Math.round(percent)}%`}${data.message ? ` ${data.message}` : ""}`;
+        setProgress(percent, `${percent === null ? "" : `${Math.round(percent)}%`}${data.message ? ` — ${data.message}` : ""}`);
+      } else if (kind === "tool_retrying") {
+        const error = data.error || {};
+        const line = `Retry ${data.retry_count} of ${data.max_retries} in ${data.delay_seconds} s after ${error.code}: ${error.message}`;
+        text += ` ${line}`;
+        notice(line, "retry");
+      }
+      eventRow(text, { class: `event ${kind}`, dataset: { seq: seq ?? "", kind, id: event.id } });
+    },
+    onDuplicate(id) {
+      eventRow(`duplicate of ${id}, ignored`, { class: "event duplicate", dataset: { duplicate: id } });
+    },
+    onConnection(change) {
+      if (change.state === "lost") {
+        eventRow(`connection lost after ${change.lastEventId || "the start"}`, { class: "connection lost" });
+        notice(`The connection dropped after ${change.lastEventId || "the start"}; the run goes on at the server.`, "lost");
+      } else if (change.state === "reconnecting") {
+        setRunStatus(`Connection lost; reconnecting in ${formatSeconds(change.delay / 1000)} (attempt ${change.attempt})…`);
+      } else if (change.state === "resumed") {
+        run.resumes += 1;
+        $("run").dataset.resumed = String(run.resumes);
+        eventRow(`resumed with Last-Event-ID: ${change.lastEventId || "(none: from the start)"}`, { class: "connection resumed", dataset: { resumed: change.lastEventId } });
+        notice(`Resumed the same run from ${change.lastEventId || "the start"}.`, "resumed");
+        setRunStatus(`Running ${toolName} (resumed).`);
+      }
+    },
+    onEnd({ kind, data, status }) {
+      const wallMs = performance.now() - started;
+      state.run = null;
+      $("call-button").disabled = false;
+      $("cancel-button").disabled = true;
+      $("run").dataset.state = "done";
+      const envelope = data && typeof data === "object" ? data : { success: false, status: "error", error: { code: "UNKNOWN", message: String(data) } };
+      const ok = envelope.success === true;
+      if (ok) setProgress(100, $("progress-text").textContent || "done");
+      $("progress").dataset.done = ok ? "success" : "error";
+      const code = envelope.error?.code;
+      let summary = ok ? `${toolName} succeeded` : `${toolName} failed: ${code}`;
+      if (kind === "refused") summary = `The server refused the call (${status}): ${code}`;
+      if (kind === "lost") summary = `Lost the run: ${envelope.error?.message}`;
+      setRunStatus(`${summary} in ${formatSeconds(wallMs / 1000)}${run.resumes ? `, resumed ${run.resumes}×` : ""}.`);
+      fill($("result"), resultView(envelope, { tool, wallMs, runId: run.runId, resumes: run.resumes }));
+      if (code === "INVALID_PARAMS" && state.selected === toolName) {
+        const errors = fieldErrors(envelope.error.message);
+        showFormErrors(errors, "The server refused these arguments:");
+      }
+      remember({
+        tool: toolName,
+        args,
+        at: new Date().toISOString(),
+        outcome: ok ? "success" : code || "error",
+        ms: Math.round(wallMs),
+        runId: run.runId,
+        resumes: run.resumes,
+        envelope,
+      });
+      refreshMetrics();
+    },
+  });
+  run.stream.start(toolName, args);
+}
+
+// --- history of this tab ---------------------------------------------------------------------------
+
+function loadHistory() {
+  try {
+    const stored = JSON.parse(sessionStorage.getItem(HISTORY_KEY) || "[]");
+    return Array.isArray(stored) ? stored : [];
+  } catch {
+    return [];
+  }
+}
+
+function saveHistory() {
+  // Large envelopes (images) are dropped from the oldest entries first when the tab's storage
+  // is full; the entry itself stays.
+  for (let i = 0; i <= state.history.length; i++) {
+    try {
+      sessionStorage.setItem(HISTORY_KEY, JSON.stringify(state.history));
+      return;
+    } catch {
+      if (i < state.history.length) state.history[i].envelope = null;
+    }
+  }
+}
+
+function remember(entry) {
+  state.history.push(entry);
+  state.history = state.history.slice(-HISTORY_MAX);
+  saveHistory();
+  renderHistory();
+}
+
+function renderHistory() {
+  const list = $("history");
+  $("history-empty").hidden = state.history.length > 0;
+  fill(
+    list,
+    [...state.history].reverse().map((entry, reversedIndex) => {
+      const index = state.history.length - 1 - reversedIndex;
+      const time = new Date(entry.at).toLocaleTimeString();
+      return h(
+        "li",
+        { dataset: { outcome: entry.outcome, tool: entry.tool } },
+        h(
+          "button",
+          { type: "button", class: "history-entry", onclick: () => showHistory(index) },
+          h("span", { class: "tool-name" }, entry.tool),
+          " ",
+          h("span", { class: entry.outcome === "success" ? "good" : "bad" }, entry.outcome),
+          h("span", { class: "muted" }, ` ${formatSeconds(entry.ms / 1000)} · ${time}${entry.resumes ? " · resumed" : ""}`),
+        ),
+      );
+    }),
+  );
+}
+
+function showHistory(index) {
+  const entry = state.history[index];
+  if (!entry || state.run) return;
+  selectTool(entry.tool, { focus: false, values: entry.args });
+  const tool = state.tools.find((t) => t.name === entry.tool);
+  fill($("notices"));
+  fill($("events"));
+  $("progress").value = 0;
+  setProgress(0, "");
+  setRunStatus(`${entry.tool} at ${new Date(entry.at).toLocaleTimeString()}: ${entry.outcome} (from this tab's history; its arguments are in the form).`);
+  fill(
+    $("result"),
+    entry.envelope
+      ? resultView(entry.envelope, { tool, wallMs: entry.ms, runId: entry.runId, resumes: entry.resumes, origin: "history" })
+      : h("p", { class: "muted" }, "The result was too large to keep in this tab."),
+  );
+}
+
+$("clear-history").addEventListener("click", () => {
+  state.history = [];
+  saveHistory();
+  renderHistory();
+});
+
+// --- metrics -----------------------------------------------------------------------------------
+
+async function refreshMetrics() {
+  let text;
+  try {
+    const response = await api.fetch("metrics");
+    if (!response.ok) return;
+    text = await response.text();
+  } catch {
+    return;
+  }
+  const { tools, server } = toolMetrics(parsePrometheus(text));
+  const rejected = Object.entries(server.rejected).filter(([, n]) => n > 0);
+  fill(
+    $("metrics"),
+    tools.length
+      ? h(
+          "table",
+          { class: "metrics data" },
+          h("caption", {}, "Since the server started; P50 and P99 estimated from the latency histogram"),
+          h("thead", {}, h("tr", {}, ["Tool", "Calls", "Errors", "P50", "P99"].map((t) => h("th", { scope: "col" }, t)))),
+          h(
+            "tbody",
+            {},
+            tools.map((row) =>
+              h(
+                "tr",
+                { dataset: { tool: row.tool } },
+                h("th", { scope: "row" }, row.tool),
+                h("td", { dataset: { metric: "calls" } }, String(row.calls)),
+                h("td", { dataset: { metric: "errors" }, title: JSON.stringify(row.errorsByCode) }, String(row.errors)),
+                h("td", { dataset: { metric: "p50" } }, formatSeconds(row.p50)),
+                h("td", { dataset: { metric: "p99" } }, formatSeconds(row.p99)),
+              ),
+            ),
+          ),
+        )
+      : h("p", { class: "muted" }, "No calls yet."),
+    h(
+      "p",
+      { class: "muted small" },
+      `Runs active: ${server.runsActive ?? "–"} · streams open: ${server.streamsOpen ?? "–"}`,
+      rejected.length ? ` · refused: ${rejected.map(([reason, n]) => `${reason} ${n}`).join(", ")}` : "",
+    ),
+  );
+}
+
+$("refresh-metrics").addEventListener("click", refreshMetrics);
+setInterval(() => {
+  if (document.visibilityState === "visible" && state.tools.length) refreshMetrics();
+}, METRICS_EVERY_MS);
+
+renderHistory();
+load();

@@ -1,0 +1,134 @@
+// The metrics panel's numbers, read from /metrics (Prometheus' text format, version 0.0.4).
+
+/** Samples by metric name: `Map<name, [{labels, value}]>`. */
+export function parsePrometheus(text) {
+  const samples = new Map();
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (!line || line.startsWith("#")) continue;
+    const name = /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(line);
+    if (!name) continue;
+    let i = name[0].length;
+    const labels = {};
+    if (line[i] === "{") {
+      i += 1;
+      while (i < line.length && line[i] !== "}") {
+        const key = /^\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"/.exec(line.slice(i));
+        if (!key) break;
+        i += key[0].length;
+        let value = "";
+        while (i < line.length && line[i] !== '"') {
+          if (line[i] === "\\" && i + 1 < line.length) {
+            const next = line[i + 1];
+            value += next === "n" ? "\n" : next;
+            i += 2;
+          } else {
+            value += line[i++];
+          }
+        }
+        labels[key[1]] = value;
+        i += 1; // the closing quote
+        while (line[i] === "," || line[i] === " ") i += 1;
+      }
+      i += 1; // the closing brace
+    }
+    const value = parseValue(line.slice(i).trim().split(/\s+/)[0]);
+    if (value === null) continue;
+    if (!samples.has(name[0])) samples.set(name[0], []);
+    samples.get(name[0]).push({ labels, value });
+  }
+  return samples;
+}
+
+function parseValue(text) {
+  if (text === "+Inf" || text === "Inf") return Infinity;
+  if (text === "-Inf") return -Infinity;
+  if (text === "NaN") return NaN;
+  const value = Number(text);
+  return text !== "" && !Number.isNaN(value) ? value : null;
+}
+
+/**
+ * The `q` quantile of a histogram from its cumulative buckets `[[upperBound, count], ...]`,
+ * the way Prometheus' histogram_quantile() estimates it: linear within the bucket the rank
+ * falls in. Null when there are no observations.
+ */
+export function histogramQuantile(q, buckets) {
+  const sorted = [...buckets].sort((a, b) => a[0] - b[0]);
+  if (!sorted.length) return null;
+  const total = sorted[sorted.length - 1][1];
+  if (!total) return null;
+  const rank = q * total;
+  let lowerBound = 0;
+  let lowerCount = 0;
+  for (const [bound, count] of sorted) {
+    if (count >= rank) {
+      if (bound === Infinity) return lowerBound; // beyond the last finite bucket
+      if (count === lowerCount) return bound;
+      return lowerBound + ((bound - lowerBound) * (rank - lowerCount)) / (count - lowerCount);
+    }
+    lowerBound = bound;
+    lowerCount = count;
+  }
+  return lowerBound;
+}
+
+/**
+ * Per tool: `{tool, calls, errors, errorsByCode, p50, p99, mean}` (times in seconds), from
+ * the samples of kosong's MetricsRegistry (`kosong_tool_*`); and the server's own gauges.
+ */
+export function toolMetrics(samples, prefix = "kosong_tool") {
+  const tools = new Map();
+  const get = (tool) => {
+    if (!tools.has(tool)) {
+      tools.set(tool, { tool, calls: 0, errors: 0, errorsByCode: {}, buckets: [], sum: 0 });
+    }
+    return tools.get(tool);
+  };
+  for (const { labels, value } of samples.get(`${prefix}_calls_total`) || []) get(labels.tool).calls = value;
+  for (const { labels, value } of samples.get(`${prefix}_errors_total`) || []) {
+    const entry = get(labels.tool);
+    entry.errors += value;
+    entry.errorsByCode[labels.code] = value;
+  }
+  for (const { labels, value } of samples.get(`${prefix}_call_duration_seconds_bucket`) || []) {
+    get(labels.tool).buckets.push([parseValue(labels.le), value]);
+  }
+  for (const { labels, value } of samples.get(`${prefix}_call_duration_seconds_sum`) || []) get(labels.tool).sum = value;
+  const rows = [...tools.values()].map((entry) => ({
+    tool: entry.tool,
+    calls: entry.calls,
+    errors: entry.errors,
+    errorsByCode: entry.errorsByCode,
+    p50: histogramQuantile(0.5, entry.buckets),
+    p99: histogramQuantile(0.99, entry.buckets),
+    mean: entry.calls ? entry.sum / entry.calls : null,
+  }));
+  rows.sort((a, b) => (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0));
+  const gauge = (name) => samples.get(name)?.[0]?.value ?? null;
+  const rejected = {};
+  for (const { labels, value } of samples.get("kosong_server_rejected_requests_total") || []) {
+    rejected[labels.reason] = value;
+  }
+  return {
+    tools: rows,
+    server: {
+      runsActive: gauge("kosong_server_runs_active"),
+      streamsOpen: gauge("kosong_server_streams_open"),
+      rejected,
+    },
+  };
+}
+
+/** A duration in seconds, for people: "850 µs", "12.3 ms", "1.25 s". */
+export function formatSeconds(seconds) {
+  if (seconds === null || seconds === undefined || Number.isNaN(seconds)) return "–";
+  if (seconds < 0.001) return `${Math.round(seconds * 1e6)} µs`;
+  if (seconds < 1) return `${short(seconds * 1000)} ms`;
+  return `${short(seconds)} s`;
+}
+
+function short(value) {
+  const text = value >= 100 ? String(Math.round(value)) : value.toPrecision(3);
+  return text.includes(".") ? text.replace(/0+$/, "").replace(/\.$/, "") : text;
+}
