@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import httpx
@@ -122,3 +123,16 @@ def test_kosong_serve_serves_the_example_page() -> None:
         "crawl_site", "plan_trip", "rainfall_chart", "exchange_rate", "flaky_lookup",
         "legacy_forecast", "forget_trip",
     ]  # fmt: skip
+
+
+def test_the_wheel_ships_the_page(tmp_path: Path) -> None:
+    build = "import sys, hatchling.build as b; print(b.build_wheel(sys.argv[1]))"
+    done = subprocess.run(
+        [sys.executable, "-c", build, str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    wheel = tmp_path / done.stdout.strip().splitlines()[-1]
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {n for n in archive.namelist() if n.startswith("kosong/server/inspector/")}
+    expected = {f"kosong/server/inspector/{p.name}" for p in ASSETS.iterdir()}
+    assert shipped == expected

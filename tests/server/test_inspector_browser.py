@@ -104,9 +104,11 @@ class Stepper(CallableTool2[StepParams]):
         return ToolOk(output=f"{params.steps} steps done")
 
 
-def _app(gate: Gate | None = None, **config: Any) -> Any:
+def _app(gate: Gate | None = None, *, stepper: bool = True, **config: Any) -> Any:
+    """The example tools, and the stepper unless told not to, on a server for the tests."""
     settings = ServerConfig(retry_ms=50, grace=1, **config)
-    return create_app(make_toolset(Stepper(gate or Gate())), settings)
+    extra = [Stepper(gate or Gate())] if stepper else []
+    return create_app(make_toolset(*extra), settings)
 
 
 # --- the browser and a page on a server -----------------------------------------------------------
@@ -174,9 +176,11 @@ class Session:
             "rows => rows.map(row => row.dataset.seq + ' ' + row.dataset.kind)"
         )
 
-    async def shot(self, name: str) -> None:
+    async def shot(self, name: str, *, full_page: bool = True) -> None:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        await self.page.screenshot(path=ARTIFACTS / f"{name}.png", full_page=True)
+        if not full_page:
+            await self.page.evaluate("window.scrollTo(0, 0)")
+        await self.page.screenshot(path=ARTIFACTS / f"{name}.png", full_page=full_page)
 
 
 @contextlib.asynccontextmanager
@@ -184,7 +188,7 @@ async def opened(browser: Browser, app: Any, *, via_proxy: bool = False) -> Asyn
     async with serving(app) as url:
         proxy = Proxy(int(url.rpartition(":")[2])) if via_proxy else None
         async with proxy.running() if proxy else contextlib.nullcontext(url) as base:
-            context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+            context = await browser.new_context(viewport={"width": 1280, "height": 880})
             page = await context.new_page()
             session = Session(page, base, proxy)
             page.on("pageerror", lambda error: session.errors.append(str(error)))
@@ -241,7 +245,7 @@ async def test_the_tools_are_listed_with_their_metadata_and_provider_verdicts(
 
 
 async def test_a_filled_form_calls_the_tool_and_the_result_is_rendered(browser: Browser) -> None:
-    async with opened(browser, _app()) as s:
+    async with opened(browser, _app(stepper=False)) as s:
         page = s.page
         await s.select("plan_trip")
         await s.field("start.name").fill("Munich")
@@ -282,6 +286,7 @@ async def test_a_filled_form_calls_the_tool_and_the_result_is_rendered(browser: 
             await expect(result.locator(f'[data-fact="{fact}"]')).not_to_be_empty()
         await expect(result.locator('[data-fact="trace"]')).to_contain_text("trace_")
         await expect(result.locator('[data-fact="cache"]')).to_have_text("not cacheable")
+        await s.shot("inspector", full_page=False)  # the one in the README (docs/inspector.png)
         await result.locator("details.envelope summary").click()
         envelope = result.locator('details.envelope pre[aria-label="the envelope"]')
         await expect(envelope).to_contain_text('"success": true')

@@ -112,7 +112,8 @@ export class SchemaForm {
     this.errors = [];
     this.check = true;
     const described = describe(this.root, this.root);
-    this.top = this.node(described, [], { required: true, isRoot: true });
+    // A root the form cannot draw (`{"type": "object"}` alone) is a JSON box that may be empty.
+    this.top = this.node(described, [], { required: described.kind !== "json", isRoot: true });
     this.element = h("div", { class: "schema-form" }, this.top.element);
   }
 
