@@ -661,3 +661,105 @@ async def test_latency_quantiles_are_estimated_from_the_histogram(browser: Brows
     # All ten in the (1 ms, 5 ms] bucket: P50 halfway through it, as Prometheus estimates.
     assert slow["p50"] == pytest.approx(0.003) and slow["p99"] == pytest.approx(0.00496)
     assert slow["mean"] == pytest.approx(0.003)
+
+
+FORM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "minLength": 2, "pattern": "^[a-z ]+$"},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+        "ratio": {"type": "number", "exclusiveMinimum": 0, "multipleOf": 0.5},
+        "exact": {"type": "boolean"},  # optional, no default: a choice of three
+        "safe": {"type": "boolean", "default": True},
+        "sort": {"enum": ["asc", "desc", None]},
+        "level": {"type": "integer", "enum": [1, 2, 3]},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        "kind": {"const": "search"},
+        "filters": {"type": "object"},  # free-form: a JSON box
+        "range": {
+            "type": "object",
+            "properties": {"low": {"type": "number"}, "high": {"type": "number"}},
+            "required": ["low", "high"],
+        },
+        "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "maxItems": 3},
+        "points": {
+            "type": "array",
+            "items": {"$ref": "#/$defs/Point"},
+        },
+    },
+    "required": ["query", "kind"],
+    "$defs": {
+        "Point": {
+            "type": "object",
+            "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+            "required": ["x", "y"],
+        }
+    },
+}
+
+FORM_ROUND_TRIP = """async ([schema, cases]) => {
+  const { SchemaForm } = await import("./inspector/form.js");
+  return cases.map((value) => {
+    const form = new SchemaForm(schema);
+    document.body.append(form.element);
+    form.fill(value);
+    const read = form.read();
+    form.element.remove();
+    return { value: read.value, errors: read.errors.map((e) => [e.path, e.message]) };
+  });
+}"""
+
+
+async def test_the_form_gives_back_the_arguments_it_was_filled_with(browser: Browser) -> None:
+    cases: list[dict[str, Any]] = [
+        {"query": "red shoes", "kind": "search"},
+        {
+            "query": "red shoes",
+            "kind": "search",
+            "limit": 5,
+            "ratio": 1.5,
+            "exact": False,
+            "safe": False,
+            "sort": None,
+            "level": 2,
+            "note": "hi",
+            "filters": {"size": [42, 43]},
+            "range": {"low": 1, "high": 2.5},
+            "tags": ["a", "b"],
+            "points": [{"x": 1, "y": 2}, {"x": 3, "y": 4}],
+        },
+    ]
+    defaults = {"limit": 10, "safe": True}
+    async with opened(browser, _app()) as s:
+        results = await s.page.evaluate(FORM_ROUND_TRIP, [FORM_SCHEMA, cases])
+        bad = await s.page.evaluate(
+            FORM_ROUND_TRIP,
+            [
+                FORM_SCHEMA,
+                [
+                    {
+                        "query": "X",
+                        "kind": "search",
+                        "limit": 80,
+                        "ratio": 0.7,
+                        "range": {"low": 1},
+                        "tags": ["a", "a", "b", "c"],
+                        "points": [{"x": 1}],
+                    }
+                ],
+            ],
+        )
+    assert results[0] == {"value": {**defaults, **cases[0]}, "errors": []}
+    assert results[1] == {"value": cases[1], "errors": []}
+    assert sorted(map(tuple, bad[0]["errors"])) == sorted(
+        [
+            (["query"], "must be at least 2 characters"),
+            (["query"], "must match the pattern ^[a-z ]+$"),
+            (["limit"], "must be at most 50"),
+            (["ratio"], "must be a multiple of 0.5"),
+            (["range", "high"], "Required: enter a value"),
+            (["tags"], "must have at most 3 items"),
+            (["tags"], "must not repeat an item"),
+            (["points", 0, "y"], "Required: enter a value"),
+        ]
+    )
