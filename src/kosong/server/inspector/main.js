@@ -144,6 +144,7 @@ function renderToolList() {
             onclick: () => selectTool(tool.name),
           },
           h("span", { class: "tool-name" }, tool.name),
+          h("span", { class: "tool-description" }, (tool.description || "").split("\n")[0]),
           h("span", { class: "badges" }, badges(tool, findingsOf(tool.name))),
         ),
       ),
