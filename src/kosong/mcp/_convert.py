@@ -3,8 +3,8 @@
 kosong → MCP (what our server sends):
 
 - the output's text or content parts become content blocks: `TextPart` → text, an image or
-  audio `data:` URL → image / audio content, any other URL (or a video) → a resource link, a
-  part of another kind → its JSON as text; a result's `message` is one more text block (first
+  audio `data:` URL → image / audio content, `ResourcePart` → an embedded resource, any other
+  URL (or a video) → a resource link or resource, a part of another kind → its JSON as text; a result's `message` is one more text block (first
   for an error, where it is the explanation, last for a success);
 - an error's code (`kosong.standard.error_code`) travels in `_meta["kosong/error"]`, so a kosong
   client gets the same kind of error back;
@@ -25,6 +25,7 @@ from typing import Any, cast
 
 import mcp_types as mcp
 
+from kosong.mcp.content import ResourcePart
 from kosong.message import AudioURLPart, ContentPart, ImageURLPart, TextPart, VideoURLPart
 from kosong.standard import coded_error, error_code
 from kosong.tooling import Tool, ToolError, ToolOk, ToolReturnValue
@@ -100,6 +101,15 @@ def _part_to_block(part: ContentPart) -> mcp.ContentBlock:
         return mcp.EmbeddedResource(
             resource=mcp.BlobResourceContents(uri="video:inline", mime_type=mime, blob=data)
         )
+    if isinstance(part, ResourcePart):
+        contents: mcp.TextResourceContents | mcp.BlobResourceContents
+        if part.text is not None:
+            contents = mcp.TextResourceContents(uri=part.uri, mime_type=part.mime_type, text=part.text)
+        else:
+            contents = mcp.BlobResourceContents(
+                uri=part.uri, mime_type=part.mime_type, blob=part.blob or ""
+            )
+        return mcp.EmbeddedResource(resource=contents)
     return mcp.TextContent(text=part.model_dump_json())  # a part of the user's own kind
 
 
