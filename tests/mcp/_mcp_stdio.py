@@ -1,0 +1,19 @@
+"""Serve a test server over stdio: `python _mcp_stdio.py kosong|sdk`."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _mcp_servers import kosong_toolset, serve_sdk_stdio  # noqa: E402
+
+from kosong.mcp import MCPToolServer  # noqa: E402
+
+if __name__ == "__main__":
+    if sys.argv[1] == "sdk":
+        asyncio.run(serve_sdk_stdio())
+    else:
+        asyncio.run(MCPToolServer(kosong_toolset(), name="kosong-stdio").run_stdio())
