@@ -252,9 +252,12 @@ class Subprocess:
         self.kill()
 
 
-def stdio_command(kind: str) -> list[str]:
-    """The command that serves `kind` ("kosong" or "sdk") over stdio in a child process."""
-    return [sys.executable, str(HERE / "_mcp_stdio.py"), kind]
+def stdio_command(kind: str, pidfile: Path | None = None) -> list[str]:
+    """The command that serves `kind` ("kosong" or "sdk") over stdio in a child process.
+
+    With `pidfile`, the child writes its process id there (for a test to kill it).
+    """
+    return [sys.executable, str(HERE / "_mcp_stdio.py"), kind, *([str(pidfile)] if pidfile else [])]
 
 
 async def serve_sdk_stdio() -> None:

@@ -1,8 +1,9 @@
-"""Serve a test server over stdio: `python _mcp_stdio.py kosong|sdk`."""
+"""Serve a test server over stdio: `python _mcp_stdio.py kosong|sdk [PIDFILE]`."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from _mcp_servers import kosong_toolset, serve_sdk_stdio  # noqa: E402
 from kosong.mcp import MCPToolServer  # noqa: E402
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2:  # tell the test who to kill
+        Path(sys.argv[2]).write_text(str(os.getpid()))
     if sys.argv[1] == "sdk":
         asyncio.run(serve_sdk_stdio())
     else:

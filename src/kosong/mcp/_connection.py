@@ -60,6 +60,7 @@ class _Live:
     client: Client
     group: anyio.abc.TaskGroup
     stop: anyio.Event = field(default_factory=anyio.Event)
+    calls: set[_Call] = field(default_factory=set[_Call])
 
 
 class Connection:
@@ -80,7 +81,6 @@ class Connection:
         self._live: _Live | None = None
         self._starting: asyncio.Future[_Live] | None = None
         self._supervisor: asyncio.Task[None] | None = None
-        self._calls: set[_Call] = set()
         self._closed = False
         self._connects = 0
         self.last_error: str | None = None
@@ -115,23 +115,27 @@ class Connection:
 
     async def _supervise(self, starting: asyncio.Future[_Live]) -> None:
         reason = "the connection was closed"
+        live: _Live | None = None
         try:
             async with (
                 Client(self.target, mode="auto", message_handler=self._on_message) as client,
                 anyio.create_task_group() as group,
             ):
                 live = _Live(client, group)
+                if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                    tools = client.server_capabilities.tools
+                    if tools is not None and tools.list_changed:
+                        # Listening before the connection counts as made: no change is missed.
+                        await group.start(self._listen, client)
                 self._live = live
                 self.last_error = None
+                if self._starting is starting:  # connected: no longer connecting
+                    self._starting = None
                 if not starting.done():
                     starting.set_result(live)
                 self._connects += 1
                 if self._connects > 1:  # a reconnection: the tools may have changed meanwhile
                     self._on_tools_changed(self)
-                if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                    tools = client.server_capabilities.tools
-                    if tools is not None and tools.list_changed:
-                        group.start_soon(self._listen, client)
                 if isinstance(self.target, str):
                     group.start_soon(self._watch, self.target, live)
                 await live.stop.wait()
@@ -143,12 +147,16 @@ class Connection:
             reason = _describe(e)
             logger.warning("MCP server %r: connection ended: %s", self.name, reason)
         finally:
-            self._live = None
-            self._starting = None
-            if not self._closed:
-                self.last_error = reason
+            if live is not None and self._live is live:
+                self._live = None
+                if not self._closed:
+                    self.last_error = reason
+            if self._starting is starting:
+                self._starting = None
+                if not self._closed:
+                    self.last_error = reason
             gone = ServerGone(f"the MCP server `{self.name}` is unreachable: {reason}")
-            for call in list(self._calls):
+            for call in list(live.calls if live is not None else ()):
                 if not call.future.done():
                     call.future.set_exception(gone)
             if not starting.done():
@@ -156,11 +164,21 @@ class Connection:
                 starting.exception()  # retrieved: no "never retrieved" warning if nobody waits
 
     def _end(self, live: _Live, reason: str) -> None:
-        """End the live connection (it failed): its calls fail, the next call reconnects."""
-        if self._live is live:
+        """End the live connection (it failed): its calls fail, the next call reconnects.
+
+        It is forgotten at once, so the next call starts a new connection even while this
+        one is still being torn down.
+        """
+        if not live.stop.is_set():
             logger.warning("MCP server %r: %s", self.name, reason)
-            self.last_error = reason
             live.stop.set()
+        if self._live is live:
+            self._live = None
+            self.last_error = reason
+        gone = ServerGone(f"the MCP server `{self.name}` is unreachable: {reason}")
+        for call in list(live.calls):
+            if not call.future.done():
+                call.future.set_exception(gone)
 
     async def _watch(self, url: str, live: _Live) -> None:
         """While calls are pending, check every half second that the server still listens."""
@@ -169,7 +187,7 @@ class Connection:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         while True:
             await anyio.sleep(_WATCH_INTERVAL)
-            if not self._calls:
+            if not live.calls:
                 continue
             try:
                 with anyio.fail_after(_WATCH_INTERVAL):
@@ -179,14 +197,21 @@ class Connection:
                 self._end(live, f"the server stopped listening ({describe_exception(e)})")
                 return
 
-    async def _listen(self, client: Client) -> None:
+    async def _listen(
+        self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         """2026 era: refresh the tools whenever the server says they changed."""
+        started = False
         try:
             async with client.listen(tools_list_changed=True) as subscription:
+                task_status.started()
+                started = True
                 async for _ in subscription:
                     self._on_tools_changed(self)
         except Exception as e:  # no change notifications then; calls still work
             logger.info("MCP server %r: change notifications ended: %s", self.name, _describe(e))
+            if not started:
+                task_status.started()
 
     async def _on_message(self, message: IncomingMessage) -> None:
         """Handshake era: a `tools/list_changed` notification refreshes the tools."""
@@ -232,7 +257,7 @@ class Connection:
         """
         live = await self._connected()
         call = _Call(asyncio.get_running_loop().create_future())
-        self._calls.add(call)
+        live.calls.add(call)
         try:
             live.group.start_soon(self._run, live, call, name, arguments, timeout, progress)
             return await call.future
@@ -242,7 +267,7 @@ class Connection:
                 call.scope.cancel()  # the SDK tells the server (notifications/cancelled)
             raise
         finally:
-            self._calls.discard(call)
+            live.calls.discard(call)
 
     async def _run(
         self,
@@ -263,10 +288,12 @@ class Connection:
                     name, arguments, read_timeout_seconds=timeout, progress_callback=progress
                 )
             except MCPError as e:
+                error: Exception = e
                 if e.code == mcp.CONNECTION_CLOSED:
                     self._end(live, f"the connection closed: {e.message}")
+                    error = ServerGone(f"the MCP server `{self.name}` went away during the call")
                 if not future.done():
-                    future.set_exception(e)
+                    future.set_exception(error)
             except asyncio.CancelledError:
                 if not call.abandoned and not live.stop.is_set():
                     # Not ours: the SDK's transport failed under the call.
