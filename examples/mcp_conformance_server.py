@@ -37,11 +37,15 @@ def _png_1x1_red() -> str:
     """A 1x1 red PNG, base64 (built here rather than pasted as an opaque string)."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
     pixels = zlib.compress(b"\x00\xff\x00\x00")  # filter byte, then one red pixel
-    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    png = (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
     return base64.b64encode(png).decode()
 
 
@@ -74,13 +78,17 @@ def test_simple_text() -> str:
 @tool
 def test_image_content() -> ToolReturnValue:
     """Return an image (a 1x1 red PNG)."""
-    return ToolOk(output=ImageURLPart(image_url=ImageURLPart.ImageURL(url=f"data:image/png;base64,{PNG}")))
+    return ToolOk(
+        output=ImageURLPart(image_url=ImageURLPart.ImageURL(url=f"data:image/png;base64,{PNG}"))
+    )
 
 
 @tool
 def test_audio_content() -> ToolReturnValue:
     """Return an audio clip (a short silent WAV)."""
-    return ToolOk(output=AudioURLPart(audio_url=AudioURLPart.AudioURL(url=f"data:audio/wav;base64,{WAV}")))
+    return ToolOk(
+        output=AudioURLPart(audio_url=AudioURLPart.AudioURL(url=f"data:audio/wav;base64,{WAV}"))
+    )
 
 
 @tool
@@ -313,7 +321,9 @@ def toolset() -> SimpleToolset:
 
 def server() -> MCPToolServer:
     """The fixture toolset behind an MCP server (resumable streams, 0.5 s retry hint)."""
-    return MCPToolServer(toolset(), name="kosong-conformance", version="1.0.0", retry_interval_ms=500)
+    return MCPToolServer(
+        toolset(), name="kosong-conformance", version="1.0.0", retry_interval_ms=500
+    )
 
 
 def main() -> None:

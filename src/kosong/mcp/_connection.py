@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,19 +23,21 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 import mcp_types as mcp
-from mcp import Client, StdioServerParameters
 from mcp.client.session import IncomingMessage
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kosong.tooling.error import describe_exception
+from mcp import Client, StdioServerParameters
 
 logger = logging.getLogger(__name__)
 
 Target = str | StdioServerParameters
 """A server: the URL of a streamable HTTP endpoint, or a command to run over stdio."""
 
-ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
+ProgressCallback = ProgressFnT
+"""What receives a call's progress: `(progress, total, message)`."""
 
 _WATCH_INTERVAL = 0.5
 
@@ -246,7 +248,7 @@ class Connection:
         name: str,
         arguments: dict[str, Any],
         *,
-        timeout: float | None,
+        read_timeout: float | None,
         progress: ProgressCallback | None,
     ) -> mcp.CallToolResult:
         """Call a tool; cancelling the caller cancels the request on the server.
@@ -259,7 +261,7 @@ class Connection:
         call = _Call(asyncio.get_running_loop().create_future())
         live.calls.add(call)
         try:
-            live.group.start_soon(self._run, live, call, name, arguments, timeout, progress)
+            live.group.start_soon(self._run, live, call, name, arguments, read_timeout, progress)
             return await call.future
         except asyncio.CancelledError:
             call.abandoned = True
@@ -275,7 +277,7 @@ class Connection:
         call: _Call,
         name: str,
         arguments: dict[str, Any],
-        timeout: float | None,
+        read_timeout: float | None,
         progress: ProgressCallback | None,
     ) -> None:
         future = call.future
@@ -285,7 +287,7 @@ class Connection:
                 return
             try:
                 result = await live.client.call_tool(
-                    name, arguments, read_timeout_seconds=timeout, progress_callback=progress
+                    name, arguments, read_timeout_seconds=read_timeout, progress_callback=progress
                 )
             except MCPError as e:
                 error: Exception = e
@@ -326,6 +328,7 @@ class Connection:
 
 def _describe(error: BaseException) -> str:
     """A readable reason, out of the exception groups the SDK's task groups raise."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
+    inner: object = getattr(error, "exceptions", None)
+    if isinstance(inner, tuple) and inner and isinstance(inner[0], BaseException):
+        return _describe(inner[0])
     return describe_exception(error)

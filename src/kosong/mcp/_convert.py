@@ -4,8 +4,9 @@ kosong → MCP (what our server sends):
 
 - the output's text or content parts become content blocks: `TextPart` → text, an image or
   audio `data:` URL → image / audio content, `ResourcePart` → an embedded resource, any other
-  URL (or a video) → a resource link or resource, a part of another kind → its JSON as text; a result's `message` is one more text block (first
-  for an error, where it is the explanation, last for a success);
+  URL (or a video) → a resource link or resource, a part of another kind → its JSON as text;
+  a result's `message` is one more text block (first for an error, where it is the
+  explanation, last for a success);
 - an error's code (`kosong.standard.error_code`) travels in `_meta["kosong/error"]`, so a kosong
   client gets the same kind of error back;
 - a tool that declares an `output_schema` sends its JSON output as `structuredContent` too.
@@ -34,7 +35,9 @@ from kosong.utils.typing import JsonType
 ERROR_META_KEY = "kosong/error"
 """The `_meta` key of a `CallToolResult` that carries a kosong error's code."""
 
-_DATA_URL = re.compile(r"^data:(?P<mime>[^;,]*)(?P<params>(?:;[^;,]*)*?);base64,(?P<data>.*)$", re.S)
+_DATA_URL = re.compile(
+    r"^data:(?P<mime>[^;,]*)(?P<params>(?:;[^;,]*)*?);base64,(?P<data>.*)$", re.S
+)
 
 
 # --- kosong → MCP ---------------------------------------------------------------------------
@@ -104,7 +107,9 @@ def _part_to_block(part: ContentPart) -> mcp.ContentBlock:
     if isinstance(part, ResourcePart):
         contents: mcp.TextResourceContents | mcp.BlobResourceContents
         if part.text is not None:
-            contents = mcp.TextResourceContents(uri=part.uri, mime_type=part.mime_type, text=part.text)
+            contents = mcp.TextResourceContents(
+                uri=part.uri, mime_type=part.mime_type, text=part.text
+            )
         else:
             contents = mcp.BlobResourceContents(
                 uri=part.uri, mime_type=part.mime_type, blob=part.blob or ""
@@ -168,7 +173,9 @@ def _block_to_part(block: mcp.ContentBlock) -> ContentPart:
         resource = block.resource
         if isinstance(resource, mcp.TextResourceContents):
             return TextPart(text=resource.text)
-        return _blob_part(resource.mime_type or "application/octet-stream", resource.blob, resource.uri)
+        return _blob_part(
+            resource.mime_type or "application/octet-stream", resource.blob, resource.uri
+        )
     # A resource link: the model reads where the resource is.
     mime = f", {block.mime_type}" if block.mime_type else ""
     return TextPart(text=f"[resource {block.name}{mime}: {block.uri}]")

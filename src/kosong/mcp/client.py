@@ -37,7 +37,6 @@ from types import TracebackType
 from typing import Any, Self
 
 import mcp_types as mcp
-from mcp import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from pydantic import PrivateAttr, ValidationError
 
@@ -48,6 +47,7 @@ from kosong.standard import CallContext, current_call
 from kosong.tooling import CallableTool, HandleResult, Tool, ToolError, ToolReturnValue, Toolset
 from kosong.tooling.error import ToolNetworkError, ToolTimeoutError, describe_exception
 from kosong.tooling.simple import SimpleToolset
+from mcp import StdioServerParameters
 
 __all__ = ["MCPTool", "MCPToolset", "ServerSpec"]
 
@@ -82,7 +82,7 @@ class MCPTool(CallableTool):
         progress = _forward_progress(ctx) if ctx is not None and ctx.has_listeners else None
         try:
             result = await connection.call(
-                self.remote_name, kwargs, timeout=self._timeout, progress=progress
+                self.remote_name, kwargs, read_timeout=self._timeout, progress=progress
             )
         except ServerGone as e:
             return ToolNetworkError(str(e))

@@ -176,7 +176,9 @@ class SessionEventStore(EventStore):
             return f"unbound-{secrets.token_hex(8)}"
         return await self._log.append(binding.key, stream_id, message)
 
-    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+    async def replay_events_after(
+        self, last_event_id: str, send_callback: EventCallback
+    ) -> str | None:
         """Replay the current session's events after `last_event_id`; None if it has none."""
         binding = _BINDING.get()
         if binding is None:

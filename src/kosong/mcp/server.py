@@ -33,7 +33,7 @@ import itertools
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any, cast
 
 import anyio
@@ -151,7 +151,9 @@ class MCPToolServer:
                 resumption); 2026-era requests are stateless anyway.
         """
         self._toolset: PolicyToolset = (
-            toolset if isinstance(toolset, PolicyToolset) else with_policies(toolset, _Passthrough())
+            toolset
+            if isinstance(toolset, PolicyToolset)
+            else with_policies(toolset, _Passthrough())
         )
         self._event_store = event_store if event_store is not None else SessionEventStore()
         self._security = TransportSecuritySettings(
@@ -291,7 +293,7 @@ class MCPToolServer:
         return [Route(path, endpoint=_ASGIEndpoint(self._asgi), methods=["GET", "POST", "DELETE"])]
 
     @contextlib.asynccontextmanager
-    async def lifespan(self, app: object = None) -> AsyncIterator[None]:
+    async def lifespan(self, app: object = None) -> AsyncGenerator[None]:
         """Run the HTTP side (the SDK's session manager) while the context is open.
 
         Usable as a Starlette `lifespan` (it takes the app and ignores it) or entered on its
