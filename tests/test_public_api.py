@@ -15,6 +15,11 @@ PUBLIC_MODULES = [
     "kosong.tooling.empty",
     "kosong.tooling.function",
     "kosong.tooling.langchain",
+    "kosong.mcp",
+    "kosong.mcp.client",
+    "kosong.mcp.content",
+    "kosong.mcp.events",
+    "kosong.mcp.server",
     "kosong.utils.jsonschema",
     "kosong.utils.typing",
 ]

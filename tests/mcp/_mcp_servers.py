@@ -29,7 +29,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 from starlette.types import ASGIApp
 
-from kosong.mcp import MCPToolServer
+from kosong.mcp import MCPToolServer, mcp_request
 from kosong.standard import report_progress
 from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue, tool
 from kosong.tooling.error import ToolRateLimitedError
@@ -119,7 +119,16 @@ def kosong_toolset(probe: Probe | None = None) -> SimpleToolset:
         os.write(1, b"nor this\n")
         return "ok"
 
-    return SimpleToolset([Add(), slow, wait_forever, boom, limited, shout])
+    @tool
+    async def reconnect() -> str:
+        """Close this call's SSE stream, then answer (on the stream the client resumes)."""
+        ctx = mcp_request()
+        assert ctx is not None and ctx.close_sse_stream is not None
+        await ctx.close_sse_stream()
+        await asyncio.sleep(0.2)
+        return "resumed"
+
+    return SimpleToolset([Add(), slow, wait_forever, boom, limited, shout, reconnect])
 
 
 def kosong_app() -> ASGIApp:

@@ -58,7 +58,9 @@ async def test_tools_list_gives_schemas_annotations_and_output_schema(server: Uv
     async with Client(server.url, mode=mode) as client:
         assert client.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
         listed = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(listed) == {"add", "slow", "wait_forever", "boom", "limited", "shout", "weather"}
+    assert set(listed) == {
+        "add", "slow", "wait_forever", "boom", "limited", "shout", "reconnect", "weather"
+    }  # fmt: skip
     add = listed["add"]
     assert add.input_schema["required"] == ["a", "b"]
     assert add.annotations == mcp.ToolAnnotations(
