@@ -45,7 +45,9 @@ _DATA_URL = re.compile(
 
 def output_schema_of(tool: Tool) -> dict[str, Any] | None:
     """The tool's declared output schema (an `output_schema` dict attribute), or None."""
-    schema: object = getattr(tool, "output_schema", None)
+    # A field of the tool's model, or an attribute of its class; looked up without getattr,
+    # whose miss on a pydantic model raises (and costs) an AttributeError on every call.
+    schema: object = vars(tool).get("output_schema", getattr(type(tool), "output_schema", None))
     return cast(dict[str, Any], schema) if isinstance(schema, dict) else None
 
 

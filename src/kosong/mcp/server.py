@@ -33,13 +33,13 @@ import itertools
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Sequence
 from typing import Any, cast
 
 import anyio
 import mcp_types as mcp
 from mcp.server import Server
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
@@ -53,7 +53,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kosong.mcp._convert import output_schema_of, to_call_tool_result, to_mcp_tool
 from kosong.mcp.events import SessionEventStore
@@ -168,7 +168,9 @@ class MCPToolServer:
         self._bus = InMemorySubscriptionBus()
         # Handshake-era sessions to tell about tool changes, by transport session id.
         self._sessions: OrderedDict[str, ServerSession] = OrderedDict()
-        self._manager: StreamableHTTPSessionManager | None = None
+        self._managers: tuple[StreamableHTTPSessionManager, StreamableHTTPSessionManager] | None = (
+            None
+        )
         self._server = _ToolsServer(
             name,
             version=version,
@@ -181,7 +183,9 @@ class MCPToolServer:
         self._server.add_request_handler(
             "logging/setLevel", mcp.SetLevelRequestParams, self._set_logging_level
         )
-        self._server.middleware.append(self._track_sessions)
+        self._server.add_notification_handler(
+            "notifications/initialized", mcp.NotificationParams, self._session_initialized
+        )
 
     @property
     def toolset(self) -> PolicyToolset:
@@ -257,16 +261,15 @@ class MCPToolServer:
                     await ctx.session.report_progress(progress, 100, message)
             return await events.result()
 
-    async def _track_sessions(
-        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        if ctx.method == "notifications/initialized":
-            key = _session_key(ctx)
-            if key is not None:
-                self._sessions[key] = ctx.session
-                if len(self._sessions) > 10_000:
-                    self._sessions.popitem(last=False)
-        return await call_next(ctx)
+    async def _session_initialized(
+        self, ctx: ServerRequestContext[Any, Any], params: mcp.NotificationParams
+    ) -> None:
+        """Remember a handshake-era session, to tell it when the tools change."""
+        key = _session_key(ctx)
+        if key is not None:
+            self._sessions[key] = ctx.session
+            if len(self._sessions) > 10_000:
+                self._sessions.popitem(last=False)
 
     # --- tool changes ----------------------------------------------------------------------
 
@@ -294,14 +297,14 @@ class MCPToolServer:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncGenerator[None]:
-        """Run the HTTP side (the SDK's session manager) while the context is open.
+        """Run the HTTP side (the SDK's session managers) while the context is open.
 
         Usable as a Starlette `lifespan` (it takes the app and ignores it) or entered on its
         own; once it exits, it can be entered again.
         """
-        if self._manager is not None:
+        if self._managers is not None:
             raise RuntimeError("this MCPToolServer's lifespan is already running")
-        manager = StreamableHTTPSessionManager(
+        streaming = StreamableHTTPSessionManager(
             app=self._server,
             event_store=self._event_store,
             stateless=self._stateless,
@@ -309,12 +312,17 @@ class MCPToolServer:
             retry_interval=self._retry_interval,
             session_idle_timeout=self._idle_timeout,
         )
-        async with manager.run():
-            self._manager = manager
+        # 2026-era calls that cannot stream anything are answered as plain JSON: the SDK's
+        # streaming mode costs a task and three event-loop turns per request (see `_asgi`).
+        plain = StreamableHTTPSessionManager(
+            app=self._server, stateless=True, json_response=True, security_settings=self._security
+        )
+        async with streaming.run(), plain.run():
+            self._managers = (streaming, plain)
             try:
                 yield
             finally:
-                self._manager = None
+                self._managers = None
                 self._sessions.clear()
 
     def app(self, path: str = "/mcp") -> Starlette:
@@ -322,18 +330,29 @@ class MCPToolServer:
         return Starlette(routes=self.routes(path), lifespan=self.lifespan)
 
     async def _asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
-        manager = self._manager
-        if manager is None:
+        managers = self._managers
+        if managers is None:
             response = JSONResponse(
                 {"error": "the MCP server is not running: enter MCPToolServer.lifespan first"},
                 status_code=503,
             )
             await response(scope, receive, send)
             return
+        streaming, plain = managers
+        if _is_modern_tool_call(scope):
+            # A 2026-era tools/call streams only progress (asked by a progress token) and
+            # log messages (asked by a log level); without either marker in its body, it
+            # goes to the plain JSON manager. A false marker (the word inside an argument)
+            # only costs the streaming path; a body too big to look at goes there as well.
+            head, replay = await _peek_body(receive)
+            if head is not None and b'"progressToken"' not in head and b"logLevel" not in head:
+                await _cancelled_on_disconnect(plain.handle_request(scope, replay, send), receive)
+                return
+            receive = replay
         store = self._event_store
         if isinstance(store, SessionEventStore):
             send = store.bind(scope, send)
-        await manager.handle_request(scope, receive, send)
+        await streaming.handle_request(scope, receive, send)
 
     # --- stdio -----------------------------------------------------------------------------
 
@@ -357,6 +376,78 @@ class _ASGIEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
+
+
+_PEEK_LIMIT = 64 * 1024
+
+
+def _is_modern_tool_call(scope: Scope) -> bool:
+    """A POST of the 2026 era (a non-handshake protocol version) naming `tools/call`."""
+    if scope.get("method") != "POST":
+        return False
+    version = method = None
+    for key, value in scope.get("headers", ()):
+        if key == b"mcp-protocol-version":
+            version = value
+        elif key == b"mcp-method":
+            method = value
+    return (
+        version is not None
+        and method == b"tools/call"
+        and version.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS
+    )
+
+
+async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) -> None:
+    """Await `answer`, cancelling it if the client disconnects first.
+
+    The SDK's JSON mode does not watch for a client that leaves (its streaming mode does, with
+    a task group per request): here one small task waits for the disconnect, and is usually
+    cancelled before it ever runs, as most answers need no waiting.
+    """
+    task = asyncio.current_task()
+    assert task is not None
+    left = False
+
+    async def wait_for_disconnect() -> None:
+        nonlocal left
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        left = True
+        task.cancel()
+
+    watcher = asyncio.ensure_future(wait_for_disconnect())
+    try:
+        await answer
+    except asyncio.CancelledError:
+        if left and task.uncancel() == 0:
+            return  # the client left: nobody to answer, and nothing else cancelled us
+        raise
+    finally:
+        watcher.cancel()
+
+
+async def _peek_body(receive: Receive) -> tuple[bytes | None, Receive]:
+    """The request's whole body (None if over 64 KiB), and a `receive` that gives it again."""
+    chunks: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        chunks.append(message)
+        if message["type"] != "http.request":
+            break  # the client left: let the SDK see it
+        size += len(message.get("body", b""))
+        if size > _PEEK_LIMIT or not message.get("more_body", False):
+            break
+    complete = chunks[-1]["type"] == "http.request" and not chunks[-1].get("more_body", False)
+    head = b"".join(m.get("body", b"") for m in chunks) if complete else None
+
+    async def replay() -> Message:
+        if chunks:
+            return chunks.pop(0)
+        return await receive()
+
+    return head, replay
 
 
 def _session_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
