@@ -43,7 +43,7 @@ from collections.abc import Callable
 from pydantic import BaseModel
 
 from kosong.message import ToolCall
-from kosong.standard.context import CallContext
+from kosong.standard.context import PolicyContext
 from kosong.standard.pipeline import Forward, Policy, PolicyToolset, with_policies
 from kosong.standard.policies import (
     ApprovalPolicy,
@@ -160,7 +160,7 @@ class Answering(Policy):
 
     answer = ToolOk(output="3")  # made once: making a ToolOk is the tool's cost, not ours
 
-    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+    async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         return ToolResult(call.id, self.answer)
 
 

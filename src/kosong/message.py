@@ -7,12 +7,11 @@ user is found the same way.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Literal
 
-from pydantic import BaseModel, GetCoreSchemaHandler
-from pydantic_core import core_schema
+from pydantic import BaseModel
 
-from kosong._model import OverridableModelMeta, register_type, type_dispatch_schema
+from kosong._model import TypedModel
 from kosong.utils.typing import JsonType
 
 __all__ = [
@@ -28,36 +27,9 @@ __all__ = [
     "VideoURLPart",
 ]
 
-_PARTS: dict[str, type[ContentPart]] = {}
 
-
-class ContentPart(BaseModel, metaclass=OverridableModelMeta):
+class ContentPart(TypedModel):
     """One piece of message content. Subclasses set a string `type` and register under it."""
-
-    type: str
-    """The discriminator a subclass registers under, such as "text"."""
-
-    registry: ClassVar[dict[str, type[ContentPart]]] = _PARTS
-
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        type_ = cls.model_fields["type"].default
-        if not isinstance(type_, str) or not type_:
-            raise TypeError(
-                f"ContentPart subclass {cls.__qualname__} must set a non-empty string `type`, "
-                f'e.g. `type: str = "text"`'
-            )
-        register_type(_PARTS, type_, cls, "ContentPart")
-
-    @classmethod
-    def __get_pydantic_core_schema__(
-        cls, source: type[BaseModel], handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        # Only the base dispatches; `ContentPart` is not bound yet while its own schema is built.
-        if source.__module__ == __name__ and source.__qualname__ == "ContentPart":
-            return type_dispatch_schema(source, _PARTS, what="content part")
-        return handler(source)
 
 
 class TextPart(ContentPart):

@@ -1,4 +1,4 @@
-"""Tools and helpers shared by the tests of kosong.standard.
+"""Tools and helpers shared by the tests of kosong.standard (`make_call` is kosong.testing's).
 
 Each tool records its calls, so a test can prove how often the body ran.
 """
@@ -12,19 +12,25 @@ from typing import Any
 
 from pydantic import BaseModel, PrivateAttr
 
-from kosong.message import ToolCall
+from kosong.standard.pipeline import Policy
+from kosong.standard.policies import (
+    ApprovalPolicy,
+    CachePolicy,
+    DebugPolicy,
+    DeprecationPolicy,
+    EventHookPolicy,
+    MetricsPolicy,
+    RepeatGuardPolicy,
+    RetryPolicy,
+    SingleFlightPolicy,
+    TimeoutPolicy,
+    TracingPolicy,
+    TruncationPolicy,
+)
+from kosong.testing import ScriptedTool
+from kosong.testing import make_call as make_call  # the tests import it from here too
 from kosong.tooling import CallableTool2, ToolOk, ToolResult, ToolReturnValue
 from kosong.tooling.simple import SimpleToolset
-
-
-def make_call(name: str, arguments: Any = None, call_id: str = "call-1", **extras: Any) -> ToolCall:
-    """A ToolCall; `arguments` is JSON-encoded unless it is already a string (or None)."""
-    text = arguments if isinstance(arguments, str) or arguments is None else json.dumps(arguments)
-    return ToolCall(
-        id=call_id,
-        function=ToolCall.FunctionBody(name=name, arguments=text),
-        extras=extras or None,
-    )
 
 
 class WeatherParams(BaseModel):
@@ -58,42 +64,13 @@ class AnyParams(BaseModel):
     model_config = {"extra": "allow"}
 
 
-class Scripted(CallableTool2[AnyParams]):
-    """Returns, call after call, what `script` gives for the call number (0, 1, 2...).
+class Scripted(ScriptedTool):
+    """Named "scripted": answers call n with `script(n)` (a value, or an awaitable of one)."""
 
-    `script(n)` may be a ToolReturnValue or an awaitable of one; `calls` counts the calls.
-    """
-
-    name: str = "scripted"
-    description: str = "A tool that follows a script"
-    params: type[AnyParams] = AnyParams
-
-    _script: Callable[[int], Any] = PrivateAttr()
-    _calls: int = PrivateAttr(default=0)
-    _changed: asyncio.Condition = PrivateAttr(default_factory=asyncio.Condition)
-
-    def __init__(self, script: Callable[[int], Any], **data: Any) -> None:
-        super().__init__(**data)
-        self._script = script
-
-    @property
-    def calls(self) -> int:
-        return self._calls
-
-    async def wait_calls(self, n: int) -> None:
-        """Wait until the body has been entered `n` times."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: self._calls >= n)
-
-    async def __call__(self, params: AnyParams) -> ToolReturnValue:
-        n = self._calls
-        async with self._changed:
-            self._calls += 1
-            self._changed.notify_all()
-        result = self._script(n)
-        if asyncio.iscoroutine(result):
-            result = await result
-        return result
+    def __init__(self, script: Callable[[int], Any], **metadata: Any) -> None:
+        name = metadata.pop("name", "scripted")
+        metadata.setdefault("description", "A tool that follows a script")
+        super().__init__(name, script, **metadata)
 
 
 class Blocking(CallableTool2[AnyParams]):
@@ -161,3 +138,21 @@ def output_json(value: ToolReturnValue | ToolResult) -> Any:
         value = value.return_value
     assert isinstance(value.output, str)
     return json.loads(value.output)
+
+
+def every_policy() -> list[Policy]:
+    """Every policy, new, from the outside in, as the docs order them."""
+    return [
+        MetricsPolicy(),
+        TracingPolicy(),
+        EventHookPolicy(lambda event: None),
+        DebugPolicy(include_arguments=True),
+        DeprecationPolicy(),
+        RepeatGuardPolicy(),
+        ApprovalPolicy(lambda request: True),
+        TruncationPolicy(),
+        CachePolicy(),
+        SingleFlightPolicy(),
+        RetryPolicy(base_delay=0.001),
+        TimeoutPolicy(10),
+    ]

@@ -7,7 +7,6 @@ import base64
 from pathlib import Path
 
 import pytest
-from _std_tools import output_json
 
 from kosong.standard.binary import (
     INLINE_LIMIT,
@@ -19,6 +18,7 @@ from kosong.standard.binary import (
     decode_binary,
 )
 from kosong.standard.envelope import attach_metadata, to_envelope
+from tests.standard._std_tools import output_json
 
 META = {
     "tool_name": "generate_report",

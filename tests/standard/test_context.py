@@ -1,91 +1,141 @@
-"""CallContext: the parsed arguments and their digest, shared by the policies of a call."""
+"""The two contexts of a call: the tool's small view, and what the policies share."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from _std_tools import make_call
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kosong.standard import context
-from kosong.standard.context import UNPARSEABLE, CallContext, canonical_json
-from kosong.tooling._arguments import DEFAULT_LIMITS
-
-
-def ctx_for(arguments: Any) -> CallContext:
-    return CallContext(make_call("tool", arguments), None)
-
-
-async def test_the_digest_ignores_key_order_and_spacing() -> None:
-    texts = ['{"a": 1, "b": [1, 2]}', '{"b":[1,2],"a":1}', ' { "b" : [ 1 , 2 ] , "a" : 1 } ']
-    digests = {await ctx_for(text).arguments_digest() for text in texts}
-    assert len(digests) == 1
-    assert ctx_for('{"a": 1, "b": [2, 1]}').arguments_digest_nowait() not in digests
-
-
-async def test_waiting_and_not_waiting_give_the_same_digest() -> None:
-    for text in ['{"x": "é", "y": null}', "[1, 2.5]", None, "", '{"x": ']:
-        fresh = ctx_for(text).arguments_digest_nowait()
-        assert fresh == await ctx_for(text).arguments_digest()
-        context._DIGESTS.clear()  # computed afresh, not remembered
-        assert fresh == await ctx_for(text).arguments_digest()
-        assert fresh == ctx_for(text).arguments_digest_nowait()
-
-
-async def test_arguments_that_do_not_parse_are_digested_as_written() -> None:
-    first, second = ctx_for('{"a": 1'), ctx_for('{"a":1')
-    assert first.arguments_parsed is None  # not looked at yet
-    assert await first.arguments_digest() != await second.arguments_digest()
-    assert first.arguments_parsed is False and second.arguments_parsed is False
-    assert await first.arguments() is UNPARSEABLE
-
-
-async def test_a_remembered_digest_still_says_whether_the_arguments_parse() -> None:
-    for text, parses in (('{"ok": true}', True), ('{"ok": tru', False)):
-        ctx_for(text).arguments_digest_nowait()  # now remembered
-        again = ctx_for(text)
-        assert again.arguments_digest_nowait() is not None
-        assert again.arguments_parsed is parses
-        # The arguments themselves are still parsed when asked for.
-        assert (await again.arguments() is UNPARSEABLE) is not parses
-
-
-async def test_long_arguments_are_digested_only_once_parsed() -> None:
-    text = json.dumps({"blob": "x" * (DEFAULT_LIMITS.offload_length + 1)})
-    ctx = ctx_for(text)
-    assert ctx.arguments_digest_nowait() is None  # parsing would stall the loop
-    digest = await ctx.arguments_digest()  # parsed in a worker thread
-    assert ctx.arguments_digest_nowait() == digest and ctx.arguments_parsed is True
-    parsed_first = ctx_for(text)
-    await parsed_first.arguments()
-    assert parsed_first.arguments_digest_nowait() == digest
-
-
-def test_the_remembered_digests_are_bounded() -> None:
-    limit = context._MEMO_ENTRIES
-    for i in range(limit + 10):
-        ctx_for({"i": i}).arguments_digest_nowait()
-    assert 0 < len(context._DIGESTS) <= limit
-    long_text = json.dumps({"x": "y" * context._MEMO_TEXT})
-    ctx_for(long_text).arguments_digest_nowait()
-    assert long_text not in context._DIGESTS
-
-
-JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(10**30), max_value=10**30)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=20,
+from kosong.message import ToolCall
+from kosong.standard.context import (
+    RESERVED_METADATA,
+    CallContext,
+    PolicyContext,
+    arguments_digest,
+    current_call,
 )
+from kosong.standard.pipeline import Forward, Policy, with_policies
+from kosong.standard.policies import DebugPolicy
+from kosong.testing import ScriptedTool
+from kosong.tooling import ToolOk, ToolResult, ToolReturnValue
+from tests.standard._std_tools import Weather, make_call, standard_data, toolset
+from tests.tooling._strategies import json_values
 
 
-@given(JSON)
-def test_the_fast_canonical_encoding_is_canonical_json(value: Any) -> None:
-    parsed = json.loads(json.dumps(value))  # what parse_arguments would give
-    fast = context._parsed_canonical_json
-    assert fast(parsed) == canonical_json(parsed)
+class Keys(Policy):
+    """Notes the arguments key of every call."""
+
+    def __init__(self) -> None:
+        self.keys: list[str | None] = []
+
+    async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
+        self.keys.append(ctx.arguments_key)
+        return await forward(call, ctx)
+
+
+async def keys_of(*texts: str) -> list[str | None]:
+    policy = Keys()
+    pipeline = with_policies(toolset(Weather()), policy)
+    for text in texts:
+        await pipeline.handle(make_call("get_weather", text))
+    return policy.keys
+
+
+async def test_reordered_keys_and_spacing_share_an_arguments_key() -> None:
+    keys = await keys_of(
+        '{"location": "x", "unit": "c"}',
+        '{"unit":"c","location":"x"}',
+        ' { "unit" : "c" ,"location":"x"}',
+    )
+    assert len(set(keys)) == 1 and keys[0] is not None
+
+
+async def test_a_json_string_argument_and_the_object_it_encodes_do_not_share_a_key() -> None:
+    plain = json.dumps({"location": "x"})
+    keys = await keys_of(plain, json.dumps(plain))
+    assert None not in keys and keys[0] != keys[1]
+
+
+async def test_different_values_have_different_keys() -> None:
+    keys = await keys_of('{"location": "x"}', '{"location": "y"}', '{"location": "x", "unit": "k"}')
+    assert len(set(keys)) == 3
+
+
+async def test_arguments_the_toolset_refuses_have_no_key() -> None:
+    assert await keys_of('{"location": ', '{"location": "x", "location": "y"}') == [None, None]
+
+
+@given(json_values())
+def test_the_key_ignores_key_order_for_any_json_object(value: Any) -> None:
+
+    if isinstance(value, dict):
+        reordered = dict(reversed(list(value.items())))
+        assert arguments_digest(value, False) == arguments_digest(reordered, False)
+    assert arguments_digest({"v": value}, False) != arguments_digest({"v": value}, True)
+
+
+async def test_a_tool_sees_only_its_small_context() -> None:
+    seen: dict[str, Any] = {}
+
+    def body() -> ToolReturnValue:
+        ctx = current_call()
+        assert isinstance(ctx, CallContext)
+        seen.update(
+            id=ctx.tool_call_id,
+            name=ctx.tool_name,
+            trace=ctx.trace_id,
+            public=sorted(name for name in dir(ctx) if not name.startswith("_")),
+        )
+        ctx.add_warning("careful")
+        ctx.set_metadata("source", "cache-less")
+        ctx.add_debug("step", "kept in debug mode")
+        ctx.record_timing("network_ms", 1.5)
+        return ToolOk(output="ok")
+
+    pipeline = with_policies(toolset(ScriptedTool("probe", [body])), DebugPolicy())
+    result = await pipeline.handle(make_call("probe", {}, "c9", trace_id="trace_given"))
+    assert (seen["id"], seen["name"], seen["trace"]) == ("c9", "probe", "trace_given")
+    # No pipeline state: no retries, cache, arguments, sinks, tool definition...
+    assert seen["public"] == [
+        "add_debug",
+        "add_warning",
+        "debug_enabled",
+        "elapsed_ms",
+        "record_timing",
+        "report_progress",
+        "set_metadata",
+        "tool_call_id",
+        "tool_name",
+        "trace_id",
+    ]
+    metadata = standard_data(result)["metadata"]
+    assert metadata["warnings"] == ["careful"]
+    assert metadata["source"] == "cache-less"
+    assert metadata["performance"]["network_ms"] == 1.5
+    assert standard_data(result)["debug_info"]["step"] == "kept in debug mode"
+
+
+@pytest.mark.parametrize("key", sorted(RESERVED_METADATA))
+def test_a_tool_cannot_overwrite_the_pipelines_own_metadata(key: str) -> None:
+    ctx = CallContext("c1", "tool", "trace_x")
+    with pytest.raises(ValueError, match="written by the pipeline"):
+        ctx.set_metadata(key, "forged")
+
+
+@given(st.one_of(st.booleans(), st.floats(), st.text(), st.none(), st.integers()))
+def test_progress_must_be_a_number_from_0_to_100(value: Any) -> None:
+    ctx = CallContext("c1", "tool", "trace_x")
+    valid = (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and value == value  # not NaN
+        and 0 <= value <= 100
+    )
+    if valid:
+        ctx.report_progress(value)
+    else:
+        with pytest.raises(ValueError, match="from 0 to 100"):
+            ctx.report_progress(value)

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pytest
-from _std_tools import output_json
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -24,6 +23,7 @@ from kosong.tooling.error import (
     ToolTimeoutError,
     ToolValidateError,
 )
+from tests.standard._std_tools import output_json
 
 META = {
     "tool_name": "get_weather",

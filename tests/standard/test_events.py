@@ -9,7 +9,6 @@ import threading
 from typing import Any
 
 import pytest
-from _std_tools import AnyParams, Blocking, Scripted, make_call, standard_data, toolset
 from pydantic import PrivateAttr
 
 from kosong.standard.codes import coded_error
@@ -19,6 +18,14 @@ from kosong.standard.pipeline import with_policies
 from kosong.standard.policies import EventHookPolicy, MetricsPolicy, RetryPolicy
 from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue
 from kosong.tooling.error import ToolNetworkError
+from tests.standard._std_tools import (
+    AnyParams,
+    Blocking,
+    Scripted,
+    make_call,
+    standard_data,
+    toolset,
+)
 
 EVENT_ID = re.compile(r"^evt_[0-9]{8}_[0-9a-f]{12}$")
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$")

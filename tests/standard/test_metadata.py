@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pytest
-from _std_tools import Weather, WeatherParams, make_call
 from pydantic import BaseModel, ValidationError
 
 from kosong.standard.metadata import (
@@ -20,6 +19,7 @@ from kosong.standard.metadata import (
 )
 from kosong.tooling import CallableTool, CallableTool2, Tool, ToolOk, ToolReturnValue
 from kosong.tooling.simple import SimpleToolset
+from tests.standard._std_tools import Weather, WeatherParams, make_call
 
 WEATHER_PARAMETERS = {
     "type": "object",

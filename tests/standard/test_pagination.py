@@ -6,12 +6,10 @@ import json
 from typing import Any
 
 import pytest
-from _std_tools import Scripted, toolset
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from kosong.standard.context import current_call
 from kosong.standard.envelope import attach_metadata, to_envelope
 from kosong.standard.pagination import (
     CursorError,
@@ -27,6 +25,7 @@ from kosong.standard.pagination import (
 from kosong.standard.pipeline import with_policies
 from kosong.standard.policies import MetricsPolicy
 from kosong.tooling import ToolOk, ToolReturnValue
+from tests.standard._std_tools import Scripted, toolset
 
 
 def test_the_standards_cursor_is_base64_of_the_offset() -> None:
@@ -134,17 +133,15 @@ def search_tool() -> tuple[Scripted, list[dict[str, Any]]]:
     seen: list[dict[str, Any]] = []
 
     async def body(n: int) -> ToolReturnValue:
-        ctx = current_call()
-        assert ctx is not None
-        args = await ctx.arguments()
-        assert isinstance(args, dict)
+        args = tool.arguments[n]  # what call n got
         seen.append(args)
         cursor, limit = args.get("cursor"), args.get("limit", 10)
         assert (cursor is None or isinstance(cursor, str)) and isinstance(limit, int)
         page = paginate(items, cursor, limit=limit)
         return ToolOk(output=json.dumps(page.to_data()))
 
-    return Scripted(body, name="search_items"), seen
+    tool = Scripted(body, name="search_items")
+    return tool, seen
 
 
 async def test_fetch_all_tool_pages_calls_the_tool_page_after_page() -> None:

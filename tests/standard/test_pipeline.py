@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from typing import Any
 
 import pytest
-from _std_tools import Blocking, Scripted, Weather, make_call, standard_data, toolset
 
 from kosong.message import ToolCall
 from kosong.standard.codes import error_code
-from kosong.standard.context import CallContext, current_call
+from kosong.standard.context import PolicyContext, current_call
 from kosong.standard.envelope import to_envelope
 from kosong.standard.pipeline import Forward, Policy, PolicyToolset, with_policies
 from kosong.standard.policies import (
@@ -21,9 +21,26 @@ from kosong.standard.policies import (
     TruncationPolicy,
 )
 from kosong.standard.trace import TRACE_ID_PATTERN, current_trace_id, trace_scope
-from kosong.tooling import HandleResult, Tool, ToolOk, ToolResult, ToolReturnValue, Toolset
+from kosong.tooling import (
+    ArgumentLimits,
+    HandleResult,
+    Tool,
+    ToolOk,
+    ToolResult,
+    ToolReturnValue,
+    Toolset,
+)
 from kosong.tooling.error import ToolRuntimeError
 from kosong.tooling.simple import SimpleToolset
+from tests.standard._std_tools import (
+    Blocking,
+    Scripted,
+    Weather,
+    every_policy,
+    make_call,
+    standard_data,
+    toolset,
+)
 
 
 class Recorder(Policy):
@@ -31,9 +48,9 @@ class Recorder(Policy):
 
     def __init__(self, name: str, log: list[str]) -> None:
         self.name, self.log = name, log
-        self.contexts: list[CallContext] = []
+        self.contexts: list[PolicyContext] = []
 
-    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+    async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         self.log.append(f"> {self.name}")
         self.contexts.append(ctx)
         result = await forward(call, ctx)
@@ -42,14 +59,14 @@ class Recorder(Policy):
 
 
 class Broken(Policy):
-    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+    async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         raise RuntimeError("policy bug")
 
 
 class Answering(Policy):
     """Answers every call itself, without waiting."""
 
-    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+    async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         return ToolResult(call.id, ToolOk(output="answered"))
 
 
@@ -167,7 +184,9 @@ async def test_a_toolset_that_returns_something_else_gives_an_error_value() -> N
 async def test_a_broken_policy_gives_an_error_value(caplog: pytest.LogCaptureFixture) -> None:
     result = await with_policies(toolset(Weather()), Broken()).handle(make_call("get_weather", {}))
     assert isinstance(result.return_value, ToolRuntimeError)
-    assert "the pipeline failed: RuntimeError: policy bug" in result.return_value.message
+    assert "the pipeline failed on `get_weather`: RuntimeError: policy bug" in (
+        result.return_value.message
+    )
     assert "Pipeline failed" in caplog.text
 
 
@@ -283,31 +302,6 @@ async def test_a_simple_toolset_that_changes_handle_is_asked_to_handle_each_call
     assert CountingToolset.handled == 1
 
 
-class Skipping(Policy):
-    """Says it has nothing to do for calls to `skipped`; notes the calls it runs."""
-
-    def __init__(self, skipped: str) -> None:
-        self.skipped = skipped
-        self.ran: list[str] = []
-
-    def skips(self, call: ToolCall, ctx: CallContext) -> bool:
-        return call.function.name == self.skipped
-
-    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
-        self.ran.append(call.function.name)
-        return await forward(call, ctx)
-
-
-async def test_a_policy_is_not_run_for_calls_it_skips() -> None:
-    log: list[str] = []
-    policy, inner = Skipping("get_weather"), Recorder("inner", log)
-    pipeline = with_policies(toolset(Weather(), Scripted(lambda n: ToolOk())), policy, inner)
-    skipped = await pipeline.handle(make_call("get_weather", {"location": "x"}))
-    assert not skipped.return_value.is_error and log == ["> inner", "< inner"]
-    await pipeline.handle(make_call("scripted", {}))
-    assert policy.ran == ["scripted"]
-
-
 class FindingToolset:
     """Not a SimpleToolset: tools found through its own find_tool, which may misbehave."""
 
@@ -336,3 +330,120 @@ async def test_other_toolsets_are_asked_to_handle_and_to_find_their_tools() -> N
     assert result.return_value.output == "handled" and core.handled == 1
     await pipeline.handle(make_call("other", {}))
     assert [ctx.tool for ctx in recorder.contexts] == [tool, None]  # "not a tool" is no tool
+
+
+class Observer(Policy):
+    """Notes what `before` and `after` see."""
+
+    def __init__(self, log: list[str], *, answer: ToolReturnValue | None = None) -> None:
+        self.log, self.answer = log, answer
+
+    def before(self, call: ToolCall, ctx: PolicyContext) -> ToolReturnValue | None:
+        self.log.append(f"before {call.id}")
+        return self.answer
+
+    def after(self, call: ToolCall, ctx: PolicyContext, result: ToolResult) -> ToolResult:
+        self.log.append(f"after {result.return_value.output}")
+        return result
+
+
+async def test_an_observer_policy_overrides_before_and_after_only() -> None:
+    log: list[str] = []
+    pipeline = with_policies(toolset(Weather()), Observer(log), Recorder("inner", log))
+    await pipeline.handle(make_call("get_weather", {"location": "x"}, "c1"))
+    assert log == [
+        "before c1",
+        "> inner",
+        "< inner",
+        'after {"temperature": 25, "condition": "sunny"}',
+    ]
+
+
+async def test_an_answer_from_before_stops_the_call_and_skips_its_after() -> None:
+    log: list[str] = []
+    tool = Weather()
+    pipeline = with_policies(toolset(tool), Observer(log, answer=ToolOk(output="early")))
+    result = await pipeline.handle(make_call("get_weather", {"location": "x"}, "c1"))
+    assert result.return_value.output == "early"
+    assert log == ["before c1"] and tool.calls == []
+
+
+class Peeking(Policy):
+    """Keeps the arguments the policies see."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def before(self, call: ToolCall, ctx: PolicyContext) -> ToolReturnValue | None:
+        self.seen.append(ctx.arguments)
+        return None
+
+
+async def test_policies_see_exactly_the_arguments_the_tool_gets_parsed_once() -> None:
+    got: list[Any] = []
+
+    async def body(n: int) -> ToolReturnValue:
+        ctx = current_call()
+        assert ctx is not None
+        return ToolOk(output="ok")
+
+    class Keep(Scripted):
+        async def __call__(self, **arguments: Any) -> ToolReturnValue:
+            got.append(arguments["items"])
+            return await super().__call__(**arguments)
+
+    peek = Peeking()
+    pipeline = with_policies(toolset(Keep(body)), peek)
+    await pipeline.handle(make_call("scripted", {"items": [1, 2, 3]}))
+    assert peek.seen == [{"items": [1, 2, 3]}]
+    assert got[0] is peek.seen[0]["items"]  # the very list the policies saw: not parsed again
+
+
+async def test_no_policy_sees_arguments_the_toolset_refuses() -> None:
+    peek = Peeking()
+    tool = Weather()
+    pipeline = with_policies(
+        SimpleToolset([tool], limits=ArgumentLimits(max_length=40)), MetricsPolicy(), peek
+    )
+    result = await pipeline.handle(make_call("get_weather", {"location": "x" * 50}))
+    assert error_code(result.return_value) == "INVALID_PARAMS"
+    assert "limit is 40" in result.return_value.message
+    assert peek.seen == [None] and tool.calls == []
+
+
+async def test_policies_see_arguments_the_toolset_accepts_past_the_default_limits() -> None:
+    peek = Peeking()
+    big = "x" * (ArgumentLimits().max_length + 10)
+    pipeline = with_policies(
+        SimpleToolset([Weather()], limits=ArgumentLimits(max_length=10_000_000)), peek
+    )
+    result = await pipeline.handle(make_call("get_weather", {"location": big}))
+    assert not result.return_value.is_error, result.return_value.message
+    assert peek.seen == [{"location": big}]
+
+
+async def test_a_json_string_holding_the_object_is_unwrapped_for_the_policies_too() -> None:
+    peek = Peeking()
+    pipeline = with_policies(toolset(Weather()), peek)
+    twice = json.dumps(json.dumps({"location": "Oslo"}))
+    result = await pipeline.handle(make_call("get_weather", twice))
+    assert not result.return_value.is_error and peek.seen == [{"location": "Oslo"}]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"location": "\\ud800"}',  # an escaped lone surrogate
+        '{"location": "\ud800"}',  # a literal one
+        '{"location": "x", "location": "y"}',
+        '{"location": NaN}',
+        '{"location": "x"} trailing',
+        "[" * 200 + "]" * 200,
+    ],
+)
+async def test_malformed_arguments_are_invalid_params_through_every_policy(arguments: str) -> None:
+    pipeline = with_policies(toolset(Weather()), *every_policy())
+    for _ in range(2):  # the second time as a repeat, for the cache, guard and single-flight
+        result = await pipeline.handle(make_call("get_weather", arguments))
+        assert error_code(result.return_value) == "INVALID_PARAMS", result.return_value.message
+        assert "pipeline failed" not in result.return_value.message

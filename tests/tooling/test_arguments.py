@@ -14,14 +14,24 @@ import time
 from typing import Any
 
 import pytest
-from _strategies import json_values
-from _tools import Echo, Echo2, Shout, Shout2, Weather, Weather2, every_tool, handle, make_call
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kosong.tooling import ArgumentLimits, ToolOk, ToolResult, ToolReturnValue
 from kosong.tooling.error import ToolParseError, ToolValidateError
 from kosong.tooling.simple import SimpleToolset
+from tests.tooling._strategies import json_values
+from tests.tooling._tools import (
+    Echo,
+    Echo2,
+    Shout,
+    Shout2,
+    Weather,
+    Weather2,
+    every_tool,
+    handle,
+    make_call,
+)
 
 ECHO = pytest.mark.parametrize("name", ["echo", "echo2"], ids=["CallableTool", "CallableTool2"])
 WEATHER = pytest.mark.parametrize(

@@ -6,11 +6,11 @@ import asyncio
 import threading
 from typing import Any
 
-from _tools import Add, Echo, Shout, Weather
 from pydantic import BaseModel
 
 from kosong.tooling import CallableTool, CallableTool2, ParametersType, ToolError, ToolOk
 from kosong.tooling.error import ToolValidateError
+from tests.tooling._tools import Add, Echo, Shout, Weather
 
 
 class Join(CallableTool):

@@ -12,11 +12,11 @@ import threading
 import time
 
 import pytest
-from _tools import Add, make_call
 from pydantic import PrivateAttr
 
 from kosong.tooling import CallableTool, ParametersType, ToolOk, ToolResult
 from kosong.tooling.simple import SimpleToolset
+from tests.tooling._tools import Add, make_call
 
 INDEX: ParametersType = {
     "type": "object",
@@ -200,3 +200,123 @@ async def test_a_call_that_never_waits_is_done_when_handle_returns_on_3_12() -> 
     assert isinstance(pending, asyncio.Future)
     assert pending.done()  # no round trip through the event loop
     assert pending.result().return_value.output == "3"
+
+
+# --- exceptions that look like control flow --------------------------------------------------
+
+
+class _Raising(CallableTool):
+    name: str = "raising"
+    description: str = "Raises what it is told to."
+    parameters: ParametersType = {"type": "object", "properties": {"what": {"type": "string"}}}
+
+    async def __call__(self, what: str) -> ToolOk:
+        if what == "cancelled":
+            raise asyncio.CancelledError  # not cancelled by anyone: the tool's own doing
+        if what == "generator_exit":
+            raise GeneratorExit
+        if what == "awaited_cancelled":
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            future.cancel()
+            await future  # someone else's cancelled future
+        return ToolOk(output=what)
+
+
+@pytest.mark.parametrize("what", ["cancelled", "generator_exit", "awaited_cancelled"])
+async def test_a_tool_raising_cancellation_on_its_own_gives_a_runtime_error(what: str) -> None:
+    toolset = SimpleToolset([_Raising()])
+    result = await asyncio.wait_for(
+        toolset.handle(make_call("raising", f'{{"what": "{what}"}}')), timeout=WAIT
+    )
+    assert result.return_value.is_error
+    assert result.return_value.message.startswith("Error running tool: ")
+    assert result.return_value.brief == "Tool runtime error"
+
+
+async def test_gather_over_a_batch_keeps_every_sibling_result() -> None:
+    toolset = SimpleToolset([_Raising()])
+    whats = ["ok", "cancelled", "fine", "generator_exit", "awaited_cancelled", "done"]
+    pending = [toolset.handle(make_call("raising", f'{{"what": "{w}"}}', call_id=w)) for w in whats]
+    results = await asyncio.wait_for(asyncio.gather(*pending), timeout=WAIT)
+    assert [r.tool_call_id for r in results] == whats
+    assert [r.return_value.output for r in results if not r.return_value.is_error] == [
+        "ok",
+        "fine",
+        "done",
+    ]
+
+
+async def test_the_callers_own_cancellation_still_propagates_and_cancels_the_tool() -> None:
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    class Slow(CallableTool):
+        name: str = "slow"
+        description: str = "Waits."
+        parameters: ParametersType = {"type": "object"}
+
+        async def __call__(self) -> ToolOk:
+            started.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            return ToolOk(output="never")
+
+    pending = SimpleToolset([Slow()]).handle(make_call("slow", "{}"))
+    assert isinstance(pending, asyncio.Future)
+    await asyncio.wait_for(started.wait(), WAIT)
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    assert cancelled.is_set()
+
+
+# --- kosong's own thread pools -------------------------------------------------------------------
+
+
+async def test_forty_hung_sync_tools_leave_async_tools_parsing_and_quick_sync_tools_working() -> (
+    None
+):
+    release = threading.Event()
+    hung = threading.Barrier(41, timeout=WAIT)  # 40 tools and this test: all in at once
+
+    class Hung(CallableTool):
+        name: str = "hung"
+        description: str = "A sync tool that never returns on its own."
+        parameters: ParametersType = INDEX
+
+        def __call__(self, i: int) -> ToolOk:  # pyright: ignore[reportIncompatibleMethodOverride]
+            hung.wait()
+            release.wait(60)
+            return ToolOk(output=str(i))
+
+    class Quick(CallableTool):
+        name: str = "quick"
+        description: str = "A sync tool that returns at once."
+        parameters: ParametersType = INDEX
+
+        def __call__(self, i: int) -> ToolOk:  # pyright: ignore[reportIncompatibleMethodOverride]
+            return ToolOk(output=str(i))
+
+    toolset = SimpleToolset([Hung(), Quick(), Add()])
+    stuck = [toolset.handle(make_call("hung", f'{{"i": {i}}}')) for i in range(40)]
+    try:
+        await asyncio.to_thread(hung.wait)  # every hung tool holds a thread now
+        # The default executor has at most 32 threads: all of them could be hung by now.
+        long_arguments = '{"a": 1, "b": 2, "pad": "' + "x" * 300_000 + '"}'
+        quick, parsed, added = await asyncio.wait_for(
+            asyncio.gather(
+                toolset.handle(make_call("quick", '{"i": 7}')),
+                toolset.handle(make_call("add", long_arguments)),  # parsed in a worker thread
+                toolset.handle(make_call("add", '{"a": 2, "b": 3}')),
+            ),
+            timeout=WAIT,
+        )
+        assert quick.return_value.output == "7"
+        assert parsed.return_value.is_error  # Add takes no `pad`: validated, so it was parsed
+        assert "pad" in parsed.return_value.message
+        assert added.return_value.output == "5"
+    finally:
+        release.set()
+        await asyncio.wait_for(asyncio.gather(*stuck), timeout=WAIT)

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-from _strategies import json_values
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,6 +11,7 @@ from kosong.tooling import (
     ToolReturnValue,
     UnknownDisplayBlock,
 )
+from tests.tooling._strategies import json_values
 
 
 class ChartBlock(DisplayBlock):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import functools
 import threading
 from typing import Any
 
 import pytest
-from _tools import handle
 from pydantic import BaseModel, ValidationError
 
 from kosong.message import ImageURLPart, TextPart
@@ -25,6 +25,7 @@ from kosong.tooling import (
 from kosong.tooling.error import ToolRuntimeError, ToolValidateError
 from kosong.tooling.function import Injected
 from kosong.tooling.simple import SimpleToolset
+from tests.tooling._tools import handle
 
 # --- running -----------------------------------------------------------------------------------
 
@@ -65,6 +66,37 @@ async def test_async_functions_are_awaited_on_the_loop() -> None:
 
     assert (await where.call({})).output == "here"
     assert seen == [loop_thread]
+
+
+async def _fetch(city: str) -> str:
+    """Fetch the weather of a city."""
+    await asyncio.sleep(0)
+    return f"sunny in {city}"
+
+
+def _wrapped_sync(func: Any) -> Any:
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:  # sync, but hands back a coroutine
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+async def test_a_sync_function_returning_an_awaitable_is_awaited_not_reported_as_text() -> None:
+    wrapped = tool(_wrapped_sync(_fetch))
+    lambda_tool = FunctionTool.from_function(
+        lambda city: _fetch(city), name="via_lambda", description="Fetch through a lambda."
+    )
+    toolset = SimpleToolset([wrapped, lambda_tool])
+    for name in ("_fetch", "via_lambda"):
+        result = await handle(toolset, name, '{"city": "Oslo"}')
+        assert not result.is_error, result.message
+        assert result.output == "sunny in Oslo"
+        assert "coroutine" not in result.output
+
+
+def test_invoke_of_a_sync_function_returning_an_awaitable_gives_its_value() -> None:
+    assert tool(_wrapped_sync(_fetch)).invoke({"city": "Rome"}) == "sunny in Rome"
 
 
 async def test_function_tool_is_a_callable_tool2_a_toolset_runs() -> None:

@@ -9,7 +9,7 @@ import enum
 import io
 import uuid
 from collections.abc import Callable, Generator, Iterator
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, NamedTuple, Optional, Union
 
 import jsonschema_rs
 import pytest
@@ -238,6 +238,88 @@ async def test_dataclass_and_typeddict_structs_are_received_as_instances() -> No
     assert bad.message.endswith(
         "x: Input should be a valid number, unable to parse string as a number (got 'east')"
     )
+
+
+class _ModelSpot(BaseModel):
+    lat: float
+    lon: float
+
+
+class ModelPlace(BaseModel):
+    city: str
+    spot: _ModelSpot
+
+
+@dataclasses.dataclass
+class _DataSpot:
+    lat: float
+    lon: float
+
+
+@dataclasses.dataclass
+class DataPlace:
+    city: str
+    spot: _DataSpot
+
+
+class _DictSpot(TypedDict):
+    lat: float
+    lon: float
+
+
+class DictPlace(TypedDict):
+    city: str
+    spot: _DictSpot
+
+
+class TuplePlace(NamedTuple):
+    city: str
+    spot: _ModelSpot
+
+
+@pytest.mark.parametrize("struct", [ModelPlace, DataPlace, DictPlace, TuplePlace])
+async def test_argument_structs_of_every_kind_give_a_flat_schema(struct: type[Any]) -> None:
+    def locate(place: Any) -> str:
+        """Locate a place."""
+        assert isinstance(place, struct if struct is not DictPlace else dict)
+        spot = place["spot"] if isinstance(place, dict) else place.spot
+        lat = spot["lat"] if isinstance(spot, dict) else spot.lat
+        city = place["city"] if isinstance(place, dict) else place.city
+        return f"{city} {lat}"
+
+    locate.__annotations__["place"] = struct
+    made = tool(locate)
+    assert made.base.parameters == {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "spot": {
+                "type": "object",
+                "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}},
+                "required": ["lat", "lon"],
+            },
+        },
+        "required": ["city", "spot"],
+    }
+    result = await made.call({"city": "Oslo", "spot": {"lat": 59.9, "lon": 10.7}})
+    assert result.output == "Oslo 59.9"
+
+
+class _Tree(BaseModel):
+    name: str
+    children: list[_Tree] = []
+
+
+def test_a_recursive_struct_keeps_defs_only_for_the_cycle() -> None:
+    @tool
+    def walk(tree: _Tree) -> str:
+        """Walk a tree."""
+        return tree.name
+
+    parameters = walk.base.parameters
+    assert parameters["properties"]["name"] == {"type": "string"}
+    assert parameters["properties"]["children"]["items"] == {"$ref": "#/$defs/_Tree"}
+    assert list(parameters["$defs"]) == ["_Tree"]
 
 
 async def test_struct_with_an_injected_parameter_is_still_a_struct() -> None:

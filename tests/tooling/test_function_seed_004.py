@@ -14,12 +14,12 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import pytest
-from _tools import handle, make_call
 from pydantic import BaseModel, Field
 
 from kosong.tooling import FunctionTool, ToolError, ToolException, tool
 from kosong.tooling.error import ToolRuntimeError
 from kosong.tooling.simple import SimpleToolset
+from tests.tooling._tools import handle, make_call
 
 
 class WeatherArgs(BaseModel):

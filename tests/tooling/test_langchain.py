@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import pytest
-from _tools import handle
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.tools import ToolException as LCToolException
@@ -19,6 +18,7 @@ from kosong.tooling.error import ToolValidateError
 from kosong.tooling.langchain import from_langchain, to_langchain
 from kosong.tooling.simple import SimpleToolset
 from kosong.utils.typing import JsonType
+from tests.tooling._tools import handle
 
 
 class CalculatorInput(BaseModel):

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 import pytest
-from _strategies import json_values
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from kosong.message import ImageURLPart, TextPart
 from kosong.tooling import ToolError, ToolOk, ToolReturnType, ToolReturnValue
+from tests.tooling._strategies import json_values
 
 FIELDS_001 = {"is_error", "output", "message", "display", "extras"}
 

@@ -10,7 +10,6 @@ import sys
 from typing import Any
 
 import pytest
-from _tools import Add, Add2, Echo, Weather, Weather2, handle, make_call
 
 from kosong.tooling import (
     ArgumentLimits,
@@ -28,6 +27,7 @@ from kosong.tooling.error import (
     ToolValidateError,
 )
 from kosong.tooling.simple import SimpleToolset
+from tests.tooling._tools import Add, Add2, AddParams, Echo, Weather, Weather2, handle, make_call
 
 OBJECT: ParametersType = {"type": "object"}
 
@@ -110,6 +110,18 @@ def test_remove_returns_the_tool_and_forgets_it() -> None:
     assert toolset.remove("add") is tool
     assert "add" not in toolset
     assert len(toolset) == 1
+
+
+def test_a_tools_declared_name_description_and_schema_are_readable_on_its_class() -> None:
+    toolset = SimpleToolset([Add(), Add2()])
+    assert (Add.name, Add.description) == ("add", "Add two integers.")
+    assert Add.parameters["required"] == ["a", "b"]
+    assert (Add2.name, Add2.params) == ("add2", AddParams)
+    toolset.remove(Add.name)
+    toolset.remove(Add2.name)
+    assert len(toolset) == 0
+    with pytest.raises(AttributeError):
+        _ = Add.no_such_attribute
 
 
 def test_remove_unknown_name_raises_key_error_naming_it() -> None:
@@ -230,7 +242,7 @@ async def test_missing_annotation_is_accepted_and_checked_at_run_time() -> None:
     assert "int" in value.message
 
 
-async def test_unresolvable_string_annotation_is_accepted_and_checked_at_run_time() -> None:
+def test_adding_a_tool_whose_string_annotation_names_nothing_resolvable_is_a_type_error() -> None:
     class Unresolvable(CallableTool):
         name: str = "unresolvable"
         description: str = "Names a type that does not exist"
@@ -239,7 +251,25 @@ async def test_unresolvable_string_annotation_is_accepted_and_checked_at_run_tim
         async def __call__(self) -> "NoSuchType":  # noqa: F821  # pyright: ignore[reportUndefinedVariable]
             return ToolOk(output="fine")
 
-    assert (await handle(SimpleToolset([Unresolvable()]), "unresolvable", "{}")).output == "fine"
+    with pytest.raises(TypeError) as caught:
+        SimpleToolset([Unresolvable()])
+    assert str(caught.value) == (
+        "Expected tool `unresolvable` to return `ToolReturnValue`, but got `'NoSuchType'`"
+    )
+
+
+async def test_a_string_annotation_naming_tool_return_value_is_accepted_unimported() -> None:
+    # As with `if TYPE_CHECKING: from kosong.tooling import ToolReturnType`: the module never
+    # binds the name, yet the annotation plainly names the result type.
+    class Named(CallableTool):
+        name: str = "named"
+        description: str = "Annotated by name only"
+        parameters: ParametersType = OBJECT
+
+        async def __call__(self) -> "ToolReturnType":  # noqa: F821  # pyright: ignore[reportUndefinedVariable]
+            return ToolOk(output="fine")
+
+    assert (await handle(SimpleToolset([Named()]), "named", "{}")).output == "fine"
 
 
 # --- handle(): errors found at once --------------------------------------------------------------

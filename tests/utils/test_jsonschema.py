@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kosong.utils.jsonschema import deref_json_schema
+from kosong.utils.jsonschema import check_offline, deref_json_schema
 
 
 def test_local_refs_are_inlined_and_defs_dropped() -> None:
@@ -62,8 +62,28 @@ def test_mutual_recursion_terminates() -> None:
     assert "A" in out["$defs"]
 
 
-def test_remote_refs_are_left_alone() -> None:
-    schema = {"properties": {"x": {"$ref": "https://example.com/s.json"}}}
+@pytest.mark.parametrize(
+    ("schema", "path"),
+    [
+        ({"properties": {"x": {"$ref": "https://example.com/s.json"}}}, "properties.x.$ref"),
+        ({"items": [{"type": "string"}, {"$ref": "file:///etc/passwd"}]}, "items[1].$ref"),
+        ({"$defs": {"A": {"$dynamicRef": "other.json#node"}}}, "$defs.A.$dynamicRef"),
+        ({"$schema": "https://evil.example/meta.json"}, "(root).$schema"),
+    ],
+)
+def test_non_local_references_are_refused_with_their_path(schema: Any, path: str) -> None:
+    with pytest.raises(ValueError, match="never fetches") as caught:
+        deref_json_schema(schema)
+    assert f" at {path}" in str(caught.value)
+
+
+def test_references_in_data_and_property_names_are_not_references() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"$ref": {"type": "string", "default": "https://x/y.json"}},
+        "examples": [{"$ref": "https://x/y.json"}],
+    }
+    check_offline(schema)
     assert deref_json_schema(schema) == schema
 
 

@@ -15,7 +15,7 @@
 
 from kosong.standard.codes import CATALOG, ErrorCode, ErrorSpec, coded_error, error_code
 from kosong.standard.compat import CompatibilityReport, check_compatibility
-from kosong.standard.context import CallContext, current_call, report_progress
+from kosong.standard.context import CallContext, PolicyContext, current_call, report_progress
 from kosong.standard.envelope import Envelope, attach_metadata, from_envelope, to_envelope
 from kosong.standard.events import CallStream, ToolEvent
 from kosong.standard.metadata import EstimatedTokens, TokenRange
@@ -36,6 +36,7 @@ __all__ = [
     "EstimatedTokens",
     "Page",
     "Policy",
+    "PolicyContext",
     "PolicyToolset",
     "StrictSchemaError",
     "TokenRange",

@@ -1,4 +1,4 @@
-"""Reading and writing the standard's data in a result's `extras` (private).
+"""Reading, writing and copying the standard's data in a result (private).
 
 A result carries the Tool Use standard's data under one key of `extras`, `"standard"`:
 
@@ -9,30 +9,26 @@ so it travels with the `ToolReturnValue` (which has no field for it) and survive
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-from types import MemberDescriptorType
+import copy
+import logging
 from typing import Any, TypeVar, cast
-
-from pydantic import BaseModel
 
 from kosong.tooling import ToolError, ToolOk, ToolReturnValue
 from kosong.tooling import error as errors
-from kosong.tooling.error import _STANDARD_KEY  # pyright: ignore[reportPrivateUsage]
+from kosong.tooling.error import STANDARD_KEY
 from kosong.utils.typing import JsonType
 
 __all__ = [
     "RESULT_CLASSES",
     "STANDARD_KEY",
-    "replace_extras",
-    "replace_fields",
+    "copy_value",
     "restore_value",
     "round3",
     "standard_part",
     "with_standard",
 ]
 
-STANDARD_KEY: str = _STANDARD_KEY
+logger = logging.getLogger(__name__)
 
 V = TypeVar("V", bound=ToolReturnValue)
 
@@ -60,8 +56,11 @@ def standard_part(value: ToolReturnValue) -> dict[str, Any]:
 _EMPTY: dict[str, Any] = {}
 
 
-def with_standard(value: ToolReturnValue, **parts: JsonType) -> ToolReturnValue:
-    """A shallow copy of `value` whose standard data has `parts` set (None removes a part)."""
+def with_standard(value: V, **parts: JsonType) -> V:
+    """A copy of `value` whose standard data has `parts` set (None removes a part).
+
+    Only the extras are new; use `copy_value` for a copy that shares nothing.
+    """
     extras: dict[str, JsonType] = dict(value.extras or {})
     part: dict[str, JsonType] = dict(standard_part(value))
     for key, item in parts.items():
@@ -73,69 +72,32 @@ def with_standard(value: ToolReturnValue, **parts: JsonType) -> ToolReturnValue:
         extras[STANDARD_KEY] = part
     else:
         extras.pop(STANDARD_KEY, None)
-    return replace_fields(value, {"extras": extras or None})
+    return value.model_copy(update={"extras": extras or None})
 
 
-def _slot_setters() -> tuple[Callable[[object, object], None], ...] | None:
-    """How to set a model's three pydantic slots directly, or None if pydantic changed them."""
-    setters: list[Callable[[object, object], None]] = []
-    for name in ("__pydantic_extra__", "__pydantic_fields_set__", "__pydantic_private__"):
-        slot = cast(object, BaseModel.__dict__.get(name))
-        if not isinstance(slot, MemberDescriptorType):  # pragma: no cover - another pydantic
-            return None
-        setters.append(slot.__set__)
-    return tuple(setters)
+def copy_value(value: V) -> V:
+    """A copy of `value` that shares nothing mutable with it, for another caller.
 
-
-_SLOTS = _slot_setters()
-_set = object.__setattr__
-
-
-def replace_fields(value: V, update: dict[str, Any]) -> V:
-    """A shallow copy of `value` with the fields in `update` replaced.
-
-    `value.model_copy(update=update)` less its general cases: a result without private
-    attributes or extra fields (the usual case) is copied in half the time, which counts where
-    every call's result gets its metadata this way. The slots are set as pydantic's own
-    `__copy__` sets them.
+    Content parts, display blocks and extras are copied deeply; the artifact with
+    `copy.deepcopy`, and left out (None) when it cannot be copied, with a warning: a result
+    handed to one caller is never shared with another.
     """
-    slots = _SLOTS
-    if slots is None or value.__pydantic_private__ is not None:
-        return value.model_copy(update=update)
-    if value.__pydantic_extra__ is not None:
-        return value.model_copy(update=update)
-    cls = type(value)
-    copied = cls.__new__(cls)
-    fields = value.__dict__.copy()
-    fields.update(update)
-    _set(copied, "__dict__", fields)
-    fields_set = set(value.__pydantic_fields_set__)
-    fields_set.update(update)
-    slots[0](copied, None)
-    slots[1](copied, fields_set)
-    slots[2](copied, None)
-    return copied
-
-
-def replace_extras(value: V, extras: dict[str, JsonType]) -> V:
-    """`replace_fields(value, {"extras": extras})`, for the one field every result changes."""
-    slots = _SLOTS
-    if slots is None or value.__pydantic_private__ is not None:
-        return value.model_copy(update={"extras": extras})
-    if value.__pydantic_extra__ is not None:
-        return value.model_copy(update={"extras": extras})
-    copied = _new(type(value))
-    fields = value.__dict__.copy()
-    fields["extras"] = extras
-    _set(copied, "__dict__", fields)
-    slots[0](copied, None)
-    slots[1](copied, value.__pydantic_fields_set__ | _EXTRAS_SET)
-    slots[2](copied, None)
-    return copied
-
-
-_new = object.__new__
-_EXTRAS_SET = frozenset(("extras",))
+    update: dict[str, Any] = {"display": [block.model_copy(deep=True) for block in value.display]}
+    if not isinstance(value.output, str):
+        update["output"] = [part.model_copy(deep=True) for part in value.output]
+    if value.extras is not None:
+        update["extras"] = copy.deepcopy(value.extras)
+    if value.artifact is not None:
+        try:
+            update["artifact"] = copy.deepcopy(value.artifact)
+        except Exception as e:
+            logger.warning(
+                "A result's artifact (%s) cannot be copied, so the copy has none: %s",
+                type(value.artifact).__name__,
+                errors.describe_exception(e),
+            )
+            update["artifact"] = None
+    return value.model_copy(update=update)
 
 
 def restore_value(class_name: str | None, data: dict[str, Any]) -> ToolReturnValue:
@@ -156,15 +118,5 @@ def restore_value(class_name: str | None, data: dict[str, Any]) -> ToolReturnVal
 
 
 def round3(value: float) -> float:
-    """`round(value, 3)` in a third of the time, for the times every result's metadata carries.
-
-    Rounds half up where `round` rounds half to even, and may differ from it for a value
-    within a rounding error of a half-thousandth: either neighbour is then as right.
-    """
-    scaled = value * 1000.0
-    if -1e15 < scaled < 1e15:  # False for infinities and NaN, which `round` handles
-        return _floor(scaled + 0.5) / 1000.0
+    """`value` rounded to three decimals (milliseconds to microseconds)."""
     return round(value, 3)
-
-
-_floor = math.floor

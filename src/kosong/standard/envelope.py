@@ -14,7 +14,10 @@ How a result maps:
 - `data` is the output. An output that is JSON text of an object or array (as `json.dumps`
   writes it, with or without `ensure_ascii`, with default or compact separators) becomes that
   JSON value, so `ToolOk(output=json.dumps({"temperature": 25}))` has
-  `"data": {"temperature": 25}`; any other text stays a string.
+  `"data": {"temperature": 25}`; any other text stays a string, and so does JSON text that
+  would not come back the same (numbers out of range such as `1e999`), that nests deeper than
+  100 levels, or that is longer than 1 MiB (parsing it would hold up the event loop). Content
+  parts (text, images...) become their JSON list, `[{"type": "text", "text": ...}, ...]`.
 - `error.code` is `codes.error_code(value)`, `error.message` the result's message, and
   `error.retryable` the catalog's answer unless the error says otherwise; the error's details
   (`retry_after`, `replacement`...) sit next to them.
@@ -116,18 +119,40 @@ def _dump_json(value: JsonType, form: str) -> str:
     return json.dumps(value, ensure_ascii=ascii_only, separators=separators, allow_nan=False)
 
 
+_DATA_MAX_LENGTH = 1 << 20
+"""Longer outputs stay text in `data`: parsing them would hold up the event loop."""
+_DATA_MAX_DEPTH = 100
+"""Deeper JSON stays text in `data`, as deeper arguments are refused."""
+
+
 def _as_data(output: str) -> tuple[JsonType, str | None]:
     """The JSON value an output stands for, and the form it was written in (None: text)."""
-    if output[:1] not in ("{", "["):
+    if output[:1] not in ("{", "[") or len(output) > _DATA_MAX_LENGTH:
         return output, None
     try:
         value = json.loads(output, parse_constant=_reject_constant)
-    except ValueError:
-        return output, None
-    for form in _JSON_FORMS:
-        if _dump_json(value, form) == output:
-            return value, form
+        if _deeper_than(value, _DATA_MAX_DEPTH):
+            return output, None
+        for form in _JSON_FORMS:
+            if _dump_json(value, form) == output:
+                return value, form
+    except (ValueError, RecursionError):  # not JSON, or JSON that cannot be written back
+        pass
     return output, None
+
+
+def _deeper_than(value: JsonType, limit: int) -> bool:
+    level: list[JsonType] = [value]
+    for _ in range(limit):
+        level = [
+            child
+            for node in level
+            if isinstance(node, dict | list)
+            for child in (node.values() if isinstance(node, dict) else node)
+        ]
+        if not level:
+            return False
+    return any(isinstance(node, dict | list) and node for node in level)
 
 
 class Envelope(BaseModel):
@@ -264,9 +289,12 @@ def to_envelope(
         )
     else:
         fields.update(success=True, status="success")
-        if isinstance(value.output, str):
-            fields["data"], json_form = _as_data(value.output)
     envelope = Envelope.model_validate(fields)
+    if not value.is_error:  # set after validation: the data is JSON by construction
+        if isinstance(value.output, str):
+            envelope.data, json_form = _as_data(value.output)
+        else:
+            envelope.data = _PARTS.dump_python(value.output, mode="json")
     if lossless:
         extension = _extension(value, envelope, recorded, json_form, call_id)
         if extension:
@@ -348,11 +376,13 @@ def _restore(envelope: Envelope, ext: Mapping[str, Any]) -> ToolReturnValue:
     cls = RESULT_CLASSES.get(class_name) if isinstance(class_name, str) else None
     cls = cls or _default_class(envelope)
     form = ext.get("json_form")
-    output: Any = (
-        ext["output"]
-        if "output" in ext
-        else _default_output(envelope, form if isinstance(form, str) else None)
-    )
+    output: Any
+    if "output" in ext:
+        output = ext["output"]
+    elif ext.get("parts"):
+        output = envelope.data
+    else:
+        output = _default_output(envelope, form if isinstance(form, str) else None)
     message = ext.get("message", envelope.error.message if envelope.error is not None else "")
     standard: dict[str, Any] = {}
     metadata = ext["metadata"] if "metadata" in ext else _default_metadata(envelope)
@@ -400,12 +430,13 @@ def _extension(
     if type(value) is not cls:
         ext["class"] = type(value).__name__
         cls = type(value)
-    if value.output != _default_output(envelope, json_form):
-        ext["output"] = (
-            value.output
-            if isinstance(value.output, str)
-            else _PARTS.dump_python(value.output, mode="json")
-        )
+    if isinstance(value.output, str):
+        if value.output != _default_output(envelope, json_form):
+            ext["output"] = value.output
+    elif envelope.error is None:
+        ext["parts"] = True  # the output is the content parts in `data`
+    else:  # an error has no `data`
+        ext["output"] = _PARTS.dump_python(value.output, mode="json")
     default_message = envelope.error.message if envelope.error is not None else ""
     if value.message != default_message:
         ext["message"] = value.message

@@ -15,15 +15,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from kosong.tooling import ToolResult
+from kosong.standard.envelope import to_envelope
+from kosong.standard.trace import new_event_id
+from kosong.tooling import ToolError, ToolResult
+from kosong.tooling.error import describe_exception
 from kosong.utils.typing import JsonType
 
-__all__ = ["CallStream", "EventSink", "EventType", "ToolEvent"]
+__all__ = ["CallStream", "EventSink", "EventType", "ToolEvent", "final_event"]
+
+logger = logging.getLogger(__name__)
 
 EventType = Literal["tool_progress", "tool_retrying", "tool_result", "tool_error"]
 """The kinds of events."""
@@ -59,6 +65,31 @@ class ToolEvent:
         return f"event: {self.event}\nid: {self.id}\ndata: {payload}\n\n"
 
 
+def final_event(result: ToolResult, tool_name: str) -> ToolEvent:
+    """The last event of a call: `tool_result` or `tool_error`, its data the envelope.
+
+    Never raises: should the envelope fail to build, the event is a `tool_error` saying so.
+    """
+    data: dict[str, JsonType]
+    try:
+        data = to_envelope(result, tool_name=tool_name, lossless=False).dump()
+        failed = result.return_value.is_error
+    except Exception as e:  # the stream must end with a final event whatever happened
+        logger.exception("The envelope of a call to %r could not be built", tool_name)
+        failed = True
+        data = {
+            "success": False,
+            "status": "error",
+            "error": {
+                "code": "EXECUTION_ERROR",
+                "message": f"the result could not be encoded: {describe_exception(e)}",
+                "retryable": False,
+            },
+            "metadata": {"tool_name": tool_name, "tool_call_id": result.tool_call_id},
+        }
+    return ToolEvent("tool_error" if failed else "tool_result", new_event_id(), data, result)
+
+
 EventSink = Callable[[ToolEvent], None]
 """Something that receives a call's events as they happen; it must not block."""
 
@@ -69,14 +100,17 @@ class CallStream:
     """The events of one call, in order: `async for event in stream`.
 
     The call starts on the first iteration (or `result()`); the iteration ends after the final
-    event. Use it as an async context manager to own the call: leaving the block cancels a call
-    that is still running. If the call is cancelled, the stream ends without a final event and
-    `result()` raises `asyncio.CancelledError`.
+    event, which always comes: `tool_result` or `tool_error`, also for a call cancelled by
+    someone else (a `tool_error` saying so). Use it as an async context manager to own the call:
+    leaving the block cancels a call that is still running.
     """
 
-    def __init__(self, start: Callable[[EventSink], asyncio.Task[ToolResult]]) -> None:
+    def __init__(
+        self, start: Callable[[EventSink], asyncio.Task[ToolResult]], *, tool_name: str = ""
+    ) -> None:
         """Prepare a stream; `start(sink)` starts the call, sending its events to `sink`."""
         self._start = start
+        self._tool_name = tool_name
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._task: asyncio.Task[ToolResult] | None = None
         self._finished = False
@@ -93,15 +127,25 @@ class CallStream:
     async def __anext__(self) -> ToolEvent:
         if self._finished:
             raise StopAsyncIteration
-        self._ensure_started()
+        task = self._ensure_started()
         item = await self._queue.get()
-        if item is _END:
+        if item is _END:  # the call ended without its final event: it never got to send it
             self._finished = True
-            raise StopAsyncIteration
+            return self._missing_final(task)
         event: ToolEvent = item
         if event.is_final:
             self._finished = True
         return event
+
+    def _missing_final(self, task: asyncio.Task[ToolResult]) -> ToolEvent:
+        if task.cancelled():
+            text = f"The call to `{self._tool_name}` was cancelled before it finished"
+        else:
+            error = task.exception()
+            text = f"The call failed: {describe_exception(error)}" if error else "No result"
+        return final_event(
+            ToolResult("", ToolError(message=text, brief="Cancelled")), self._tool_name
+        )
 
     async def result(self) -> ToolResult:
         """The call's result (starting the call if needed)."""

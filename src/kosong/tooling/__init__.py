@@ -14,7 +14,7 @@
 the errors a toolset reports on its own.
 """
 
-from kosong.tooling._arguments import ArgumentLimits
+from kosong.tooling._arguments import ArgumentLimits, ArgumentsError, parse_arguments
 from kosong.tooling._callable import CallableTool
 from kosong.tooling._callable2 import CallableTool2
 from kosong.tooling._display import BriefDisplayBlock, DisplayBlock, UnknownDisplayBlock
@@ -26,6 +26,7 @@ from kosong.tooling.function import FunctionTool, ToolException, tool
 
 __all__ = [
     "ArgumentLimits",
+    "ArgumentsError",
     "BriefDisplayBlock",
     "CallableTool",
     "CallableTool2",
@@ -47,5 +48,6 @@ __all__ = [
     "ToolReturnValue",
     "Toolset",
     "UnknownDisplayBlock",
+    "parse_arguments",
     "tool",
 ]

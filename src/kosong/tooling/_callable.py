@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 from abc import ABC, abstractmethod
@@ -11,8 +10,10 @@ from typing import Any, Self, cast
 import jsonschema_rs
 from pydantic import PrivateAttr, model_validator
 
+from kosong._threads import run_sync_tool
 from kosong.tooling._calling import calls_in_thread, checked_return, jsonschema_errors_text
 from kosong.tooling._return import ToolReturnValue
+from kosong.tooling._schema import schema_validator
 from kosong.tooling._tool import Tool
 from kosong.tooling.error import ToolValidateError
 from kosong.utils.typing import JsonType
@@ -39,7 +40,7 @@ class CallableTool(Tool, ABC):
 
     @model_validator(mode="after")
     def _build_validator(self) -> Self:
-        self._validator = jsonschema_rs.validator_for(self.parameters)
+        self._validator = schema_validator(self.parameters)
         return self
 
     @property
@@ -81,4 +82,4 @@ async def _call_in_thread(
         inspect.signature(tool.__call__).bind(*args, **kwargs)
     except TypeError as e:
         return ToolValidateError(f"the arguments do not fit the tool's signature: {e}")
-    return await asyncio.to_thread(functools.partial(tool, *args, **kwargs))
+    return await run_sync_tool(functools.partial(tool, *args, **kwargs))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from abc import ABC, abstractmethod
 from itertools import islice
 from typing import Any, Generic, Self, TypeVar, cast
@@ -10,6 +9,7 @@ from typing import Any, Generic, Self, TypeVar, cast
 import jsonschema_rs
 from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 
+from kosong._threads import run_sync_tool
 from kosong.tooling._calling import (
     MAX_REPORTED_ERRORS,
     calls_in_thread,
@@ -19,7 +19,7 @@ from kosong.tooling._calling import (
 )
 from kosong.tooling._metadata import ToolMetadata
 from kosong.tooling._return import ToolReturnValue
-from kosong.tooling._schema import check_tool_name, model_parameters_schema
+from kosong.tooling._schema import check_tool_name, model_parameters_schema, schema_validator
 from kosong.tooling._tool import Tool
 from kosong.tooling.error import ToolValidateError
 from kosong.utils.typing import JsonType
@@ -67,7 +67,7 @@ class CallableTool2(ToolMetadata, ABC, Generic[Params]):
                 name=self.name, description=self.description, parameters=parameters
             )
         if self.strict:
-            self._strict_validator = jsonschema_rs.validator_for(self._base.parameters)
+            self._strict_validator = schema_validator(self._base.parameters)
         return self
 
     @property
@@ -87,7 +87,7 @@ class CallableTool2(ToolMetadata, ABC, Generic[Params]):
         except ValidationError as e:
             return ToolValidateError(pydantic_errors_text(e))
         if calls_in_thread(type(self)):
-            result = await asyncio.to_thread(self, params)
+            result = await run_sync_tool(self, params)
         else:
             result = await self(params)
         return checked_return(self.name, result)

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import BaseModel, GetCoreSchemaHandler, model_serializer
-from pydantic_core import core_schema
+from pydantic import model_serializer
 
-from kosong._model import OverridableModelMeta, register_type, type_dispatch_schema
+from kosong._model import TypedModel
 from kosong.utils.typing import JsonType
 
 __all__ = ["BriefDisplayBlock", "DisplayBlock", "UnknownDisplayBlock"]
 
-_BLOCKS: dict[str, type[DisplayBlock]] = {}
 
-
-class DisplayBlock(BaseModel, metaclass=OverridableModelMeta):
+class DisplayBlock(TypedModel):
     """A block of content for the user interface.
 
     Subclasses set a string `type` (`type = "table"` is enough) and are registered under it, so
@@ -26,35 +23,9 @@ class DisplayBlock(BaseModel, metaclass=OverridableModelMeta):
     the class is defined.
     """
 
-    type: str
-    """The discriminator the subclass registers under."""
-
-    registry: ClassVar[dict[str, type[DisplayBlock]]] = _BLOCKS
-
     @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        type_ = cls.model_fields["type"].default
-        if not isinstance(type_, str) or not type_:
-            raise TypeError(
-                f"DisplayBlock subclass {cls.__qualname__} must set a non-empty string `type`, "
-                f'e.g. `type = "table"`'
-            )
-        register_type(_BLOCKS, type_, cls, "DisplayBlock")
-
-    @classmethod
-    def __get_pydantic_core_schema__(
-        cls, source: type[BaseModel], handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        # Only the base dispatches; `DisplayBlock` is not bound yet while its schema is built.
-        if source.__module__ == __name__ and source.__qualname__ == "DisplayBlock":
-            return type_dispatch_schema(
-                source,
-                _BLOCKS,
-                what="display block",
-                fallback=lambda raw: UnknownDisplayBlock.from_raw(raw),
-            )
-        return handler(source)
+    def _unregistered(cls, raw: Mapping[str, Any]) -> DisplayBlock:
+        return UnknownDisplayBlock.from_raw(raw)
 
 
 class BriefDisplayBlock(DisplayBlock):

@@ -6,7 +6,6 @@ call (private; the public face is `kosong.tooling.function`).
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
@@ -15,6 +14,7 @@ from typing import Any, Literal, TypedDict, cast
 
 from pydantic import BaseModel
 
+from kosong._threads import run_sync_tool
 from kosong.tooling._docstring import read_docstring
 from kosong.tooling._function_result import (
     ToolErrorHandler,
@@ -93,7 +93,12 @@ class Runner:
     async def _value(self, kwargs: dict[str, Any]) -> Any:
         if self.coroutine is not None:
             return await self.coroutine(**kwargs)
-        return await asyncio.to_thread(functools.partial(self.func, **kwargs))  # pyright: ignore[reportArgumentType]
+        value = await run_sync_tool(functools.partial(cast(AnyFunction, self.func), **kwargs))
+        # A sync function may hand back an awaitable (a `functools.wraps` wrapper of an async
+        # function, a lambda returning a coroutine): its value is what the function means.
+        while inspect.isawaitable(value):
+            value = await value
+        return value
 
     async def execute(self, kwargs: dict[str, Any]) -> ToolReturnValue:
         """Run the function; its result or ToolException as a ToolReturnValue."""

@@ -25,7 +25,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-import jsonschema_rs
 from pydantic import BaseModel, ConfigDict, Field, RootModel, TypeAdapter, create_model
 from pydantic.errors import (
     PydanticInvalidForJsonSchema,
@@ -35,8 +34,13 @@ from pydantic.errors import (
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from kosong.tooling._calling import jsonschema_errors_text
-from kosong.tooling._schema import check_json_schema, model_parameters_schema, tidy_schema
-from kosong.tooling._signature import Param, Signature
+from kosong.tooling._schema import (
+    check_json_schema,
+    model_parameters_schema,
+    schema_validator,
+    tidy_schema,
+)
+from kosong.tooling._signature import Param, Signature, is_named_tuple
 from kosong.utils.jsonschema import deref_json_schema
 
 __all__ = ["ParametersPlan", "SchemaMismatch", "from_json_schema", "from_model", "from_signature"]
@@ -245,9 +249,14 @@ def from_model(
     dataclass or TypedDict is validated through a `RootModel`); otherwise it takes the model's
     fields as keyword arguments.
     """
-    params: type[BaseModel] = (
-        model if issubclass(model, BaseModel) else RootModel[model]  # a dataclass, a TypedDict
-    )
+    if is_named_tuple(model):
+        # Validated as an object of its fields (pydantic would expect an array), then made
+        # into the tuple the function takes.
+        params: type[BaseModel] = _named_tuple_model(model)
+    elif issubclass(model, BaseModel):
+        params = model
+    else:  # a dataclass, a TypedDict
+        params = RootModel[model]
     try:
         schema = model_parameters_schema(params)
     except (PydanticUserError, ValueError) as e:
@@ -256,6 +265,8 @@ def from_model(
     bind: Callable[[Any], dict[str, Any]]
     if instance_name is None:
         bind = operator.attrgetter("__dict__")
+    elif is_named_tuple(model):
+        bind = functools.partial(_tuple_as_argument, instance_name, model)
     elif params is model:
         bind = functools.partial(_as_argument, instance_name)
     else:
@@ -269,6 +280,19 @@ def _as_argument(name: str, value: Any) -> dict[str, Any]:
 
 def _root_as_argument(name: str, value: Any) -> dict[str, Any]:
     return {name: value.root}
+
+
+def _tuple_as_argument(name: str, cls: type[Any], value: Any) -> dict[str, Any]:
+    return {name: cls(**value.__dict__)}
+
+
+def _named_tuple_model(cls: type[Any]) -> type[BaseModel]:
+    hints = typing.get_type_hints(cls)
+    defaults: dict[str, Any] = getattr(cls, "_field_defaults", {})
+    fields: dict[str, Any] = {
+        name: (hints.get(name, Any), defaults.get(name, ...)) for name in cls._fields
+    }
+    return create_model(cls.__name__, __config__=_CONFIG, **fields)
 
 
 def _with_descriptions(
@@ -339,7 +363,7 @@ def from_json_schema(
             "define; add it to the schema's properties or give it a default"
         )
     accepted = frozenset(p.name for p in signature.visible)
-    validator = jsonschema_rs.validator_for(schema)
+    validator = schema_validator(schema)
     takes_any = signature.var_keyword
 
     def validate(arguments: Any) -> Any:

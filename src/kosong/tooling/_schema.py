@@ -9,13 +9,14 @@ from typing import Any, cast
 import jsonschema_rs
 from pydantic import BaseModel
 
-from kosong.utils.jsonschema import deref_json_schema
+from kosong.utils.jsonschema import check_offline, deref_json_schema
 
 __all__ = [
     "TOOL_NAME_PATTERN",
     "check_json_schema",
     "check_tool_name",
     "model_parameters_schema",
+    "schema_validator",
     "tidy_schema",
 ]
 
@@ -33,7 +34,12 @@ def check_tool_name(name: str) -> None:
 
 
 def check_json_schema(schema: dict[str, Any], owner: str) -> None:
-    """Raise ValueError unless `schema` is a valid JSON Schema (Draft 2020-12 by default)."""
+    """Raise ValueError unless `schema` is a valid JSON Schema (Draft 2020-12 by default).
+
+    Nothing is fetched: a schema with a remote reference or an unknown `$schema` is refused
+    (see `check_offline`).
+    """
+    check_offline(schema, owner)
     try:
         jsonschema_rs.meta.validate(schema)
     except jsonschema_rs.ValidationError as e:
@@ -79,6 +85,11 @@ def tidy_schema(schema: Any) -> Any:
             value = {k: tidy_schema(v) for k, v in cast(dict[str, Any], value).items()}
         out[key] = value
     return out
+
+
+def schema_validator(schema: dict[str, Any]) -> jsonschema_rs.Validator:
+    """A validator for a schema `check_json_schema` accepted; it never fetches anything."""
+    return jsonschema_rs.validator_for(schema, offline=True)
 
 
 _MODEL_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]] = (

@@ -20,7 +20,15 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from typing_extensions import is_typeddict
 
-__all__ = ["INJECTED", "Injected", "Param", "Signature", "is_struct", "read_signature"]
+__all__ = [
+    "INJECTED",
+    "Injected",
+    "Param",
+    "Signature",
+    "is_named_tuple",
+    "is_struct",
+    "read_signature",
+]
 
 
 class _InjectedMarker:
@@ -170,8 +178,19 @@ def _split_annotation(annotation: Any) -> tuple[Any, str | None, bool]:
 
 
 def is_struct(annotation: Any) -> bool:
-    """Whether `annotation` is a pydantic model, a dataclass or a TypedDict class."""
+    """Whether `annotation` is a pydantic model, a dataclass, a TypedDict or a NamedTuple."""
     if not isinstance(annotation, type):
         return False
     cls = cast(type[Any], annotation)
-    return issubclass(cls, BaseModel) or dataclasses.is_dataclass(cls) or is_typeddict(cls)
+    return (
+        issubclass(cls, BaseModel)
+        or dataclasses.is_dataclass(cls)
+        or is_typeddict(cls)
+        or is_named_tuple(cls)
+    )
+
+
+def is_named_tuple(cls: type[Any]) -> bool:
+    """Whether `cls` is a `typing.NamedTuple` class (a tuple with typed, named fields)."""
+    fields: object = getattr(cast(object, cls), "_fields", None)
+    return issubclass(cls, tuple) and isinstance(fields, tuple)

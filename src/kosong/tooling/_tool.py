@@ -37,6 +37,14 @@ class Tool(ToolMetadata):
     parameters: ParametersType
     """A JSON Schema of the tool's arguments."""
 
+    @property
+    def expects_object(self) -> bool:
+        """Whether the arguments are a JSON object (the schema's `type` is "object").
+
+        Toolsets unwrap a JSON string holding an object for such a tool (`parse_arguments`).
+        """
+        return self.parameters.get("type") == "object"
+
     @model_validator(mode="after")
     def _check_definition(self) -> Self:
         check_tool_name(self.name)

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from kosong.tooling._result import ToolResult
 from kosong.tooling._return import ToolError
 from kosong.utils.typing import JsonType
 
 __all__ = [
+    "STANDARD_KEY",
     "ToolDeprecatedError",
     "ToolNetworkError",
     "ToolNotFoundError",
@@ -41,6 +43,7 @@ __all__ = [
     "ToolUnauthorizedError",
     "ToolValidateError",
     "describe_exception",
+    "unhandled_result",
 ]
 
 
@@ -81,6 +84,20 @@ class ToolRuntimeError(ToolError):
         super().__init__(message=f"Error running tool: {message}", brief="Tool runtime error")
 
 
+def unhandled_result(tool_call: object, error: BaseException) -> ToolResult:
+    """The result of a call a toolset could not handle at all, given instead of raising.
+
+    Works with whatever was passed as the call: its id is read if it has one.
+    """
+    try:
+        call_id = str(getattr(tool_call, "id", ""))
+    except Exception:  # whatever was passed as a call may even fail to give its id
+        call_id = ""
+    return ToolResult(
+        call_id, ToolRuntimeError(f"the call could not be handled: {describe_exception(error)}")
+    )
+
+
 def describe_exception(exc: BaseException) -> str:
     """`"TypeName: text"` for an exception, or just the type name when its text is empty.
 
@@ -94,14 +111,14 @@ def describe_exception(exc: BaseException) -> str:
     return f"{name}: {text}" if text else name
 
 
-_STANDARD_KEY = "standard"
+STANDARD_KEY = "standard"
 """The key of `extras` under which the Tool Use standard's data travels with a result."""
 
 
 def _error_extras(code: str, details: dict[str, JsonType]) -> dict[str, JsonType]:
     error: dict[str, JsonType] = {"code": code}
     error.update({k: v for k, v in details.items() if v is not None})
-    return {_STANDARD_KEY: {"error": error}}
+    return {STANDARD_KEY: {"error": error}}
 
 
 class _CodedError(ToolError):

@@ -18,10 +18,10 @@ docs/function-tools.md for the rules (types, descriptions, return values, errors
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Awaitable, Callable, Mapping
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
-from typing import Any, cast, overload
+from typing import Any, overload
 
 from pydantic import BaseModel, PrivateAttr, ValidationError
 from typing_extensions import Unpack
@@ -39,7 +39,6 @@ from kosong.tooling._function_build import (
 from kosong.tooling._function_result import (
     ToolErrorHandler,
     ToolException,
-    tool_exception_result,
 )
 from kosong.tooling._parameters import SchemaMismatch
 from kosong.tooling._return import ToolReturnValue
@@ -157,23 +156,14 @@ class FunctionTool(CallableTool2[BaseModel]):
 
     async def call(self, arguments: JsonType) -> ToolReturnValue:
         """Validate `arguments`, run the function, and return its result as a ToolReturnValue."""
-        # The hot path: pydantic's __getattr__ for a private attribute costs about a
-        # microsecond, so read the runner straight from where pydantic keeps it.
-        run = cast(Runner, self.__pydantic_private__["_runner"])  # pyright: ignore[reportOptionalSubscript]
+        run = self._runner
         try:
             kwargs = run.bind(run.validate(arguments))
         except ValidationError as e:
             return ToolValidateError(pydantic_errors_text(e))
         except SchemaMismatch as e:
             return ToolValidateError(str(e))
-        try:  # run.execute(kwargs), inlined: one coroutine less per call
-            if run.coroutine is not None:
-                value = await run.coroutine(**kwargs)
-            else:
-                value = await asyncio.to_thread(functools.partial(run.func, **kwargs))  # pyright: ignore[reportArgumentType]
-        except ToolException as e:
-            return tool_exception_result(e, run.handler)
-        return run.convert(value)
+        return await run.execute(kwargs)
 
     async def __call__(self, params: BaseModel) -> ToolReturnValue:
         """Run the function on arguments already validated into `params`."""
@@ -197,18 +187,20 @@ class FunctionTool(CallableTool2[BaseModel]):
         run = self._runner
         kwargs = run.bind(run.validate(dict(args)))
         if run.func is None:
-            try:
-                asyncio.get_running_loop()
-            except RuntimeError:
-                return asyncio.run(run.raw(kwargs))
-            raise NotImplementedError(
-                f"tool `{self.name}` only has an async function and an event loop is running "
-                f"in this thread; use `await {self.name}.ainvoke(...)`"
-            )
+            return _run_without_loop(self.name, lambda: run.raw(kwargs))
         try:
-            return run.content(run.func(**kwargs))
+            value = run.func(**kwargs)
         except ToolException as e:
             return run.handled(e)
+        if inspect.isawaitable(value):  # a sync wrapper of an async function
+            awaitable: Awaitable[Any] = value
+            try:
+                return _run_without_loop(self.name, lambda: _settled(awaitable, run))
+            except NotImplementedError:
+                if inspect.iscoroutine(awaitable):
+                    awaitable.close()  # never to be awaited: say so now, not at collection
+                raise
+        return run.content(value)
 
     async def ainvoke(self, args: Mapping[str, Any]) -> Any:
         """Call the tool with `args` and return what the function returned (see `invoke`).
@@ -217,6 +209,28 @@ class FunctionTool(CallableTool2[BaseModel]):
         """
         run = self._runner
         return await run.raw(run.bind(run.validate(dict(args))))
+
+
+def _run_without_loop(name: str, work: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    """`asyncio.run(work())` for `invoke`, which must not block a loop running here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work())
+    raise NotImplementedError(
+        f"tool `{name}` is async (or returns an awaitable) and an event loop is running in "
+        f"this thread; use `await {name}.ainvoke(...)`"
+    )
+
+
+async def _settled(value: Awaitable[Any], run: Runner) -> Any:
+    """What an awaitable a sync function returned gives, as `invoke` returns it."""
+    try:
+        while inspect.isawaitable(value):
+            value = await value
+    except ToolException as e:
+        return run.handled(e)
+    return run.content(value)
 
 
 @overload

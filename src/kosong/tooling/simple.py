@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import typing
 import weakref
 from collections.abc import Coroutine, Iterable, Iterator
 from types import UnionType
 from typing import Any, Self, TypeAlias, Union
 
+from kosong._threads import run_parsing, start_task
 from kosong.message import ToolCall
 from kosong.tooling._arguments import (
     DEFAULT_LIMITS,
@@ -20,14 +20,16 @@ from kosong.tooling._arguments import (
 )
 from kosong.tooling._callable import CallableTool
 from kosong.tooling._callable2 import CallableTool2
+from kosong.tooling._calling import checked_return
 from kosong.tooling._result import HandleResult, ToolResult, Toolset
-from kosong.tooling._return import ToolError, ToolReturnValue
+from kosong.tooling._return import ToolError, ToolOk, ToolReturnValue
 from kosong.tooling._tool import Tool
 from kosong.tooling.error import (
     ToolNotFoundError,
     ToolParseError,
     ToolRuntimeError,
     describe_exception,
+    unhandled_result,
 )
 from kosong.utils.typing import JsonType
 
@@ -98,7 +100,7 @@ class SimpleToolset(Toolset):
                 f"remove it first (toolset.remove({tool.name!r})) or give the new one another name"
             )
         self._tools[tool.name] = tool
-        self._expects_object[tool.name] = tool.base.parameters.get("type") == "object"
+        self._expects_object[tool.name] = tool.base.expects_object
         return self
 
     def remove(self, name: str) -> ToolType:
@@ -145,17 +147,21 @@ class SimpleToolset(Toolset):
         tool = self._tools.get(name)
         return None if tool is None else tool.base
 
-    async def call(self, tool_call: ToolCall) -> ToolResult:
+    async def call(self, tool_call: ToolCall, *, arguments: JsonType = None) -> ToolResult:
         """Handle one call in the current task and return its result.
 
         `handle()` without the task: for a caller that already runs in a task of its own
         (a policy pipeline, say) and would otherwise pay for a second one. Same guarantees:
         it never raises but `asyncio.CancelledError`.
+
+        `arguments`, when given, are the call's arguments already parsed the way this toolset
+        parses them (`parse_arguments` with its `limits`, and `expects_object` for the tool):
+        the call's text is then not parsed again.
         """
         try:
-            work = self._prepare(tool_call)
+            work = self._prepare(tool_call, arguments)
         except Exception as e:
-            return _unhandled(tool_call, e)
+            return unhandled_result(tool_call, e)
         return work if isinstance(work, ToolResult) else await work
 
     def handle(self, tool_call: ToolCall) -> HandleResult:
@@ -164,17 +170,21 @@ class SimpleToolset(Toolset):
             # Looked up first: outside a running loop this raises before a coroutine exists
             # that nobody would await (a RuntimeWarning when it is collected).
             loop = asyncio.get_running_loop()
-            work = self._prepare(tool_call)
-            return work if isinstance(work, ToolResult) else _start(loop, work)
+            work = self._prepare(tool_call, None)
+            return work if isinstance(work, ToolResult) else start_task(loop, work)
         except Exception as e:  # the contract: handle() reports, it does not raise
-            return _unhandled(tool_call, e)
+            return unhandled_result(tool_call, e)
 
-    def _prepare(self, tool_call: ToolCall) -> ToolResult | Coroutine[Any, Any, ToolResult]:
+    def _prepare(
+        self, tool_call: ToolCall, arguments: JsonType
+    ) -> ToolResult | Coroutine[Any, Any, ToolResult]:
         """A result found at once (unknown tool, bad JSON), or the coroutine that runs the call."""
         function = tool_call.function
         tool = self._tools.get(function.name)
         if tool is None:
             return ToolResult(tool_call.id, ToolNotFoundError(function.name))
+        if arguments is not None:
+            return _run(tool, tool_call.id, arguments)
         raw = function.arguments
         # Only a tool whose schema asks for an object gets a twice-encoded object unwrapped;
         # for a string schema, a string that happens to hold JSON is the argument itself.
@@ -191,64 +201,36 @@ class SimpleToolset(Toolset):
         self, tool: ToolType, call_id: str, raw: str, expects_object: bool
     ) -> ToolResult:
         try:
-            arguments = await asyncio.to_thread(
-                parse_arguments, raw, self._limits, expects_object=expects_object
-            )
+            arguments = await run_parsing(_parse, raw, self._limits, expects_object)
         except ArgumentsError as e:
             return ToolResult(call_id, ToolParseError(str(e)))
         return await _run(tool, call_id, arguments)
 
 
-if sys.version_info >= (3, 12):
-
-    def _start(
-        loop: asyncio.AbstractEventLoop, work: Coroutine[Any, Any, ToolResult]
-    ) -> asyncio.Task[ToolResult]:
-        # An eager task runs at once, up to its first real wait: a call that never waits
-        # (validation failed, a quick tool) is finished when handle() returns, without a
-        # round trip through the event loop; one that waits is scheduled as usual.
-        return asyncio.Task(work, loop=loop, eager_start=True)
-
-else:
-
-    def _start(
-        loop: asyncio.AbstractEventLoop, work: Coroutine[Any, Any, ToolResult]
-    ) -> asyncio.Task[ToolResult]:
-        return loop.create_task(work)
-
-
-def _unhandled(tool_call: object, error: Exception) -> ToolResult:
-    return ToolResult(
-        _call_id(tool_call),
-        ToolRuntimeError(f"the call could not be handled: {describe_exception(error)}"),
-    )
-
-
-def _call_id(tool_call: object) -> str:
-    """The id of whatever was passed as a call, or "" (its attributes may even raise)."""
-    try:
-        return str(getattr(tool_call, "id", ""))
-    except Exception:
-        return ""
+def _parse(raw: str, limits: ArgumentLimits, expects_object: bool) -> JsonType:
+    return parse_arguments(raw, limits, expects_object=expects_object)
 
 
 async def _run(tool: ToolType, call_id: str, arguments: JsonType) -> ToolResult:
     try:
         value = await tool.call(arguments)
-    except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
+    except KeyboardInterrupt:  # the user stopping the program
         raise
-    except BaseException as e:  # SystemExit too: a tool must not stop the agent
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():  # the caller's cancellation: it wins
+            raise
+        # The tool raised CancelledError on its own (say it awaited something that was
+        # cancelled): a failure of the tool, not a cancellation of the call.
+        logger.info("Tool %r raised CancelledError without being cancelled", tool.name)
+        return ToolResult(call_id, ToolRuntimeError("CancelledError: the tool was cancelled"))
+    except BaseException as e:  # SystemExit, GeneratorExit too: a tool must not stop the agent
         # INFO, not WARNING: the failure is handled (the model gets it as a result), but a
         # developer who turns logging on wants the traceback.
         logger.info("Tool %r raised %s", tool.name, type(e).__name__, exc_info=e)
         return ToolResult(call_id, ToolRuntimeError(describe_exception(e)))
     # A custom `call` may return anything, whatever its annotation says.
-    if not isinstance(value, ToolReturnValue):  # pyright: ignore[reportUnnecessaryIsInstance]
-        value = ToolError(
-            message=f"Tool `{tool.name}` returned a {type(value).__name__}, not a ToolReturnValue",
-            brief="Invalid tool result",
-        )
-    return ToolResult(call_id, value)
+    return ToolResult(call_id, checked_return(tool.name, value))
 
 
 _CHECKED: weakref.WeakSet[type] = weakref.WeakSet()
@@ -257,21 +239,35 @@ _CHECKED: weakref.WeakSet[type] = weakref.WeakSet()
 def _check_return_annotation(tool: ToolType) -> None:
     """Refuse a tool whose `__call__` is annotated to return anything but a ToolReturnValue.
 
-    A missing or unresolvable annotation is accepted: the result is checked when it arrives.
+    A missing annotation is accepted: the result is checked when it arrives. A string
+    annotation is resolved in the method's module, with the result classes of
+    `kosong.tooling` known by name even when the module imports them only for type checkers;
+    one that names nothing resolvable is refused like a wrong type.
     """
     cls = type(tool)
     if cls in _CHECKED:
         return
+    call = cls.__call__
+    annotation: Any = getattr(call, "__annotations__", {}).get("return", Any)
     try:
-        hints = typing.get_type_hints(cls.__call__)
-    except Exception:  # a forward reference we cannot resolve: check at run time instead
-        hints = {}
-    annotation = hints.get("return", Any)
-    if not _returns_tool_value(annotation):
+        names = {**_RESULT_NAMES, **getattr(call, "__globals__", {})}
+        annotation = typing.get_type_hints(call, globalns=names).get("return", Any)
+        resolved = True
+    except Exception:  # a name the module does not define
+        resolved = False
+    if not resolved or not _returns_tool_value(annotation):
         raise TypeError(
             f"Expected tool `{tool.name}` to return `ToolReturnValue`, but got `{annotation!r}`"
         )
     _CHECKED.add(cls)
+
+
+_RESULT_NAMES: dict[str, Any] = {
+    "ToolReturnValue": ToolReturnValue,
+    "ToolReturnType": ToolReturnValue,
+    "ToolOk": ToolOk,
+    "ToolError": ToolError,
+}
 
 
 def _returns_tool_value(annotation: Any) -> bool:

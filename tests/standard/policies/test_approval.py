@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from _std_tools import Scripted, make_call, toolset
-
 from kosong.standard.codes import error_code
 from kosong.standard.envelope import to_envelope
 from kosong.standard.pipeline import with_policies
 from kosong.standard.policies import ApprovalDecision, ApprovalPolicy, ApprovalRequest, DebugPolicy
 from kosong.tooling import Tool, ToolOk, ToolResult
 from kosong.tooling.error import ToolPermissionDeniedError
+from tests.standard._std_tools import Scripted, make_call, toolset
 
 
 def delete_file(**hints: Any) -> Scripted:

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from _std_tools import Scripted, Weather, make_call, output_json, toolset
 
 from kosong.standard.codes import coded_error
 from kosong.standard.envelope import to_envelope
@@ -20,6 +19,7 @@ from kosong.standard.policies import (
     TimeoutPolicy,
 )
 from kosong.tooling import ToolOk, ToolResult
+from tests.standard._std_tools import Scripted, Weather, make_call, output_json, toolset
 
 JAN_1 = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
 
@@ -208,17 +208,17 @@ async def test_a_cached_result_is_never_modified_by_later_hits() -> None:
     assert output_json(hit)["temperature"] == 25
 
 
-def test_memory_cache_answers_without_waiting_too() -> None:
+async def test_memory_cache_drops_the_least_recently_used_and_expired_entries() -> None:
     clock = Clock(JAN_1)
     cache = MemoryCache(max_entries=2, clock=clock)
     entry = CacheEntry(ToolOk(output="v"), JAN_1, JAN_1 + 10)
-    cache.set_nowait("a", entry)
-    cache.set_nowait("b", entry)
-    assert cache.get_nowait("a") is entry  # a is now the most recently used
-    cache.set_nowait("c", entry)
-    assert cache.get_nowait("b") is None and cache.get_nowait("c") is entry
+    await cache.set("a", entry)
+    await cache.set("b", entry)
+    assert await cache.get("a") is entry  # a is now the most recently used
+    await cache.set("c", entry)
+    assert await cache.get("b") is None and await cache.get("c") is entry
     clock.now += 10
-    assert cache.get_nowait("a") is None and len(cache) == 1  # expired and dropped
+    assert await cache.get("a") is None and len(cache) == 1  # expired and dropped
 
 
 class CountingCache(MemoryCache):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from _std_tools import Scripted, Weather, make_call, toolset
-
 from kosong.standard.context import current_call
 from kosong.standard.envelope import to_envelope
 from kosong.standard.pipeline import with_policies
 from kosong.standard.policies import CachePolicy, DebugPolicy, MetricsPolicy
 from kosong.tooling import ToolOk, ToolReturnValue
+from tests.standard._std_tools import Scripted, Weather, make_call, toolset
 
 
 async def test_debug_info_reports_what_happened_to_the_call() -> None:

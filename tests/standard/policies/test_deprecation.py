@@ -5,13 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from _std_tools import Scripted, make_call, toolset
-
 from kosong.standard.envelope import to_envelope
 from kosong.standard.pipeline import with_policies
 from kosong.standard.policies import DeprecationPolicy
 from kosong.tooling import ToolOk, ToolResult
 from kosong.tooling.error import ToolDeprecatedError
+from tests.standard._std_tools import Scripted, make_call, toolset
 
 GUIDE = "https://docs.example.com/migration/weather-v1-to-v2"
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from _std_tools import Scripted, Weather, make_call, toolset
 
 from kosong.standard.codes import coded_error
 from kosong.standard.pipeline import with_policies
-from kosong.standard.policies import MetricsPolicy, MetricsRegistry, RetryPolicy
+from kosong.standard.policies import UNKNOWN_TOOL, MetricsPolicy, MetricsRegistry, RetryPolicy
 from kosong.tooling import ToolOk
 from kosong.tooling.error import ToolNetworkError
+from tests.standard._std_tools import Scripted, Weather, make_call, toolset
 
 
 def test_snapshot_computes_rates_mean_and_p99() -> None:
@@ -62,7 +62,7 @@ async def test_the_policy_records_every_call_with_its_outcome() -> None:
     await pipeline.handle(make_call("get_weather", {"location": "x"}))
     await pipeline.handle(make_call("invented_tool", {}))
     snapshot = metrics.registry.snapshot()
-    assert set(snapshot) == {"scripted", "get_weather", "_unknown"}
+    assert set(snapshot) == {"scripted", "get_weather", UNKNOWN_TOOL}
     scripted = snapshot["scripted"]
     assert (scripted.calls, scripted.errors, scripted.retried_calls, scripted.retries) == (
         2,
@@ -71,7 +71,7 @@ async def test_the_policy_records_every_call_with_its_outcome() -> None:
         2,
     )
     assert scripted.errors_by_code == {"NO": 1}
-    assert snapshot["_unknown"].errors_by_code == {"TOOL_NOT_FOUND": 1}
+    assert snapshot[UNKNOWN_TOOL].errors_by_code == {"TOOL_NOT_FOUND": 1}
     assert snapshot["get_weather"].error_rate == 0
 
 
@@ -115,3 +115,16 @@ def test_invalid_registry_settings_are_refused() -> None:
         MetricsRegistry(window=0)
     with pytest.raises(ValueError):
         MetricsRegistry(buckets=(1.0, 0.5))
+
+
+async def test_metrics_keep_unknown_tools_apart_from_a_real_tool_whatever_its_name() -> None:
+    metrics = MetricsPolicy()
+    real = Scripted(lambda n: ToolOk(output="real"), name="_unknown")
+    pipeline = with_policies(toolset(real), metrics)
+    await pipeline.handle(make_call("_unknown", {}))
+    await pipeline.handle(make_call("not_a_tool", {}))
+    await pipeline.handle(make_call("<unknown>", {}))
+    snapshot = metrics.registry.snapshot()
+    assert snapshot["_unknown"].calls == 1 and snapshot["_unknown"].errors == 0
+    assert snapshot[UNKNOWN_TOOL].calls == 2
+    assert snapshot[UNKNOWN_TOOL].errors_by_code == {"TOOL_NOT_FOUND": 2}

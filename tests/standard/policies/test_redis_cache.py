@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _std_tools import Weather, make_call, toolset
 
 from kosong.standard.envelope import to_envelope
 from kosong.standard.pipeline import with_policies
-from kosong.standard.policies import CacheEntry, CachePolicy
-from kosong.standard.policies.redis_cache import RedisCache
+from kosong.standard.policies import CacheEntry, CachePolicy, RedisCache
 from kosong.tooling import ToolOk
 from kosong.tooling.error import ToolTimeoutError
+from tests.standard._std_tools import Weather, make_call, toolset
 
 
 @pytest.fixture
@@ -103,7 +102,7 @@ CHILD = textwrap.dedent(
     from kosong.standard.envelope import to_envelope
     from kosong.standard.pipeline import with_policies
     from kosong.standard.policies import CachePolicy
-    from kosong.standard.policies.redis_cache import RedisCache
+    from kosong.standard.policies import RedisCache
     from kosong.tooling import ToolOk
 
     class CountingWeather(Weather):

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _std_tools import Scripted, make_call, toolset
 
 from kosong.standard.codes import error_code
 from kosong.standard.pipeline import with_policies
 from kosong.standard.policies import RepeatGuardPolicy
 from kosong.tooling import ToolOk
+from tests.standard._std_tools import Scripted, Weather, make_call, toolset
 
 
 def searching() -> Scripted:
@@ -98,14 +98,26 @@ async def test_a_repeated_call_counts_as_recent(window: float | None) -> None:
     assert (await output_of(pipeline, {"q": "b"}))[0] is None  # "b" was forgotten
 
 
-async def test_arguments_that_do_not_parse_are_guarded_as_written() -> None:
+async def test_arguments_the_toolset_refuses_are_not_counted_and_stay_invalid_params() -> None:
     tool = searching()
     pipeline = with_policies(toolset(tool), RepeatGuardPolicy(1))
-    assert (await output_of(pipeline, "{broken"))[0] == "INVALID_PARAMS"
-    assert (await output_of(pipeline, "{broken"))[0] == "REPEATED_CALL"
+    for _ in range(3):  # never run, so never a repeat: the model reads the parse error each time
+        assert (await output_of(pipeline, "{broken"))[0] == "INVALID_PARAMS"
 
 
 @pytest.mark.parametrize("kwargs", [{"max_identical_calls": 0}, {"window": 0}, {"max_tracked": 0}])
 def test_invalid_settings_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         RepeatGuardPolicy(**kwargs)
+
+
+async def test_long_arguments_parsed_off_the_loop_are_counted_too() -> None:
+    guard = RepeatGuardPolicy(1)
+    tool = Weather()
+    pipeline = with_policies(toolset(tool), guard)
+    long_location = "x" * 300_000  # past the length parsed in a worker thread
+    first = await pipeline.handle(make_call("get_weather", {"location": long_location}))
+    second = await pipeline.handle(make_call("get_weather", {"location": long_location}))
+    assert not first.return_value.is_error
+    assert second.return_value.is_error
+    assert len(tool.calls) == 1

@@ -7,7 +7,6 @@ import random
 from typing import Any
 
 import pytest
-from _std_tools import Scripted, make_call, standard_data, toolset
 
 from kosong.standard.codes import coded_error, error_code
 from kosong.standard.pipeline import with_policies
@@ -22,6 +21,7 @@ from kosong.tooling.error import (
     ToolTimeoutError,
     ToolValidateError,
 )
+from tests.standard._std_tools import Scripted, make_call, standard_data, toolset
 
 FAST: dict[str, Any] = {"base_delay": 0.001, "max_delay": 0.002}
 

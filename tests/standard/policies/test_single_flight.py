@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from _std_tools import Blocking, make_call, toolset
 
 from kosong.standard.envelope import to_envelope
 from kosong.standard.pipeline import with_policies
 from kosong.standard.policies import DebugPolicy, SingleFlightPolicy
+from tests.standard._std_tools import Blocking, make_call, toolset
 
 
 def shared(tool: Blocking, policy: SingleFlightPolicy | None = None) -> Any:

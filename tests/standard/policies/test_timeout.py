@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from _std_tools import Blocking, Scripted, make_call, toolset
 
 from kosong.standard.codes import error_code
 from kosong.standard.pipeline import with_policies
 from kosong.standard.policies import RetryPolicy, TimeoutPolicy
 from kosong.tooling import ToolOk
 from kosong.tooling.error import ToolTimeoutError
+from tests.standard._std_tools import Blocking, Scripted, make_call, toolset
 
 
 async def test_a_call_over_the_limit_gets_timeout_and_its_task_is_cancelled() -> None:

@@ -7,11 +7,9 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from _std_tools import Scripted, Weather, make_call, toolset
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -21,9 +19,9 @@ from kosong.standard.codes import coded_error
 from kosong.standard.envelope import to_envelope
 from kosong.standard.pipeline import with_policies
 from kosong.standard.policies import RetryPolicy, TracingPolicy
-from kosong.standard.policies.tracing import OTEL_AVAILABLE
 from kosong.tooling import ToolOk, ToolReturnValue
 from kosong.tooling.error import ToolNetworkError
+from tests.standard._std_tools import Scripted, Weather, make_call, toolset
 
 
 @pytest.fixture
@@ -38,7 +36,6 @@ def otel() -> Iterator[tuple[Any, InMemorySpanExporter]]:
 def test_explicit_tracers_are_used_and_no_spans_are_made_before_an_sdk_exists(
     otel: tuple[Any, InMemorySpanExporter],
 ) -> None:
-    assert OTEL_AVAILABLE
     assert TracingPolicy(otel[0]).enabled
     # This process sets no global provider: the default policy waits for one.
     assert not TracingPolicy().enabled
@@ -46,18 +43,20 @@ def test_explicit_tracers_are_used_and_no_spans_are_made_before_an_sdk_exists(
 
 GLOBAL_SDK = textwrap.dedent(
     """
-    import asyncio, sys
-    sys.path.insert(0, {tests!r})
+    import asyncio
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from _std_tools import Weather, make_call, toolset
-    from kosong.standard.pipeline import with_policies
+    from kosong.standard import with_policies
     from kosong.standard.policies import TracingPolicy
+    from kosong.testing import ScriptedTool, make_call
+    from kosong.tooling.simple import SimpleToolset
 
     async def main():
-        pipeline = with_policies(toolset(Weather()), TracingPolicy())
+        pipeline = with_policies(
+            SimpleToolset([ScriptedTool("get_weather", ["sunny"])]), TracingPolicy()
+        )
         await pipeline.handle(make_call("get_weather", {{"location": "x"}}))  # no SDK yet
         exporter = InMemorySpanExporter()
         provider = TracerProvider()
@@ -73,15 +72,16 @@ GLOBAL_SDK = textwrap.dedent(
 
 ENVIRONMENT_SDK = textwrap.dedent(
     """
-    import asyncio, sys
-    sys.path.insert(0, {tests!r})
-    from _std_tools import Weather, make_call, toolset
-    from kosong.standard.pipeline import with_policies
+    import asyncio
+    from kosong.standard import with_policies
     from kosong.standard.policies import TracingPolicy
+    from kosong.testing import ScriptedTool, make_call
+    from kosong.tooling.simple import SimpleToolset
 
     async def main():
         policy = TracingPolicy()
-        await with_policies(toolset(Weather()), policy).handle(make_call("get_weather", {{}}))
+        tools = SimpleToolset([ScriptedTool("get_weather", ["sunny"])])
+        await with_policies(tools, policy).handle(make_call("get_weather", {{}}))
         print(policy.enabled)
 
     asyncio.run(main())
@@ -91,7 +91,7 @@ ENVIRONMENT_SDK = textwrap.dedent(
 
 def test_a_provider_named_in_the_environment_is_used() -> None:
     # The API loads it on the first look for a provider: no code sets one.
-    script = ENVIRONMENT_SDK.format(tests=str(Path(__file__).parents[1]))
+    script = ENVIRONMENT_SDK.format()
     done = subprocess.run(
         [sys.executable, "-c", script],
         capture_output=True,
@@ -105,7 +105,7 @@ def test_a_provider_named_in_the_environment_is_used() -> None:
 
 
 def test_the_global_sdk_is_picked_up_once_it_is_configured() -> None:
-    script = GLOBAL_SDK.format(tests=str(Path(__file__).parents[1]))
+    script = GLOBAL_SDK.format()
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
     )

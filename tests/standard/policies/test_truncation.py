@@ -6,15 +6,17 @@ import json
 from typing import Any
 
 import pytest
-from _std_tools import Scripted, make_call, toolset
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kosong.message import TextPart
 from kosong.standard.codes import error_code
 from kosong.standard.envelope import to_envelope
+from kosong.standard.pagination import decode_cursor, encode_cursor
 from kosong.standard.pipeline import with_policies
 from kosong.standard.policies import MemoryContinuationStore, TruncationPolicy
 from kosong.tooling import ToolError, ToolOk, ToolResult
+from tests.standard._std_tools import Scripted, make_call, output_json, toolset
 
 
 def document(text: str, **fields: Any) -> Scripted:
@@ -129,7 +131,7 @@ async def test_read_more_refuses_bad_or_expired_cursors() -> None:
     assert error_code(bad.return_value) == "INVALID_PARAMS"
     missing = await pipeline.handle(make_call("read_more", {}))
     assert error_code(missing.return_value) == "INVALID_PARAMS"
-    first = json.loads((await pipeline.handle(make_call("get_document", {}))).return_value.output)  # type: ignore[arg-type]
+    first = output_json(await pipeline.handle(make_call("get_document", {})))
     now[0] = 61
     expired = await pipeline.handle(
         make_call("read_more", {"cursor": first["truncation_info"]["continuation"]})
@@ -143,7 +145,7 @@ def test_the_read_more_tool_is_listed_and_must_not_clash() -> None:
     read_more = pipeline.find_tool("read_more")
     assert read_more is not None and read_more.read_only_hint and read_more.idempotent_hint
     assert read_more.parameters["required"] == ["cursor"]
-    with pytest.raises(ValueError, match="already has a tool named `read_more`"):
+    with pytest.raises(ValueError, match="adds a tool named `read_more`, but the toolset already"):
         with_policies(toolset(Scripted(lambda n: ToolOk(), name="read_more")), TruncationPolicy(10))
     with pytest.raises(ValueError, match="at least 1"):
         TruncationPolicy(0)
@@ -154,3 +156,61 @@ async def test_the_store_keeps_only_its_newest_outputs() -> None:
     keys = [await store.put(str(i)) for i in range(3)]
     assert await store.get(keys[0]) is None
     assert [await store.get(k) for k in keys[1:]] == ["1", "2"]
+
+
+def _tampered(cursor: str, **changes: Any) -> str:
+    state = decode_cursor(cursor)
+    state.update(changes)
+    return encode_cursor(state)
+
+
+async def test_a_forged_or_tampered_continuation_cursor_is_invalid_params_never_a_loop() -> None:
+    text = "abcdefghij" * 10
+    pipeline = with_policies(toolset(document(text)), TruncationPolicy(10))
+    first = output_json(await pipeline.handle(make_call("get_document", {})))
+    cursor = first["truncation_info"]["continuation"]
+    state = decode_cursor(cursor)
+    forged = [
+        _tampered(cursor, offset=-10),  # would read the same part forever
+        _tampered(cursor, offset=0),
+        _tampered(cursor, limit=0),
+        _tampered(cursor, limit=10**9),
+        _tampered(cursor, key="someone-elses-output"),
+        _tampered(cursor, sig="0" * 32),
+        encode_cursor({k: v for k, v in state.items() if k != "sig"}),
+        encode_cursor({"key": state["key"], "offset": 10, "limit": 10}),
+        encode_cursor({**state, "offset": 10.5}),
+        encode_cursor({**state, "offset": True}),
+    ]
+    for cursor_text in forged:
+        result = await pipeline.handle(make_call("read_more", {"cursor": cursor_text}))
+        assert error_code(result.return_value) == "INVALID_PARAMS", cursor_text
+    # The genuine cursor still works, and following cursors always ends.
+    whole, parts = await read_all(pipeline, await pipeline.handle(make_call("get_document", {})))
+    assert whole == text and len(parts) == 10
+
+
+async def test_cursors_signed_with_a_shared_secret_work_across_policies() -> None:
+    store = MemoryContinuationStore()
+    first_policy = TruncationPolicy(10, store=store, secret=b"shared")
+    second_policy = TruncationPolicy(10, store=store, secret=b"shared")
+    other_policy = TruncationPolicy(10, store=store)
+    result = await with_policies(toolset(document("x" * 30)), first_policy).handle(
+        make_call("get_document", {})
+    )
+    cursor = output_json(result)["truncation_info"]["continuation"]
+    read = make_call("read_more", {"cursor": cursor})
+    assert not (
+        await with_policies(toolset(document("")), second_policy).handle(read)
+    ).return_value.is_error
+    refused = await with_policies(toolset(document("")), other_policy).handle(read)
+    assert error_code(refused.return_value) == "INVALID_PARAMS"
+
+
+async def test_truncation_cuts_only_text_outputs() -> None:
+    parts = [TextPart(text="y" * 100)]
+    tool = Scripted(lambda n: ToolOk(output=parts), name="get_document")
+    result = await with_policies(toolset(tool), TruncationPolicy(10)).handle(
+        make_call("get_document", {})
+    )
+    assert result.return_value.output == parts

@@ -1,33 +1,44 @@
 """The policies of the pipeline, one concern each (see `kosong.standard.pipeline`).
 
-`RedisCache` lives in `kosong.standard.policies.redis_cache`, so the `redis` package is only
-needed by those who use it.
+Every policy and its helpers are imported from here. `RedisCache` is loaded on first use, so
+the `redis` package (`pip install 'kosong[redis]'`) is only needed by those who use it.
 """
 
-from kosong.standard.policies.approval import (
+from typing import TYPE_CHECKING, Any
+
+from kosong.standard.policies._approval import (
     ApprovalDecision,
     ApprovalHook,
     ApprovalPolicy,
     ApprovalRequest,
 )
-from kosong.standard.policies.cache import CacheBackend, CacheEntry, CachePolicy, MemoryCache
-from kosong.standard.policies.debug import DebugPolicy
-from kosong.standard.policies.deprecation import DeprecationPolicy
-from kosong.standard.policies.event_hook import EventHookPolicy
-from kosong.standard.policies.metrics import MetricsPolicy, MetricsRegistry, ToolMetrics
-from kosong.standard.policies.repeat_guard import RepeatGuardPolicy
-from kosong.standard.policies.retry import DEFAULT_RULES, RetryPolicy, RetryRule
-from kosong.standard.policies.single_flight import SingleFlightPolicy
-from kosong.standard.policies.timeout import TimeoutPolicy
-from kosong.standard.policies.tracing import TracingPolicy
-from kosong.standard.policies.truncation import (
+from kosong.standard.policies._cache import CacheBackend, CacheEntry, CachePolicy, MemoryCache
+from kosong.standard.policies._debug import DebugPolicy
+from kosong.standard.policies._deprecation import DeprecationPolicy
+from kosong.standard.policies._event_hook import EventHookPolicy
+from kosong.standard.policies._metrics import (
+    UNKNOWN_TOOL,
+    MetricsPolicy,
+    MetricsRegistry,
+    ToolMetrics,
+)
+from kosong.standard.policies._repeat_guard import RepeatGuardPolicy
+from kosong.standard.policies._retry import DEFAULT_RULES, RetryPolicy, RetryRule
+from kosong.standard.policies._single_flight import SingleFlightPolicy
+from kosong.standard.policies._timeout import TimeoutPolicy
+from kosong.standard.policies._tracing import TracingPolicy
+from kosong.standard.policies._truncation import (
     ContinuationStore,
     MemoryContinuationStore,
     TruncationPolicy,
 )
 
+if TYPE_CHECKING:
+    from kosong.standard.policies._redis_cache import RedisCache
+
 __all__ = [
     "DEFAULT_RULES",
+    "UNKNOWN_TOOL",
     "ApprovalDecision",
     "ApprovalHook",
     "ApprovalPolicy",
@@ -43,6 +54,7 @@ __all__ = [
     "MemoryContinuationStore",
     "MetricsPolicy",
     "MetricsRegistry",
+    "RedisCache",
     "RepeatGuardPolicy",
     "RetryPolicy",
     "RetryRule",
@@ -52,3 +64,11 @@ __all__ = [
     "TracingPolicy",
     "TruncationPolicy",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RedisCache":  # imported on first use: it needs the redis package
+        from kosong.standard.policies._redis_cache import RedisCache
+
+        return RedisCache
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Any
 
 from kosong.message import ToolCall
 from kosong.standard.codes import error_code
-from kosong.standard.context import CallContext
-from kosong.standard.pipeline import Forward, ForwardNow, Policy
-from kosong.tooling import ToolResult, ToolReturnValue
+from kosong.standard.context import PolicyContext
+from kosong.standard.pipeline import Forward, Policy
+from kosong.tooling import ToolResult
 
 try:
     from opentelemetry import trace as otel_trace
@@ -43,72 +42,28 @@ _SILENT: tuple[type, ...] = (
     else ()
 )
 
-# Where the API keeps the global provider (None until one is set). `get_tracer_provider()`
-# reads os.environ on each call until then, which costs more than the rest of the policy; when
-# the environment names no provider, reading this global answers the same question.
-_PROVIDER_GLOBAL = "_TRACER_PROVIDER"
-_PROVIDER_VARIABLE = "OTEL_PYTHON_TRACER_PROVIDER"
-_UNKNOWN = object()
-
 
 class TracingPolicy(Policy):
     """Wrap every call in an OpenTelemetry span; see the module doc."""
 
     def __init__(self, tracer: Any | None = None) -> None:
-        # With no tracer given, the global provider's is used once an SDK sets one up; until
-        # then (`_pending`), calls make no spans at all: nothing would record them.
         """Record spans with `tracer`.
 
         `tracer` is an `opentelemetry.trace.Tracer`; by default the global provider's tracer
-        named `kosong.standard`.
+        named `kosong.standard`, once an SDK sets a provider up.
 
         Without opentelemetry-api installed the policy records no spans, and says so once in
         the log.
         """
-        self._pending = tracer is None and otel_trace is not None
         if tracer is None and otel_trace is None:
             logger.warning("opentelemetry-api is not installed: TracingPolicy records no spans")
         self._tracer = tracer
-        # Until a provider is set, each call checks the API's global for one: cheap, and
-        # exact as long as the environment names none (checked at each call when it does, and
-        # when the API keeps its global elsewhere).
-        self._quick_check = (
-            otel_trace is not None
-            and getattr(otel_trace, _PROVIDER_GLOBAL, _UNKNOWN) is not _UNKNOWN
-            and _PROVIDER_VARIABLE not in os.environ
-        )
-
-    def skips(self, call: ToolCall, ctx: CallContext) -> bool:
-        """True while no tracer records spans (see the module doc)."""
-        if (  # the quick case of `_current_tracer` inlined: every call comes here
-            self._pending
-            and self._quick_check
-            and getattr(otel_trace, _PROVIDER_GLOBAL, None) is None
-        ):
-            return True
-        return self._current_tracer() is None
-
-    def run_now(
-        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
-    ) -> ToolReturnValue | None:
-        """Pass the call on while no tracer records spans; else None (`run` makes the span)."""
-        if (  # the quick case of `_current_tracer` inlined: every call comes here
-            self._pending
-            and self._quick_check
-            and getattr(otel_trace, _PROVIDER_GLOBAL, None) is None
-        ) or self._current_tracer() is None:
-            return forward(call, ctx)
-        return None
 
     def _current_tracer(self) -> Any | None:
-        if self._pending and otel_trace is not None:
-            if self._quick_check and getattr(otel_trace, _PROVIDER_GLOBAL, None) is None:
-                return None
+        if self._tracer is None and otel_trace is not None:
             provider = otel_trace.get_tracer_provider()
-            if isinstance(provider, _SILENT):
-                return None
-            self._tracer = provider.get_tracer("kosong.standard")
-            self._pending = False
+            if not isinstance(provider, _SILENT):
+                self._tracer = provider.get_tracer("kosong.standard")
         return self._tracer
 
     @property
@@ -116,7 +71,7 @@ class TracingPolicy(Policy):
         """Whether calls get spans now (False until an OpenTelemetry SDK is set up)."""
         return self._current_tracer() is not None
 
-    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+    async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Pass the call on inside a span."""
         tracer = self._current_tracer()
         if tracer is None or otel_trace is None:

@@ -28,7 +28,7 @@ from types import MappingProxyType
 
 from kosong.message import ToolCall
 from kosong.standard.codes import ErrorCode, error_code, error_details, retry_after
-from kosong.standard.context import CallContext
+from kosong.standard.context import PolicyContext
 from kosong.standard.metadata import is_safe_to_repeat
 from kosong.standard.pipeline import Forward, Policy
 from kosong.tooling import ToolResult, ToolReturnValue
@@ -129,7 +129,7 @@ class RetryPolicy(Policy):
         delay = min(self._max, self._base * 2 ** (retry - 1))
         return delay / 2 + self._rng.uniform(0, delay / 2)
 
-    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+    async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Pass the call on; retry it while the rules allow and the deadline permits."""
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -147,7 +147,7 @@ class RetryPolicy(Policy):
             if rule is None or retries >= rule.max_retries:
                 return result
             if not safe:
-                ctx.add_debug(
+                ctx.call.add_debug(
                     "retry_skipped",
                     f"{code} is retryable, but `{ctx.tool_name}` is not marked idempotent or "
                     "read-only, so it is not repeated",
@@ -160,7 +160,9 @@ class RetryPolicy(Policy):
             if self._deadline is not None:
                 remaining = started + self._deadline - loop.time()
                 if wait >= remaining:
-                    ctx.add_debug("retry_stopped", f"the {self._deadline:g} s deadline is near")
+                    ctx.call.add_debug(
+                        "retry_stopped", f"the {self._deadline:g} s deadline is near"
+                    )
                     return result
             retries += 1
             ctx.retry_count = retries
@@ -185,7 +187,7 @@ class RetryPolicy(Policy):
                 return result
 
     async def _attempt_until(
-        self, call: ToolCall, ctx: CallContext, forward: Forward, started: float
+        self, call: ToolCall, ctx: PolicyContext, forward: Forward, started: float
     ) -> ToolResult:
         assert self._deadline is not None
         try:

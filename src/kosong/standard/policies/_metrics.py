@@ -5,8 +5,9 @@ gives a `snapshot()` (calls, success rate, error rate, retry rate, mean and P99 
 by code, per tool) and the same counters in Prometheus' text format (`prometheus_text()`), for
 a `/metrics` endpoint. Put the policy outermost to measure what the caller sees (retries and
 waits included). A cancelled call is not recorded (it has no outcome). Calls to tools the
-toolset does not have are counted under the tool name `_unknown`, so a model inventing names
-cannot grow the metrics without bound.
+toolset does not have are counted together under `UNKNOWN_TOOL` ("<unknown>", which no tool can
+be named), so a model inventing names cannot grow the metrics without bound, and they never mix
+with a real tool's.
 
 The P99 comes from the latest `window` latencies of each tool; means and counters cover
 everything since the registry was created (or `reset()`).
@@ -25,11 +26,11 @@ from dataclasses import dataclass, field
 
 from kosong.message import ToolCall
 from kosong.standard.codes import error_code
-from kosong.standard.context import CallContext
-from kosong.standard.pipeline import ForwardNow, HookPolicy
-from kosong.tooling import ToolResult, ToolReturnValue
+from kosong.standard.context import PolicyContext
+from kosong.standard.pipeline import Forward, Policy
+from kosong.tooling import ToolResult
 
-__all__ = ["DEFAULT_BUCKETS", "MetricsPolicy", "MetricsRegistry", "ToolMetrics"]
+__all__ = ["DEFAULT_BUCKETS", "UNKNOWN_TOOL", "MetricsPolicy", "MetricsRegistry", "ToolMetrics"]
 
 DEFAULT_BUCKETS: tuple[float, ...] = (
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
@@ -38,8 +39,8 @@ DEFAULT_BUCKETS: tuple[float, ...] = (
 
 _bisect_left = bisect.bisect_left
 
-UNKNOWN_TOOL = "_unknown"
-"""The name calls to missing tools are counted under."""
+UNKNOWN_TOOL = "<unknown>"
+"""What calls to missing tools are counted under: not a valid tool name, so never a tool's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +223,7 @@ class MetricsRegistry:
             return "\n".join(lines) + "\n"
 
 
-class MetricsPolicy(HookPolicy):
+class MetricsPolicy(Policy):
     """Record every call in a `MetricsRegistry`; see the module doc."""
 
     def __init__(self, registry: MetricsRegistry | None = None) -> None:
@@ -230,30 +231,15 @@ class MetricsPolicy(HookPolicy):
         self.registry: MetricsRegistry = registry if registry is not None else MetricsRegistry()
         """Where the metrics go."""
 
-    def after(
-        self, call: ToolCall, ctx: CallContext, result: ToolResult, started: float
-    ) -> ToolResult:
-        """Record how the call went."""
+    async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
+        """Pass the call on; record how it went (a cancelled call is not recorded)."""
+        started = time.perf_counter()
+        result = await forward(call, ctx)
         value = result.return_value
         self.registry.record(
-            ctx.tool_call.function.name if ctx.tool is not None else UNKNOWN_TOOL,
+            call.function.name if ctx.tool is not None else UNKNOWN_TOOL,
             time.perf_counter() - started,
             code=error_code(value) if value.is_error else None,
             retries=ctx.retry_count,
         )
         return result
-
-    def run_now(
-        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
-    ) -> ToolReturnValue | None:
-        """`run` for a call answered without waiting: recorded the same way."""
-        started = time.perf_counter()
-        value = forward(call, ctx)
-        if value is not None:
-            self.registry.record(
-                ctx.tool_call.function.name if ctx.tool is not None else UNKNOWN_TOOL,
-                time.perf_counter() - started,
-                code=error_code(value) if value.is_error else None,
-                retries=ctx.retry_count,
-            )
-        return value

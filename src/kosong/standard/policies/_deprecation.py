@@ -16,9 +16,9 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime
 
 from kosong.message import ToolCall
-from kosong.standard.context import CallContext
+from kosong.standard.context import PolicyContext
 from kosong.standard.metadata import is_sunset, parse_iso8601
-from kosong.standard.pipeline import Forward, ForwardNow, Policy
+from kosong.standard.pipeline import Forward, Policy
 from kosong.tooling import Tool, ToolResult, ToolReturnValue
 from kosong.tooling.error import ToolDeprecatedError
 from kosong.utils.typing import JsonType
@@ -58,12 +58,7 @@ class DeprecationPolicy(Policy):
         self._warn_model = warn_model
         self._sunsets: dict[str, date | datetime] = {}
 
-    def skips(self, call: ToolCall, ctx: CallContext) -> bool:
-        """True for calls to tools that are neither deprecated nor given a sunset date."""
-        tool = ctx.tool
-        return tool is None or (tool.deprecated is not True and tool.sunset_date is None)
-
-    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+    async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Refuse, warn, or pass the call on."""
         tool = ctx.tool
         if tool is None or (tool.deprecated is not True and tool.sunset_date is None):
@@ -76,22 +71,6 @@ class DeprecationPolicy(Policy):
         if not self._warn_model:
             return result
         return ToolResult(result.tool_call_id, _with_warning(result.return_value, warning))
-
-    def run_now(
-        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
-    ) -> ToolReturnValue | None:
-        """`run` without waiting: the warning is recorded once the rest has answered."""
-        tool = ctx.tool
-        if tool is None or (tool.deprecated is not True and tool.sunset_date is None):
-            return forward(call, ctx)
-        refusal = self._refusal(tool)
-        if refusal is not None:
-            return refusal
-        value = forward(call, ctx)
-        if value is None:
-            return None
-        warning = self._warn(tool, ctx)
-        return _with_warning(value, warning) if self._warn_model else value
 
     def _refusal(self, tool: Tool) -> ToolDeprecatedError | None:
         """The error for a tool past its sunset date, else None."""
@@ -110,15 +89,15 @@ class DeprecationPolicy(Policy):
         )
 
     @staticmethod
-    def _warn(tool: Tool, ctx: CallContext) -> str:
+    def _warn(tool: Tool, ctx: PolicyContext) -> str:
         """Record the deprecation in the call's metadata; return the warning."""
         warning = deprecation_warning(tool)
-        ctx.add_warning(warning)
+        ctx.call.add_warning(warning)
         info: dict[str, JsonType] = {"deprecated": tool.deprecated is True}
         for key in ("sunset_date", "replacement", "migration_guide"):
             if (value := getattr(tool, key)) is not None:
                 info[key] = value
-        ctx.set_metadata("deprecation", info)
+        ctx.call.set_metadata("deprecation", info)
         return warning
 
 

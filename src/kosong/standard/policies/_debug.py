@@ -10,14 +10,14 @@ top-level `debug_info`. Meant for development; leave it out in production.
 from __future__ import annotations
 
 from kosong.message import ToolCall
-from kosong.standard.context import CallContext
-from kosong.standard.pipeline import ForwardNow, HookPolicy
+from kosong.standard.context import PolicyContext
+from kosong.standard.pipeline import Policy
 from kosong.tooling import ToolReturnValue
 
 __all__ = ["DebugPolicy"]
 
 
-class DebugPolicy(HookPolicy):
+class DebugPolicy(Policy):
     """Turn debug mode on for every call; see the module doc."""
 
     def __init__(self, *, include_arguments: bool = False) -> None:
@@ -28,18 +28,9 @@ class DebugPolicy(HookPolicy):
         """
         self._include_arguments = include_arguments
 
-    def before(self, call: ToolCall, ctx: CallContext) -> ToolReturnValue | None:
+    def before(self, call: ToolCall, ctx: PolicyContext) -> ToolReturnValue | None:
         """Enable debug mode for the call and pass it on."""
         ctx.enable_debug()
         if self._include_arguments:
-            ctx.add_debug("arguments", call.function.arguments)
+            ctx.call.add_debug("arguments", call.function.arguments)
         return None
-
-    def run_now(
-        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
-    ) -> ToolReturnValue | None:
-        """`run` without waiting (what it records is the same when recorded twice)."""
-        ctx.enable_debug()
-        if self._include_arguments:
-            ctx.add_debug("arguments", call.function.arguments)
-        return forward(call, ctx)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from kosong.message import ToolCall
-from kosong.standard.context import CallContext
+from kosong.standard.context import PolicyContext
 from kosong.standard.events import EventSink
-from kosong.standard.pipeline import Forward, Policy
-from kosong.tooling import ToolResult
+from kosong.standard.pipeline import Policy
+from kosong.tooling import ToolReturnValue
 
 __all__ = ["EventHookPolicy"]
 
@@ -22,7 +22,7 @@ class EventHookPolicy(Policy):
         """Send events to `listener`."""
         self._listener = listener
 
-    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+    def before(self, call: ToolCall, ctx: PolicyContext) -> ToolReturnValue | None:
         """Subscribe the listener to this call, and pass it on."""
         ctx.add_sink(self._listener)
-        return await forward(call, ctx)
+        return None

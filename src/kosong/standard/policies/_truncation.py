@@ -11,10 +11,17 @@ The full output is kept in a continuation store, and `continuation` is an opaque
 model passes to the built-in "read more" tool (added to the toolset's tools) to get the next
 part, in the same form, until `truncated` is false. Cutting never loses data: every character
 is reachable, as long as the store keeps it (an hour by default). Lengths are in characters.
+
+Only successful text outputs are cut: errors, and outputs made of content parts (images...),
+pass whole. Cursors are signed with a secret of the policy's (`secret`, random by default): a
+forged or altered cursor is refused as INVALID_PARAMS, and every cursor moves forward, so
+following them always ends.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import inspect
 import json
 import logging
@@ -26,11 +33,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Literal, cast
 
 from kosong.message import ToolCall
-from kosong.standard.context import CallContext
+from kosong.standard.context import PolicyContext
 from kosong.standard.pagination import CursorError, decode_cursor, encode_cursor
-from kosong.standard.pipeline import Forward, ForwardNow, Policy
+from kosong.standard.pipeline import Forward, Policy
 from kosong.standard.tokens import CHARS_PER_TOKEN, chars_for_tokens, guess_kind
-from kosong.tooling import Tool, ToolOk, ToolResult, ToolReturnValue, Toolset
+from kosong.tooling import Tool, ToolOk, ToolResult, ToolReturnValue
 from kosong.tooling.error import (
     ToolResourceNotFoundError,
     ToolValidateError,
@@ -82,10 +89,6 @@ class MemoryContinuationStore(ContinuationStore):
 
     async def put(self, text: str) -> str:
         """Keep `text`, dropping the oldest output when full."""
-        return self.put_nowait(text)
-
-    def put_nowait(self, text: str) -> str:
-        """`put`, without a coroutine: this store never waits."""
         key = os.urandom(9).hex()
         self._texts[key] = (text, self._clock() + self._ttl)
         while len(self._texts) > self._max:
@@ -115,6 +118,7 @@ class TruncationPolicy(Policy):
         store: ContinuationStore | None = None,
         read_more_tool: str = "read_more",
         summarize: Summarizer | None = None,
+        secret: bytes | None = None,
     ) -> None:
         """Cut outputs longer than `max_length`.
 
@@ -126,6 +130,8 @@ class TruncationPolicy(Policy):
             read_more_tool: The name of the built-in tool that reads the rest.
             summarize: Makes `truncation_info.summary` from the full text (sync or async);
                 none by default.
+            secret: Signs the cursors (random by default; give the same one to every process
+                that shares a continuation store).
 
         Raises:
             ValueError: a limit is below 1.
@@ -139,6 +145,7 @@ class TruncationPolicy(Policy):
         self.store: ContinuationStore = store or MemoryContinuationStore()
         """The continuation store in use."""
         self._summarize = summarize
+        self._secret = secret if secret is not None else os.urandom(32)
         # No output shorter than this can be over any limit: most calls stop at one len().
         self._quick = min(limits) * (1.0 if unit == "chars" else min(CHARS_PER_TOKEN.values()))
         self._read_more = Tool(
@@ -166,28 +173,16 @@ class TruncationPolicy(Policy):
         """The "read more" tool."""
         return [self._read_more]
 
-    def attach(self, wrapped: Toolset) -> None:
-        """Refuse a toolset that already has a tool named like the "read more" tool.
-
-        Raises:
-            ValueError: the name is taken.
-        """
-        if any(tool.name == self._read_more.name for tool in wrapped.tools):
-            raise ValueError(
-                f"the toolset already has a tool named `{self._read_more.name}`; give the "
-                "truncation policy another read_more_tool name"
-            )
-
     def _limit_chars(self, tool_name: str, text: str) -> int | None:
         limit = self._per_tool.get(tool_name, self._max)
         if limit is None or self._unit == "chars":
             return limit
         return max(1, chars_for_tokens(limit, guess_kind(text[:4096])))
 
-    async def run(self, call: ToolCall, ctx: CallContext, forward: Forward) -> ToolResult:
+    async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Answer "read more" calls; cut long outputs of the others."""
         if call.function.name == self._read_more.name:
-            return await self._read(call, ctx)
+            return ToolResult(call.id, await self._read(ctx))
         result = await forward(call, ctx)
         value = result.return_value
         limit = self._limit_for(call, value)
@@ -197,31 +192,6 @@ class TruncationPolicy(Policy):
         key = await self.store.put(output)
         summary = await self._summary(output)
         return ToolResult(result.tool_call_id, self._cut_value(ctx, value, key, limit, summary))
-
-    def run_now(
-        self, call: ToolCall, ctx: CallContext, forward: ForwardNow
-    ) -> ToolReturnValue | None:
-        """`run` without waiting, with the in-memory store and no summarizer; else None.
-
-        "read more" calls always go through `run`.
-        """
-        store = self.store  # read at each call: it may be replaced
-        if (
-            type(store) is not MemoryContinuationStore
-            or self._summarize is not None
-            or call.function.name == self._read_more.name
-        ):
-            return None
-        value = forward(call, ctx)
-        if value is None:
-            return None
-        output = value.output
-        if isinstance(output, str) and len(output) <= self._quick:
-            return value  # the usual case, decided without `_limit_for`
-        limit = self._limit_for(call, value)
-        if limit is None:
-            return value
-        return self._cut_value(ctx, value, store.put_nowait(cast(str, value.output)), limit, None)
 
     def _limit_for(self, call: ToolCall, value: ToolReturnValue) -> int | None:
         """The length to cut `value`'s output to, or None when it stays whole."""
@@ -236,14 +206,14 @@ class TruncationPolicy(Policy):
         return limit
 
     def _cut_value(
-        self, ctx: CallContext, value: ToolReturnValue, key: str, limit: int, summary: str | None
+        self, ctx: PolicyContext, value: ToolReturnValue, key: str, limit: int, summary: str | None
     ) -> ToolReturnValue:
         """`value` with its output cut to `limit`, the whole kept under `key`."""
         output = cast(str, value.output)
         cut, info = self._cut(output, key, 0, limit)
         if summary:
             info["summary"] = summary
-        ctx.set_metadata("truncation", info)
+        ctx.call.set_metadata("truncation", info)
         text = _truncated_json(cut, True, info)
         hint = (
             f"The output was cut to {len(cut)} of {len(output)} characters. To read the rest, "
@@ -259,8 +229,16 @@ class TruncationPolicy(Policy):
         if offset:
             info["offset"] = offset
         if end < len(text):
-            info["continuation"] = encode_cursor({"key": key, "offset": end, "limit": limit})
+            info["continuation"] = self._cursor(key, end, limit)
         return part, info
+
+    def _cursor(self, key: str, offset: int, limit: int) -> str:
+        state: dict[str, JsonType] = {"key": key, "offset": offset, "limit": limit}
+        return encode_cursor({**state, "sig": self._signature(key, offset, limit)})
+
+    def _signature(self, key: str, offset: int, limit: int) -> str:
+        message = f"{key}:{offset}:{limit}".encode()
+        return hmac.new(self._secret, message, hashlib.sha256).hexdigest()[:32]
 
     async def _summary(self, text: str) -> str | None:
         if self._summarize is None:
@@ -274,29 +252,39 @@ class TruncationPolicy(Policy):
             logger.warning("Summarizing a truncated output failed: %s", describe_exception(e))
             return None
 
-    async def _read(self, call: ToolCall, ctx: CallContext) -> ToolResult:
-        args = await ctx.arguments()
+    async def _read(self, ctx: PolicyContext) -> ToolReturnValue:
+        args = ctx.arguments
         cursor = args.get("cursor") if isinstance(args, dict) else None
         if not isinstance(cursor, str):
-            return ToolResult(call.id, ToolValidateError('expected {"cursor": "<continuation>"}'))
+            return ToolValidateError('expected {"cursor": "<continuation>"}')
         try:
             state = decode_cursor(cursor)
         except CursorError as e:
-            return ToolResult(call.id, ToolValidateError(str(e)))
+            return ToolValidateError(str(e))
         key, offset, limit = state.get("key"), state.get("offset"), state.get("limit")
-        if not (isinstance(key, str) and isinstance(offset, int) and isinstance(limit, int)):
-            return ToolResult(call.id, ToolValidateError("this cursor is not a continuation"))
+        signature = state.get("sig")
+        if not (
+            isinstance(key, str)
+            and type(offset) is int
+            and type(limit) is int
+            and isinstance(signature, str)
+            and hmac.compare_digest(signature, self._signature(key, offset, limit))
+            and offset > 0
+            and limit > 0
+        ):
+            return ToolValidateError(
+                "this cursor is not a continuation this tool gave (it was altered or made up); "
+                "pass the `continuation` value exactly as it came"
+            )
         text = await self.store.get(key)
         if text is None:
-            return ToolResult(
-                call.id,
-                ToolResourceNotFoundError(
-                    "This continuation has expired or is unknown; call the original tool again."
-                ),
+            return ToolResourceNotFoundError(
+                "This continuation has expired or is unknown; call the original tool again."
             )
-        part, info = self._cut(text, key, offset, max(1, limit))
-        more = "continuation" in info
-        return ToolResult(call.id, ToolOk(output=_truncated_json(part, more, info)))
+        if offset >= len(text):
+            return ToolValidateError("this cursor points past the end of the output")
+        part, info = self._cut(text, key, offset, limit)
+        return ToolOk(output=_truncated_json(part, "continuation" in info, info))
 
 
 def _truncated_json(content: str, truncated: bool, info: dict[str, JsonType]) -> str:

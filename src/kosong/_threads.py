@@ -1,0 +1,80 @@
+"""Where kosong runs work off the event loop, and how it starts tasks (private).
+
+Two thread pools of kosong's own, apart from the event loop's default executor (which the
+application and its libraries share):
+
+- sync tools (a plain `def __call__` or function) run on `run_sync_tool`'s pool, bounded at
+  `TOOL_THREADS` threads: tools that hang hold a thread each, but not the pool others need;
+- long argument strings are parsed on `run_parsing`'s small pool, so hung tools never keep a
+  call's arguments from being read.
+
+`start_task` is the one way kosong starts the task of a call: on Python 3.12+ an eager task,
+which runs at once up to its first real wait, so a call that never waits is finished when
+`handle()` returns, with no event loop round trip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import sys
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+__all__ = ["PARSE_THREADS", "TOOL_THREADS", "run_parsing", "run_sync_tool", "start_task"]
+
+T = TypeVar("T")
+
+TOOL_THREADS = 128
+"""Most sync tools running at once; more wait for a free thread."""
+PARSE_THREADS = 2
+"""Threads parsing long argument strings (work that holds the GIL: more would not help)."""
+
+_pools: dict[str, ThreadPoolExecutor] = {}
+
+
+def _pool(name: str, size: int) -> ThreadPoolExecutor:
+    # Made on first use: defining tools or importing kosong starts no thread.
+    pool = _pools.get(name)
+    if pool is None:
+        pool = _pools.setdefault(
+            name, ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"kosong-{name}")
+        )
+    return pool
+
+
+async def _in_pool(pool: ThreadPoolExecutor, func: Callable[..., T], *args: Any) -> T:
+    # As asyncio.to_thread, on our pool: the function sees the caller's contextvars (the
+    # current call, its trace id), so a sync tool can report progress.
+    context = contextvars.copy_context()
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(pool, functools.partial(context.run, func, *args))
+
+
+async def run_sync_tool(func: Callable[..., T], *args: Any) -> T:
+    """`func(*args)` on the sync-tool pool."""
+    return await _in_pool(_pool("tool", TOOL_THREADS), func, *args)
+
+
+async def run_parsing(func: Callable[..., T], *args: Any) -> T:
+    """`func(*args)` on the parsing pool."""
+    return await _in_pool(_pool("parse", PARSE_THREADS), func, *args)
+
+
+if sys.version_info >= (3, 12):
+
+    def start_task(
+        loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]
+    ) -> asyncio.Task[T]:
+        """A task running `coro`, started eagerly (see the module doc)."""
+        return asyncio.Task(coro, loop=loop, eager_start=True)
+
+else:  # pragma: no cover - depends on the Python version
+
+    def start_task(
+        loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]
+    ) -> asyncio.Task[T]:
+        """A task running `coro` (scheduled: eager tasks need Python 3.12)."""
+        return loop.create_task(coro)

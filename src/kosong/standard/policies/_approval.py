@@ -1,0 +1,138 @@
+"""Approval: destructive tools run only once a pluggable hook approves the call.
+
+The hook gets an `ApprovalRequest` (the tool, the call, its arguments exactly as the tool will
+get them, the trace id) and answers with an `ApprovalDecision` or a bool, directly or awaited.
+Approval fails closed: only `True` or an `ApprovalDecision` whose `approved` is `True` lets the
+call run. A denial, any other answer (a string such as "deny", a dict, None...) or a hook that
+raises gives a PERMISSION_DENIED error carrying the reason: the tool never runs. A call whose
+arguments the toolset refuses is not shown to the hook: it is refused anyway. Which tools
+need approval: those whose `destructive_hint` is true (and, with `unannotated=True`, those that
+declare neither `destructive_hint` nor `read_only_hint`, as MCP's defaults would have it), or
+whatever `needs_approval` says.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from kosong.message import ToolCall
+from kosong.standard.context import PolicyContext
+from kosong.standard.metadata import is_destructive
+from kosong.standard.pipeline import Forward, Policy
+from kosong.tooling import Tool, ToolResult
+from kosong.tooling.error import ToolPermissionDeniedError, describe_exception
+from kosong.utils.typing import JsonType
+
+__all__ = ["ApprovalDecision", "ApprovalHook", "ApprovalPolicy", "ApprovalRequest"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A call waiting for approval."""
+
+    tool: Tool
+    """The tool's definition (its hints, title, description)."""
+    tool_call: ToolCall
+    """The call."""
+    arguments: JsonType
+    """The parsed arguments, exactly as the tool will get them."""
+    trace_id: str
+    """The trace the call belongs to."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecision:
+    """The hook's answer."""
+
+    approved: bool
+    """Whether the call may run."""
+    reason: str = ""
+    """Why, for the model (especially when denied)."""
+
+    @classmethod
+    def approve(cls, reason: str = "") -> ApprovalDecision:
+        """Let the call run."""
+        return cls(True, reason)
+
+    @classmethod
+    def deny(cls, reason: str) -> ApprovalDecision:
+        """Refuse the call, saying why."""
+        return cls(False, reason)
+
+
+ApprovalHook = Callable[
+    [ApprovalRequest], Awaitable[ApprovalDecision | bool] | ApprovalDecision | bool
+]
+"""Decides whether a call may run; may be async (asking a person, say)."""
+
+
+class ApprovalPolicy(Policy):
+    """Hold calls to destructive tools until `hook` approves them; see the module doc."""
+
+    def __init__(
+        self,
+        hook: ApprovalHook,
+        *,
+        unannotated: bool = False,
+        needs_approval: Callable[[Tool], bool] | None = None,
+    ) -> None:
+        """Ask `hook` before running destructive tools.
+
+        Args:
+            hook: Decides each call.
+            unannotated: Also hold tools that declare neither `destructive_hint` nor
+                `read_only_hint` (MCP's defaults treat them as destructive).
+            needs_approval: Decide per tool instead of by its hints.
+        """
+        self._hook = hook
+        self._needs: Callable[[Tool], bool] = needs_approval or (
+            lambda tool: is_destructive(tool, unannotated=unannotated)
+        )
+
+    async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
+        """Ask the hook when the tool needs it; run the call only if approved."""
+        tool = ctx.tool
+        if tool is None or ctx.arguments is None:
+            return await forward(call, ctx)
+        started = time.perf_counter()
+        decision = await self._decide(ApprovalRequest(tool, call, ctx.arguments, ctx.trace_id))
+        if decision is None:
+            return await forward(call, ctx)
+        ctx.call.record_timing("approval_ms", (time.perf_counter() - started) * 1000)
+        ctx.call.add_debug("approval", {"approved": decision.approved, "reason": decision.reason})
+        if decision.approved is not True:
+            reason = decision.reason or "the call was not approved"
+            return ToolResult(call.id, ToolPermissionDeniedError(tool.name, reason))
+        return await forward(call, ctx)
+
+    async def _decide(self, request: ApprovalRequest) -> ApprovalDecision | None:
+        """The hook's decision on the call, or None when the tool needs no approval."""
+        try:
+            if not self._needs(request.tool):
+                return None
+            answer: object = self._hook(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception as e:  # fail closed: a broken hook approves nothing
+            return ApprovalDecision.deny(f"the approval hook failed ({describe_exception(e)})")
+        return _decision(answer)
+
+
+def _decision(answer: object) -> ApprovalDecision:
+    """The hook's answer as a decision: only the documented approvals approve."""
+    if answer is True:
+        return ApprovalDecision.approve()
+    if answer is False:
+        return ApprovalDecision.deny("the call was not approved")
+    if isinstance(answer, ApprovalDecision):
+        if answer.approved is True:
+            return answer
+        return ApprovalDecision.deny(answer.reason or "the call was not approved")
+    shown = repr(answer)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return ApprovalDecision.deny(
+        f"the approval hook answered {shown}, which is neither an ApprovalDecision nor a bool"
+    )

@@ -1,0 +1,118 @@
+"""Timeout: a call that takes too long is answered TIMEOUT at its deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Mapping
+
+from kosong._threads import start_task
+from kosong.message import ToolCall
+from kosong.standard.context import PolicyContext
+from kosong.standard.pipeline import Forward, Policy
+from kosong.tooling import ToolResult
+from kosong.tooling.error import ToolTimeoutError
+
+__all__ = ["TimeoutPolicy"]
+
+logger = logging.getLogger(__name__)
+
+_STUBBORN: set[asyncio.Task[ToolResult]] = set()
+"""Attempts that ignored their cancellation, kept (so they are not collected mid-run) until
+they end on their own."""
+
+
+def _check_seconds(seconds: float | None, what: str) -> float | None:
+    if seconds is not None and (not math.isfinite(seconds) or seconds <= 0):
+        raise ValueError(f"{what} must be a positive number of seconds (or None), got {seconds!r}")
+    return seconds
+
+
+class TimeoutPolicy(Policy):
+    """Answer TIMEOUT when a call runs past its limit, and cancel it.
+
+    The call runs in a task of its own; at the limit it is cancelled, and given `grace`
+    seconds to stop. The answer is TIMEOUT either way, at the limit plus at most the grace:
+    a tool that swallows its cancellation is left to end in the background (logged once),
+    and what it returns then is dropped. A sync tool (a plain `def`) cannot be interrupted: its
+    thread finishes on its own. Cancelling the caller cancels the call too.
+
+    Put it inside a `RetryPolicy` to limit each attempt (a timed-out read-only call is then
+    retried up to twice); outside, it limits the call with all its retries.
+    """
+
+    def __init__(
+        self,
+        seconds: float | None = 30.0,
+        *,
+        per_tool: Mapping[str, float | None] | None = None,
+        grace: float = 0.1,
+    ) -> None:
+        """Limit calls to `seconds` (None: no limit), or to `per_tool[name]` for those tools.
+
+        Args:
+            seconds: The limit of every call, in seconds (None: no limit).
+            per_tool: Other limits for some tools, by name (None: no limit for that tool).
+            grace: How long a cancelled call may take to stop before the answer is given.
+
+        Raises:
+            ValueError: a limit or the grace is not a positive number.
+        """
+        self._seconds = _check_seconds(seconds, "seconds")
+        self._per_tool = {
+            name: _check_seconds(limit, f"the limit of {name!r}")
+            for name, limit in (per_tool or {}).items()
+        }
+        self._grace = _check_seconds(grace, "grace") or 0.1
+
+    def limit_for(self, tool_name: str) -> float | None:
+        """The time limit of calls to `tool_name`, in seconds (None: none)."""
+        return self._per_tool.get(tool_name, self._seconds)
+
+    async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
+        """Pass the call on in a task of its own, and answer TIMEOUT at the limit."""
+        seconds = self.limit_for(call.function.name)
+        if seconds is None:
+            return await forward(call, ctx)
+        attempt = start_task(asyncio.get_running_loop(), _attempt(forward, call, ctx))
+        if attempt.done():  # an eager task that never waited
+            return attempt.result()
+        try:
+            await asyncio.wait((attempt,), timeout=seconds)
+        except asyncio.CancelledError:  # our caller is cancelled: so is the call
+            attempt.cancel()
+            await self._stop(attempt, call)
+            raise
+        if attempt.done():
+            return attempt.result()
+        attempt.cancel()
+        await self._stop(attempt, call)
+        ctx.call.add_debug("timed_out_after_s", seconds)
+        return ToolResult(call.id, ToolTimeoutError(call.function.name, seconds))
+
+    async def _stop(self, attempt: asyncio.Task[ToolResult], call: ToolCall) -> None:
+        """Give a cancelled attempt the grace to stop; if it does not, let it run on."""
+        await asyncio.wait((attempt,), timeout=self._grace)
+        if attempt.done():
+            if not attempt.cancelled():
+                attempt.exception()  # retrieved: a stray error is not logged as unhandled
+            return
+        logger.warning(
+            "Tool %r kept running %g s after its cancellation; it is left to finish in the "
+            "background and its result will be dropped",
+            call.function.name,
+            self._grace,
+        )
+        _STUBBORN.add(attempt)
+        attempt.add_done_callback(_forget)
+
+
+async def _attempt(forward: Forward, call: ToolCall, ctx: PolicyContext) -> ToolResult:
+    return await forward(call, ctx)
+
+
+def _forget(task: asyncio.Task[ToolResult]) -> None:
+    _STUBBORN.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved: its error, if any, was already reported as a timeout
