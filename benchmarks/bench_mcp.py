@@ -85,7 +85,7 @@ def sdk_mcpserver() -> Any:
     server = MCPServer("bench")
 
     @server.tool()
-    def add(a: int, b: int) -> int:  # pyright: ignore[reportUnusedFunction]
+    def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
 
@@ -98,7 +98,9 @@ def kosong() -> Any:
     from kosong.tooling.simple import SimpleToolset
 
     @tool
-    async def add(a: int, b: int) -> int:  # async, as the SDK row's handler (a def runs in a thread)
+    async def add(
+        a: int, b: int
+    ) -> int:  # async, as the SDK row's handler (a def runs in a thread)
         """Add two integers."""
         return a + b
 
@@ -108,14 +110,14 @@ def kosong() -> Any:
 def fastmcp() -> Any:
     from fastmcp import FastMCP  # pyright: ignore[reportMissingImports]
 
-    server = FastMCP("bench")  # pyright: ignore[reportUnknownVariableType]
+    server = FastMCP("bench")
 
-    @server.tool  # pyright: ignore[reportUntypedFunctionDecorator, reportUnknownMemberType]
-    def add(a: int, b: int) -> int:  # pyright: ignore[reportUnusedFunction]
+    @server.tool
+    def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
 
-    return server.http_app(stateless_http=True, json_response=True)  # pyright: ignore[reportUnknownMemberType]
+    return server.http_app(stateless_http=True, json_response=True)
 
 
 # --- running them ------------------------------------------------------------------------------
@@ -162,7 +164,10 @@ def run_wrk(server: ServerProcess, connections: int, seconds: int) -> dict[str, 
     subprocess.run([*base, "-d2s", server.url], capture_output=True, check=True)  # warm-up
     before = server.cpu_seconds()
     out = subprocess.run(
-        [*base, f"-d{seconds}s", "--latency", server.url], capture_output=True, text=True, check=True
+        [*base, f"-d{seconds}s", "--latency", server.url],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     cpu = server.cpu_seconds() - before
     requests = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
@@ -177,10 +182,9 @@ def run_wrk(server: ServerProcess, connections: int, seconds: int) -> dict[str, 
 
 
 async def client_times(url: str, calls: int) -> dict[str, float]:
-    from mcp import Client
-
     from kosong.mcp import MCPToolset
     from kosong.message import ToolCall
+    from mcp import Client
 
     out: dict[str, float] = {}
     async with Client(url) as client:
@@ -193,7 +197,10 @@ async def client_times(url: str, calls: int) -> dict[str, float]:
         out["sdk_cpu_us"] = (time.process_time() - cpu) / calls * 1e6
         assert result.content[0].text == "3"  # type: ignore[union-attr]
     async with MCPToolset({"bench": url}) as toolset:
-        call = ToolCall(id="c", function=ToolCall.FunctionBody(name="add", arguments='{"a":1,"b":2}'))
+        call = ToolCall(
+            id="c", function=ToolCall.FunctionBody(name="add", arguments='{"a":1,"b":2}')
+        )
+        answer = await toolset.handle(call)
         for _ in range(200):
             await toolset.handle(call)
         cpu, start = time.process_time(), time.perf_counter()

@@ -11,7 +11,6 @@ from typing import Any
 
 import mcp_types as mcp
 import pytest
-from _mcp_servers import Probe, Subprocess, Uvicorn, kosong_toolset, sdk_server, stdio_command
 from mcp.shared.exceptions import MCPError
 
 from kosong.mcp import MCPTool, MCPToolServer, MCPToolset
@@ -24,6 +23,15 @@ from kosong.tooling.error import (
     ToolNotFoundError,
     ToolTimeoutError,
     ToolValidateError,
+)
+from tests.mcp._mcp_servers import (
+    Probe,
+    Subprocess,
+    Uvicorn,
+    free_port,
+    kosong_toolset,
+    sdk_server,
+    stdio_command,
 )
 
 _ids = iter(range(1_000_000))
@@ -246,8 +254,6 @@ async def test_a_dead_http_server_is_reconnected_on_the_next_call():
 
 
 async def test_an_unreachable_server_is_left_out_and_named_in_errors(sdk: Uvicorn):
-    from _mcp_servers import free_port
-
     dead = f"http://127.0.0.1:{free_port()}/mcp"
     async with MCPToolset({"dead": dead, "sdk": sdk.url}, connect_timeout=5) as toolset:
         assert "dead" in toolset.errors

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _mcp_servers import ROOT, free_port, wait_for_port
-from _node_tools import CONFORMANCE, INSPECTOR, NODE, require
+
+from tests.mcp._mcp_servers import ROOT, free_port, wait_for_port
+from tests.mcp._node_tools import CONFORMANCE, INSPECTOR, NODE, require
 
 EXPECTED_FAILURES = Path(__file__).parent / "conformance-expected-failures.yml"
 

@@ -9,10 +9,10 @@ from typing import Any
 import httpx
 import mcp_types as mcp
 import pytest
-from _mcp_servers import Uvicorn, kosong_toolset
 from mcp.server.streamable_http import EventMessage
 
 from kosong.mcp import MCPToolServer, MemoryEventLog, SessionEventStore
+from tests.mcp._mcp_servers import Uvicorn, kosong_toolset
 
 VERSION = "2025-11-25"  # resumption (priming events, Last-Event-ID) came with this version
 
@@ -53,7 +53,9 @@ class Session:
         assert response.status_code == 200, response.text
         self.id = response.headers["mcp-session-id"]
         note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        assert (await self.http.post(self.url, json=note, headers=self.headers())).status_code == 202
+        assert (
+            await self.http.post(self.url, json=note, headers=self.headers())
+        ).status_code == 202
         return self
 
     async def call(self, request_id: int, name: str) -> list[dict[str, str]]:
@@ -143,7 +145,7 @@ async def test_memory_log_is_bounded_in_events_and_sessions():
     assert await log.after("a", first) is None  # dropped: the oldest of three
     await log.append("b", "s", None)
     await log.append("c", "s", None)  # a third session: "a" goes
-    assert "a" not in log._sessions  # pyright: ignore[reportPrivateUsage]
+    assert "a" not in log._sessions
     with pytest.raises(ValueError):
         MemoryEventLog(max_events=0)
 

@@ -9,7 +9,6 @@ from typing import Any
 import httpx
 import mcp_types as mcp
 import pytest
-from _mcp_servers import Probe, Uvicorn, kosong_toolset
 from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 
@@ -17,6 +16,7 @@ from kosong.mcp import MCPToolServer
 from kosong.tooling import CallableTool, ToolOk, ToolReturnValue
 from kosong.tooling.simple import SimpleToolset
 from mcp import Client
+from tests.mcp._mcp_servers import Probe, Uvicorn, kosong_toolset
 
 MODES = ["auto", "legacy"]  # auto negotiates the 2026-07-28 era with our server
 

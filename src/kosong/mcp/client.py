@@ -78,8 +78,9 @@ class MCPTool(CallableTool):
         connection = self._connection
         if connection is None:
             return ToolError(message=f"Tool `{self.name}` is not attached to an MCP server")
+        # Progress is asked of the server only inside a pipeline, where it has somewhere to go.
         ctx = current_call()
-        progress = _forward_progress(ctx) if ctx is not None and ctx.has_listeners else None
+        progress = _forward_progress(ctx) if ctx is not None else None
         try:
             result = await connection.call(
                 self.remote_name, kwargs, read_timeout=self._timeout, progress=progress

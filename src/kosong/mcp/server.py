@@ -58,8 +58,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from kosong.mcp._convert import output_schema_of, to_call_tool_result, to_mcp_tool
 from kosong.mcp.events import SessionEventStore
 from kosong.message import ToolCall
-from kosong.standard import PolicyToolset, with_policies
-from kosong.standard.pipeline import HookPolicy
+from kosong.standard import PolicyToolset
 from kosong.tooling import ToolResult, Toolset
 from kosong.tooling.error import describe_exception
 
@@ -85,13 +84,6 @@ def mcp_request() -> ServerRequestContext[Any, Any] | None:
     the client offers them, sampling and elicitation requests.
     """
     return _REQUEST.get()
-
-
-class _Passthrough(HookPolicy):
-    """The empty policy: gives a toolset without policies the pipeline's events."""
-
-    def skips(self, call: ToolCall, ctx: Any) -> bool:
-        return True
 
 
 class _ToolsServer(Server[Any]):
@@ -135,7 +127,7 @@ class MCPToolServer:
         """Serve `toolset`.
 
         Args:
-            toolset: The tools; wrapped in an empty pipeline unless it is a `PolicyToolset`.
+            toolset: The tools; put in a pipeline without policies unless it is a `PolicyToolset`.
             name: The server's name, as `initialize` and `server/discover` tell clients.
             version: The server's version.
             instructions: What the client's model should know about these tools.
@@ -151,9 +143,7 @@ class MCPToolServer:
                 resumption); 2026-era requests are stateless anyway.
         """
         self._toolset: PolicyToolset = (
-            toolset
-            if isinstance(toolset, PolicyToolset)
-            else with_policies(toolset, _Passthrough())
+            toolset if isinstance(toolset, PolicyToolset) else PolicyToolset(toolset)
         )
         self._event_store = event_store if event_store is not None else SessionEventStore()
         self._security = TransportSecuritySettings(
