@@ -45,9 +45,9 @@ _DATA_URL = re.compile(
 
 def output_schema_of(tool: Tool) -> dict[str, Any] | None:
     """The tool's declared output schema (an `output_schema` dict attribute), or None."""
-    # A field of the tool's model, or an attribute of its class; looked up without getattr,
-    # whose miss on a pydantic model raises (and costs) an AttributeError on every call.
-    schema: object = vars(tool).get("output_schema", getattr(type(tool), "output_schema", None))
+    # A field of the tool's model: read from its __dict__, since a getattr that misses on a
+    # pydantic model raises (and costs) an AttributeError, on every call.
+    schema: object = vars(tool).get("output_schema")
     return cast(dict[str, Any], schema) if isinstance(schema, dict) else None
 
 
@@ -120,32 +120,43 @@ def _part_to_block(part: ContentPart) -> mcp.ContentBlock:
     return mcp.TextContent(text=part.model_dump_json())  # a part of the user's own kind
 
 
-def to_call_tool_result(value: ToolReturnValue, output_schema: bool) -> mcp.CallToolResult:
-    """The MCP result of a kosong result (see the module doc)."""
-    blocks: list[mcp.ContentBlock] = []
+def to_call_tool_result(value: ToolReturnValue, output_schema: bool) -> dict[str, Any]:
+    """The MCP result of a kosong result (see the module doc), in its wire form.
+
+    A dict, not a `CallToolResult`: the SDK checks the result against the protocol version's
+    schema anyway, and a model built here would only be dumped again.
+    """
+    blocks: list[dict[str, Any]] = []
     output = value.output
     if isinstance(output, str):
         if output:
-            blocks.append(mcp.TextContent(text=output))
+            blocks.append({"type": "text", "text": output})
     else:
-        blocks.extend(_part_to_block(part) for part in output)
+        blocks.extend(_wire(_part_to_block(part)) for part in output)
     if value.message:
-        note = mcp.TextContent(text=value.message)
+        note = {"type": "text", "text": value.message}
         if value.is_error:
             blocks.insert(0, note)
         else:
             blocks.append(note)
     if value.is_error:
+        # `resultType` as a CallToolResult dumps it (2026-07-28 requires it; others ignore it).
+        result: dict[str, Any] = {"content": blocks, "isError": True, "resultType": "complete"}
         code = error_code(value)
-        meta: dict[str, Any] | None = {ERROR_META_KEY: {"code": code}} if code else None
-        return mcp.CallToolResult(content=blocks, is_error=True, _meta=meta)
-    structured: Any = None
+        if code:
+            result["_meta"] = {ERROR_META_KEY: {"code": code}}
+        return result
+    result = {"content": blocks, "isError": False, "resultType": "complete"}
     if output_schema and isinstance(output, str):
         try:
-            structured = json.loads(output)
+            result["structuredContent"] = json.loads(output)
         except ValueError:
-            structured = None
-    return mcp.CallToolResult(content=blocks, structured_content=structured)
+            pass  # not JSON: the client is told by its own check of the output schema
+    return result
+
+
+def _wire(block: mcp.ContentBlock) -> dict[str, Any]:
+    return block.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 # --- MCP → kosong ---------------------------------------------------------------------------

@@ -167,8 +167,11 @@ class MCPToolServer:
             instructions=instructions,
             get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
+        )
+        # Registered as a plain handler: it answers with the result's wire form (a dict).
+        self._server.add_request_handler(
+            "tools/call", mcp.CallToolRequestParams, self._call_tool
         )
         self._server.add_request_handler(
             "logging/setLevel", mcp.SetLevelRequestParams, self._set_logging_level
@@ -210,7 +213,7 @@ class MCPToolServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: mcp.CallToolRequestParams
-    ) -> mcp.CallToolResult:
+    ) -> dict[str, Any]:
         toolset = self._toolset
         tool = toolset.find_tool(params.name)
         if tool is None:
@@ -235,10 +238,12 @@ class MCPToolServer:
             raise
         except Exception as e:  # never a JSON-RPC error: the model reads what went wrong
             logger.exception("MCP call to %r failed", params.name)
-            return mcp.CallToolResult(
-                content=[mcp.TextContent(text=f"Error running tool: {describe_exception(e)}")],
-                is_error=True,
-            )
+            text = f"Error running tool: {describe_exception(e)}"
+            return {
+                "content": [{"type": "text", "text": text}],
+                "isError": True,
+                "resultType": "complete",
+            }
 
     async def _streamed(
         self, ctx: ServerRequestContext[Any, Any], call: ToolCall, toolset: PolicyToolset
