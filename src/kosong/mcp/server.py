@@ -170,9 +170,7 @@ class MCPToolServer:
             on_subscriptions_listen=ListenHandler(self._bus),
         )
         # Registered as a plain handler: it answers with the result's wire form (a dict).
-        self._server.add_request_handler(
-            "tools/call", mcp.CallToolRequestParams, self._call_tool
-        )
+        self._server.add_request_handler("tools/call", mcp.CallToolRequestParams, self._call_tool)
         self._server.add_request_handler(
             "logging/setLevel", mcp.SetLevelRequestParams, self._set_logging_level
         )
