@@ -18,6 +18,7 @@ URLs and the raw `CallToolResult` kept as the result's `artifact`.
 from __future__ import annotations
 
 import base64
+import contextlib
 import binascii
 import json
 import re
@@ -148,10 +149,10 @@ def to_call_tool_result(value: ToolReturnValue, output_schema: bool) -> dict[str
         return result
     result = {"content": blocks, "isError": False, "resultType": "complete"}
     if output_schema and isinstance(output, str):
-        try:
+        # Output that is not JSON gets no structured content; the client's check of the
+        # output schema then says so.
+        with contextlib.suppress(ValueError):
             result["structuredContent"] = json.loads(output)
-        except ValueError:
-            pass  # not JSON: the client is told by its own check of the output schema
     return result
 
 
