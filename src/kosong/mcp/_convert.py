@@ -18,8 +18,8 @@ URLs and the raw `CallToolResult` kept as the result's `artifact`.
 from __future__ import annotations
 
 import base64
-import contextlib
 import binascii
+import contextlib
 import json
 import re
 from collections.abc import Mapping
