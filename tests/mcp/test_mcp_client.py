@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -264,7 +265,10 @@ async def test_an_unreachable_server_is_left_out_and_named_in_errors(sdk: Uvicor
 
 
 async def test_our_stdio_server_keeps_prints_off_the_protocol_stream():
-    async with MCPToolset({"k": stdio_command("kosong")}) as toolset:
+    # `python -m kosong.mcp MODULE:ATTR` serves a toolset over stdio (from the working
+    # directory, the repository's root here).
+    command = [sys.executable, "-m", "kosong.mcp", "tests.mcp._mcp_servers:kosong_toolset"]
+    async with MCPToolset({"k": command}) as toolset:
         result = (await run(toolset, "shout")).return_value
         added = (await run(toolset, "add", '{"a": 20, "b": 22}')).return_value
     assert result.output == "ok" and not result.is_error
@@ -280,3 +284,16 @@ def test_bad_configuration_is_refused_at_once():
         MCPToolset({"x": "http://127.0.0.1:1/mcp"}, call_timeout=0)
     with pytest.raises(ValueError, match="at least one"):
         MCPToolset({})
+
+
+def test_the_command_names_what_it_cannot_serve(capsys: pytest.CaptureFixture[str]):
+    from kosong.mcp.__main__ import main
+
+    assert main(["no_such_module_xyz:toolset"]) == 2
+    assert "cannot import 'no_such_module_xyz'" in capsys.readouterr().err
+    assert main(["json:dumps"]) == 2
+    assert "calling json:dumps failed: TypeError" in capsys.readouterr().err
+    assert main(["json:__doc__"]) == 2
+    assert "is a str, not a toolset" in capsys.readouterr().err
+    assert main(["json"]) == 2
+    assert "MODULE:ATTR" in capsys.readouterr().err

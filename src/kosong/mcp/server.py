@@ -6,7 +6,7 @@
     await server.run_stdio()                 # one client over stdin/stdout
 
 It runs on the official SDK's low-level `mcp.server.Server`; every call goes through the
-`kosong.standard` pipeline (a toolset without policies is wrapped in an empty one):
+`kosong.standard` pipeline (a toolset that is not a `PolicyToolset` gets one without policies):
 
 - `tools/list` gives each tool's input schema, its annotations (from `title` and the
   `*_hint` fields) and its output schema where the tool declares one (`output_schema`);
