@@ -19,6 +19,7 @@ streamable HTTP, one call at a time; time per call, `mcp.Client.call_tool` again
 
     .venv/bin/python benchmarks/bench_mcp.py                 # 3 repeats, c=1,16; ~3 min
     .venv/bin/python benchmarks/bench_mcp.py --repeats 1 --seconds 3
+    .venv/bin/python benchmarks/bench_mcp.py --breakdown     # our handler's pieces, in process
 
 Medians of the repeats; every repeat starts each server afresh. Needs wrk and taskset (Linux).
 """
@@ -212,6 +213,74 @@ async def client_times(url: str, calls: int) -> dict[str, float]:
     return out
 
 
+# --- where our server's time goes (in process, no HTTP) --------------------------------------
+
+
+async def breakdown(rounds: int = 9, n: int = 3000) -> list[tuple[str, float]]:
+    """µs per call of the pieces of our tools/call handler, and of the SDK's trivial handler."""
+    import mcp_types as mcp
+
+    from kosong.mcp import MCPToolServer
+    from kosong.mcp._convert import to_call_tool_result
+    from kosong.message import ToolCall
+    from kosong.standard import PolicyToolset
+    from kosong.tooling import tool
+    from kosong.tooling.simple import SimpleToolset
+
+    @tool
+    async def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    class Ctx:
+        meta = None
+
+    server = MCPToolServer(SimpleToolset([add]))
+    params = mcp.CallToolRequestParams(name="add", arguments={"a": 1, "b": 2})
+    call = ToolCall(id="c", function=ToolCall.FunctionBody(name="add", arguments='{"a":1,"b":2}'))
+    simple, pipeline = SimpleToolset([add]), PolicyToolset(SimpleToolset([add]))
+    value = (await pipeline.handle(call)).return_value
+
+    async def sdk_trivial() -> object:
+        args = params.arguments or {}
+        return mcp.CallToolResult(content=[mcp.TextContent(text=str(args["a"] + args["b"]))])
+
+    async def ours() -> object:
+        return await server._call_tool(Ctx(), params)  # type: ignore[arg-type]
+
+    async def make_call() -> object:
+        arguments = json.dumps(params.arguments)
+        return ToolCall(id="c", function=ToolCall.FunctionBody(name="add", arguments=arguments))
+
+    async def bare() -> object:
+        return await simple.handle(call)
+
+    async def piped() -> object:
+        return await pipeline.handle(call)
+
+    async def convert() -> object:
+        return to_call_tool_result(value, False)
+
+    pieces = [
+        ("SDK trivial handler (the SDK row's)", sdk_trivial),
+        ("MCPToolServer tools/call handler", ours),
+        ("  ToolCall from the request", make_call),
+        ("  SimpleToolset.handle (no pipeline)", bare),
+        ("  PolicyToolset.handle (no policies)", piped),
+        ("  result to its wire form", convert),
+    ]
+    best = {label: float("inf") for label, _ in pieces}
+    for _ in range(rounds):  # interleaved: noise hits every piece alike
+        for label, piece in pieces:
+            for _ in range(200):
+                await piece()
+            start = time.perf_counter()
+            for _ in range(n):
+                await piece()
+            best[label] = min(best[label], (time.perf_counter() - start) / n * 1e6)
+    return [(label, best[label]) for label, _ in pieces]
+
+
 # --- the report --------------------------------------------------------------------------------
 
 
@@ -223,7 +292,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--fastmcp-python", default="/tmp/srvbench-fastmcp/bin/python")
     parser.add_argument("--json", type=Path, help="also write every sample here")
+    parser.add_argument("--breakdown", action="store_true", help="only the in-process pieces")
     args = parser.parse_args()
+    if args.breakdown:
+        for label, micros in asyncio.run(breakdown()):
+            print(f"{label:40} {micros:7.1f} µs")
+        return
     if shutil.which("wrk") is None or shutil.which("taskset") is None:
         sys.exit("bench_mcp: needs wrk and taskset (apt-get install wrk)")
     rows = {"sdk-lowlevel": sys.executable, "sdk-mcpserver": sys.executable,
@@ -279,6 +353,10 @@ def main() -> None:
     print(f"| mcp.Client.call_tool | {sdk:,.0f} | {med(client, 'sdk_cpu_us'):,.0f} | 1.00x |")
     print(f"| MCPToolset.handle | {ours:,.0f} | {med(client, 'kosong_cpu_us'):,.0f} "
           f"| {ours / sdk:.2f}x |")  # fmt: skip
+    print("\n| piece of a tools/call (in process, best of 9) | µs/call |")
+    print("|---|---:|")
+    for label, micros in asyncio.run(breakdown()):
+        print(f"| {label} | {micros:.1f} |")
     if args.json:
         args.json.write_text(json.dumps({"servers": samples, "client": client}, indent=1))
 
