@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -216,7 +217,7 @@ async def client_times(url: str, calls: int) -> dict[str, float]:
 # --- where our server's time goes (in process, no HTTP) --------------------------------------
 
 
-async def breakdown(rounds: int = 9, n: int = 3000) -> list[tuple[str, float]]:
+async def breakdown(rounds: int = 9, n: int = 1000) -> list[tuple[str, float]]:
     """µs per call of the pieces of our tools/call handler, and of the SDK's trivial handler."""
     import mcp_types as mcp
 
@@ -261,7 +262,31 @@ async def breakdown(rounds: int = 9, n: int = 3000) -> list[tuple[str, float]]:
     async def convert() -> object:
         return to_call_tool_result(value, False)
 
+    import httpx
+
+    body = (WRK_SCRIPT.read_text().split("wrk.body = ", 1)[1].split("\nwrk.headers", 1)[0])
+    body = "".join(re.findall(r"'([^']*)'", body))  # the Lua string pieces, joined
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "add"}  # fmt: skip
+    stack = contextlib.AsyncExitStack()
+    clients: dict[str, httpx.AsyncClient] = {}
+    for name, factory in (("sdk", sdk_lowlevel), ("kosong", kosong)):
+        app = factory()
+        await stack.enter_async_context(app.router.lifespan_context(app))
+        clients[name] = await stack.enter_async_context(
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:1")
+        )
+
+    async def request_sdk() -> object:
+        return await clients["sdk"].post("/mcp", content=body, headers=headers)
+
+    async def request_ours() -> object:
+        return await clients["kosong"].post("/mcp", content=body, headers=headers)
+
+    assert '"text":"3"' in (await request_ours()).text  # type: ignore[attr-defined]
     pieces = [
+        ("whole request, SDK low-level app (+ httpx client)", request_sdk),
+        ("whole request, our app (+ httpx client)", request_ours),
         ("SDK trivial handler (the SDK row's)", sdk_trivial),
         ("MCPToolServer tools/call handler", ours),
         ("  ToolCall from the request", make_call),
@@ -278,6 +303,7 @@ async def breakdown(rounds: int = 9, n: int = 3000) -> list[tuple[str, float]]:
             for _ in range(n):
                 await piece()
             best[label] = min(best[label], (time.perf_counter() - start) / n * 1e6)
+    await stack.aclose()
     return [(label, best[label]) for label, _ in pieces]
 
 
