@@ -264,10 +264,15 @@ async def breakdown(rounds: int = 9, n: int = 1000) -> list[tuple[str, float]]:
 
     import httpx
 
-    body = (WRK_SCRIPT.read_text().split("wrk.body = ", 1)[1].split("\nwrk.headers", 1)[0])
+    body = WRK_SCRIPT.read_text().split("wrk.body = ", 1)[1].split("\nwrk.headers", 1)[0]
     body = "".join(re.findall(r"'([^']*)'", body))  # the Lua string pieces, joined
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "add"}  # fmt: skip
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "add",
+    }
     stack = contextlib.AsyncExitStack()
     clients: dict[str, httpx.AsyncClient] = {}
     for name, factory in (("sdk", sdk_lowlevel), ("kosong", kosong)):

@@ -43,8 +43,7 @@ from collections.abc import Callable
 from pydantic import BaseModel
 
 from kosong.message import ToolCall
-from kosong.standard.context import PolicyContext
-from kosong.standard.pipeline import Forward, Policy, PolicyToolset, with_policies
+from kosong.standard import Forward, Policy, PolicyContext, PolicyToolset, with_policies
 from kosong.standard.policies import (
     ApprovalPolicy,
     CachePolicy,

@@ -38,7 +38,7 @@ from typing import Any, cast
 from pydantic import Field, PrivateAttr
 
 from kosong.message import ToolCall
-from kosong.standard.events import ToolEvent
+from kosong.standard import ToolEvent
 from kosong.tooling import CallableTool, ParametersType, ToolOk, ToolReturnValue
 from kosong.utils.typing import JsonType
 

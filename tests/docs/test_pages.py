@@ -1,13 +1,13 @@
-"""Every ```python block of every page under docs/ runs as written.
+"""Every ```python block of every page under docs/ runs as written and prints what it says.
 
 Blocks of one page run in order in one namespace, so a page can build an example step by step.
 A block whose opening fence is ```python skip is shown but not run (say, one that needs an API
-key). Top-level `await` is allowed, since examples often show async code.
+key). Top-level `await` is allowed, since examples often show async code. Every `print` states
+its output, in a comment on its line or right below it (see `_printed`).
 """
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import re
 import sys
@@ -15,6 +15,8 @@ import types
 from pathlib import Path
 
 import pytest
+
+from tests.docs._printed import run_checked
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 BLOCK = re.compile(r"^```python([^\n]*)\n(.*?)^```", re.S | re.M)
@@ -29,20 +31,17 @@ def _blocks(page: Path) -> list[tuple[int, str]]:
     ]
 
 
-async def _run_page(page: Path) -> None:
+def _run_page(page: Path) -> None:
     module = types.ModuleType(f"docs_{page.stem.replace('-', '_')}")
     sys.modules[module.__name__] = module  # pydantic resolves annotations through the module
-    namespace = module.__dict__
+    loop = asyncio.new_event_loop()
     try:
         for line, source in _blocks(page):
-            code = compile(
-                source, f"{page.name}:{line}", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-            )
-            result = eval(code, namespace)
-            if asyncio.iscoroutine(result):
-                await result
+            run_checked(source, f"{page.name}:{line}", module.__dict__, loop)
     finally:
         del sys.modules[module.__name__]
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
 
 
 PAGES = sorted(DOCS.glob("*.md"))
@@ -51,4 +50,4 @@ PAGES = sorted(DOCS.glob("*.md"))
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_docs_page_examples_run(page: Path) -> None:
     assert _blocks(page), f"{page.name} has no runnable python example"
-    asyncio.run(_run_page(page))
+    _run_page(page)

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, PrivateAttr
 
-from kosong.standard.pipeline import Policy
+from kosong.standard import Policy
 from kosong.standard.policies import (
     ApprovalPolicy,
     CachePolicy,

@@ -8,16 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from kosong.standard.binary import (
+from kosong.standard import (
     INLINE_LIMIT,
     BinaryStore,
     FileBinaryStore,
     StoredObject,
+    attach_metadata,
     binary_data,
     binary_ok,
     decode_binary,
+    to_envelope,
 )
-from kosong.standard.envelope import attach_metadata, to_envelope
 from tests.standard._std_tools import output_json
 
 META = {

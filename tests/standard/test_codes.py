@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kosong.standard.codes import (
+from kosong.standard import (
     CATALOG,
     ErrorCode,
     coded_error,

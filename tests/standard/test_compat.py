@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kosong.standard.compat import check_compatibility
+from kosong.standard import check_compatibility
 from kosong.tooling import Tool
 
 

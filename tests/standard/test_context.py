@@ -10,14 +10,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kosong.message import ToolCall
-from kosong.standard.context import (
+from kosong.standard import (
     RESERVED_METADATA,
     CallContext,
+    Forward,
+    Policy,
     PolicyContext,
     arguments_digest,
     current_call,
+    with_policies,
 )
-from kosong.standard.pipeline import Forward, Policy, with_policies
 from kosong.standard.policies import DebugPolicy
 from kosong.testing import ScriptedTool
 from kosong.tooling import ToolOk, ToolResult, ToolReturnValue

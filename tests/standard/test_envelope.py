@@ -11,9 +11,14 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from kosong.message import ImageURLPart, TextPart
-from kosong.standard.codes import coded_error
-from kosong.standard.envelope import Envelope, attach_metadata, from_envelope, to_envelope
-from kosong.standard.trace import trace_scope
+from kosong.standard import (
+    Envelope,
+    attach_metadata,
+    coded_error,
+    from_envelope,
+    to_envelope,
+    trace_scope,
+)
 from kosong.tooling import BriefDisplayBlock, ToolError, ToolOk, ToolResult, ToolReturnValue
 from kosong.tooling.error import (
     ToolDeprecatedError,

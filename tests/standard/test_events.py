@@ -11,17 +11,30 @@ from typing import Any
 import pytest
 from pydantic import PrivateAttr
 
-from kosong.standard.codes import coded_error
-from kosong.standard.context import current_call, report_progress
-from kosong.standard.events import ToolEvent
-from kosong.standard.pipeline import with_policies
-from kosong.standard.policies import EventHookPolicy, MetricsPolicy, RetryPolicy
+from kosong.message import ImageURLPart, TextPart
+from kosong.standard import (
+    ToolEvent,
+    coded_error,
+    current_call,
+    error_code,
+    from_envelope,
+    report_progress,
+    to_envelope,
+    with_policies,
+)
+from kosong.standard.policies import (
+    EventHookPolicy,
+    MetricsPolicy,
+    RetryPolicy,
+    TruncationPolicy,
+)
 from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue
 from kosong.tooling.error import ToolNetworkError
 from tests.standard._std_tools import (
     AnyParams,
     Blocking,
     Scripted,
+    every_policy,
     make_call,
     standard_data,
     toolset,
@@ -228,3 +241,140 @@ def test_sse_text_of_an_event() -> None:
         "id": "evt_20240305_abc123",
         "data": {"progress": 45, "message": "a\nb"},
     }
+
+
+# --- events and envelopes never raise ---------------------------------------------------------
+
+HOSTILE_OUTPUTS: list[Any] = [
+    "[1e999]",  # looks like JSON; the number cannot be written back
+    '{"a": 1e999}',
+    "[" * 300 + "]" * 300,  # deeper than any JSON value we put in `data`
+    '{"a":' * 300 + "1" + "}" * 300,
+    "[" * 5000 + "]" * 5000,  # deeper than Python's own parser goes
+    '{"a": NaN}',
+    '{"a": 1} trailing',
+    "x" * 3_000_000,  # huge text
+    "[" + "1," * 600_000 + "1]",  # huge JSON-looking text
+    [
+        TextPart(text="a caption"),
+        ImageURLPart(image_url=ImageURLPart.ImageURL(url="https://x/y.png")),
+    ],
+    [],
+]
+
+
+@pytest.mark.parametrize("output", HOSTILE_OUTPUTS, ids=lambda o: repr(o)[:30])
+async def test_events_and_envelopes_never_raise_and_keep_the_output(output: Any) -> None:
+    tool = Scripted(lambda n: ToolOk(output=output), name="any_output")
+    events: list[ToolEvent] = []
+    pipeline = with_policies(toolset(tool), EventHookPolicy(events.append), MetricsPolicy())
+    result = await pipeline.handle(make_call("any_output", {}))
+    envelope = to_envelope(result).dump()
+    streamed = await collect(pipeline, make_call("any_output", {}))
+    finals = [e for e in events if e.is_final]
+    assert len(finals) == 2  # one per call: the handled one and the streamed one
+    assert [e.is_final for e in streamed] == [True]
+    for final in (*finals, streamed[-1]):
+        assert final.event == "tool_result" and final.data["success"] is True
+    data = envelope["data"]
+    if isinstance(output, str):
+        # Either the text itself, or the JSON value it is (and writes back to exactly).
+        assert data == output or json.dumps(data, separators=(", ", ": ")) == output
+    else:
+        assert data == [part.model_dump(mode="json") for part in output]
+    assert from_envelope(envelope).return_value.output == output  # nothing lost
+    json.dumps(envelope, allow_nan=False)  # and it is valid JSON
+
+
+async def test_content_part_outputs_keep_their_data_in_events_and_plain_envelopes() -> None:
+    parts = [
+        TextPart(text="see the chart"),
+        ImageURLPart(image_url=ImageURLPart.ImageURL(url="https://x/c.png")),
+    ]
+    pipeline = with_policies(toolset(Scripted(lambda n: ToolOk(output=parts))), MetricsPolicy())
+    events = await collect(pipeline, make_call("scripted", {}))
+    expected = [
+        {"type": "text", "text": "see the chart"},
+        {"type": "image_url", "image_url": {"url": "https://x/c.png", "id": None}},
+    ]
+    assert events[-1].data["data"] == expected
+    result = await pipeline.handle(make_call("scripted", {}))
+    assert to_envelope(result, lossless=False).dump()["data"] == expected
+
+
+async def test_stream_always_ends_with_one_final_event_even_when_the_call_is_cancelled() -> None:
+    tool = Blocking()
+    pipeline = with_policies(toolset(tool), MetricsPolicy())
+    stream = pipeline.stream(make_call("blocking", {}))
+    seen: list[ToolEvent] = []
+
+    async def consume() -> None:
+        async for event in stream:
+            seen.append(event)
+
+    consumer = asyncio.create_task(consume())
+    await asyncio.wait_for(tool.started.wait(), 5)
+    task = stream._task
+    assert task is not None
+    task.cancel()  # someone else cancels the call
+    await asyncio.wait_for(consumer, 5)
+    assert [e.event for e in seen] == ["tool_error"]
+    assert "cancelled" in seen[0].data["error"]["message"]  # type: ignore[index]
+
+
+# --- big payloads do not stall the loop -------------------------------------------------------
+
+
+async def _max_lag_while(work: Any) -> tuple[Any, float]:
+    """Run `work` while a ticker measures how late the event loop wakes it (seconds)."""
+    loop = asyncio.get_running_loop()
+    lags: list[float] = []
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        while not done.is_set():
+            expected = loop.time() + 0.005
+            await asyncio.sleep(0.005)
+            lags.append(loop.time() - expected)
+
+    ticking = asyncio.create_task(ticker())
+    await asyncio.sleep(0.02)  # the ticker is running
+    try:
+        result = await work
+    finally:
+        done.set()
+        await ticking
+    return result, max(lags)
+
+
+@pytest.mark.parametrize("truncated", [False, True])
+async def test_a_20_mb_output_through_stream_keeps_event_loop_lag_under_50_ms(
+    truncated: bool,
+) -> None:
+    text = "line of a long log\n" * 1_100_000  # ~20 MB
+    policies = [p for p in every_policy() if truncated or not isinstance(p, TruncationPolicy)]
+    pipeline = with_policies(toolset(Scripted(lambda n: ToolOk(output=text))), *policies)
+
+    async def stream_it() -> list[ToolEvent]:
+        return await collect(pipeline, make_call("scripted", {}))
+
+    events, lag = await _max_lag_while(stream_it())
+    assert events[-1].event == "tool_result"
+    data: Any = events[-1].data["data"]
+    if truncated:
+        assert data["truncation_info"]["original_length"] == len(text)
+    else:
+        assert data == text  # the final event carries the whole output
+    assert lag < 0.05, f"the loop stalled {lag * 1000:.0f} ms"
+
+
+async def test_a_100_mb_argument_through_every_policy_keeps_event_loop_lag_under_50_ms() -> None:
+    pipeline = with_policies(toolset(Scripted(lambda n: ToolOk(output="ok"))), *every_policy())
+    call = make_call("scripted", json.dumps({"blob": "x" * 100_000_000}))  # made beforehand
+
+    async def call_it() -> Any:
+        return await pipeline.handle(call)
+
+    result, lag = await _max_lag_while(call_it())
+    assert error_code(result.return_value) == "INVALID_PARAMS"  # past the default length cap
+    assert lag < 0.05, f"the loop stalled {lag * 1000:.0f} ms"

@@ -8,17 +8,18 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from kosong.standard.metadata import (
+from kosong.standard import is_destructive, is_read_only, is_safe_to_repeat
+from kosong.tooling import (
+    CallableTool,
+    CallableTool2,
     EstimatedTokens,
-    SemVer,
     TokenRange,
-    is_destructive,
-    is_read_only,
-    is_safe_to_repeat,
-    parse_semver,
+    Tool,
+    ToolOk,
+    ToolReturnValue,
 )
-from kosong.tooling import CallableTool, CallableTool2, Tool, ToolOk, ToolReturnValue
 from kosong.tooling.simple import SimpleToolset
+from kosong.utils.formats import SemVer, parse_semver
 from tests.standard._std_tools import Weather, WeatherParams, make_call
 
 WEATHER_PARAMETERS = {

@@ -10,19 +10,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from kosong.standard.envelope import attach_metadata, to_envelope
-from kosong.standard.pagination import (
+from kosong.standard import (
     CursorError,
     Page,
     PageFetchError,
     PageInfo,
+    attach_metadata,
     decode_cursor,
     encode_cursor,
     fetch_all_pages,
     fetch_all_tool_pages,
     paginate,
+    to_envelope,
+    with_policies,
 )
-from kosong.standard.pipeline import with_policies
 from kosong.standard.policies import MetricsPolicy
 from kosong.tooling import ToolOk, ToolReturnValue
 from tests.standard._std_tools import Scripted, toolset

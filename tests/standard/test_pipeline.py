@@ -10,17 +10,25 @@ from typing import Any
 import pytest
 
 from kosong.message import ToolCall
-from kosong.standard.codes import error_code
-from kosong.standard.context import PolicyContext, current_call
-from kosong.standard.envelope import to_envelope
-from kosong.standard.pipeline import Forward, Policy, PolicyToolset, with_policies
+from kosong.standard import (
+    TRACE_ID_PATTERN,
+    Forward,
+    Policy,
+    PolicyContext,
+    PolicyToolset,
+    current_call,
+    current_trace_id,
+    error_code,
+    to_envelope,
+    trace_scope,
+    with_policies,
+)
 from kosong.standard.policies import (
     MetricsPolicy,
     RepeatGuardPolicy,
     TimeoutPolicy,
     TruncationPolicy,
 )
-from kosong.standard.trace import TRACE_ID_PATTERN, current_trace_id, trace_scope
 from kosong.tooling import (
     ArgumentLimits,
     HandleResult,

@@ -10,10 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from kosong.standard.strict import (
-    MAX_ENUM_VALUES,
-    MAX_NESTING,
-    MAX_PROPERTIES,
+from kosong.standard import (
     StrictSchemaError,
     check_strict_schema,
     from_strict_arguments,
@@ -228,17 +225,20 @@ def test_local_refs_are_inlined_and_recursive_ones_kept_with_their_defs() -> Non
     assert node["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
 
 
-def test_limits_are_enforced() -> None:
+OPENAI_NESTING, OPENAI_PROPERTIES, OPENAI_ENUM_VALUES = 10, 5000, 1000
+
+
+def test_openais_documented_limits_are_the_defaults() -> None:
     deep: dict[str, Any] = {"type": "string"}
-    for _ in range(MAX_NESTING):
+    for _ in range(OPENAI_NESTING):
         deep = obj({"x": deep}, ["x"])
     to_strict_schema(deep)  # exactly at the limit
     with pytest.raises(StrictSchemaError, match="nest deeper"):
         to_strict_schema(obj({"x": deep}, ["x"]))
-    many = obj({f"p{i}": {"type": "integer"} for i in range(MAX_PROPERTIES + 1)})
+    many = obj({f"p{i}": {"type": "integer"} for i in range(OPENAI_PROPERTIES + 1)})
     with pytest.raises(StrictSchemaError, match="properties; strict mode allows"):
         to_strict_schema(many)
-    enums = obj({"e": {"type": "integer", "enum": list(range(MAX_ENUM_VALUES + 1))}}, ["e"])
+    enums = obj({"e": {"type": "integer", "enum": list(range(OPENAI_ENUM_VALUES + 1))}}, ["e"])
     with pytest.raises(StrictSchemaError, match="enum values"):
         to_strict_schema(enums)
     big_enum = obj(
@@ -249,6 +249,25 @@ def test_limits_are_enforced() -> None:
     long_names = obj({"n" * 1000 + str(i): {"type": "integer"} for i in range(121)})
     with pytest.raises(StrictSchemaError, match="characters"):
         to_strict_schema(long_names)
+
+
+def test_limits_are_arguments_for_other_providers() -> None:
+    deep = obj({"x": obj({"x": obj({"x": {"type": "string"}}, ["x"])}, ["x"])}, ["x"])
+    to_strict_schema(deep)
+    with pytest.raises(StrictSchemaError, match="nest deeper than 2 levels"):
+        to_strict_schema(deep, max_nesting=2)
+    assert check_strict_schema(to_strict_schema(deep), max_nesting=2)
+    three = obj({f"p{i}": {"type": "integer"} for i in range(3)})
+    with pytest.raises(StrictSchemaError, match="3 properties; strict mode allows 2"):
+        to_strict_schema(three, max_properties=2)
+    enum = obj({"e": {"type": "integer", "enum": [1, 2, 3]}}, ["e"])
+    with pytest.raises(StrictSchemaError, match="3 enum values; strict mode allows 2"):
+        to_strict_schema(enum, max_enum_values=2)
+    with pytest.raises(StrictSchemaError, match=r"allows 3$"):
+        to_strict_schema(three, max_string_length=3)
+    strings = obj({"e": {"type": "string", "enum": ["aaaa", "bbbb", "cccc"]}}, ["e"])
+    with pytest.raises(StrictSchemaError, match="more than 2 values may hold at most 5"):
+        to_strict_schema(strings, large_enum=2, large_enum_length=5)
 
 
 def test_the_input_schema_is_not_modified() -> None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kosong.standard import tokens
-from kosong.standard.tokens import (
+from kosong.standard import (
     CHARS_PER_TOKEN,
     chars_for_tokens,
     count_tokens,
@@ -13,6 +12,7 @@ from kosong.standard.tokens import (
     guess_kind,
     load_encoding,
 )
+from kosong.standard import _tokens as tokens
 
 
 def test_the_standards_ratios() -> None:

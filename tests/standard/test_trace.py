@@ -13,16 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kosong.standard.trace import (
-    TRACE_ID_PATTERN,
-    current_trace_id,
-    format_epoch,
-    format_timestamp,
-    new_event_id,
-    new_trace_id,
-    now_timestamp,
-    trace_scope,
-)
+from kosong.standard import TRACE_ID_PATTERN, current_trace_id, new_trace_id, trace_scope
+from kosong.standard._trace import format_epoch, format_timestamp, new_event_id, now_timestamp
 
 
 def test_new_trace_ids_have_the_standards_form_and_are_unique() -> None:
@@ -77,7 +69,7 @@ def test_now_timestamp_is_the_current_time() -> None:
 FORKED_IDS = textwrap.dedent(
     """
     import os
-    from kosong.standard.trace import new_trace_id
+    from kosong.standard import new_trace_id
     new_trace_id()  # random parts are now drawn in advance
     reader, writer = os.pipe()
     pid = os.fork()

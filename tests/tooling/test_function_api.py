@@ -7,26 +7,20 @@ would break users' types fails the type check.
 from __future__ import annotations
 
 import importlib
-import inspect
 from collections.abc import Callable
 from typing import Any, assert_type
 
-import pytest
-
-from kosong.tooling import CallableTool2, FunctionTool, ToolException, tool
-from kosong.tooling.function import Injected, ResponseFormat, ToolErrorHandler, ToolOptions
+from kosong.tooling import (
+    CallableTool2,
+    FunctionTool,
+    Injected,
+    ResponseFormat,
+    ToolErrorHandler,
+    ToolException,
+    ToolOptions,
+    tool,
+)
 from kosong.tooling.simple import SimpleToolset, ToolType
-
-
-@pytest.mark.parametrize("name", ["kosong.tooling.function", "kosong.tooling.langchain"])
-def test_modules_list_a_sorted_all_of_documented_names(name: str) -> None:
-    module = importlib.import_module(name)
-    assert list(module.__all__) == sorted(module.__all__)
-    assert module.__doc__
-    for attr in module.__all__:
-        obj = getattr(module, attr)
-        if inspect.isclass(obj) or inspect.isfunction(obj):
-            assert obj.__doc__, f"{name}.{attr} has no docstring"
 
 
 def test_the_three_names_are_exported_from_kosong_tooling() -> None:

@@ -16,6 +16,7 @@ from kosong.message import ImageURLPart, TextPart
 from kosong.tooling import (
     CallableTool2,
     FunctionTool,
+    Injected,
     ToolError,
     ToolException,
     ToolOk,
@@ -23,7 +24,6 @@ from kosong.tooling import (
     tool,
 )
 from kosong.tooling.error import ToolRuntimeError, ToolValidateError
-from kosong.tooling.function import Injected
 from kosong.tooling.simple import SimpleToolset
 from tests.tooling._tools import handle
 

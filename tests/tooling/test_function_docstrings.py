@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from kosong.tooling import FunctionTool, tool
-from kosong.tooling.function import Injected
+from kosong.tooling import FunctionTool, Injected, tool
 
 
 def google(city: str, days: int = 1) -> str:

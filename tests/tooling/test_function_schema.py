@@ -18,9 +18,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
 
-from kosong.tooling import FunctionTool, tool
+from kosong.tooling import FunctionTool, Injected, tool
 from kosong.tooling._schema import model_parameters_schema
-from kosong.tooling.function import Injected
 
 
 def _walk(node: Any) -> list[str]:

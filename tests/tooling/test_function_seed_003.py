@@ -21,8 +21,7 @@ from langchain_core.tools.base import ArgsSchema
 from pydantic import BaseModel, Field
 
 from kosong.message import ToolCall
-from kosong.tooling import FunctionTool, ToolException, tool
-from kosong.tooling.function import Injected
+from kosong.tooling import FunctionTool, Injected, ToolException, tool
 from kosong.tooling.langchain import from_langchain
 from kosong.tooling.simple import SimpleToolset
 

@@ -1,21 +1,25 @@
 """MCP both ways: serve any kosong toolset to MCP clients, and use MCP servers' tools as a toolset.
 
-- `MCPToolServer` (`kosong.mcp.server`): a toolset as an MCP server, over streamable HTTP at
-  `/mcp` (both protocol eras) and stdio, through the `kosong.standard` pipeline.
-- `MCPToolset` (`kosong.mcp.client`): the tools of MCP servers (URLs or stdio commands) as a
-  kosong toolset, each server's connection supervised on its own.
-- `SessionEventStore` (`kosong.mcp.events`): resumable streams, event ids scoped per session.
-- `ResourcePart` (`kosong.mcp.content`): a content part that is an MCP embedded resource.
+- `MCPToolServer`: a toolset as an MCP server, over streamable HTTP at `/mcp` (both protocol
+  eras) and stdio, through the `kosong.standard` pipeline; `mcp_request()` gives a running
+  tool the MCP request it serves. `python -m kosong.mcp MODULE:ATTR` serves a toolset.
+- `MCPToolset`: the tools of MCP servers (URLs or stdio commands) as a kosong toolset
+  (`MCPTool` each), each server's connection supervised on its own.
+- `SessionEventStore`: resumable streams, event ids scoped per session, kept in an `EventLog`
+  (`MemoryEventLog` by default).
+- `ResourcePart`: a content part that is an MCP embedded resource.
 
 Needs the `mcp` extra: `pip install 'kosong[mcp]'`.
 """
 
-from kosong.mcp.client import MCPTool, MCPToolset, ServerSpec
-from kosong.mcp.content import ResourcePart
-from kosong.mcp.events import EventLog, MemoryEventLog, SessionEventStore, StoredEvent
-from kosong.mcp.server import MCPToolServer, mcp_request
+from kosong.mcp._client import MCPTool, MCPToolset, ServerSpec
+from kosong.mcp._content import ResourcePart
+from kosong.mcp._events import EventLog, MemoryEventLog, SessionEvent, SessionEventStore
+from kosong.mcp._server import LOCAL_HOSTS, LOCAL_ORIGINS, MCPToolServer, mcp_request
 
 __all__ = [
+    "LOCAL_HOSTS",
+    "LOCAL_ORIGINS",
     "EventLog",
     "MCPTool",
     "MCPToolServer",
@@ -23,7 +27,7 @@ __all__ = [
     "MemoryEventLog",
     "ResourcePart",
     "ServerSpec",
+    "SessionEvent",
     "SessionEventStore",
-    "StoredEvent",
     "mcp_request",
 ]

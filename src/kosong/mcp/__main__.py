@@ -15,7 +15,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from kosong.mcp.server import MCPToolServer
+from kosong.mcp._server import MCPToolServer
 from kosong.tooling import Toolset
 from kosong.tooling.error import describe_exception
 

@@ -27,7 +27,7 @@ from typing import Any, cast
 
 import mcp_types as mcp
 
-from kosong.mcp.content import ResourcePart
+from kosong.mcp._content import ResourcePart
 from kosong.message import AudioURLPart, ContentPart, ImageURLPart, TextPart, VideoURLPart
 from kosong.standard import coded_error, error_code
 from kosong.tooling import Tool, ToolError, ToolOk, ToolReturnValue

@@ -1,63 +1,177 @@
 """The Tool Use interface standard, as a layer over any `Toolset`.
 
-- Tool metadata: `Tool` and `CallableTool2` accept the standard's extension fields and MCP's
-  behaviour hints (`kosong.standard.metadata`).
-- Strict schemas: `to_strict_schema` (`kosong.standard.strict`).
-- One JSON shape for every result: `Envelope`, `to_envelope`, `from_envelope`
-  (`kosong.standard.envelope`), with the error-code catalog of `kosong.standard.codes`.
-- A policy pipeline around any toolset: `with_policies(toolset, MetricsPolicy(), ...)`
-  (`kosong.standard.pipeline`, policies in `kosong.standard.policies`), with trace ids
-  (`kosong.standard.trace`), progress from inside tools (`report_progress`) and the events of a
-  call (`PolicyToolset.stream`, `kosong.standard.events`).
+Every public name of the standard is imported from here (the policies from
+`kosong.standard.policies`):
+
+- Tool metadata lives on `Tool` and `CallableTool2` (`kosong.tooling.ToolMetadata`); the
+  questions policies ask of it are `is_read_only`, `is_safe_to_repeat`, `is_destructive`,
+  `is_sunset`.
+- Strict schemas for OpenAI: `to_strict_schema`, `check_strict_schema`, and the arguments
+  both ways (`to_strict_arguments`, `from_strict_arguments`).
+- One JSON shape for every result: `Envelope`, `to_envelope`, `from_envelope`, with the
+  error-code catalog (`CATALOG`, `ErrorCode`, `error_code`, `coded_error`...).
+- A policy pipeline around any toolset: `with_policies(toolset, MetricsPolicy(), ...)`,
+  `Policy`, `PolicyToolset`, the call's contexts (`CallContext` for tools, `PolicyContext`
+  for policies), progress (`report_progress`), trace ids (`trace_scope`...), and the events
+  of a call (`PolicyToolset.stream`, `ToolEvent`).
 - Helpers: cursor pagination, binary results, token estimates, and a compatibility checker
-  between versions of a tool (`pagination`, `binary`, `tokens`, `compat`).
+  between versions of a tool.
 """
 
-from kosong.standard.codes import CATALOG, ErrorCode, ErrorSpec, coded_error, error_code
-from kosong.standard.compat import CompatibilityReport, check_compatibility
-from kosong.standard.context import CallContext, PolicyContext, current_call, report_progress
-from kosong.standard.envelope import Envelope, attach_metadata, from_envelope, to_envelope
-from kosong.standard.events import CallStream, ToolEvent
-from kosong.standard.metadata import EstimatedTokens, TokenRange
-from kosong.standard.pagination import Page, decode_cursor, encode_cursor, fetch_all_pages, paginate
-from kosong.standard.pipeline import Policy, PolicyToolset, with_policies
-from kosong.standard.strict import StrictSchemaError, to_strict_schema
-from kosong.standard.tokens import count_tokens, estimate_tokens
-from kosong.standard.trace import current_trace_id, new_trace_id, trace_scope
+from kosong.standard._binary import (
+    INLINE_LIMIT,
+    BinaryStore,
+    FileBinaryStore,
+    StoredObject,
+    binary_data,
+    binary_ok,
+    decode_binary,
+)
+from kosong.standard._codes import (
+    CATALOG,
+    ErrorCode,
+    ErrorSpec,
+    coded_error,
+    error_class_for,
+    error_code,
+    error_details,
+    is_retryable,
+    retry_after,
+)
+from kosong.standard._compat import Change, ChangeKind, CompatibilityReport, check_compatibility
+from kosong.standard._context import (
+    RESERVED_METADATA,
+    CallContext,
+    PolicyContext,
+    arguments_digest,
+    canonical_json,
+    current_call,
+    report_progress,
+)
+from kosong.standard._envelope import (
+    CacheInfo,
+    Envelope,
+    EnvelopeError,
+    EnvelopeMetadata,
+    attach_metadata,
+    from_envelope,
+    to_envelope,
+)
+from kosong.standard._events import CallStream, EventSink, EventType, ToolEvent, final_event
+from kosong.standard._metadata import is_destructive, is_read_only, is_safe_to_repeat, is_sunset
+from kosong.standard._pagination import (
+    CursorError,
+    Page,
+    PageFetchError,
+    PageInfo,
+    decode_cursor,
+    encode_cursor,
+    fetch_all_pages,
+    fetch_all_tool_pages,
+    paginate,
+)
+from kosong.standard._pipeline import Forward, HookPolicy, Policy, PolicyToolset, with_policies
+from kosong.standard._strict import (
+    SUPPORTED_FORMATS,
+    StrictSchemaError,
+    check_strict_schema,
+    from_strict_arguments,
+    to_strict_arguments,
+    to_strict_schema,
+)
+from kosong.standard._tokens import (
+    CHARS_PER_TOKEN,
+    ContentKind,
+    TokenCount,
+    chars_for_tokens,
+    count_tokens,
+    estimate_tokens,
+    guess_kind,
+    load_encoding,
+)
+from kosong.standard._trace import (
+    TRACE_ID_PATTERN,
+    current_trace_id,
+    new_trace_id,
+    trace_scope,
+    use_trace_id,
+)
 
 __all__ = [
     "CATALOG",
+    "CHARS_PER_TOKEN",
+    "INLINE_LIMIT",
+    "RESERVED_METADATA",
+    "SUPPORTED_FORMATS",
+    "TRACE_ID_PATTERN",
+    "BinaryStore",
+    "CacheInfo",
     "CallContext",
     "CallStream",
+    "Change",
+    "ChangeKind",
     "CompatibilityReport",
+    "ContentKind",
+    "CursorError",
     "Envelope",
+    "EnvelopeError",
+    "EnvelopeMetadata",
     "ErrorCode",
     "ErrorSpec",
-    "EstimatedTokens",
+    "EventSink",
+    "EventType",
+    "FileBinaryStore",
+    "Forward",
+    "HookPolicy",
     "Page",
+    "PageFetchError",
+    "PageInfo",
     "Policy",
     "PolicyContext",
     "PolicyToolset",
+    "StoredObject",
     "StrictSchemaError",
-    "TokenRange",
+    "TokenCount",
     "ToolEvent",
+    "arguments_digest",
     "attach_metadata",
+    "binary_data",
+    "binary_ok",
+    "canonical_json",
+    "chars_for_tokens",
     "check_compatibility",
+    "check_strict_schema",
     "coded_error",
     "count_tokens",
     "current_call",
     "current_trace_id",
+    "decode_binary",
     "decode_cursor",
     "encode_cursor",
+    "error_class_for",
     "error_code",
+    "error_details",
     "estimate_tokens",
     "fetch_all_pages",
+    "fetch_all_tool_pages",
+    "final_event",
     "from_envelope",
+    "from_strict_arguments",
+    "guess_kind",
+    "is_destructive",
+    "is_read_only",
+    "is_retryable",
+    "is_safe_to_repeat",
+    "is_sunset",
+    "load_encoding",
     "new_trace_id",
     "paginate",
     "report_progress",
+    "retry_after",
     "to_envelope",
+    "to_strict_arguments",
     "to_strict_schema",
     "trace_scope",
+    "use_trace_id",
     "with_policies",
 ]

@@ -21,11 +21,10 @@ from kosong.utils.typing import JsonType
 __all__ = [
     "RESULT_CLASSES",
     "STANDARD_KEY",
-    "copy_value",
+    "detached",
     "restore_value",
     "round3",
     "standard_part",
-    "with_standard",
 ]
 
 logger = logging.getLogger(__name__)
@@ -56,48 +55,44 @@ def standard_part(value: ToolReturnValue) -> dict[str, Any]:
 _EMPTY: dict[str, Any] = {}
 
 
-def with_standard(value: V, **parts: JsonType) -> V:
-    """A copy of `value` whose standard data has `parts` set (None removes a part).
+def detached(value: V, standard: dict[str, JsonType], *, copy_artifact: bool) -> V:
+    """A copy of `value` for one caller, carrying `standard` as its standard data.
 
-    Only the extras are new; use `copy_value` for a copy that shares nothing.
+    It shares nothing mutable with `value`: content parts, display blocks and extras are
+    copied. The artifact is kept as is unless `copy_artifact` (the value is handed to several
+    callers: a cache hit, a shared run), in which case it is copied with `copy.deepcopy`, or
+    left out (None, with a warning) when it cannot be.
     """
-    extras: dict[str, JsonType] = dict(value.extras or {})
-    part: dict[str, JsonType] = dict(standard_part(value))
-    for key, item in parts.items():
-        if item is None:
-            part.pop(key, None)
-        else:
-            part[key] = item
-    if part:
-        extras[STANDARD_KEY] = part
-    else:
-        extras.pop(STANDARD_KEY, None)
-    return value.model_copy(update={"extras": extras or None})
-
-
-def copy_value(value: V) -> V:
-    """A copy of `value` that shares nothing mutable with it, for another caller.
-
-    Content parts, display blocks and extras are copied deeply; the artifact with
-    `copy.deepcopy`, and left out (None) when it cannot be copied, with a warning: a result
-    handed to one caller is never shared with another.
-    """
-    update: dict[str, Any] = {"display": [block.model_copy(deep=True) for block in value.display]}
+    extras: dict[str, JsonType] = _json_copy(value.extras) if value.extras else {}
+    old = extras.get(STANDARD_KEY)
+    part: dict[str, JsonType] = cast(dict[str, JsonType], old) if isinstance(old, dict) else {}
+    part.update(standard)
+    extras[STANDARD_KEY] = part
+    update: dict[str, Any] = {
+        "extras": extras,
+        "display": [block.model_copy(deep=True) for block in value.display],
+    }
     if not isinstance(value.output, str):
-        update["output"] = [part.model_copy(deep=True) for part in value.output]
-    if value.extras is not None:
-        update["extras"] = copy.deepcopy(value.extras)
-    if value.artifact is not None:
+        update["output"] = [item.model_copy(deep=True) for item in value.output]
+    if copy_artifact and value.artifact is not None:
         try:
             update["artifact"] = copy.deepcopy(value.artifact)
         except Exception as e:
             logger.warning(
-                "A result's artifact (%s) cannot be copied, so the copy has none: %s",
+                "A shared result's artifact (%s) cannot be copied, so this caller gets none: %s",
                 type(value.artifact).__name__,
                 errors.describe_exception(e),
             )
             update["artifact"] = None
     return value.model_copy(update=update)
+
+
+def _json_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _json_copy(item) for key, item in cast(dict[str, Any], value).items()}
+    if isinstance(value, list):
+        return [_json_copy(item) for item in cast(list[Any], value)]
+    return value
 
 
 def restore_value(class_name: str | None, data: dict[str, Any]) -> ToolReturnValue:

@@ -18,11 +18,19 @@ from kosong.tooling._arguments import ArgumentLimits, ArgumentsError, parse_argu
 from kosong.tooling._callable import CallableTool
 from kosong.tooling._callable2 import CallableTool2
 from kosong.tooling._display import BriefDisplayBlock, DisplayBlock, UnknownDisplayBlock
+from kosong.tooling._function import (
+    FunctionTool,
+    Injected,
+    ResponseFormat,
+    ToolErrorHandler,
+    ToolException,
+    ToolOptions,
+    tool,
+)
 from kosong.tooling._metadata import EstimatedTokens, TokenRange, ToolMetadata
 from kosong.tooling._result import HandleResult, ToolResult, ToolResultFuture, Toolset
 from kosong.tooling._return import ToolError, ToolOk, ToolOutput, ToolReturnType, ToolReturnValue
 from kosong.tooling._tool import ParametersType, Tool
-from kosong.tooling.function import FunctionTool, ToolException, tool
 
 __all__ = [
     "ArgumentLimits",
@@ -34,13 +42,17 @@ __all__ = [
     "EstimatedTokens",
     "FunctionTool",
     "HandleResult",
+    "Injected",
     "ParametersType",
+    "ResponseFormat",
     "TokenRange",
     "Tool",
     "ToolError",
+    "ToolErrorHandler",
     "ToolException",
     "ToolMetadata",
     "ToolOk",
+    "ToolOptions",
     "ToolOutput",
     "ToolResult",
     "ToolResultFuture",

@@ -1,7 +1,7 @@
 """Making a function tool: checking the function and options, deciding everything a call needs.
 
 `make` runs once per tool; its `Runner` is all that a call reads, so nothing is inspected per
-call (private; the public face is `kosong.tooling.function`).
+call (private; the public face is `FunctionTool` and `tool` in `kosong.tooling`).
 """
 
 from __future__ import annotations

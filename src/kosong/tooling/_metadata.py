@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from collections.abc import Iterator
-from datetime import date, datetime
 from typing import Any, cast
 
 from pydantic import (
@@ -34,29 +32,17 @@ from pydantic import (
 
 from kosong._model import OverridableModelMeta
 from kosong.tooling._schema import check_tool_name
+from kosong.utils.formats import SEMVER_PATTERN, parse_iso8601
 
 __all__ = [
     "HINT_ALIASES",
     "METADATA_FIELDS",
-    "SEMVER_PATTERN",
     "EstimatedTokens",
     "TokenRange",
     "ToolMetadata",
     "check_metadata_against_definition",
     "close_object_schemas",
-    "parse_iso8601",
 ]
-
-# The grammar of https://semver.org (2.0.0), spelled with [0-9] since `\d` in Python also
-# matches other scripts' digits.
-_NUM = r"(?:0|[1-9][0-9]*)"
-_PRE_ID = r"(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)"
-SEMVER_PATTERN = re.compile(
-    rf"^({_NUM})\.({_NUM})\.({_NUM})"
-    rf"(?:-({_PRE_ID}(?:\.{_PRE_ID})*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
-)
-"""A semantic version, `MAJOR.MINOR.PATCH` with optional `-prerelease` and `+build`."""
 
 HINT_ALIASES: dict[str, str] = {
     "read_only_hint": "readOnlyHint",
@@ -65,23 +51,6 @@ HINT_ALIASES: dict[str, str] = {
     "open_world_hint": "openWorldHint",
 }
 """Python attribute name -> MCP's JSON key, for the behaviour hints."""
-
-
-def parse_iso8601(text: str) -> date | datetime:
-    """Parse an ISO 8601 date (`2026-12-31`) or date-time (`2026-12-31T18:00:00Z`).
-
-    Raises:
-        ValueError: `text` is neither.
-    """
-    try:
-        if "T" in text or " " in text:
-            return datetime.fromisoformat(text)
-        return date.fromisoformat(text)
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not an ISO 8601 date or date-time; write it like '2026-12-31' "
-            "or '2026-12-31T18:00:00Z'"
-        ) from None
 
 
 def _check_semver(value: str, what: str) -> str:

@@ -21,10 +21,10 @@ from typing import Any, cast
 from kosong.message import ContentPart, TextPart
 from kosong.tooling._callable import CallableTool
 from kosong.tooling._callable2 import CallableTool2
+from kosong.tooling._function import FunctionTool
 from kosong.tooling._function_result import ToolException, json_text
 from kosong.tooling._return import ToolReturnValue
 from kosong.tooling._schema import tidy_schema
-from kosong.tooling.function import FunctionTool
 from kosong.utils.jsonschema import deref_json_schema
 
 try:

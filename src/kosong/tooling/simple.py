@@ -189,7 +189,8 @@ class SimpleToolset(Toolset):
         # Only a tool whose schema asks for an object gets a twice-encoded object unwrapped;
         # for a string schema, a string that happens to hold JSON is the argument itself.
         expects_object = self._expects_object[function.name]
-        if raw is not None and len(raw) > self._limits.offload_length:
+        limits = self._limits
+        if raw is not None and limits.offload_length < len(raw) <= limits.max_length:
             return self._parse_and_run(tool, tool_call.id, raw, expects_object)
         try:
             arguments = parse_arguments(raw, self._limits, expects_object=expects_object)

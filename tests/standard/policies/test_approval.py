@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kosong.standard.codes import error_code
-from kosong.standard.envelope import to_envelope
-from kosong.standard.pipeline import with_policies
+import pytest
+
+from kosong.standard import error_code, to_envelope, with_policies
 from kosong.standard.policies import ApprovalDecision, ApprovalPolicy, ApprovalRequest, DebugPolicy
-from kosong.tooling import Tool, ToolOk, ToolResult
+from kosong.tooling import ArgumentLimits, Tool, ToolOk, ToolResult
 from kosong.tooling.error import ToolPermissionDeniedError
+from kosong.tooling.simple import SimpleToolset
 from tests.standard._std_tools import Scripted, make_call, toolset
 
 
@@ -137,3 +138,71 @@ async def test_approval_can_wait_for_a_person_while_other_calls_proceed() -> Non
         assert (await pipeline.handle(make_call("read_file", {}))).return_value.output == "read"
         decision.set_result(True)
         assert (await waiting).return_value.output == "deleted"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "deny",
+        "approve",
+        "yes",
+        {"approved": False},
+        {"approved": True},
+        None,
+        1,
+        0,
+        [],
+        ApprovalDecision(approved="yes"),  # type: ignore[arg-type]  # truthy, not True
+        ApprovalDecision(approved=1),  # type: ignore[arg-type]
+    ],
+)
+async def test_approval_fails_closed_on_any_answer_but_the_documented_approval(
+    answer: Any,
+) -> None:
+    tool = delete_file(destructive_hint=True)
+    result = await run(tool, lambda request: answer)
+    assert error_code(result.return_value) == "PERMISSION_DENIED", answer
+    assert tool.calls == 0
+    if not isinstance(answer, ApprovalDecision):
+        assert "neither an ApprovalDecision nor a bool" in result.return_value.message
+
+
+async def test_an_awaited_answer_that_is_not_an_approval_denies_too() -> None:
+    async def hook(request: ApprovalRequest) -> Any:
+        return "approved"
+
+    tool = delete_file(destructive_hint=True)
+    assert error_code((await run(tool, hook)).return_value) == "PERMISSION_DENIED"
+    assert tool.calls == 0
+
+
+async def test_a_failing_needs_approval_rule_asks_the_hook() -> None:
+    def rule(tool: Tool) -> bool:
+        raise RuntimeError("rule broken")
+
+    asked: list[str] = []
+    tool = delete_file(read_only_hint=True)
+    result = await run(tool, lambda r: asked.append(r.tool.name) or False, needs_approval=rule)
+    assert asked == ["delete_file"] and error_code(result.return_value) == "PERMISSION_DENIED"
+
+
+async def test_the_hook_sees_the_arguments_the_tool_runs_with_past_the_default_limits() -> None:
+    seen: list[Any] = []
+    tool = delete_file(destructive_hint=True)
+    big = "x" * (ArgumentLimits().max_length + 100)
+    pipeline = with_policies(
+        SimpleToolset([tool], limits=ArgumentLimits(max_length=10_000_000)),
+        ApprovalPolicy(lambda request: seen.append(request.arguments) or True),
+    )
+    result = await pipeline.handle(make_call("delete_file", {"path": big}))
+    assert result.return_value.output == "deleted"
+    assert seen == [{"path": big}] and tool.arguments == [{"path": big}]
+
+
+async def test_the_hook_is_not_asked_about_arguments_the_toolset_refuses() -> None:
+    asked: list[Any] = []
+    tool = delete_file(destructive_hint=True)
+    pipeline = with_policies(toolset(tool), ApprovalPolicy(lambda r: asked.append(r) or True))
+    result = await pipeline.handle(make_call("delete_file", '{"path": "a", "path": "b"}'))
+    assert error_code(result.return_value) == "INVALID_PARAMS"
+    assert asked == [] and tool.calls == 0

@@ -8,9 +8,7 @@ from typing import Any
 
 import pytest
 
-from kosong.standard.codes import coded_error
-from kosong.standard.envelope import to_envelope
-from kosong.standard.pipeline import with_policies
+from kosong.standard import coded_error, to_envelope, with_policies
 from kosong.standard.policies import (
     CacheBackend,
     CacheEntry,

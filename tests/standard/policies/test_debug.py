@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from kosong.standard.context import current_call
-from kosong.standard.envelope import to_envelope
-from kosong.standard.pipeline import with_policies
+from kosong.standard import current_call, to_envelope, with_policies
 from kosong.standard.policies import CachePolicy, DebugPolicy, MetricsPolicy
 from kosong.tooling import ToolOk, ToolReturnValue
 from tests.standard._std_tools import Scripted, Weather, make_call, toolset

@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from kosong.standard.envelope import to_envelope
-from kosong.standard.pipeline import with_policies
+from kosong.standard import to_envelope, with_policies
 from kosong.standard.policies import DeprecationPolicy
 from kosong.tooling import ToolOk, ToolResult
 from kosong.tooling.error import ToolDeprecatedError

@@ -6,8 +6,7 @@ import re
 
 import pytest
 
-from kosong.standard.codes import coded_error
-from kosong.standard.pipeline import with_policies
+from kosong.standard import coded_error, with_policies
 from kosong.standard.policies import UNKNOWN_TOOL, MetricsPolicy, MetricsRegistry, RetryPolicy
 from kosong.tooling import ToolOk
 from kosong.tooling.error import ToolNetworkError

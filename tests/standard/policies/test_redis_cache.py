@@ -10,14 +10,12 @@ import sys
 import textwrap
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kosong.standard.envelope import to_envelope
-from kosong.standard.pipeline import with_policies
-from kosong.standard.policies import CacheEntry, CachePolicy, RedisCache
+from kosong.standard import to_envelope, with_policies
+from kosong.standard.policies import CacheBackend, CacheEntry, CachePolicy, RedisCache
 from kosong.tooling import ToolOk
 from kosong.tooling.error import ToolTimeoutError
 from tests.standard._std_tools import Weather, make_call, toolset
@@ -90,31 +88,109 @@ async def test_an_unreachable_redis_does_not_fail_calls(caplog: pytest.LogCaptur
     finally:
         await down.aclose()
     assert not result.return_value.is_error
-    assert "Cache lookup failed" in caplog.text
+    assert "Cache lookup failed" in caplog.text and "ConnectionError" in caplog.text
+
+
+@pytest.fixture
+async def silent_redis() -> AsyncIterator[str]:
+    """A server that accepts connections and never answers (a Redis that hangs)."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)  # read nothing, answer nothing
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_redis_that_never_answers_delays_no_call_past_the_timeout(
+    silent_redis: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    backend = RedisCache.from_url(silent_redis, timeout=0.1)
+    policy = CachePolicy(backend)
+    tool = Weather()
+    pipeline = with_policies(toolset(tool), policy)
+    loop = asyncio.get_running_loop()
+    try:
+        for _ in range(3):
+            started = loop.time()
+            result = await asyncio.wait_for(
+                pipeline.handle(make_call("get_weather", {"location": "x"})), 5
+            )
+            # One lookup and one store, each cut at the timeout: never stuck.
+            assert loop.time() - started < 0.1 * 2 + 0.15
+            assert not result.return_value.is_error
+    finally:
+        await backend.aclose()
+    assert len(tool.calls) == 3  # uncached, every time
+    assert policy.backend_failures == 6
+    assert caplog.text.count("calls run uncached") == 1  # once per outage
+
+
+async def test_an_outage_is_logged_again_only_after_the_cache_worked_in_between(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Flaky(CacheBackend):
+        down = True
+
+        async def get(self, key: str) -> CacheEntry | None:
+            if self.down:
+                raise ConnectionError("refused")
+            return None
+
+        async def set(self, key: str, entry: CacheEntry) -> None:
+            if self.down:
+                raise ConnectionError("refused")
+
+        async def delete(self, key: str) -> None: ...
+
+        async def clear(self) -> None: ...
+
+    backend = Flaky()
+    pipeline = with_policies(toolset(Weather()), CachePolicy(backend))
+    await pipeline.handle(make_call("get_weather", {"location": "x"}))
+    await pipeline.handle(make_call("get_weather", {"location": "x"}))
+    backend.down = False
+    await pipeline.handle(make_call("get_weather", {"location": "x"}))
+    backend.down = True
+    await pipeline.handle(make_call("get_weather", {"location": "x"}))
+    messages = [record.getMessage() for record in caplog.records]
+    assert sum("calls run uncached" in m for m in messages) == 2
+    assert sum(m.endswith("works again") for m in messages) == 1
+
+
+def test_redis_cache_given_a_url_says_to_use_from_url() -> None:
+    with pytest.raises(TypeError, match=r"RedisCache\.from_url"):
+        RedisCache("redis://localhost:6379/0")  # type: ignore[arg-type]
 
 
 CHILD = textwrap.dedent(
     """
-    import asyncio, json, sys
-    sys.path.insert(0, {tests!r})
+    import asyncio, json
     import redis.asyncio as aioredis
-    from _std_tools import Weather, make_call, toolset
-    from kosong.standard.envelope import to_envelope
-    from kosong.standard.pipeline import with_policies
-    from kosong.standard.policies import CachePolicy
-    from kosong.standard.policies import RedisCache
+    from kosong.standard import to_envelope, with_policies
+    from kosong.standard.policies import CachePolicy, RedisCache
+    from kosong.testing import ScriptedTool, make_call
     from kosong.tooling import ToolOk
+    from kosong.tooling.simple import SimpleToolset
 
-    class CountingWeather(Weather):
-        async def __call__(self, params):
-            counter = aioredis.Redis.from_url({url!r})
-            await counter.incr({counter_key!r})  # counts executions across processes
-            await counter.aclose()
-            return await super().__call__(params)
+    async def weather(n):
+        counter = aioredis.Redis.from_url({url!r})
+        await counter.incr({counter_key!r})  # counts executions across processes
+        await counter.aclose()
+        return ToolOk(output=json.dumps({{"temperature": 25, "condition": "sunny"}}))
 
     async def main():
         cache = RedisCache.from_url({url!r}, prefix={prefix!r})
-        pipeline = with_policies(toolset(CountingWeather()), CachePolicy(cache))
+        tool = ScriptedTool("get_weather", weather, cacheable=True, cache_ttl=600, version="1.0.0")
+        pipeline = with_policies(SimpleToolset([tool]), CachePolicy(cache))
         result = await pipeline.handle(make_call("get_weather", {{"location": "Beijing"}}))
         await cache.aclose()
         print(json.dumps(to_envelope(result).dump()))
@@ -135,9 +211,7 @@ def run_child(script: str) -> dict[str, object]:
 async def test_two_processes_share_the_cache(redis_url: str) -> None:
     prefix = f"shared:{os.urandom(4).hex()}:"
     counter_key = f"{prefix}executions"
-    script = CHILD.format(
-        tests=str(Path(__file__).parents[1]), url=redis_url, prefix=prefix, counter_key=counter_key
-    )
+    script = CHILD.format(url=redis_url, prefix=prefix, counter_key=counter_key)
     first = await asyncio.to_thread(run_child, script)
     second = await asyncio.to_thread(run_child, script)
     assert first["data"] == second["data"] == {"temperature": 25, "condition": "sunny"}

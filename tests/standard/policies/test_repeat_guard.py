@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from kosong.standard.codes import error_code
-from kosong.standard.pipeline import with_policies
+from kosong.standard import error_code, with_policies
 from kosong.standard.policies import RepeatGuardPolicy
 from kosong.tooling import ToolOk
 from tests.standard._std_tools import Scripted, Weather, make_call, toolset

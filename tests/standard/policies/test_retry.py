@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from kosong.standard.codes import coded_error, error_code
-from kosong.standard.pipeline import with_policies
+from kosong.standard import coded_error, error_code, with_policies
 from kosong.standard.policies import DebugPolicy, RetryPolicy, RetryRule
 from kosong.tooling import ToolOk, ToolReturnValue
 from kosong.tooling.error import (

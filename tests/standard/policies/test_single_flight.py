@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from kosong.standard.envelope import to_envelope
-from kosong.standard.pipeline import with_policies
+from kosong.standard import to_envelope, with_policies
 from kosong.standard.policies import DebugPolicy, SingleFlightPolicy
 from tests.standard._std_tools import Blocking, make_call, toolset
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
+import tracemalloc
 
 import pytest
 
-from kosong.standard.codes import error_code
-from kosong.standard.pipeline import with_policies
+from kosong.standard import error_code, with_policies
 from kosong.standard.policies import RetryPolicy, TimeoutPolicy
+from kosong.standard.policies import _timeout as timeout_module
 from kosong.tooling import ToolOk
 from kosong.tooling.error import ToolTimeoutError
 from tests.standard._std_tools import Blocking, Scripted, make_call, toolset
@@ -69,3 +72,66 @@ def test_one_policy_serves_calls_on_several_event_loops() -> None:
 
     # Each loop gets its own watchdog; a later loop must not use a closed one's.
     assert [asyncio.run(one_call()) for _ in range(3)] == ["TIMEOUT"] * 3
+
+
+async def test_timeout_answers_at_its_deadline_even_when_the_tool_swallows_cancellation(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = asyncio.Event()
+
+    async def stubborn(n: int) -> ToolOk:
+        while not release.is_set():
+            with contextlib.suppress(asyncio.CancelledError):  # swallowed: the tool goes on
+                await release.wait()
+        return ToolOk(output="too late")
+
+    pipeline = with_policies(toolset(Scripted(stubborn)), TimeoutPolicy(0.05, grace=0.05))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    result = await asyncio.wait_for(pipeline.handle(make_call("scripted", {})), 5)
+    took = loop.time() - started
+    assert error_code(result.return_value) == "TIMEOUT"
+    assert 0.05 <= took < 0.5  # the deadline plus the grace, not whenever the tool ends
+    assert caplog.text.count("kept running") == 1
+    release.set()  # the stubborn task ends on its own, in the background
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if not timeout_module._STUBBORN:
+            break
+    assert not timeout_module._STUBBORN
+
+
+async def test_the_callers_cancellation_still_cancels_the_tool_under_a_timeout() -> None:
+    tool = Blocking()
+    pending = with_policies(toolset(tool), TimeoutPolicy(30)).handle(make_call("blocking", {}))
+    await asyncio.wait_for(tool.started.wait(), 5)
+    assert isinstance(pending, asyncio.Future)
+    pending.cancel()
+    await asyncio.wait_for(tool.cancelled.wait(), 5)
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+
+
+async def test_finished_calls_are_released_at_once_while_a_long_call_runs() -> None:
+    long_call = Blocking()
+    pipeline = with_policies(
+        toolset(long_call, Scripted(lambda n: ToolOk(output="x" * 10_000))), TimeoutPolicy(30)
+    )
+    pending = pipeline.handle(make_call("blocking", {}))
+    await asyncio.wait_for(long_call.started.wait(), 5)
+    tracemalloc.start()
+    try:
+        for _ in range(200):  # warm up: caches, free lists
+            await pipeline.handle(make_call("scripted", {}))
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(3000):
+            await pipeline.handle(make_call("scripted", {}))
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # 3,000 results of 10 KB each would be 30 MB if they were kept.
+    assert grown < 1_000_000, grown
+    long_call.release.set()
+    assert (await asyncio.wait_for(pending, 5)).return_value.output == "done 1"

@@ -15,9 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from kosong.standard.codes import coded_error
-from kosong.standard.envelope import to_envelope
-from kosong.standard.pipeline import with_policies
+from kosong.standard import coded_error, to_envelope, with_policies
 from kosong.standard.policies import RetryPolicy, TracingPolicy
 from kosong.tooling import ToolOk, ToolReturnValue
 from kosong.tooling.error import ToolNetworkError
@@ -55,7 +53,7 @@ GLOBAL_SDK = textwrap.dedent(
 
     async def main():
         pipeline = with_policies(
-            SimpleToolset([ScriptedTool("get_weather", ["sunny"])]), TracingPolicy()
+            SimpleToolset([ScriptedTool("get_weather", ["sunny"])]), TracingPolicy(recheck_every=0)
         )
         await pipeline.handle(make_call("get_weather", {{"location": "x"}}))  # no SDK yet
         exporter = InMemorySpanExporter()

@@ -10,10 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kosong.message import TextPart
-from kosong.standard.codes import error_code
-from kosong.standard.envelope import to_envelope
-from kosong.standard.pagination import decode_cursor, encode_cursor
-from kosong.standard.pipeline import with_policies
+from kosong.standard import decode_cursor, encode_cursor, error_code, to_envelope, with_policies
 from kosong.standard.policies import MemoryContinuationStore, TruncationPolicy
 from kosong.tooling import ToolError, ToolOk, ToolResult
 from tests.standard._std_tools import Scripted, make_call, output_json, toolset

@@ -14,19 +14,22 @@ whatever `needs_approval` says.
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from kosong.message import ToolCall
-from kosong.standard.context import PolicyContext
-from kosong.standard.metadata import is_destructive
-from kosong.standard.pipeline import Forward, Policy
+from kosong.standard._context import PolicyContext
+from kosong.standard._metadata import is_destructive
+from kosong.standard._pipeline import Forward, Policy
 from kosong.tooling import Tool, ToolResult
 from kosong.tooling.error import ToolPermissionDeniedError, describe_exception
 from kosong.utils.typing import JsonType
 
 __all__ = ["ApprovalDecision", "ApprovalHook", "ApprovalPolicy", "ApprovalRequest"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +100,15 @@ class ApprovalPolicy(Policy):
         tool = ctx.tool
         if tool is None or ctx.arguments is None:
             return await forward(call, ctx)
+        try:
+            needed = self._needs(tool)
+        except Exception:  # fail closed: when in doubt, ask
+            logger.exception("needs_approval failed on tool %r; asking the hook", tool.name)
+            needed = True
+        if not needed:
+            return await forward(call, ctx)
         started = time.perf_counter()
         decision = await self._decide(ApprovalRequest(tool, call, ctx.arguments, ctx.trace_id))
-        if decision is None:
-            return await forward(call, ctx)
         ctx.call.record_timing("approval_ms", (time.perf_counter() - started) * 1000)
         ctx.call.add_debug("approval", {"approved": decision.approved, "reason": decision.reason})
         if decision.approved is not True:
@@ -108,11 +116,9 @@ class ApprovalPolicy(Policy):
             return ToolResult(call.id, ToolPermissionDeniedError(tool.name, reason))
         return await forward(call, ctx)
 
-    async def _decide(self, request: ApprovalRequest) -> ApprovalDecision | None:
-        """The hook's decision on the call, or None when the tool needs no approval."""
+    async def _decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        """The hook's decision on the call; anything but an approval denies it."""
         try:
-            if not self._needs(request.tool):
-                return None
             answer: object = self._hook(request)
             if inspect.isawaitable(answer):
                 answer = await answer

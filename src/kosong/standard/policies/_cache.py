@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from kosong.message import ToolCall
-from kosong.standard._values import copy_value, restore_value, round3
-from kosong.standard.context import PolicyContext, arguments_digest
-from kosong.standard.pipeline import Forward, Policy
-from kosong.standard.trace import format_epoch
+from kosong.standard._context import PolicyContext, arguments_digest
+from kosong.standard._pipeline import Forward, Policy
+from kosong.standard._trace import format_epoch
+from kosong.standard._values import restore_value, round3
 from kosong.tooling import Tool, ToolResult, ToolReturnValue
 from kosong.tooling.error import describe_exception
 
@@ -49,7 +49,7 @@ class CacheEntry:
     """A stored result and its lifetime (epoch seconds)."""
 
     value: ToolReturnValue
-    """The result, kept for the cache alone: every hit hands out a copy of it."""
+    """The result. Never handed out as it is: the pipeline gives every caller a copy."""
     cached_at: float
     """When it was stored."""
     expires_at: float
@@ -187,14 +187,16 @@ class CachePolicy(Policy):
                 "cached_at": format_epoch(entry.cached_at),
                 "ttl_remaining": round3(entry.expires_at - now),
             }
-            return ToolResult(call.id, copy_value(entry.value))
+            ctx.retained = True  # the pipeline hands each caller a copy of its own
+            return ToolResult(call.id, entry.value)
         result = await forward(call, ctx)
         value = result.return_value
         # A result shared from another identical call (single-flight) is stored by that call.
         if not value.is_error and not ctx.shared:
             stored_at = self._clock()
             ttl = tool.cache_ttl if tool.cache_ttl is not None else self._ttl
-            entry = CacheEntry(copy_value(value), stored_at, stored_at + ttl)
+            entry = CacheEntry(value, stored_at, stored_at + ttl)
+            ctx.retained = True
             await self._backend("store", self.backend.set(key, entry))
         return result
 

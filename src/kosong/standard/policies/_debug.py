@@ -10,11 +10,14 @@ top-level `debug_info`. Meant for development; leave it out in production.
 from __future__ import annotations
 
 from kosong.message import ToolCall
-from kosong.standard.context import PolicyContext
-from kosong.standard.pipeline import Policy
+from kosong.standard._context import PolicyContext
+from kosong.standard._pipeline import Policy
 from kosong.tooling import ToolReturnValue
 
 __all__ = ["DebugPolicy"]
+
+_SHOWN = 4096
+"""How much of the raw arguments `debug_info` shows."""
 
 
 class DebugPolicy(Policy):
@@ -24,7 +27,7 @@ class DebugPolicy(Policy):
         """Turn debug mode on.
 
         With `include_arguments`, `debug_info` also has the raw arguments (they may hold
-        secrets, hence off by default).
+        secrets, hence off by default), cut after 4,096 characters.
         """
         self._include_arguments = include_arguments
 
@@ -32,5 +35,8 @@ class DebugPolicy(Policy):
         """Enable debug mode for the call and pass it on."""
         ctx.enable_debug()
         if self._include_arguments:
-            ctx.call.add_debug("arguments", call.function.arguments)
+            raw = call.function.arguments
+            if raw is not None and len(raw) > _SHOWN:
+                raw = f"{raw[:_SHOWN]}... ({len(raw) - _SHOWN:,} more characters)"
+            ctx.call.add_debug("arguments", raw)
         return None

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime
 
 from kosong.message import ToolCall
-from kosong.standard.context import PolicyContext
-from kosong.standard.metadata import is_sunset, parse_iso8601
-from kosong.standard.pipeline import Forward, Policy
+from kosong.standard._context import PolicyContext
+from kosong.standard._metadata import is_sunset
+from kosong.standard._pipeline import Forward, Policy
 from kosong.tooling import Tool, ToolResult, ToolReturnValue
 from kosong.tooling.error import ToolDeprecatedError
+from kosong.utils.formats import parse_iso8601
 from kosong.utils.typing import JsonType
 
 __all__ = ["DeprecationPolicy", "deprecation_warning"]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from kosong.message import ToolCall
-from kosong.standard.context import PolicyContext
-from kosong.standard.events import EventSink
-from kosong.standard.pipeline import Policy
+from kosong.standard._context import PolicyContext
+from kosong.standard._events import EventSink
+from kosong.standard._pipeline import Policy
 from kosong.tooling import ToolReturnValue
 
 __all__ = ["EventHookPolicy"]

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kosong.message import ToolCall
-from kosong.standard.codes import error_code
-from kosong.standard.context import PolicyContext
-from kosong.standard.pipeline import Forward, Policy
+from kosong.standard._codes import error_code
+from kosong.standard._context import PolicyContext
+from kosong.standard._pipeline import Forward, Policy
 from kosong.tooling import ToolResult
 
 __all__ = ["DEFAULT_BUCKETS", "UNKNOWN_TOOL", "MetricsPolicy", "MetricsRegistry", "ToolMetrics"]

@@ -16,8 +16,8 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 
 from kosong.message import ToolCall
-from kosong.standard.context import PolicyContext
-from kosong.standard.pipeline import Policy
+from kosong.standard._context import PolicyContext
+from kosong.standard._pipeline import Policy
 from kosong.tooling import ToolReturnValue
 from kosong.tooling.error import ToolRepeatedCallError
 

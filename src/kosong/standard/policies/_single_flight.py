@@ -1,8 +1,9 @@
 """Single-flight: identical concurrent calls to a tool that is safe to repeat share one run.
 
 When a call arrives while an identical one (same tool, same arguments in canonical form) is
-running, it waits for that one's result instead of running the tool again, and gets its own
-copy of it. Only tools whose hints say they are read-only or idempotent are shared (their
+running, it waits for that one's result instead of running the tool again (and, as every
+caller of a pipeline, gets a copy of its own). Only tools whose hints say they are read-only
+or idempotent are shared (their
 result does not depend on who asked); others always run. A waiting call that is cancelled
 leaves the shared run alone; if the call that runs the tool is cancelled, a waiting call takes
 over and runs it itself.
@@ -14,25 +15,21 @@ import asyncio
 from collections.abc import Iterable
 
 from kosong.message import ToolCall
-from kosong.standard._values import copy_value
-from kosong.standard.context import PolicyContext
-from kosong.standard.metadata import is_safe_to_repeat
-from kosong.standard.pipeline import Forward, Policy
+from kosong.standard._context import PolicyContext
+from kosong.standard._metadata import is_safe_to_repeat
+from kosong.standard._pipeline import Forward, Policy
 from kosong.tooling import ToolResult, ToolReturnValue
 
 __all__ = ["SingleFlightPolicy"]
 
 
 class _Flight:
-    """A run in progress: the result it will share, and how many calls wait for it."""
+    """A run in progress; `result` is made when a second call joins it."""
 
-    __slots__ = ("result", "waiting")
+    __slots__ = ("result",)
 
     def __init__(self) -> None:
-        self.result: asyncio.Future[ToolReturnValue | None] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self.waiting = 0
+        self.result: asyncio.Future[ToolReturnValue | None] | None = None
 
 
 class SingleFlightPolicy(Policy):
@@ -60,21 +57,24 @@ class SingleFlightPolicy(Policy):
             return await forward(call, ctx)
         key = f"{tool.name}:{digest}"
         while (flight := self._flights.get(key)) is not None:
-            flight.waiting += 1
+            if flight.result is None:
+                flight.result = asyncio.get_running_loop().create_future()
             # shield: our own cancellation must not cancel the run others wait for.
             value = await asyncio.shield(flight.result)
             if value is not None:
-                ctx.shared = True
-                return ToolResult(call.id, copy_value(value))
+                ctx.shared = ctx.retained = True  # the pipeline gives this caller its own copy
+                return ToolResult(call.id, value)
             # The call that ran it was cancelled: take over (or join whoever did first).
         flight = self._flights[key] = _Flight()
         try:
             result = await forward(call, ctx)
         except BaseException:
             del self._flights[key]
-            flight.result.set_result(None)  # wake the waiters; one of them runs it again
+            if flight.result is not None:
+                flight.result.set_result(None)  # wake the waiters; one of them runs it again
             raise
         del self._flights[key]
-        # A copy of its own for the waiters, taken before this caller can change the result.
-        flight.result.set_result(copy_value(result.return_value) if flight.waiting else None)
+        if flight.result is not None:  # others wait for this run's result
+            ctx.retained = True
+            flight.result.set_result(result.return_value)
         return result

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 
 from kosong._threads import start_task
 from kosong.message import ToolCall
-from kosong.standard.context import PolicyContext
-from kosong.standard.pipeline import Forward, Policy
+from kosong.standard._context import PolicyContext
+from kosong.standard._pipeline import Forward, Policy
 from kosong.tooling import ToolResult
 from kosong.tooling.error import ToolTimeoutError
 

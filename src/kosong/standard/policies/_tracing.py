@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from kosong.message import ToolCall
-from kosong.standard.codes import error_code
-from kosong.standard.context import PolicyContext
-from kosong.standard.pipeline import Forward, Policy
+from kosong.standard._codes import error_code
+from kosong.standard._context import PolicyContext
+from kosong.standard._pipeline import Forward, Policy
 from kosong.tooling import ToolResult
 
 try:
@@ -46,11 +47,14 @@ _SILENT: tuple[type, ...] = (
 class TracingPolicy(Policy):
     """Wrap every call in an OpenTelemetry span; see the module doc."""
 
-    def __init__(self, tracer: Any | None = None) -> None:
+    def __init__(self, tracer: Any | None = None, *, recheck_every: float = 1.0) -> None:
         """Record spans with `tracer`.
 
         `tracer` is an `opentelemetry.trace.Tracer`; by default the global provider's tracer
-        named `kosong.standard`, once an SDK sets a provider up.
+        named `kosong.standard`, once an SDK sets a provider up. Until then the policy looks for
+        one at most every `recheck_every` seconds (asking OpenTelemetry reads the environment,
+        which costs more than the rest of the policy): an SDK set up while calls are already
+        running is used within that time.
 
         Without opentelemetry-api installed the policy records no spans, and says so once in
         the log.
@@ -58,12 +62,17 @@ class TracingPolicy(Policy):
         if tracer is None and otel_trace is None:
             logger.warning("opentelemetry-api is not installed: TracingPolicy records no spans")
         self._tracer = tracer
+        self._recheck_every = recheck_every
+        self._next_look = 0.0
 
     def _current_tracer(self) -> Any | None:
         if self._tracer is None and otel_trace is not None:
-            provider = otel_trace.get_tracer_provider()
-            if not isinstance(provider, _SILENT):
-                self._tracer = provider.get_tracer("kosong.standard")
+            now = time.monotonic()
+            if now >= self._next_look:
+                self._next_look = now + self._recheck_every
+                provider = otel_trace.get_tracer_provider()
+                if not isinstance(provider, _SILENT):
+                    self._tracer = provider.get_tracer("kosong.standard")
         return self._tracer
 
     @property

@@ -33,10 +33,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Literal, cast
 
 from kosong.message import ToolCall
-from kosong.standard.context import PolicyContext
-from kosong.standard.pagination import CursorError, decode_cursor, encode_cursor
-from kosong.standard.pipeline import Forward, Policy
-from kosong.standard.tokens import CHARS_PER_TOKEN, chars_for_tokens, guess_kind
+from kosong.standard._context import PolicyContext
+from kosong.standard._pagination import CursorError, decode_cursor, encode_cursor
+from kosong.standard._pipeline import Forward, Policy
+from kosong.standard._tokens import CHARS_PER_TOKEN, chars_for_tokens, guess_kind
 from kosong.tooling import Tool, ToolOk, ToolResult, ToolReturnValue
 from kosong.tooling.error import (
     ToolResourceNotFoundError,

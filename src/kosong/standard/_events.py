@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from kosong.standard.envelope import to_envelope
-from kosong.standard.trace import new_event_id
+from kosong.standard._envelope import to_envelope
+from kosong.standard._trace import new_event_id
 from kosong.tooling import ToolError, ToolResult
 from kosong.tooling.error import describe_exception
 from kosong.utils.typing import JsonType

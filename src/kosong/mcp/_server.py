@@ -56,7 +56,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kosong.mcp._convert import output_schema_of, to_call_tool_result, to_mcp_tool
-from kosong.mcp.events import SessionEventStore
+from kosong.mcp._events import SessionEventStore
 from kosong.message import ToolCall
 from kosong.standard import PolicyToolset
 from kosong.tooling import ToolResult, Toolset

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from kosong.standard.metadata import parse_semver
 from kosong.tooling import Tool
+from kosong.utils.formats import parse_semver
 from kosong.utils.jsonschema import deref_json_schema
 
 __all__ = ["Change", "ChangeKind", "CompatibilityReport", "check_compatibility"]

@@ -35,9 +35,9 @@ from typing import Any, Literal, Self, cast
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from kosong.message import ContentPart
+from kosong.standard._codes import CATALOG, ErrorCode, error_class_for, error_code, error_details
+from kosong.standard._trace import current_trace_id, format_timestamp, new_trace_id
 from kosong.standard._values import RESULT_CLASSES, restore_value, standard_part
-from kosong.standard.codes import CATALOG, ErrorCode, error_class_for, error_code, error_details
-from kosong.standard.trace import current_trace_id, format_timestamp, new_trace_id
 from kosong.tooling import DisplayBlock, ToolError, ToolOk, ToolResult, ToolReturnValue
 from kosong.utils.typing import JsonType
 

@@ -27,13 +27,13 @@ from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp_types import JSONRPCMessage
 from starlette.types import Message, Scope, Send
 
-__all__ = ["EventLog", "MemoryEventLog", "SessionEventStore", "StoredEvent"]
+__all__ = ["EventLog", "MemoryEventLog", "SessionEvent", "SessionEventStore"]
 
 _SESSION_HEADER = b"mcp-session-id"
 
 
 @dataclass(frozen=True, slots=True)
-class StoredEvent:
+class SessionEvent:
     """One message of one stream of one session, as an `EventLog` keeps it."""
 
     event_id: str
@@ -51,7 +51,7 @@ class EventLog(Protocol):
         """Keep an event of `session` and return its id (unique within the session)."""
         ...
 
-    async def after(self, session: str, event_id: str) -> tuple[str, list[StoredEvent]] | None:
+    async def after(self, session: str, event_id: str) -> tuple[str, list[SessionEvent]] | None:
         """The stream of `session`'s event `event_id`, and the events on it that came after.
 
         None when `session` has no event `event_id` (unknown, or dropped since).
@@ -61,7 +61,7 @@ class EventLog(Protocol):
 
 @dataclass(slots=True)
 class _Session:
-    events: deque[StoredEvent]
+    events: deque[SessionEvent]
     ids: Callable[[], int] = field(default_factory=lambda: itertools.count(1).__next__)
 
 
@@ -89,11 +89,11 @@ class MemoryEventLog:
                 self._sessions.popitem(last=False)
         else:
             self._sessions.move_to_end(session)
-        event = StoredEvent(str(state.ids()), stream_id, message)
+        event = SessionEvent(str(state.ids()), stream_id, message)
         state.events.append(event)
         return event.event_id
 
-    async def after(self, session: str, event_id: str) -> tuple[str, list[StoredEvent]] | None:
+    async def after(self, session: str, event_id: str) -> tuple[str, list[SessionEvent]] | None:
         """The stream of the session's event `event_id` and its later events on that stream."""
         state = self._sessions.get(session)
         if state is None:

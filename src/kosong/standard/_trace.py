@@ -27,6 +27,7 @@ __all__ = [
     "new_trace_id",
     "now_timestamp",
     "trace_scope",
+    "use_trace_id",
 ]
 
 TRACE_ID_PATTERN = re.compile(r"^trace_[0-9]{8}_[0-9a-f]{12}$")
@@ -104,6 +105,14 @@ def new_event_id() -> str:
 def current_trace_id() -> str | None:
     """The trace id of the call being handled (or of the enclosing `trace_scope`), if any."""
     return _TRACE_ID.get()
+
+
+def use_trace_id(trace_id: str) -> None:
+    """Make `trace_id` current in this task (the pipeline does it in each call's own task).
+
+    Unlike `trace_scope` it is not undone: use it where the context ends with the task.
+    """
+    _TRACE_ID.set(trace_id)
 
 
 @contextmanager

@@ -43,10 +43,6 @@ from kosong.utils.jsonschema import deref_json_schema
 from kosong.utils.typing import JsonType
 
 __all__ = [
-    "MAX_ENUM_VALUES",
-    "MAX_NESTING",
-    "MAX_PROPERTIES",
-    "MAX_STRING_LENGTH",
     "SUPPORTED_FORMATS",
     "StrictSchemaError",
     "check_strict_schema",
@@ -55,12 +51,14 @@ __all__ = [
     "to_strict_schema",
 ]
 
-MAX_PROPERTIES = 5000
-MAX_NESTING = 10
-MAX_ENUM_VALUES = 1000
-MAX_STRING_LENGTH = 120_000
-LARGE_ENUM = 250
-LARGE_ENUM_LENGTH = 15_000
+# OpenAI's documented limits of strict mode (Structured Outputs, "Supported schemas"), the
+# defaults of `to_strict_schema`'s arguments.
+_MAX_PROPERTIES = 5000
+_MAX_NESTING = 10
+_MAX_ENUM_VALUES = 1000
+_MAX_STRING_LENGTH = 120_000
+_LARGE_ENUM = 250
+_LARGE_ENUM_LENGTH = 15_000
 
 SUPPORTED_FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
@@ -163,7 +161,10 @@ def _note(value: Any) -> str:
 
 
 class _Converter:
-    def __init__(self) -> None:
+    def __init__(self, max_nesting: int, large_enum: int, large_enum_length: int) -> None:
+        self.max_nesting = max_nesting
+        self.large_enum = large_enum
+        self.large_enum_length = large_enum_length
         self.properties = 0
         self.enum_values = 0
         self.string_length = 0
@@ -227,11 +228,11 @@ class _Converter:
             self.enum_values += len(values)
             strings = [v for v in values if isinstance(v, str)]
             self.string_length += sum(map(len, strings))
-            if len(strings) > LARGE_ENUM and sum(map(len, strings)) > LARGE_ENUM_LENGTH:
+            if len(strings) > self.large_enum and sum(map(len, strings)) > self.large_enum_length:
                 raise StrictSchemaError(
                     f"{path}.enum",
-                    f"a string enum of more than {LARGE_ENUM} "
-                    f"values may hold at most {LARGE_ENUM_LENGTH} characters",
+                    f"a string enum of more than {self.large_enum} "
+                    f"values may hold at most {self.large_enum_length} characters",
                 )
         if isinstance(out.get("const"), str):
             self.string_length += len(out["const"])
@@ -256,8 +257,8 @@ class _Converter:
         return _ordered(out)
 
     def _object(self, out: dict[str, Any], path: str, depth: int, root: bool) -> dict[str, Any]:
-        if depth > MAX_NESTING:
-            raise StrictSchemaError(path, f"objects nest deeper than {MAX_NESTING} levels")
+        if depth > self.max_nesting:
+            raise StrictSchemaError(path, f"objects nest deeper than {self.max_nesting} levels")
         extra = out.get("additionalProperties", False)
         if extra is not False:
             raise StrictSchemaError(
@@ -292,12 +293,32 @@ def _ordered(schema: dict[str, Any]) -> dict[str, Any]:
     return {**{k: schema[k] for k in _ORDER if k in schema}, **schema}
 
 
-def to_strict_schema(schema: Mapping[str, Any], *, path: str = "parameters") -> dict[str, Any]:
+def to_strict_schema(
+    schema: Mapping[str, Any],
+    *,
+    path: str = "parameters",
+    max_nesting: int = _MAX_NESTING,
+    max_properties: int = _MAX_PROPERTIES,
+    max_enum_values: int = _MAX_ENUM_VALUES,
+    max_string_length: int = _MAX_STRING_LENGTH,
+    large_enum: int = _LARGE_ENUM,
+    large_enum_length: int = _LARGE_ENUM_LENGTH,
+) -> dict[str, Any]:
     """A copy of `schema` that OpenAI's strict mode accepts; see the module doc.
+
+    The limits default to OpenAI's documented ones; another provider's strict mode may need
+    others.
 
     Args:
         schema: A tool's parameters schema. It is not modified.
         path: How error messages name the root.
+        max_nesting: The deepest nesting of objects.
+        max_properties: The most properties, over all objects.
+        max_enum_values: The most enum values, over all enums.
+        max_string_length: The most characters of property names, definition names and enum
+            values, in all.
+        large_enum: A string enum with more values than this...
+        large_enum_length: ...may hold at most this many characters.
 
     Raises:
         StrictSchemaError: the schema cannot be made strict; the message names the JSON path.
@@ -306,27 +327,32 @@ def to_strict_schema(schema: Mapping[str, Any], *, path: str = "parameters") -> 
         flat = deref_json_schema(dict(schema))
     except ValueError as e:
         raise StrictSchemaError(path, str(e)) from None
-    converter = _Converter()
+    converter = _Converter(max_nesting, large_enum, large_enum_length)
     out = converter.convert(flat, path, 0, root=True)
-    if converter.properties > MAX_PROPERTIES:
+    if converter.properties > max_properties:
         raise StrictSchemaError(
-            path, f"{converter.properties} properties; strict mode allows {MAX_PROPERTIES}"
+            path, f"{converter.properties} properties; strict mode allows {max_properties}"
         )
-    if converter.enum_values > MAX_ENUM_VALUES:
+    if converter.enum_values > max_enum_values:
         raise StrictSchemaError(
-            path, f"{converter.enum_values} enum values; strict mode allows {MAX_ENUM_VALUES}"
+            path, f"{converter.enum_values} enum values; strict mode allows {max_enum_values}"
         )
-    if converter.string_length > MAX_STRING_LENGTH:
+    if converter.string_length > max_string_length:
         raise StrictSchemaError(
             path,
             f"names and enum values total {converter.string_length} characters; strict mode "
-            f"allows {MAX_STRING_LENGTH}",
+            f"allows {max_string_length}",
         )
     return out
 
 
-def check_strict_schema(schema: Mapping[str, Any], *, path: str = "parameters") -> list[str]:
-    """The strict-mode rules `schema` breaks as it is, each as `path: problem` (empty: none)."""
+def check_strict_schema(
+    schema: Mapping[str, Any], *, path: str = "parameters", max_nesting: int = _MAX_NESTING
+) -> list[str]:
+    """The strict-mode rules `schema` breaks as it is, each as `path: problem` (empty: none).
+
+    `max_nesting` is the deepest nesting of objects allowed (OpenAI's limit by default).
+    """
     problems: list[str] = []
 
     def walk(node: Any, where: str, depth: int, root: bool = False) -> None:
@@ -347,8 +373,8 @@ def check_strict_schema(schema: Mapping[str, Any], *, path: str = "parameters") 
         if not types and not ({"enum", "const", "anyOf"} & node.keys()):
             problems.append(f"{where}: no type")
         if "object" in types:
-            if depth + 1 > MAX_NESTING:
-                problems.append(f"{where}: nested deeper than {MAX_NESTING} objects")
+            if depth + 1 > max_nesting:
+                problems.append(f"{where}: nested deeper than {max_nesting} objects")
             if node.get("additionalProperties") is not False:
                 problems.append(f"{where}: additionalProperties must be false")
             props = cast(dict[str, Any], node.get("properties", {}))

@@ -26,9 +26,9 @@ from collections.abc import Callable
 from typing import Final, cast
 
 from kosong.message import ToolCall
-from kosong.standard._values import round3, with_standard
-from kosong.standard.events import EventSink, EventType, ToolEvent, final_event
-from kosong.standard.trace import format_epoch, new_event_id, now_timestamp
+from kosong.standard._events import EventSink, EventType, ToolEvent, final_event
+from kosong.standard._trace import format_epoch, new_event_id, now_timestamp
+from kosong.standard._values import detached, round3
 from kosong.tooling import Tool, ToolError, ToolResult
 from kosong.tooling.error import ToolParseError
 from kosong.utils.typing import JsonType
@@ -78,7 +78,10 @@ def report_progress(progress: float, message: str = "") -> None:
 
 def canonical_json(value: JsonType) -> str:
     """JSON text of `value` with sorted keys and no spaces: equal values, equal text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 class CallContext:
@@ -195,6 +198,7 @@ class PolicyContext:
         "call",
         "processing_ms",
         "refusal",
+        "retained",
         "retry_count",
         "shared",
         "tool",
@@ -234,6 +238,9 @@ class PolicyContext:
         """Set by the cache policy on a hit: `{hit, cached_at, ttl_remaining}`."""
         self.shared = False
         """True when the result is another identical call's (single-flight)."""
+        self.retained = False
+        """Set by a policy that keeps the result or hands it to other calls (a cache, a
+        shared run): this caller's copy then gets a copy of the artifact too."""
         self.processing_ms = 0.0
         """Time spent in the wrapped toolset, over all attempts."""
         self._key: str | None = None
@@ -346,9 +353,9 @@ class PolicyContext:
         if call._warnings:  # pyright: ignore[reportPrivateUsage]
             metadata["warnings"] = list(call._warnings)  # pyright: ignore[reportPrivateUsage]
         metadata.update(call._metadata)  # pyright: ignore[reportPrivateUsage]
-        debug: dict[str, JsonType] | None = None
+        standard: dict[str, JsonType] = {"metadata": metadata}
         if call._debug is not None:  # pyright: ignore[reportPrivateUsage]
-            debug = {
+            standard["debug_info"] = {
                 "cache_hit": bool(self.cache and self.cache.get("hit")),
                 "retry_count": self.retry_count,
                 "attempt_codes": list(self.attempt_codes),
@@ -357,7 +364,9 @@ class PolicyContext:
                 "trace_id": self.trace_id,
                 **call._debug,  # pyright: ignore[reportPrivateUsage]
             }
-        value = with_standard(result.return_value, metadata=metadata, debug_info=debug)
+        # Every caller gets a copy of its own: the value may also sit in a cache, or be
+        # another call's (single-flight), which then say so (`retained`).
+        value = detached(result.return_value, standard, copy_artifact=self.retained)
         final = ToolResult(result.tool_call_id, value)
         if self._sinks and not self._closed:
             self._send(final_event(final, self.tool_name))
@@ -376,8 +385,16 @@ class PolicyContext:
 
 
 def arguments_digest(arguments: JsonType, written_as_string: bool) -> str:
-    """The digest `PolicyContext.arguments_key` gives for these arguments."""
-    text = canonical_json(arguments)
-    if written_as_string:  # the call sent a JSON string holding the object
-        text = "string:" + text
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    """The digest `PolicyContext.arguments_key` gives for these arguments.
+
+    Short arguments are their own digest (their canonical text); long ones a hash of it, so a
+    digest is never long.
+    """
+    text = ("s" if written_as_string else "o") + canonical_json(arguments)
+    if len(text) <= _LITERAL_DIGEST:
+        return text
+    return "#" + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+_LITERAL_DIGEST = 96
+"""Canonical texts up to this length are kept as they are (hashing costs more than it saves)."""

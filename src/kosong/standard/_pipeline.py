@@ -37,9 +37,9 @@ from typing import TypeVar, cast
 
 from kosong._threads import run_parsing, start_task
 from kosong.message import ToolCall
-from kosong.standard.context import PolicyContext, arguments_digest
-from kosong.standard.events import CallStream, EventSink
-from kosong.standard.trace import current_trace_id, new_trace_id, trace_scope
+from kosong.standard._context import PolicyContext, arguments_digest
+from kosong.standard._events import CallStream, EventSink
+from kosong.standard._trace import current_trace_id, new_trace_id, use_trace_id
 from kosong.tooling import (
     ArgumentLimits,
     ArgumentsError,
@@ -134,6 +134,7 @@ class PolicyToolset(Toolset):
                     )
                 self._added[tool.name] = tool
         self._simple = _runs_in_caller_task(toolset)
+        self._find_in_core = _finder(toolset)
         self._limits: ArgumentLimits = (
             toolset.limits if isinstance(toolset, SimpleToolset) else ArgumentLimits()
         )
@@ -163,13 +164,7 @@ class PolicyToolset(Toolset):
         Asked on every call: a toolset may gain and lose tools at any time.
         """
         tool = self._added.get(name)
-        if tool is not None:
-            return tool
-        finder = getattr(self._core, "find_tool", None)
-        if callable(finder):
-            found: object = finder(name)
-            return found if isinstance(found, Tool) else None
-        return next((tool for tool in self._core.tools if tool.name == name), None)
+        return tool if tool is not None else self._find_in_core(name)
 
     def find_policy(self, kind: type[P]) -> P | None:
         """The outermost policy of type `kind`, or None."""
@@ -218,25 +213,26 @@ class PolicyToolset(Toolset):
         return PolicyContext(tool_call, tool, trace_id, sink=sink, loop=loop)
 
     async def _run(self, ctx: PolicyContext) -> ToolResult:
-        ctx.enter()  # the task has its own copy of the context: this ends with it
+        # The task runs in its own copy of the context: these end with it.
+        ctx.enter()
+        use_trace_id(ctx.trace_id)
         call = ctx.tool_call
-        with trace_scope(ctx.trace_id):
-            try:
-                if ctx.tool is not None:
-                    await self._read_arguments(ctx)
-                result = cast(object, await self._enter(call, ctx))
-                if not isinstance(result, ToolResult):
-                    raise TypeError(f"a policy returned {type(result).__name__}, not a ToolResult")
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if task is None or task.cancelling():  # the caller's cancellation
-                    ctx.cancelled()
-                    raise
-                result = ToolResult(call.id, _failed(call, "a policy raised CancelledError"))
-            except Exception as e:  # a policy broke its contract; the caller still gets a value
-                logger.exception("Pipeline failed on a call to %r", call.function.name)
-                result = ToolResult(call.id, _failed(call, describe_exception(e)))
-            return ctx.finish(result)
+        try:
+            if ctx.tool is not None:
+                await self._read_arguments(ctx)
+            result = cast(object, await self._enter(call, ctx))
+            if not isinstance(result, ToolResult):
+                raise TypeError(f"a policy returned {type(result).__name__}, not a ToolResult")
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():  # the caller's cancellation
+                ctx.cancelled()
+                raise
+            result = ToolResult(call.id, _failed(call, "a policy raised CancelledError"))
+        except Exception as e:  # a policy broke its contract; the caller still gets a value
+            logger.exception("Pipeline failed on a call to %r", call.function.name)
+            result = ToolResult(call.id, _failed(call, describe_exception(e)))
+        return ctx.finish(result)
 
     async def _read_arguments(self, ctx: PolicyContext) -> None:
         """Parse the arguments as the core will (the toolset's limits; long ones off the loop)."""
@@ -244,7 +240,9 @@ class PolicyToolset(Toolset):
         limits = self._limits
         expects_object = cast(Tool, ctx.tool).expects_object
         try:
-            if raw is not None and len(raw) > limits.offload_length:
+            # Long but acceptable arguments are parsed off the loop; too long ones are refused
+            # at once, by the same parser.
+            if raw is not None and limits.offload_length < len(raw) <= limits.max_length:
                 ctx.arguments, ctx.arguments_key = await run_parsing(
                     _parse_and_digest, raw, limits, expects_object
                 )
@@ -292,6 +290,24 @@ def _parse_and_digest(
     """Long arguments and their digest, both made in a worker thread."""
     arguments = parse_arguments(raw, limits, expects_object=expects_object)
     return arguments, arguments_digest(arguments, raw.lstrip()[:1] == '"')
+
+
+def _finder(core: Toolset) -> Callable[[str], Tool | None]:
+    """How to find a tool of `core` by name: its own `find_tool` if it has one, else a scan.
+
+    Either is asked on every call: a toolset may gain and lose tools at any time.
+    """
+    if isinstance(core, SimpleToolset):
+        return core.find_tool  # typed: nothing to check
+    own = getattr(core, "find_tool", None)
+    if callable(own):
+
+        def find(name: str) -> Tool | None:
+            found: object = own(name)
+            return found if isinstance(found, Tool) else None
+
+        return find
+    return lambda name: next((tool for tool in core.tools if tool.name == name), None)
 
 
 def _runs_in_caller_task(toolset: Toolset) -> SimpleToolset | None:

@@ -1,0 +1,125 @@
+"""No result is shared by reference between callers.
+
+Every caller of a pipeline gets a copy of its own: a cache hit (memory or Redis), a
+single-flight follower and a retried call each hand out results that share nothing mutable, so
+changing a result you received changes nothing any other caller gets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kosong.message import TextPart
+from kosong.standard import with_policies
+from kosong.standard.policies import CachePolicy, RedisCache, RetryPolicy, SingleFlightPolicy
+from kosong.testing import ScriptedTool
+from kosong.tooling import BriefDisplayBlock, ToolOk, ToolResult, ToolReturnValue
+from kosong.tooling.error import ToolNetworkError
+from tests.standard._std_tools import Blocking, make_call, toolset
+
+
+def rich_result() -> ToolReturnValue:
+    result = ToolOk(
+        output=[TextPart(text="a picture")],
+        brief="done",
+        extras={"rows": [{"id": 1}], "source": {"name": "db"}},
+    )
+    result.artifact = {"frame": [1, 2, 3]}
+    return result
+
+
+def vandalise(result: ToolResult) -> None:
+    """Change everything mutable in a result, in place."""
+    value = result.return_value
+    assert isinstance(value.output, list)
+    value.output[0].text = "vandalised"  # type: ignore[attr-defined]
+    value.output.append(TextPart(text="extra"))
+    value.display.append(BriefDisplayBlock(text="extra"))
+    value.display[0].text = "vandalised"  # type: ignore[attr-defined]
+    assert value.extras is not None
+    value.extras["rows"].append({"id": 2})  # type: ignore[union-attr]
+    value.extras["source"]["name"] = "vandalised"  # type: ignore[index]
+    value.extras["standard"]["metadata"]["tool_name"] = "vandalised"  # type: ignore[index]
+    value.artifact["frame"].append(4)
+
+
+def assert_pristine(result: ToolResult) -> None:
+    value = result.return_value
+    assert value.output == [TextPart(text="a picture")]
+    assert value.brief == "done" and len(value.display) == 1
+    assert value.extras is not None
+    assert value.extras["rows"] == [{"id": 1}] and value.extras["source"] == {"name": "db"}
+    assert value.extras["standard"]["metadata"]["tool_name"] == "lookup"  # type: ignore[index]
+    assert value.artifact == {"frame": [1, 2, 3]}
+
+
+def lookup(script: Any = None) -> ScriptedTool:
+    return ScriptedTool(
+        "lookup",
+        script if script is not None else (lambda n: rich_result()),
+        cacheable=True,
+        read_only_hint=True,
+    )
+
+
+async def test_no_result_is_shared_between_cache_hits_in_memory() -> None:
+    pipeline = with_policies(toolset(lookup()), CachePolicy())
+    first = await pipeline.handle(make_call("lookup", {"q": 1}))
+    vandalise(first)
+    second = await pipeline.handle(make_call("lookup", {"q": 1}))
+    assert second.return_value.extras["standard"]["metadata"]["cache"]["hit"]  # type: ignore[index]
+    assert_pristine(second)
+    vandalise(second)
+    assert_pristine(await pipeline.handle(make_call("lookup", {"q": 1})))
+
+
+async def test_no_result_is_shared_between_cache_hits_through_redis(redis_url: str) -> None:
+    backend = RedisCache.from_url(redis_url, prefix="kosong:test-copies:")
+    try:
+        pipeline = with_policies(toolset(lookup()), CachePolicy(backend))
+        first = await pipeline.handle(make_call("lookup", {"q": 1}))
+        vandalise(first)
+        second = await pipeline.handle(make_call("lookup", {"q": 1}))
+        assert second.return_value.output == [TextPart(text="a picture")]
+        assert second.return_value.extras["rows"] == [{"id": 1}]  # type: ignore[index]
+        vandalise_text = second.return_value.extras["rows"]  # type: ignore[index]
+        vandalise_text.append({"id": 9})  # type: ignore[union-attr]
+        third = await pipeline.handle(make_call("lookup", {"q": 1}))
+        assert third.return_value.extras["rows"] == [{"id": 1}]  # type: ignore[index]
+    finally:
+        await backend.clear()
+        await backend.aclose()
+
+
+async def test_no_result_is_shared_between_single_flight_followers() -> None:
+    gate = asyncio.Event()
+
+    async def slow(n: int) -> ToolReturnValue:
+        await gate.wait()
+        return rich_result()
+
+    tool = lookup(slow)
+    pipeline = with_policies(toolset(tool, Blocking()), SingleFlightPolicy())
+    pending = [pipeline.handle(make_call("lookup", {"q": 1}, f"c{i}")) for i in range(3)]
+    await asyncio.wait_for(tool.wait_calls(1), 5)
+    await asyncio.sleep(0)  # let the followers join
+    gate.set()
+    results = await asyncio.wait_for(asyncio.gather(*pending), 5)
+    assert tool.calls == 1
+    vandalise(results[0])
+    assert_pristine(results[1])
+    vandalise(results[1])
+    assert_pristine(results[2])
+
+
+async def test_a_retried_call_hands_out_a_result_of_its_own() -> None:
+    answers = [ToolNetworkError("flaky"), rich_result()]
+    tool = lookup(lambda n: answers[min(n, 1)])
+    pipeline = with_policies(toolset(tool), RetryPolicy(base_delay=0.001))
+    first = await pipeline.handle(make_call("lookup", {"q": 1}))
+    assert tool.calls == 2
+    vandalise(first)
+    # The value the tool returned (and might return again) is untouched.
+    assert answers[1].output == [TextPart(text="a picture")]
+    assert answers[1].extras == {"rows": [{"id": 1}], "source": {"name": "db"}}
