@@ -218,9 +218,12 @@ class MCPToolServer:
             raise MCPError(mcp.INVALID_PARAMS, f"Unknown tool: {params.name}")
         try:
             arguments = None if params.arguments is None else json.dumps(params.arguments)
-            call = ToolCall(
+            # Built without validating again what the SDK validated (two strings).
+            call = ToolCall.model_construct(
                 id=f"mcp-{next(self._ids)}",
-                function=ToolCall.FunctionBody(name=params.name, arguments=arguments),
+                function=ToolCall.FunctionBody.model_construct(
+                    name=params.name, arguments=arguments
+                ),
             )
             token = _REQUEST.set(ctx)  # the call's task copies it; the tool reads it there
             try:
@@ -395,12 +398,15 @@ async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) ->
     """Await `answer`, cancelling it if the client disconnects first.
 
     The SDK's JSON mode does not watch for a client that leaves (its streaming mode does, with
-    a task group per request): here one small task waits for the disconnect, and is usually
-    cancelled before it ever runs, as most answers need no waiting.
+    a task group per request). Here a small task waits for the disconnect, started only if
+    the answer has to wait: most calls are answered without yielding to the event loop, and
+    then the callback that would start the watcher is dropped before it ever runs.
     """
     task = asyncio.current_task()
     assert task is not None
+    loop = asyncio.get_running_loop()
     left = False
+    watcher: asyncio.Task[None] | None = None
 
     async def wait_for_disconnect() -> None:
         nonlocal left
@@ -409,7 +415,11 @@ async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) ->
         left = True
         task.cancel()
 
-    watcher = asyncio.ensure_future(wait_for_disconnect())
+    def start_watching() -> None:
+        nonlocal watcher
+        watcher = loop.create_task(wait_for_disconnect())
+
+    starting = loop.call_soon(start_watching)
     try:
         await answer
     except asyncio.CancelledError:
@@ -417,7 +427,9 @@ async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) ->
             return  # the client left: nobody to answer, and nothing else cancelled us
         raise
     finally:
-        watcher.cancel()
+        starting.cancel()
+        if watcher is not None:
+            watcher.cancel()
 
 
 async def _peek_body(receive: Receive) -> tuple[bytes | None, Receive]:
