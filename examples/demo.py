@@ -1,152 +1,136 @@
-"""kosong demo: tools defined in each supported way, and a batch of concurrent calls.
+"""kosong demo: an agent that runs its tools while the model's answer is still streaming.
 
-Run it with `python3 run.py demo`. It prints each tool's definition as the model sees it, then
-dispatches a batch of calls at once (good ones, and the kinds of bad ones models send) and
-prints every result. No call raises: failures are results too.
+Run it with `python3 run.py demo`. A question goes to a model; each tool call the model streams
+is handed to the toolset the moment it is complete, so the tools run while the rest of the
+answer arrives; their results go back to the model, which answers. The demo prints a timeline
+of what happened when.
+
+Offline by default: the model is `ScriptedChatProvider`, deterministic, streaming its answer in
+small fragments as a network stream would. With `KIMI_API_KEY` (or `OPENAI_API_KEY`, or
+`ANTHROPIC_API_KEY`) set, the same agent talks to that real model instead (`KIMI_MODEL`,
+`OPENAI_MODEL`, `ANTHROPIC_MODEL` choose the model). `--offline` forces the scripted model.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
+import os
+import sys
 import time
-from typing import Any, Literal
+from collections.abc import Sequence
 
-from pydantic import BaseModel, Field
-
-from kosong.message import ToolCall
-from kosong.tooling import (
-    CallableTool,
-    CallableTool2,
-    ToolError,
-    ToolOk,
-    ToolReturnValue,
-    tool,
-)
+from kosong import step, tool_result_to_message
+from kosong.chat_provider import ChatProvider, StreamedMessagePart
+from kosong.chat_provider.scripted import ScriptedChatProvider, call
+from kosong.message import Message, TextPart, ThinkPart, ToolCall, ToolCallPart
+from kosong.tooling import ToolResult, tool
 from kosong.tooling.simple import SimpleToolset
 
+QUESTION = "What's the weather in Paris and in Tokyo right now, and which one is warmer?"
+SYSTEM = "You are a concise assistant. Use the tools to look things up; never guess."
+CITIES = {"Paris": (18, "light rain"), "Tokyo": (24, "sunny"), "Oslo": (7, "cloudy")}
 
-# 1. CallableTool: a JSON Schema and an async __call__.
-class Add(CallableTool):
-    name: str = "add"
-    description: str = "Add two numbers."
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-        "required": ["a", "b"],
-        "additionalProperties": False,
-    }
-
-    async def __call__(self, a: float, b: float) -> ToolReturnValue:
-        return ToolOk(output=str(a + b), brief=f"{a} + {b}")
+T0 = time.perf_counter()
 
 
-# 2. CallableTool with a JSON array as arguments: unpacked as positional arguments.
-class Total(CallableTool):
-    name: str = "total"
-    description: str = "Sum a list of numbers."
-    parameters: dict[str, Any] = {"type": "array", "items": {"type": "number"}}
-
-    async def __call__(self, *numbers: float) -> ToolReturnValue:
-        return ToolOk(output=str(sum(numbers)))
+def log(who: str, what: str) -> None:
+    print(f"{time.perf_counter() - T0:7.3f}s  {who:<6} {what}", flush=True)
 
 
-# 3. CallableTool2: arguments validated into a pydantic model.
-class WeatherParams(BaseModel):
-    city: str = Field(description="City name")
-    unit: str = Field(default="celsius", pattern="^(celsius|fahrenheit)$")
-
-
-class Weather(CallableTool2[WeatherParams]):
-    name = "get_weather"
-    description = "Current weather of a city (simulated I/O of 0.2 s)."
-    params = WeatherParams
-
-    async def __call__(self, params: WeatherParams) -> ToolReturnValue:
-        await asyncio.sleep(0.2)  # stands for a network call
-        if params.city == "Atlantis":
-            return ToolError(message=f"no weather station in {params.city}", brief="unknown city")
-        temp = "25°C" if params.unit == "celsius" else "77°F"
-        return ToolOk(output=f"{params.city}: sunny, {temp}", brief="weather fetched")
-
-
-# 4. A plain (non-async) __call__ runs in a worker thread, never on the event loop.
-class SlowHash(CallableTool2[WeatherParams]):
-    name = "slow_hash"
-    description = "A blocking computation (0.2 s of time.sleep)."
-    params = WeatherParams
-
-    def __call__(self, params: WeatherParams) -> ToolReturnValue:  # pyright: ignore[reportIncompatibleMethodOverride]
-        time.sleep(0.2)
-        return ToolOk(output=hashlib.sha256(params.city.encode()).hexdigest()[:12])
-
-
-# 5. A plain function: @tool reads the schema from the signature and the docstring.
-@tool(parse_docstring=True)
-def convert(value: float, unit: Literal["km", "mi"] = "km") -> dict[str, float]:
-    """Convert a distance between kilometres and miles.
+@tool
+async def get_weather(city: str) -> str:
+    """The current weather of a city.
 
     Args:
-        value: The distance to convert.
-        unit: The unit `value` is in.
+        city: The city's name, such as "Paris".
     """
-    factor = 0.621371 if unit == "km" else 1 / 0.621371
-    return {"converted": round(value * factor, 3)}
+    log("tool", f"get_weather({city!r}) started")
+    await asyncio.sleep(0.3)  # stands for a call to a weather service
+    if city not in CITIES:
+        log("tool", f"get_weather({city!r}) failed")
+        raise ValueError(f"no weather station in {city}")
+    temperature, sky = CITIES[city]
+    log("tool", f"get_weather({city!r}) finished")
+    return f"{city}: {temperature}°C, {sky}"
 
 
-# 6. A tool that crashes: the toolset turns the exception into a result.
-class Crash(CallableTool):
-    name: str = "crash"
-    description: str = "Always fails."
-    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+def scripted_model() -> ScriptedChatProvider:
+    def answer(history: Sequence[Message]) -> list[str]:
+        # The final answer quotes what the tools returned, as a model would.
+        reports = [m.extract_text() for m in history if m.role == "tool"]
+        return [f"Here is what I found: {'; '.join(reports)}. Tokyo is the warmer of the two."]
 
-    async def __call__(self) -> ToolReturnValue:
-        raise ConnectionError("upstream closed the connection")
-
-
-def call(call_id: str, name: str, arguments: str | None) -> ToolCall:
-    return ToolCall(id=call_id, function=ToolCall.FunctionBody(name=name, arguments=arguments))
-
-
-CALLS = [
-    call("1", "add", '{"a": 1, "b": 2}'),
-    call("2", "total", "[1, 2, 3.5]"),
-    call("3", "get_weather", '{"city": "Beijing"}'),
-    call("4", "get_weather", '{"city": "Boston", "unit": "fahrenheit"}'),
-    call("5", "get_weather", '{"city": "Atlantis"}'),
-    call("6", "slow_hash", '{"city": "Paris"}'),
-    call("7", "crash", "{}"),
-    call("7b", "convert", '{"value": 10, "unit": "mi"}'),
-    call("8", "add", '{"a": 1}'),  # missing argument
-    call("9", "add", '{"a": 1, "b": 2, "c": 3}'),  # unknown property
-    call("10", "add", '{"a": 1, b: 2}'),  # not JSON
-    call("11", "add", '{"a": 1, "a": 2, "b": 3}'),  # duplicate key
-    call("12", "get_weather", '{"city": "Rome", "unit": "kelvin"}'),  # fails the pattern
-    call("13", "translate", '{"text": "hi"}'),  # no such tool
-]
+    first_turn = [
+        ThinkPart(think="Two cities: one weather lookup each, and they can run at once."),
+        "Let me look both up.",
+        call("get_weather", {"city": "Paris"}),
+        call("get_weather", {"city": "Tokyo"}),
+        " I will compare them as soon as the results are in.",
+    ]
+    return ScriptedChatProvider([first_turn, answer], chunk_size=6, chunk_delay=0.02)
 
 
-async def main() -> None:
-    toolset = SimpleToolset([Add(), Total(), Weather(), SlowHash(), convert, Crash()])
-    print("Tools, as the model sees them:")
-    for definition in toolset.tools:
-        print(f"  {definition.name}: {json.dumps(definition.parameters, ensure_ascii=False)}")
+def real_model() -> ChatProvider | None:
+    if os.environ.get("KIMI_API_KEY"):
+        from kosong.chat_provider.kimi import Kimi
 
-    print(f"\nDispatching {len(CALLS)} calls at once...")
-    started = time.perf_counter()
-    results = await asyncio.gather(*(toolset.handle(c) for c in CALLS))
-    elapsed = time.perf_counter() - started
-    for c, result in zip(CALLS, results, strict=True):
-        value = result.return_value
-        status = "error" if value.is_error else "ok   "
-        text = value.message if value.is_error else value.output
-        print(f"  [{status}] {c.function.name}({c.function.arguments}) -> {text}")
-    print(
-        f"\nAll {len(CALLS)} calls took {elapsed:.2f} s: the four 0.2 s calls overlapped "
-        "instead of adding up to 0.8 s."
-    )
+        return Kimi()
+    if os.environ.get("OPENAI_API_KEY"):
+        from kosong.chat_provider.openai import OpenAIChat
+
+        return OpenAIChat(model=os.environ.get("OPENAI_MODEL", "gpt-4.1-mini"))
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        from kosong.chat_provider.anthropic import Anthropic
+
+        return Anthropic(model=os.environ.get("ANTHROPIC_MODEL", "claude-sonnet-4-5"))
+    return None
+
+
+class Timeline:
+    """Turns the stream's parts into timeline lines (one per kind of part, not per fragment)."""
+
+    def __init__(self) -> None:
+        self.kind = ""
+
+    def __call__(self, part: StreamedMessagePart) -> None:
+        if isinstance(part, ToolCall):
+            self.kind = "call"
+            log("model", f"streams a call to {part.function.name} ({part.id})")
+        elif isinstance(part, ToolCallPart):
+            if part.last:
+                log("model", "  ... its arguments are complete: handed to the toolset")
+        elif isinstance(part, ThinkPart | TextPart) and self.kind != part.type:
+            self.kind = part.type
+            log("model", "thinks ..." if isinstance(part, ThinkPart) else "writes text ...")
+
+
+async def main(offline: bool) -> None:
+    provider = None if offline else real_model()
+    if provider is None:
+        provider = scripted_model()
+        print("model: the scripted model (offline; set KIMI_API_KEY for a real one)")
+    else:
+        print(f"model: {provider.name} / {provider.model_name}")
+    print(f"question: {QUESTION}\n")
+    toolset = SimpleToolset([get_weather])
+    history = [Message(role="user", content=QUESTION)]
+    for turn in range(1, 6):
+        log("agent", f"turn {turn}: asks the model")
+        result = await step(
+            provider, SYSTEM, toolset, history,
+            on_message_part=Timeline(),
+            on_tool_result=lambda r: log("tool", f"result of {r.tool_call_id} is ready"),
+        )  # fmt: skip
+        log("model", f"answer complete (finish reason: {result.finish_reason})")
+        results: list[ToolResult] = await result.tool_results()
+        history.append(result.message)
+        if not results:
+            print(f"\nanswer: {result.message.extract_text().strip()}")
+            return
+        history.extend(tool_result_to_message(r) for r in results)
+        log("agent", f"sends {len(results)} tool result(s) back to the model")
+    print("\nstopped after 5 turns")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(offline="--offline" in sys.argv[1:]))

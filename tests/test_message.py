@@ -97,3 +97,59 @@ def test_tool_call_arguments_may_be_none() -> None:
     call = ToolCall.model_validate({"id": "1", "function": {"name": "now"}})
     assert call.function.arguments is None
     assert call.type == "function"
+
+
+def test_message_content_string_is_coerced_to_one_text_part() -> None:
+    assert Message(role="user", content="hi").content == [TextPart(text="hi")]
+
+
+def test_message_content_single_part_is_coerced_to_a_list() -> None:
+    part = ImageURLPart(image_url=ImageURLPart.ImageURL(url="https://x/y.png"))
+    assert Message(role="user", content=part).content == [part]
+    raw = {"type": "text", "text": "q"}
+    assert Message.model_validate({"role": "user", "content": raw}).content == [TextPart(text="q")]
+
+
+def test_message_content_none_becomes_an_empty_list() -> None:
+    assert Message(role="assistant", content=None).content == []
+    assert Message(role="assistant").content == []
+
+
+def test_message_accepts_content_none_beside_tool_calls() -> None:
+    call = ToolCall(id="c1", function=ToolCall.FunctionBody(name="add", arguments="{}"))
+    raw = {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]}
+    message = Message.model_validate(raw)
+    assert message.content == []
+    assert message.tool_calls == [call]
+
+
+def test_message_content_of_one_text_part_serializes_as_a_plain_string() -> None:
+    message = Message(role="user", content=[TextPart(text="hi")])
+    assert message.model_dump()["content"] == "hi"
+    assert '"content":"hi"' in message.model_dump_json()
+    assert Message.model_validate_json(message.model_dump_json()) == message
+
+
+def test_message_content_of_several_parts_serializes_as_a_list() -> None:
+    parts = [TextPart(text="a"), ThinkPart(think="b")]
+    dumped = Message(role="assistant", content=parts).model_dump(exclude_none=True)
+    assert dumped["content"] == [{"type": "text", "text": "a"}, {"type": "think", "think": "b"}]
+    assert Message(role="assistant").model_dump()["content"] == []
+
+
+def test_message_extract_text_joins_text_parts_only() -> None:
+    parts = [TextPart(text="a"), ThinkPart(think="x"), TextPart(text="b")]
+    assert Message(role="assistant", content=parts).extract_text(" ") == "a b"
+    assert Message(role="user", content="plain").extract_text() == "plain"
+
+
+def test_tool_call_parts_merge_with_each_other_and_keep_last() -> None:
+    first = ToolCallPart(arguments_part='{"a"')
+    assert first.merge_in_place(ToolCallPart(arguments_part=": 1}", last=True))
+    assert (first.arguments_part, first.last) == ('{"a": 1}', True)
+    assert not first.merge_in_place(TextPart(text="x"))
+
+
+def test_content_parts_other_than_text_and_think_do_not_merge() -> None:
+    image = ImageURLPart(image_url=ImageURLPart.ImageURL(url="https://x/y.png"))
+    assert not image.merge_in_place(image.model_copy())

@@ -17,7 +17,32 @@ import pytest
 import kosong
 
 PUBLIC: dict[str, list[str]] = {
-    "kosong": ["__version__"],
+    "kosong": [
+        "GenerateResult", "StepResult", "__version__", "generate", "step",
+        "tool_result_to_message",
+    ],
+    "kosong.chat_provider": [
+        "APIConnectionError", "APIEmptyResponseError", "APIStatusError", "APITimeoutError",
+        "ChatProvider", "ChatProviderError", "RetryableChatProvider", "StreamedMessage",
+        "StreamedMessagePart", "ThinkingEffort", "TokenUsage",
+    ],
+    "kosong.chat_provider.anthropic": ["THINKING_BUDGETS", "Anthropic"],
+    "kosong.chat_provider.kimi": ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "Kimi"],
+    "kosong.chat_provider.mock": ["MockChatProvider"],
+    "kosong.chat_provider.openai": ["OpenAIChat", "OpenAIResponses"],
+    "kosong.chat_provider.scripted": [
+        "ScriptItem", "ScriptedChatProvider", "ScriptedRequest", "Turn", "call",
+    ],
+    "kosong.dialects": [
+        "DIALECTS", "SOURCES", "Dialect", "DialectError", "DialectReport", "Effect", "Finding",
+        "check_tools", "fix_schema", "fix_tool",
+    ],
+    "kosong.formats": [
+        "GEMINI_SCHEMA_KEYS", "from_anthropic_tool", "from_gemini_function_declaration",
+        "from_mcp_tool", "from_openai_chat_tool", "from_openai_responses_tool",
+        "to_anthropic_tool", "to_gemini_function_declaration", "to_gemini_schema", "to_mcp_tool",
+        "to_openai_chat_tool", "to_openai_responses_tool",
+    ],
     "kosong.message": [
         "AudioURLPart", "ContentPart", "ImageURLPart", "Message", "Role", "TextPart",
         "ThinkPart", "ToolCall", "ToolCallPart", "VideoURLPart",
@@ -75,6 +100,15 @@ PUBLIC: dict[str, list[str]] = {
     "kosong.utils.jsonschema": ["KNOWN_DRAFTS", "check_offline", "deref_json_schema"],
     "kosong.utils.typing": ["JsonType"],
     "kosong.utils.formats": ["SEMVER_PATTERN", "SemVer", "parse_iso8601", "parse_semver"],
+    "kosong.server": [
+        "DEFAULT_MAX_BODY", "LOCAL_HOSTS", "START", "EventStore", "MemoryEventStore",
+        "MemoryRateLimiter", "RateLimit", "RateLimiter", "Server", "ServerConfig",
+        "StoreFullError", "StoredEvent", "StreamInfo", "as_toolset", "bind", "create_app",
+        "event_id", "query_arguments", "serve", "serving", "split_event_id",
+    ],
+    "kosong.server.redis_store": ["RedisEventStore", "RedisRateLimiter", "connect"],
+    "kosong.remote": ["RemoteToolset"],
+    "kosong.cli": ["main"],
 }  # fmt: skip
 
 

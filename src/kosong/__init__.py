@@ -1,12 +1,34 @@
 """kosong: the tool-calling layer of LLM agents.
 
+The chat loop, at the top level:
+
+- `generate(chat_provider, system_prompt, tools, history)`: one streamed answer of a model,
+  merged into a message (`GenerateResult`).
+- `step(chat_provider, system_prompt, toolset, history)`: the same, with each tool call handed
+  to the toolset the moment it is complete, so tools run while the answer still streams
+  (`StepResult`, whose `tool_results()` gives their results in call order).
+- `tool_result_to_message(result)`: the tool message that gives a result back to the model.
+
 Public modules:
 
 - `kosong.message`: content parts, tool calls and messages exchanged with a model.
 - `kosong.tooling`: tools, their return values, and toolsets that dispatch tool calls.
+- `kosong.chat_provider`: the `ChatProvider` protocol, its errors, and the providers.
+- `kosong.formats`: tool definitions in each provider's format, both ways.
+- `kosong.dialects`: what each provider will reject or ignore in a tool's schema.
 - `kosong.utils.jsonschema`: JSON Schema helpers used when exporting tool definitions.
 """
 
+from kosong._generate import GenerateResult, generate
+from kosong._step import StepResult, step, tool_result_to_message
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "GenerateResult",
+    "StepResult",
+    "__version__",
+    "generate",
+    "step",
+    "tool_result_to_message",
+]

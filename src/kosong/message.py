@@ -7,9 +7,17 @@ user is found the same way.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
+from pydantic import (
+    BaseModel,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    field_validator,
+)
 
 from kosong._model import TypedModel
 from kosong.utils.typing import JsonType
@@ -30,6 +38,13 @@ __all__ = [
 
 class ContentPart(TypedModel):
     """One piece of message content. Subclasses set a string `type` and register under it."""
+
+    def merge_in_place(self, other: object) -> bool:
+        """Merge a streamed fragment into this part; False when `other` does not continue it.
+
+        Text continues text and thinking continues thinking; other parts merge with nothing.
+        """
+        return False
 
 
 class TextPart(ContentPart):
@@ -143,10 +158,25 @@ class ToolCall(BaseModel):
 
 
 class ToolCallPart(BaseModel):
-    """A streamed fragment of a tool call's arguments; merges into the `ToolCall` before it."""
+    """A streamed fragment of a tool call's arguments; merges into the `ToolCall` before it.
+
+    `last=True` marks the call's final fragment: the provider says the call is complete (its
+    arguments may still be invalid JSON, which the toolset then reports to the model).
+    """
 
     arguments_part: str | None = None
     """The next characters of the arguments JSON string."""
+    last: bool = False
+    """True when the provider says this completes the call."""
+
+    def merge_in_place(self, other: object) -> bool:
+        """Append another fragment of the same call; False if `other` is not a `ToolCallPart`."""
+        if not isinstance(other, ToolCallPart):
+            return False
+        if other.arguments_part:
+            self.arguments_part = (self.arguments_part or "") + other.arguments_part
+        self.last = self.last or other.last
+        return True
 
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -154,12 +184,18 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 class Message(BaseModel):
-    """One message of a conversation."""
+    """One message of a conversation.
+
+    `content` is always a list of parts. A string or a single part given for it is put in a
+    list (`Message(role="user", content="hi").content == [TextPart(text="hi")]`) and None
+    becomes `[]`, as an assistant message holding only tool calls has it. It serializes as a
+    plain string when it is exactly one `TextPart`, the shape OpenAI-style APIs expect.
+    """
 
     role: Role
     """Who the message is from."""
-    content: str | list[ContentPart] = ""
-    """The message's content: a string, or a list of parts."""
+    content: list[ContentPart] = Field(default_factory=list[ContentPart])
+    """The message's content parts."""
     name: str | None = None
     """An optional name of the author."""
     tool_calls: list[ToolCall] | None = None
@@ -169,8 +205,41 @@ class Message(BaseModel):
     partial: bool | None = None
     """True for an assistant message the model should continue (prefill)."""
 
+    if TYPE_CHECKING:  # what the constructor accepts, for type checkers; the validator coerces
+
+        def __init__(
+            self,
+            *,
+            role: Role,
+            content: str | ContentPart | Sequence[ContentPart] | None = None,
+            name: str | None = None,
+            tool_calls: Sequence[ToolCall] | None = None,
+            tool_call_id: str | None = None,
+            partial: bool | None = None,
+        ) -> None: ...
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _coerce_content(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [TextPart(text=value)]
+        if isinstance(value, ContentPart | Mapping):
+            return [value]
+        return value
+
+    @field_serializer("content", mode="wrap")
+    def _serialize_content(
+        self,
+        content: list[ContentPart],
+        handler: SerializerFunctionWrapHandler,
+        info: SerializationInfo,
+    ) -> Any:
+        if len(content) == 1 and type(content[0]) is TextPart:
+            return content[0].text
+        return handler(content)
+
     def extract_text(self, sep: str = "") -> str:
-        """The message's text: the string content, or its text parts joined by `sep`."""
-        if isinstance(self.content, str):
-            return self.content
+        """The text of the message's text parts, joined by `sep`."""
         return sep.join(p.text for p in self.content if isinstance(p, TextPart))

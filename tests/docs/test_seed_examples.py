@@ -77,7 +77,7 @@ EXPECTED_000: dict[int, str | None] = {
     32: "call_123\n30\n",
     33: "call_1: 3\ncall_2: 12\ncall_3: 11\n",
     34: "Tool `unknown` not found\nInvalid arguments\nInvalid arguments\n",
-    35: _SKETCH,  # `generate` with a Kimi chat provider: a later issue
+    35: _SKETCH,  # `generate` with Kimi: run against a local server, see test_000_example_7
     # 000 prints `ToolReturnType`; 001 (newer) renamed it ToolReturnValue, and the message
     # names the current type. ToolReturnType is the same class under its old name.
     36: "Expected tool `invalid` to return `ToolReturnValue`, but got `<class 'str'>`\n",
@@ -226,6 +226,65 @@ def test_000_aiohttp_example_defines_its_tool(
     tool = ns["FetchURLTool"]()
     assert tool.name == "fetch_url"
     assert tool.parameters["required"] == ["url"]
+
+
+def test_000_example_7_generate_with_kimi_runs_as_written(
+    doc_000: tuple[list[str], dict[int, str], dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Example 7 runs unchanged; only KIMI_BASE_URL points Kimi at a local server that streams
+    the answer as Moonshot's API does (a call to `add` with 15 and 27)."""
+    import threading
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "chat_provider"))
+    from _wire import DONE, Reply, WireServer, chat_chunk, tool_delta  # pyright: ignore[reportMissingImports]
+
+    blocks, _, namespace = doc_000
+    ready = threading.Event()
+    stop: list[asyncio.Event] = []
+    loop: list[asyncio.AbstractEventLoop] = []
+    server: list[WireServer] = []
+
+    async def serve() -> None:
+        async with WireServer() as wire:
+            arguments = ['{"a": 15', ', "b": 27}']
+            wire.queue(
+                Reply(
+                    events=[
+                        chat_chunk({"role": "assistant", "content": "我来计算。"}),
+                        chat_chunk(tool_delta(0, id="call_1", name="add", arguments=arguments[0])),
+                        chat_chunk(tool_delta(0, arguments=arguments[1])),
+                        chat_chunk({}, finish_reason="tool_calls"),
+                        DONE,
+                    ],
+                    # The example never closes its client: no connection may stay open.
+                    headers={"Connection": "close"},
+                )
+            )
+            server.append(wire)
+            stop.append(asyncio.Event())
+            loop.append(asyncio.get_running_loop())
+            ready.set()
+            await stop[0].wait()
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),))
+    thread.start()
+    try:
+        assert ready.wait(timeout=10)
+        monkeypatch.setenv("KIMI_BASE_URL", server[0].url + "/v1")
+        out = _run(blocks[35], namespace, "000[35]")
+    finally:
+        if loop:
+            loop[0].call_soon_threadsafe(stop[0].set)
+        thread.join(timeout=10)
+    assert out == "工具 add 返回: 42\n"
+    body = server[0].requests[0].body
+    assert body["messages"] == [
+        {"role": "system", "content": "你是一个数学助手。"},
+        {"role": "user", "content": "计算 15 + 27"},
+    ]
+    assert [t["function"]["name"] for t in body["tools"]] == ["add", "multiply"]
+    assert server[0].requests[0].headers["Authorization"] == "Bearer your-api-key"
 
 
 # ---- 001: three examples in running text -------------------------------------------------

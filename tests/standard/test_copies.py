@@ -10,11 +10,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+from pydantic import PrivateAttr
+
 from kosong.message import TextPart
 from kosong.standard import with_policies
+from kosong.standard._values import detached
 from kosong.standard.policies import CachePolicy, RedisCache, RetryPolicy, SingleFlightPolicy
 from kosong.testing import ScriptedTool
-from kosong.tooling import BriefDisplayBlock, ToolOk, ToolResult, ToolReturnValue
+from kosong.tooling import BriefDisplayBlock, ToolError, ToolOk, ToolResult, ToolReturnValue
 from kosong.tooling.error import ToolNetworkError
 from tests.standard._std_tools import Blocking, make_call, toolset
 
@@ -123,3 +127,34 @@ async def test_a_retried_call_hands_out_a_result_of_its_own() -> None:
     # The value the tool returned (and might return again) is untouched.
     assert answers[1].output == [TextPart(text="a picture")]
     assert answers[1].extras == {"rows": [{"id": 1}], "source": {"name": "db"}}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ToolOk(output="3"),
+        ToolError(message="no", brief="failed", extras={"a": [1]}),
+        rich_result(),
+        ToolNetworkError("down"),
+    ],
+)
+def test_the_copy_a_caller_gets_equals_what_model_copy_would_give(value: ToolReturnValue) -> None:
+    standard: dict[str, Any] = {"metadata": {"tool_name": "t"}}
+    copied = detached(value, standard, copy_artifact=False)
+    extras: dict[str, Any] = dict(value.extras or {})
+    expected_extras = {**extras, "standard": {**extras.get("standard", {}), **standard}}
+    reference = value.model_copy(update={"extras": expected_extras})
+    assert type(copied) is type(value)
+    assert copied == reference
+    assert copied.model_fields_set == reference.model_fields_set
+    assert copied.model_dump() == reference.model_dump()
+    assert copied is not value and copied.display is not value.display
+
+
+def test_a_result_with_private_attributes_is_copied_by_pydantic_itself() -> None:
+    class WithState(ToolOk):
+        _secret: int = PrivateAttr(default=7)
+
+    value = WithState(output="x")  # pyright: ignore[reportCallIssue] - ToolOk.__init__ applies
+    copied = detached(value, {"metadata": {}}, copy_artifact=False)
+    assert copied._secret == 7 and copied.output == "x"

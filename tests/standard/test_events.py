@@ -28,6 +28,7 @@ from kosong.standard.policies import (
     RetryPolicy,
     TruncationPolicy,
 )
+from kosong.testing import RecordingListener
 from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue
 from kosong.tooling.error import ToolNetworkError
 from tests.standard._std_tools import (
@@ -378,3 +379,20 @@ async def test_a_100_mb_argument_through_every_policy_keeps_event_loop_lag_under
     result, lag = await _max_lag_while(call_it())
     assert error_code(result.return_value) == "INVALID_PARAMS"  # past the default length cap
     assert lag < 0.05, f"the loop stalled {lag * 1000:.0f} ms"
+
+
+async def test_a_cancelled_calls_final_event_carries_the_cancellations_message() -> None:
+    tool = Blocking()
+    listener = RecordingListener()
+    pending = with_policies(toolset(tool), EventHookPolicy(listener)).handle(
+        make_call("blocking", {})
+    )
+    await asyncio.wait_for(tool.started.wait(), 5)
+    assert isinstance(pending, asyncio.Future)
+    pending.cancel("the user pressed stop")
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    (final,) = listener.finals()
+    assert final.data["error"]["message"] == (  # type: ignore[index]
+        "The call to `blocking` was cancelled before it finished: the user pressed stop"
+    )

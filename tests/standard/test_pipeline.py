@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import sys
 from typing import Any
@@ -455,3 +456,20 @@ async def test_malformed_arguments_are_invalid_params_through_every_policy(argum
         result = await pipeline.handle(make_call("get_weather", arguments))
         assert error_code(result.return_value) == "INVALID_PARAMS", result.return_value.message
         assert "pipeline failed" not in result.return_value.message
+
+
+async def test_a_call_through_every_policy_leaves_no_garbage_for_the_cycle_collector() -> None:
+    # Objects in reference cycles outlive their call until the cyclic collector runs: a
+    # pipeline that made them would keep results alive and spend time collecting.
+    pipeline = with_policies(toolset(Weather()), *every_policy())
+    await pipeline.handle(make_call("get_weather", {"location": "warm-up"}))
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for i in range(20):
+            await pipeline.handle(make_call("get_weather", {"location": f"city {i}"}))
+        gc.collect()
+        assert gc.garbage == []
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()

@@ -14,14 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, PrivateAttr, RootModel
 
-from kosong.message import ToolCall
+from kosong.testing import make_call as make_call  # the tests import it from here too
 from kosong.tooling import CallableTool, CallableTool2, ParametersType, ToolOk, ToolReturnValue
 from kosong.tooling.simple import SimpleToolset
-
-
-def make_call(name: str, arguments: str | None, call_id: str = "call-1") -> ToolCall:
-    """A ToolCall as a model would send it."""
-    return ToolCall(id=call_id, function=ToolCall.FunctionBody(name=name, arguments=arguments))
 
 
 async def handle(toolset: SimpleToolset, name: str, arguments: str | None) -> ToolReturnValue:

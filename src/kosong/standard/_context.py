@@ -187,11 +187,8 @@ class PolicyContext:
     """
 
     __slots__ = (
-        "_closed",
+        "_events",
         "_key",
-        "_loop",
-        "_sinks",
-        "_thread",
         "arguments",
         "attempt_codes",
         "cache",
@@ -220,8 +217,9 @@ class PolicyContext:
         """The call."""
         self.tool = tool
         """The tool's definition, or None when no tool has the call's name."""
+        self._events = _Events(tool_call, trace_id, sink, loop)
         self.call = CallContext(
-            tool_call.id, tool_call.function.name, trace_id, progress=self._progress
+            tool_call.id, tool_call.function.name, trace_id, progress=self._events.progress
         )
         """The call as the tool sees it; record warnings, metadata, debug details there."""
         self.arguments: JsonType | None = None
@@ -244,10 +242,6 @@ class PolicyContext:
         self.processing_ms = 0.0
         """Time spent in the wrapped toolset, over all attempts."""
         self._key: str | None = None
-        self._sinks: list[EventSink] = [sink] if sink is not None else []
-        self._closed = False
-        self._loop = loop
-        self._thread = threading.get_ident()
 
     @property
     def tool_name(self) -> str:
@@ -284,46 +278,19 @@ class PolicyContext:
     @property
     def has_listeners(self) -> bool:
         """Whether anyone receives this call's events (so building them is worth it)."""
-        return bool(self._sinks)
+        return bool(self._events.sinks)
 
     def add_sink(self, sink: EventSink) -> None:
         """Send this call's events, from now on, to `sink` as well."""
-        self._sinks.append(sink)
+        self._events.sinks.append(sink)
 
     def event_metadata(self) -> dict[str, JsonType]:
         """The `metadata` of an event: tool name, timestamp, trace id and call id."""
-        return {
-            "tool_name": self.tool_name,
-            "timestamp": now_timestamp(),
-            "trace_id": self.trace_id,
-            "tool_call_id": self.tool_call.id,
-        }
+        return self._events.metadata()
 
     def emit(self, event: EventType, data: dict[str, JsonType]) -> None:
         """Send an event to this call's listeners (from the loop's thread)."""
-        if self._sinks and not self._closed:
-            self._send(ToolEvent(event, new_event_id(), data))
-
-    def _send(self, item: ToolEvent) -> None:
-        for sink in self._sinks:
-            try:
-                sink(item)
-            except Exception:  # a listener's failure must not fail the call
-                logger.exception("Event listener %r failed on %s", sink, item.event)
-
-    def _progress(self, progress: float, message: str) -> None:
-        if not self._sinks or self._closed:
-            return
-        if threading.get_ident() == self._thread:
-            self._emit_progress(progress, message)
-        elif self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._emit_progress, progress, message)
-
-    def _emit_progress(self, progress: float, message: str) -> None:
-        self.emit(
-            "tool_progress",
-            {"progress": progress, "message": message, "metadata": self.event_metadata()},
-        )
+        self._events.emit(event, data)
 
     # --- the pipeline's side ---------------------------------------------------------------
 
@@ -368,20 +335,83 @@ class PolicyContext:
         # another call's (single-flight), which then say so (`retained`).
         value = detached(result.return_value, standard, copy_artifact=self.retained)
         final = ToolResult(result.tool_call_id, value)
-        if self._sinks and not self._closed:
-            self._send(final_event(final, self.tool_name))
-        self._closed = True
+        self._events.end(final)
         return final
 
-    def cancelled(self) -> None:
-        """The call was cancelled: its listeners get a final `tool_error` saying so."""
-        if self._sinks and not self._closed:
-            value = ToolError(
-                message=f"The call to `{self.tool_name}` was cancelled before it finished",
-                brief="Cancelled",
-            )
-            self._send(final_event(ToolResult(self.tool_call.id, value), self.tool_name))
-        self._closed = True
+    def cancelled(self, reason: str | None = None) -> None:
+        """The call was cancelled: its listeners get a final `tool_error` saying so.
+
+        `reason` is the cancellation's message (`task.cancel(msg)`), when it had one.
+        """
+        text = f"The call to `{self.tool_name}` was cancelled before it finished"
+        value = ToolError(message=f"{text}: {reason}" if reason else text, brief="Cancelled")
+        self._events.end(ToolResult(self.tool_call.id, value))
+
+
+class _Events:
+    """Where a call's events go: its listeners, reached from the loop or any thread.
+
+    Both contexts of a call hold it; it holds neither, so a call's objects form no cycle and
+    are freed as soon as the call ends (not by the cyclic garbage collector).
+    """
+
+    __slots__ = ("closed", "loop", "sinks", "thread", "tool_call", "trace_id")
+
+    def __init__(
+        self,
+        tool_call: ToolCall,
+        trace_id: str,
+        sink: EventSink | None,
+        loop: asyncio.AbstractEventLoop | None,
+    ) -> None:
+        self.tool_call = tool_call
+        self.trace_id = trace_id
+        self.sinks: list[EventSink] = [sink] if sink is not None else []
+        self.closed = False
+        self.loop = loop
+        self.thread = threading.get_ident()
+
+    def metadata(self) -> dict[str, JsonType]:
+        return {
+            "tool_name": self.tool_call.function.name,
+            "timestamp": now_timestamp(),
+            "trace_id": self.trace_id,
+            "tool_call_id": self.tool_call.id,
+        }
+
+    def emit(self, event: EventType, data: dict[str, JsonType]) -> None:
+        if self.sinks and not self.closed:
+            self.send(ToolEvent(event, new_event_id(), data))
+
+    def send(self, item: ToolEvent) -> None:
+        for sink in self.sinks:
+            try:
+                sink(item)
+            except Exception:  # a listener's failure must not fail the call
+                logger.exception("Event listener %r failed on %s", sink, item.event)
+
+    def progress(self, progress: float, message: str) -> None:
+        """Send a `tool_progress` event; from any thread."""
+        if not self.sinks or self.closed:
+            return
+        if threading.get_ident() == self.thread:
+            self.emit_progress(progress, message)
+        elif self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.emit_progress, progress, message)
+
+    def emit_progress(self, progress: float, message: str) -> None:
+        data: dict[str, JsonType] = {
+            "progress": progress,
+            "message": message,
+            "metadata": self.metadata(),
+        }
+        self.emit("tool_progress", data)
+
+    def end(self, final: ToolResult) -> None:
+        """Send the final event (once) and stop sending."""
+        if self.sinks and not self.closed:
+            self.send(final_event(final, self.tool_call.function.name))
+        self.closed = True
 
 
 def arguments_digest(arguments: JsonType, written_as_string: bool) -> str:

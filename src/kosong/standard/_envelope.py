@@ -259,8 +259,10 @@ def to_envelope(
             metadata[key] = given
     if "tool_name" not in metadata:
         raise ValueError("the result carries no metadata: pass tool_name= to to_envelope")
-    metadata.setdefault("timestamp", format_timestamp(datetime.now(UTC)))
-    metadata.setdefault("trace_id", current_trace_id() or new_trace_id())
+    if "timestamp" not in metadata:  # made only when missing: a result leaving a pipeline has it
+        metadata["timestamp"] = format_timestamp(datetime.now(UTC))
+    if "trace_id" not in metadata:
+        metadata["trace_id"] = current_trace_id() or new_trace_id()
     if call_id is not None:
         metadata.setdefault("tool_call_id", call_id)
 
@@ -384,6 +386,22 @@ def _restore(envelope: Envelope, ext: Mapping[str, Any]) -> ToolReturnValue:
     else:
         output = _default_output(envelope, form if isinstance(form, str) else None)
     message = ext.get("message", envelope.error.message if envelope.error is not None else "")
+    data = {
+        "is_error": envelope.error is not None,
+        "output": output,
+        "message": message,
+        "display": ext.get("display", []),
+        "extras": _restored_extras(envelope, ext, cls),
+    }
+    return restore_value(cls.__name__, data)
+
+
+def _restored_extras(
+    envelope: Envelope, ext: Mapping[str, Any], cls: type[ToolReturnValue]
+) -> dict[str, Any] | None:
+    """The extras `_restore` gives a result of class `cls`."""
+    if ext.get("extras_verbatim"):
+        return cast("dict[str, Any] | None", ext.get("extras"))
     standard: dict[str, Any] = {}
     metadata = ext["metadata"] if "metadata" in ext else _default_metadata(envelope)
     if metadata is not None:
@@ -394,25 +412,13 @@ def _restore(envelope: Envelope, ext: Mapping[str, Any]) -> ToolReturnValue:
     if envelope.debug_info is not None:
         standard["debug_info"] = envelope.debug_info
     extras: dict[str, Any] | None = None
-    if ext.get("extras_verbatim"):
-        extras = cast("dict[str, Any] | None", ext.get("extras"))
-    else:
-        if "extras" in ext:
-            extras = dict(cast(dict[str, Any], ext["extras"]))
-        if standard:
-            kept = (extras or {}).get("standard")
-            merged = (
-                {**cast(dict[str, Any], kept), **standard} if isinstance(kept, dict) else standard
-            )
-            extras = {**(extras or {}), "standard": merged}
-    data = {
-        "is_error": envelope.error is not None,
-        "output": output,
-        "message": message,
-        "display": ext.get("display", []),
-        "extras": extras,
-    }
-    return restore_value(cls.__name__, data)
+    if "extras" in ext:
+        extras = dict(cast(dict[str, Any], ext["extras"]))
+    if standard:
+        kept = (extras or {}).get("standard")
+        merged = {**cast(dict[str, Any], kept), **standard} if isinstance(kept, dict) else standard
+        extras = {**(extras or {}), "standard": merged}
+    return extras
 
 
 def _extension(
@@ -443,7 +449,8 @@ def _extension(
     if value.display:
         ext["display"] = _DISPLAY.dump_python(value.display, mode="json")
     part = standard_part(value)
-    if recorded != _default_metadata(envelope):
+    default_metadata = _default_metadata(envelope)
+    if recorded != default_metadata:
         ext["metadata"] = recorded
     if part.get("error") != _default_error_part(envelope, cls):
         ext["error"] = cast(JsonType, part.get("error"))
@@ -454,7 +461,7 @@ def _extension(
         others["standard"] = rest
     if others:
         ext["extras"] = others
-    if _restore(envelope, ext).extras != value.extras:  # an odd shape ({}, a non-dict part...)
+    if _restored_extras(envelope, ext, cls) != value.extras:  # odd: {}, a non-dict part...
         ext["extras"] = value.extras
         ext["extras_verbatim"] = True
     return ext

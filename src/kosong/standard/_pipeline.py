@@ -223,10 +223,10 @@ class PolicyToolset(Toolset):
             result = cast(object, await self._enter(call, ctx))
             if not isinstance(result, ToolResult):
                 raise TypeError(f"a policy returned {type(result).__name__}, not a ToolResult")
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as e:
             task = asyncio.current_task()
             if task is None or task.cancelling():  # the caller's cancellation
-                ctx.cancelled()
+                ctx.cancelled(str(e.args[0]) if e.args else None)
                 raise
             result = ToolResult(call.id, _failed(call, "a policy raised CancelledError"))
         except Exception as e:  # a policy broke its contract; the caller still gets a value

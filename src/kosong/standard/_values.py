@@ -84,7 +84,32 @@ def detached(value: V, standard: dict[str, JsonType], *, copy_artifact: bool) ->
                 errors.describe_exception(e),
             )
             update["artifact"] = None
-    return value.model_copy(update=update)
+    return _replaced(value, update)
+
+
+_set = object.__setattr__
+
+
+def _replaced(value: V, update: dict[str, Any]) -> V:
+    """`value.model_copy(update=update)` for a result, at under half the cost.
+
+    Every call's result is copied once on its way out, and pydantic's general `model_copy`
+    (which also copies private attributes and extra fields, that results do not have) cost more
+    than building the result in the first place (22.8k against 17.8k instructions; this copy
+    10.6k, by callgrind). A result that does have private or extra fields (a subclass of one's
+    own) gets `model_copy` itself. The attributes set are pydantic's documented ones, as its
+    own `__copy__` sets them.
+    """
+    if value.__pydantic_private__ is not None or value.__pydantic_extra__ is not None:
+        return value.model_copy(update=update)
+    copied = object.__new__(type(value))
+    fields = value.__dict__.copy()
+    fields.update(update)
+    _set(copied, "__dict__", fields)
+    _set(copied, "__pydantic_fields_set__", value.__pydantic_fields_set__ | update.keys())
+    _set(copied, "__pydantic_extra__", None)
+    _set(copied, "__pydantic_private__", None)
+    return copied
 
 
 def _json_copy(value: Any) -> Any:

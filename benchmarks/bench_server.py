@@ -1,0 +1,669 @@
+"""The server benchmark: kosong's app beside the anchors of ../shared/anchor-bench/server/.
+
+    $PY benchmarks/bench_server.py rr      # POST /tools/add beside the Starlette floor
+    $PY benchmarks/bench_server.py sse     # 1,000 SSE runs beside sse-starlette's
+    $PY benchmarks/bench_server.py kill    # 200 runs, one of 2 processes killed
+    $PY benchmarks/bench_server.py all --out /tmp/bench-server.json
+
+($PY: /tmp/srvbench-kosong/bin/python, the venv BENCHMARKS.md says how to make.)
+
+The venv (see BENCHMARKS.md) has the anchor's pinned stack (starlette, uvicorn, sse-starlette,
+psutil: its constraints file) and kosong installed from this checkout, so the anchor's apps and
+ours run on the same interpreter and libraries in one run. Measured as the anchors are: every
+server is `uvicorn --factory` (asyncio loop, h11), one process pinned to CPU 0 (SERVER_CPU);
+the load on CPU 1 (CLIENT_CPU); repeats are the outer loop, a fresh server each time; medians.
+
+rr    wrk -t1 -cC (c = 1, 16, 64) through the anchor's own `run_wrk` (2 s warm-up, 5 s measured,
+      every body checked by floor.lua, server CPU from psutil): the anchor's Starlette floor
+      (apps:floor) and our POST /tools/add, which goes through the guard (Host check, rate
+      limiter), the pipeline (metrics, cache) and the envelope.
+sse   N streams at once from 2 client processes (raw asyncio HTTP, the anchor's WHATWG SSE
+      parser), 10 progress events 10 ms apart + the result: the anchor's apps:sse with its own
+      client (`sse_bench.one_run`), then ours on POST /tools/progress/sse, then ours again with
+      every client dropping its connection after a random number of events (1..10) and
+      resuming with Last-Event-ID on GET /runs/{id}. Each of our streams must get the 11 events
+      exactly once, in order. Event latency = receive time - the time in the progress message.
+kill  a redis-server, two of our processes sharing it (runs in Redis, 2 s lease); RUNS streams
+      (half on each) of 10 events 200 ms apart; process A is SIGKILLed mid-run, A's clients
+      resume on B with Last-Event-ID. Every run's events, as received, are compared with what
+      Redis holds for it: none lost, none twice; A's runs end with a NETWORK_ERROR, B's with
+      the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ANCHOR = Path(
+    os.environ.get("ANCHOR_DIR", HERE.parent.parent / "shared" / "anchor-bench" / "server")
+)
+SERVER_CPU = os.environ.get("SERVER_CPU", "0")
+CLIENT_CPU = os.environ.get("CLIENT_CPU", "1")
+LOG_DIR = Path(os.environ.get("SRVBENCH_LOG_DIR", "/tmp/srvbench-logs"))
+PY = sys.executable
+sys.path.insert(0, str(ANCHOR))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`uvicorn --factory MODULE:NAME` pinned to SERVER_CPU, from `app_dir`."""
+
+    def __init__(
+        self,
+        factory: str,
+        app_dir: Path,
+        tag: str,
+        env: dict[str, str] | None = None,
+        cpu: str = SERVER_CPU,
+    ) -> None:
+        self.port = free_port()
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.log = open(LOG_DIR / f"{tag}.log", "w")  # noqa: SIM115
+        cmd = [
+            "taskset",
+            "-c",
+            cpu,
+            PY,
+            "-m",
+            "uvicorn",
+            "--factory",
+            factory,
+            "--app-dir",
+            str(app_dir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--loop",
+            "asyncio",
+            "--http",
+            "h11",
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ]
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=app_dir,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+        )
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.time() + 30
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server died: {cmd}, see {self.log.name}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    self.stop()
+                    raise RuntimeError("server did not start") from None
+                time.sleep(0.1)
+        time.sleep(0.3)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+# --------------------------------------------------------------------------------------- rr
+
+
+RR = {
+    "floor/wrk": ("apps:floor", ANCHOR, "/tools/add"),
+    "kosong/wrk": ("server_apps:add_app", HERE, "/tools/add"),
+}
+
+
+def bench_rr(repeats: int, concurrencies: list[int]) -> dict[str, Any]:
+    run_bench = importlib.import_module("run_bench")  # the anchor's wrk driver and measurement
+
+    samples: dict[str, dict[str, list[dict[str, Any]]]] = {
+        name: {str(c): [] for c in concurrencies} for name in RR
+    }
+    for rep in range(repeats):
+        for name, (factory, app_dir, path) in RR.items():
+            srv = Server(factory, app_dir, f"rr-{name.replace('/', '_')}-r{rep}")
+            srv.url += path
+            try:
+                for c in concurrencies:
+                    try:
+                        s = run_bench.run_wrk({"script": "floor.lua"}, srv, c)
+                    except Exception as e:
+                        print(f"r{rep} {name} c={c}: FAILED {e!r}", flush=True)
+                        continue
+                    s["repeat"] = rep
+                    samples[name][str(c)].append(s)
+                    print(
+                        f"r{rep} {name:12} c={c:<3} {s['rps']:>8.1f} req/s p50 {s['p50_ms']:.2f} "
+                        f"p99 {s['p99_ms']:.2f} ms srv {s['server_cpu_us_per_req']} us/req "
+                        f"bad {s['errors']}",
+                        flush=True,
+                    )
+            finally:
+                srv.stop()
+            time.sleep(0.5)
+    return {"samples": samples}
+
+
+def rr_table(result: dict[str, Any]) -> str:
+    samples = result["samples"]
+    lines = [
+        "| scenario | c | req/s | p50 / p99 ms | server CPU µs/call | × floor CPU | bad/requests |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, by_c in samples.items():
+        for c, runs in by_c.items():
+            med = {
+                k: statistics.median(r[k] for r in runs)
+                for k in ("rps", "p50_ms", "p99_ms", "server_cpu_us_per_req")
+            }
+            floor = statistics.median(r["server_cpu_us_per_req"] for r in samples["floor/wrk"][c])
+            ratio = med["server_cpu_us_per_req"] / floor
+            bad = sum(r["errors"] for r in runs)
+            total = sum(r["total"] for r in runs)
+            lines.append(
+                f"| {name} | {c} | {med['rps']:,.0f} | {med['p50_ms']:.2f} / {med['p99_ms']:.2f} | "
+                f"{med['server_cpu_us_per_req']:,.0f} | {ratio:.2f} | {bad}/{total} |"
+            )
+    return "\n".join(lines)
+
+
+# -------------------------------------------------------------------------------------- sse
+
+
+def pct(vals: list[float], p: float) -> float:
+    s = sorted(vals)
+    return s[min(len(s) - 1, max(0, round(p / 100 * len(s) + 0.5) - 1))] if s else float("nan")
+
+
+async def _one_stream(port: int, drop_after: int | None, out: dict[str, Any]) -> None:
+    SSEParser = importlib.import_module("sse_bench").SSEParser  # the anchor's WHATWG parser
+
+    events: list[tuple[str, str]] = []
+    lat: list[float] = []
+    lag: list[float] = []
+    opened = time.time()
+    body = b'{"a":1,"b":2}'
+    path, last_id, method = "/tools/progress/sse", None, "POST"
+    run_path = None
+    reconnects = 0
+    error = ""
+    while True:
+        writer = None
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            head += "Accept: text/event-stream\r\n"
+            if method == "POST":
+                head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            if last_id:
+                head += f"Last-Event-ID: {last_id}\r\n"
+            writer.write(head.encode() + b"\r\n" + (body if method == "POST" else b""))
+            raw = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+            if not raw.startswith("HTTP/1.1 200"):
+                raise RuntimeError(raw.splitlines()[0])
+            found = re.search(r"(?im)^content-location: (\S+)", raw)
+            run_path = found.group(1) if found else run_path
+            parser = SSEParser()
+            done = dropped = False
+            while not done and not dropped:
+                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                if size == 0:
+                    break
+                chunk = (await reader.readexactly(size + 2))[:-2].decode()
+                for kind, data, eid in parser.feed(chunk):
+                    now = time.time()
+                    events.append((kind, eid))
+                    last_id = eid
+                    d = json.loads(data)
+                    if kind == "tool_progress":
+                        lat.append(now - float(d["message"]))
+                    elif d.get("data") != "3":
+                        error = f"bad result {d!r}"[:200]
+                    # how late against an ideal server: event k due 10 ms x k after the open
+                    lag.append(now - opened - 0.01 * min(len(events), 10))
+                    if kind in ("tool_result", "tool_error"):
+                        done = True
+                        break
+                    if drop_after is not None and reconnects == 0 and len(events) == drop_after:
+                        dropped = True
+                        break
+            if done or not dropped:
+                break
+            reconnects += 1
+            path, method = run_path, "GET"
+        except Exception as e:
+            error = repr(e)[:200]
+            break
+        finally:
+            if writer is not None:
+                writer.close()
+    kinds = [k for k, _ in events]
+    positions = [int(i.rpartition(".")[2]) for _, i in events]
+    ok = (
+        not error
+        and kinds == ["tool_progress"] * 10 + ["tool_result"]
+        and positions == list(range(1, 12))
+    )
+    out["streams"] += 1
+    out["ok"] += ok
+    out["events"] += len(events)
+    out["duplicates"] += len(positions) - len(set(positions))
+    out["missing"] += len(set(range(1, 12)) - set(positions))
+    out["reconnects"] += reconnects
+    out["lat_ms"] += [round(x * 1000, 3) for x in lat]
+    out["lag_ms"] += [round(x * 1000, 2) for x in lag]
+    if error and len(out["errors"]) < 5:
+        out["errors"].append(error)
+
+
+async def _client(
+    port: int, streams: int, start_at: float, drop: bool, seed: int
+) -> dict[str, Any]:
+    rng = random.Random(seed)
+    out: dict[str, Any] = {
+        "streams": 0,
+        "ok": 0,
+        "events": 0,
+        "duplicates": 0,
+        "missing": 0,
+        "reconnects": 0,
+        "lat_ms": [],
+        "lag_ms": [],
+        "errors": [],
+    }
+    await asyncio.sleep(max(0.0, start_at - time.time()))
+    t0 = time.time()
+    await asyncio.gather(
+        *(_one_stream(port, rng.randint(1, 10) if drop else None, out) for _ in range(streams))
+    )
+    out["wall_s"] = time.time() - t0
+    return out
+
+
+def run_sse_ours(n: int, drop: bool, procs: int = 2) -> dict[str, Any]:
+    psutil = importlib.import_module("psutil")
+
+    srv = Server("server_apps:sse_app", HERE, f"sse-kosong-{n}{'-drop' if drop else ''}")
+    try:
+        p = psutil.Process(srv.pid)
+        warm = subprocess.run(
+            [
+                "taskset",
+                "-c",
+                CLIENT_CPU,
+                PY,
+                __file__,
+                "sse-client",
+                "--port",
+                str(srv.port),
+                "--streams",
+                "20",
+                "--start-at",
+                "0",
+            ],
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+        del warm
+        time.sleep(0.3)
+        rss0 = p.memory_info().rss / 2**20
+        cpu0 = sum(p.cpu_times()[:2])
+        start_at = time.time() + 1.5
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        files = [LOG_DIR / f"sse-kosong-client-{i}.json" for i in range(procs)]
+        clients = [
+            subprocess.Popen(
+                [
+                    "taskset",
+                    "-c",
+                    CLIENT_CPU,
+                    PY,
+                    __file__,
+                    "sse-client",
+                    "--port",
+                    str(srv.port),
+                    "--streams",
+                    str(n // procs + (i < n % procs)),
+                    "--start-at",
+                    str(start_at),
+                    "--seed",
+                    str(i),
+                    "--result-file",
+                    str(f),
+                    *(["--drop"] if drop else []),
+                ],
+            )
+            for i, f in enumerate(files)
+        ]
+        peak = rss0
+        deadline = time.time() + 120
+        while any(c.poll() is None for c in clients) and time.time() < deadline:
+            peak = max(peak, p.memory_info().rss / 2**20)
+            time.sleep(0.02)
+        for c in clients:
+            if c.wait(10) != 0:
+                raise RuntimeError("an SSE client failed")
+        cpu = sum(p.cpu_times()[:2]) - cpu0
+        outs = [json.loads(f.read_text()) for f in files]
+    finally:
+        srv.stop()
+    lat = [x for o in outs for x in o["lat_ms"]]
+    lag = [x for o in outs for x in o["lag_ms"]]
+    return {
+        "server": "kosong" + (" (drop + resume)" if drop else ""),
+        "streams": n,
+        "wall_s": round(max(o["wall_s"] for o in outs), 3),
+        "streams_ok": sum(o["ok"] for o in outs),
+        "events": sum(o["events"] for o in outs),
+        "duplicates": sum(o["duplicates"] for o in outs),
+        "missing": sum(o["missing"] for o in outs),
+        "reconnects": sum(o["reconnects"] for o in outs),
+        "lat_p50_ms": pct(lat, 50),
+        "lat_p99_ms": pct(lat, 99),
+        "lag_p50_ms": pct(lag, 50),
+        "lag_p99_ms": pct(lag, 99),
+        "rss_kib_per_stream": round((peak - rss0) * 1024 / n, 1),
+        "server_cpu_s": round(cpu, 3),
+        "errors": [e for o in outs for e in o["errors"]][:3],
+    }
+
+
+def run_sse_anchor(n: int) -> dict[str, Any]:
+    sse_bench = importlib.import_module("sse_bench")  # the anchor's run, app and client
+
+    r = sse_bench.one_run(n, 2, "raw")
+    return {
+        "server": "anchor: Starlette + sse-starlette (apps:sse)",
+        "streams": n,
+        "wall_s": r["wall_s"],
+        "streams_ok": r["streams_ok"],
+        "events": r["events"],
+        "duplicates": 0,
+        "missing": r["events_expected"] - r["events"],
+        "reconnects": 0,
+        "lat_p50_ms": r["lat_p50_ms"],
+        "lat_p99_ms": r["lat_p99_ms"],
+        "lag_p50_ms": r["lag_p50_ms"],
+        "lag_p99_ms": r["lag_p99_ms"],
+        "rss_kib_per_stream": round(
+            (r["server_rss_peak_mib"] - r["server_rss_before_mib"]) * 1024 / n, 1
+        ),
+        "server_cpu_s": r["server_cpu_s"],
+        "errors": r["error_sample"],
+    }
+
+
+def bench_sse(n: int, repeats: int) -> dict[str, Any]:
+    runs = []
+    for rep in range(repeats):
+        for kind in ("anchor", "ours", "ours-drop"):
+            r = run_sse_anchor(n) if kind == "anchor" else run_sse_ours(n, kind == "ours-drop")
+            r["repeat"] = rep
+            runs.append(r)
+            print(f"r{rep} " + json.dumps(r), flush=True)
+    return {"runs": runs}
+
+
+def sse_table(result: dict[str, Any]) -> str:
+    lines = [
+        "| server | N | wall s | streams ok | events | lost / duplicated | reconnects | "
+        "event lat p50 / p99 ms | lag p50 / p99 ms | RSS KiB per stream | server CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in result["runs"]:
+        groups.setdefault(r["server"], []).append(r)
+    for server, rs in groups.items():
+        m = {
+            k: statistics.median(r[k] for r in rs)
+            for k in (
+                "wall_s",
+                "lat_p50_ms",
+                "lat_p99_ms",
+                "lag_p50_ms",
+                "lag_p99_ms",
+                "rss_kib_per_stream",
+                "server_cpu_s",
+            )
+        }
+        ok = "/".join(str(r["streams_ok"]) for r in rs)
+        events = "/".join(str(r["events"]) for r in rs)
+        lost = sum(r["missing"] for r in rs)
+        dup = sum(r["duplicates"] for r in rs)
+        rec = "/".join(str(r["reconnects"]) for r in rs)
+        lines.append(
+            f"| {server} | {rs[0]['streams']:,} | {m['wall_s']:.2f} | {ok} | {events} "
+            f"| {lost} / {dup} | {rec} | {m['lat_p50_ms']:.2f} / {m['lat_p99_ms']:.2f} "
+            f"| {m['lag_p50_ms']:,.0f} / {m['lag_p99_ms']:,.0f} "
+            f"| {m['rss_kib_per_stream']:.1f} | {m['server_cpu_s']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------- kill
+
+
+async def _kill_client(a: str, b: str, runs: int, kill: Any) -> list[dict[str, Any]]:
+    import httpx
+    from httpx_sse import EventSource
+
+    results: list[dict[str, Any]] = [{} for _ in range(runs)]
+    started = 0
+    all_started = asyncio.Event()
+
+    async def one(i: int) -> None:
+        nonlocal started
+        base = a if i % 2 == 0 else b
+        seen: list[tuple[str, str, dict[str, Any]]] = []
+        run_path, last_id = None, None
+        async with httpx.AsyncClient(timeout=60) as c:
+            for attempt in range(5):
+                if run_path is None:
+                    request = c.build_request(
+                        "POST", f"{base}/tools/progress/sse", content=b'{"a":1,"b":2}'
+                    )
+                else:
+                    request = c.build_request(
+                        "GET", f"{b}{run_path}", headers={"Last-Event-ID": last_id or ""}
+                    )
+                try:
+                    response = await c.send(request, stream=True)
+                    run_path = response.headers.get("content-location", run_path)
+                    if attempt == 0:
+                        started += 1
+                        if started == runs:
+                            all_started.set()
+                    async for sse in EventSource(response).aiter_sse():
+                        if sse.id:
+                            last_id = sse.id
+                        if sse.data:
+                            seen.append((sse.event, sse.id, json.loads(sse.data)))
+                            if sse.event in ("tool_result", "tool_error"):
+                                break
+                    await response.aclose()
+                    if seen and seen[-1][0] in ("tool_result", "tool_error"):
+                        break
+                except httpx.HTTPError:
+                    await asyncio.sleep(0.2)
+        results[i] = {"on": "A" if base == a else "B", "run": run_path, "events": seen}
+
+    tasks = [asyncio.ensure_future(one(i)) for i in range(runs)]
+    await asyncio.wait_for(all_started.wait(), 60)
+    await asyncio.sleep(0.7)  # a few events in
+    kill()
+    await asyncio.gather(*tasks)
+    return results
+
+
+def bench_kill(runs: int) -> dict[str, Any]:
+    import redis
+
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server is needed (apt-get install redis-server)")
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="kosong-bench-redis-")
+    rs = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    env = {"KOSONG_BENCH_REDIS": url, "SSE_INTERVAL_MS": "200"}
+    time.sleep(0.5)
+    a = Server("server_apps:redis_app", HERE, "kill-a", env)
+    b = Server("server_apps:redis_app", HERE, "kill-b", env)
+    try:
+
+        def kill() -> None:
+            os.kill(a.pid, signal.SIGKILL)
+
+        t0 = time.time()
+        results = asyncio.run(_kill_client(a.url, b.url, runs, kill))
+        wall = time.time() - t0
+        client = redis.Redis.from_url(url, decode_responses=True)
+        lost = duplicated = a_errors = b_results = bad = 0
+        finals: list[Any] = []
+        for r in results:
+            run_id = r["run"].removeprefix("/runs/")
+            entries: Any = client.xrange(f"kosong:run:{{{run_id}}}:e")
+            stored = [eid for eid, _ in entries]
+            got = [e[1].rpartition(".")[2] for e in r["events"]]
+            lost += len(set(stored) - set(got))
+            duplicated += len(got) - len(set(got))
+            bad += got != stored
+            final = r["events"][-1] if r["events"] else ("", "", {})
+            if (
+                r["on"] == "A"
+                and final[0] == "tool_error"
+                and final[2]["error"]["code"] == "NETWORK_ERROR"
+            ):
+                a_errors += 1
+            if r["on"] == "B" and final[0] == "tool_result":
+                b_results += 1
+            elif r["on"] == "B" and len(finals) < 3:
+                finals.append((final[0], str(final[2])[:300], len(r["events"])))
+        client.close()
+    finally:
+        a.stop()
+        b.stop()
+        rs.terminate()
+        rs.wait(10)
+        shutil.rmtree(workdir, ignore_errors=True)
+    out = {
+        "runs": runs,
+        "on_a": runs // 2 + runs % 2,
+        "on_b": runs // 2,
+        "lost": lost,
+        "duplicated": duplicated,
+        "runs_not_exactly_as_stored": bad,
+        "a_runs_ended_with_network_error": a_errors,
+        "b_runs_with_result": b_results,
+        "events": sum(len(r["events"]) for r in results),
+        "wall_s": round(wall, 2),
+        "b_other_finals": finals,
+    }
+    print(json.dumps(out), flush=True)
+    return out
+
+
+# ------------------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["rr", "sse", "kill", "all", "sse-client"])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--concurrency", default="1,16,64")
+    ap.add_argument("--streams", default="1000")
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--out")
+    ap.add_argument("--port", type=int)
+    ap.add_argument("--start-at", type=float, default=0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--drop", action="store_true")
+    ap.add_argument("--result-file", default="/dev/null")
+    args = ap.parse_args()
+    if args.what == "sse-client":
+        out = asyncio.run(
+            _client(args.port, int(args.streams), args.start_at, args.drop, args.seed)
+        )
+        Path(args.result_file).write_text(json.dumps(out))
+        return
+    # The anchor's sse_bench runs its server and clients with <root>/srvbench-mcp/bin/python:
+    # point it at this venv, so every row runs on the same interpreter and libraries.
+    root = Path(tempfile.gettempdir()) / "srvbench-kosong-root"
+    root.mkdir(exist_ok=True)
+    link = root / "srvbench-mcp"
+    if not link.exists():
+        link.symlink_to(Path(PY).parents[1])
+    os.environ["SRVBENCH_VENV_ROOT"] = str(root)
+    result: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "python": sys.version}
+    if args.what in ("rr", "all"):
+        result["rr"] = bench_rr(args.repeats, [int(c) for c in args.concurrency.split(",")])
+    if args.what in ("sse", "all"):
+        result["sse"] = bench_sse(int(args.streams), args.repeats)
+    if args.what in ("kill", "all"):
+        result["kill"] = bench_kill(args.runs)
+    if "rr" in result:
+        print(rr_table(result["rr"]))
+    if "sse" in result:
+        print(sse_table(result["sse"]))
+    if "kill" in result:
+        print(json.dumps(result["kill"]))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""`python -m kosong`: the `kosong` command."""
+
+from kosong.cli import main
+
+main()

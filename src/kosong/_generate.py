@@ -1,0 +1,133 @@
+"""`generate`: one streamed answer of a chat provider, merged into a message."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias, TypeVar
+
+from kosong.chat_provider import (
+    APIEmptyResponseError,
+    ChatProvider,
+    StreamedMessagePart,
+    TokenUsage,
+)
+from kosong.message import ContentPart, Message, TextPart, ThinkPart, ToolCall, ToolCallPart
+from kosong.tooling import Tool
+
+__all__ = ["Callback", "GenerateResult", "call_back", "generate"]
+
+logger = logging.getLogger("kosong.generate")
+
+_T = TypeVar("_T")
+
+Callback: TypeAlias = Callable[[_T], Awaitable[None] | None]
+"""A callback that may be a plain function or an async one."""
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateResult:
+    """One answer of the model, merged from its stream."""
+
+    id: str | None
+    """The response's id, when the provider gives one."""
+    message: Message
+    """The assistant message: its content parts and tool calls."""
+    usage: TokenUsage | None
+    """Tokens used, when the provider reports them."""
+    trace_id: str | None = None
+    """The provider's trace id of the answer, when its stream has one (`trace_id`)."""
+    request_id: str | None = None
+    """The service's id of the HTTP request, when it sent one."""
+    finish_reason: str | None = None
+    """Why the model stopped, in the provider's words ("stop", "tool_calls", "end_turn"...)."""
+
+
+async def call_back(callback: Callback[_T] | None, value: _T) -> None:
+    """Call `callback` with `value`, awaiting it when it is async."""
+    if callback is None:
+        return
+    result = callback(value)
+    if inspect.isawaitable(result):
+        await result
+
+
+async def generate(
+    chat_provider: ChatProvider,
+    system_prompt: str,
+    tools: Sequence[Tool],
+    history: Sequence[Message],
+    *,
+    on_message_part: Callback[StreamedMessagePart] | None = None,
+    on_tool_call: Callback[ToolCall] | None = None,
+    on_trace_id: Callback[str | None] | None = None,
+) -> GenerateResult:
+    """Ask the model for one answer and merge its stream into an assistant message.
+
+    Streamed pieces are merged as they arrive: text with text, thinking with thinking, each
+    fragment of a tool call's arguments into its call. `on_message_part` sees a copy of every
+    piece as it arrives (for a live display); `on_tool_call` gets each tool call the moment it
+    is complete: when the provider marks its last fragment, when the next part or call
+    starts, or when the stream ends. A call whose arguments never became valid JSON is handed
+    over all the same (a toolset answers it with a parse error the model can read). Both
+    callbacks may be sync or async, as is `on_trace_id`, called once with the stream's trace id
+    (None when it has none) before the first part. `history` is not changed.
+
+    Raises:
+        ChatProviderError: the provider failed (`APIStatusError`, `APIConnectionError`...).
+        APIEmptyResponseError: the answer had no text and no tool call (thinking alone does
+            not count).
+    """
+    stream = await chat_provider.generate(system_prompt, tools, history)
+    trace_id = _optional_str(stream, "trace_id")
+    await call_back(on_trace_id, trace_id)
+    content: list[ContentPart] = []
+    tool_calls: list[ToolCall] = []
+    pending: StreamedMessagePart | None = None
+
+    async def flush() -> None:
+        if isinstance(pending, ContentPart):
+            content.append(pending)
+        elif isinstance(pending, ToolCall):
+            tool_calls.append(pending)
+            await call_back(on_tool_call, pending)
+        elif pending is not None:
+            logger.debug("a tool-call fragment with no call before it was dropped")
+
+    async for part in stream:
+        if on_message_part is not None:
+            await call_back(on_message_part, part.model_copy(deep=True))
+        if pending is not None and pending.merge_in_place(part):
+            if isinstance(pending, ToolCall) and isinstance(part, ToolCallPart) and part.last:
+                await flush()
+                pending = None
+            continue
+        await flush()
+        # Merging changes the pending part in place: the provider's object stays untouched.
+        pending = part.model_copy(deep=True)
+    await flush()
+
+    if not tool_calls and not any(
+        (isinstance(p, TextPart) and p.text.strip()) or not isinstance(p, TextPart | ThinkPart)
+        for p in content
+    ):
+        raise APIEmptyResponseError(
+            "the model's answer had no text and no tool call"
+            + (" (only thinking)" if content else "")
+        )
+    message = Message(role="assistant", content=content, tool_calls=tool_calls or None)
+    return GenerateResult(
+        id=stream.id,
+        message=message,
+        usage=stream.usage,
+        trace_id=trace_id,
+        request_id=_optional_str(stream, "request_id"),
+        finish_reason=_optional_str(stream, "finish_reason"),
+    )
+
+
+def _optional_str(stream: Any, name: str) -> str | None:
+    value = getattr(stream, name, None)
+    return value if isinstance(value, str) else None

@@ -1,0 +1,159 @@
+"""`step`: one answer of the model with its tool calls dispatched while it streams."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from kosong._generate import Callback, generate
+from kosong.chat_provider import ChatProvider, StreamedMessagePart, TokenUsage
+from kosong.message import ContentPart, Message, TextPart, ToolCall
+from kosong.tooling import ToolResult, Toolset
+
+__all__ = ["StepResult", "step", "tool_result_to_message"]
+
+logger = logging.getLogger("kosong.step")
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """One answer of the model, with the results of its tool calls on the way."""
+
+    id: str | None
+    """The response's id, when the provider gives one."""
+    message: Message
+    """The assistant message: its content parts and tool calls."""
+    usage: TokenUsage | None
+    """Tokens used, when the provider reports them."""
+    tool_calls: list[ToolCall]
+    """The tool calls of the answer, in order (each already handed to the toolset)."""
+    _tool_result_futures: list[asyncio.Future[ToolResult]] = field(repr=False)
+    trace_id: str | None = None
+    """The provider's trace id of the answer, when its stream has one."""
+    request_id: str | None = None
+    """The service's id of the HTTP request, when it sent one."""
+    finish_reason: str | None = None
+    """Why the model stopped, in the provider's words."""
+
+    async def tool_results(self) -> list[ToolResult]:
+        """Wait for every tool call's result; return them in call order.
+
+        If this is cancelled, or awaiting fails, the calls still running are cancelled and
+        awaited before it returns.
+        """
+        try:
+            return [await future for future in self._tool_result_futures]
+        finally:
+            await _cancel_all(self._tool_result_futures)
+
+
+async def step(
+    chat_provider: ChatProvider,
+    system_prompt: str,
+    toolset: Toolset,
+    history: Sequence[Message],
+    *,
+    on_message_part: Callback[StreamedMessagePart] | None = None,
+    on_tool_result: Callable[[ToolResult], None] | None = None,
+    on_trace_id: Callback[str | None] | None = None,
+) -> StepResult:
+    """Ask the model for one answer and run its tool calls while the answer still streams.
+
+    Each tool call goes to `toolset.handle()` the moment it is complete, so tools run while
+    the rest of the answer arrives; `StepResult.tool_results()` gives their results in call
+    order. `on_tool_result` (sync) is called as each result is ready, in completion order; it
+    is not called for a call cancelled before it finished. `history` is not changed.
+
+    If the provider fails or the step is cancelled while the answer streams, every tool call
+    already dispatched is cancelled and awaited before the error (or the cancellation)
+    propagates: no tool keeps running behind the caller's back.
+
+    Raises:
+        ChatProviderError: the provider failed.
+    """
+    futures: list[asyncio.Future[ToolResult]] = []
+
+    def dispatch(tool_call: ToolCall) -> None:
+        future = _as_future(toolset.handle(tool_call))
+        if on_tool_result is not None:
+            future.add_done_callback(_reporter(on_tool_result))
+        futures.append(future)
+
+    try:
+        result = await generate(
+            chat_provider,
+            system_prompt,
+            toolset.tools,
+            history,
+            on_message_part=on_message_part,
+            on_tool_call=dispatch,
+            on_trace_id=on_trace_id,
+        )
+    except BaseException:
+        await _cancel_all(futures)
+        raise
+    return StepResult(
+        id=result.id,
+        message=result.message,
+        usage=result.usage,
+        tool_calls=list(result.message.tool_calls or []),
+        _tool_result_futures=futures,
+        trace_id=result.trace_id,
+        request_id=result.request_id,
+        finish_reason=result.finish_reason,
+    )
+
+
+def tool_result_to_message(result: ToolResult, *, text_only: bool = False) -> Message:
+    """The tool message that gives `result` back to the model.
+
+    Its content is the tool's output (text, or its content parts) followed by the result's
+    `message` when there is one; a failure's message is marked `ERROR:` so the model knows the
+    call failed. Display blocks and extras are for the user interface and never sent. With
+    `text_only`, non-text parts are left out (for a provider that accepts only text in tool
+    messages); providers do that themselves where needed, so the default keeps every part.
+    """
+    value = result.return_value
+    parts: list[ContentPart] = (
+        [TextPart(text=value.output)] if isinstance(value.output, str) else list(value.output)
+    )
+    if text_only:
+        parts = [p for p in parts if isinstance(p, TextPart)]
+    parts = [p for p in parts if not (isinstance(p, TextPart) and not p.text)]
+    if value.message:
+        parts.append(TextPart(text=f"ERROR: {value.message}" if value.is_error else value.message))
+    elif value.is_error and not parts:
+        parts.append(TextPart(text="ERROR: the tool call failed"))
+    return Message(role="tool", tool_call_id=result.tool_call_id, content=parts or "")
+
+
+def _as_future(handled: asyncio.Future[ToolResult] | ToolResult) -> asyncio.Future[ToolResult]:
+    if isinstance(handled, ToolResult):
+        future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
+        future.set_result(handled)
+        return future
+    return handled
+
+
+def _reporter(
+    callback: Callable[[ToolResult], None],
+) -> Callable[[asyncio.Future[ToolResult]], None]:
+    def report(future: asyncio.Future[ToolResult]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            return
+        try:
+            callback(future.result())
+        except Exception:  # a failing callback must not break the step
+            logger.exception("on_tool_result raised")
+
+    return report
+
+
+async def _cancel_all(futures: Sequence[asyncio.Future[ToolResult]]) -> None:
+    running = [f for f in futures if not f.done()]
+    for future in running:
+        future.cancel()
+    if running:
+        await asyncio.gather(*running, return_exceptions=True)

@@ -1,0 +1,399 @@
+"""What the OpenAI-SDK providers share: the client, errors, keys, the Chat Completions wire.
+
+Private: `OpenAIChat` and `Kimi` are built on `ChatCompletionsProvider`; `OpenAIResponses`
+uses the client and error helpers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any, Literal, cast
+
+from kosong.chat_provider import (
+    ChatProviderError,
+    StreamedMessagePart,
+    TokenUsage,
+)
+from kosong.chat_provider._base import (
+    HTTPProvider,
+    api_key_from,
+    check_dialect,
+    request_id_of,
+    sdk_error,
+)
+from kosong.dialects import Dialect
+from kosong.formats import to_openai_chat_tool
+from kosong.message import (
+    ContentPart,
+    ImageURLPart,
+    Message,
+    TextPart,
+    ThinkPart,
+    ToolCall,
+    ToolCallPart,
+)
+from kosong.tooling import Tool
+
+try:
+    import httpx2
+    import openai
+except ImportError as e:  # pragma: no cover - the extra is missing
+    raise ImportError(
+        "this chat provider needs the `openai` package: pip install 'kosong[openai]'"
+    ) from e
+
+logger = logging.getLogger("kosong.chat_provider")
+
+ToolMessageConversion = Literal["extract_text"] | None
+
+
+def convert_error(error: BaseException) -> ChatProviderError:
+    """An `openai` SDK or transport error as one of ours."""
+    return sdk_error(error, openai, httpx2)
+
+
+def text_of(parts: Sequence[ContentPart]) -> str:
+    """The text parts joined."""
+    return "".join(p.text for p in parts if isinstance(p, TextPart))
+
+
+def part_as_text(part: ContentPart) -> str:
+    """A part a tool message cannot carry, described in text so the model knows it was there."""
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, ImageURLPart):
+        return f"[image: {part.image_url.url}]"
+    return f"[{part.type} part]"
+
+
+def chat_content(parts: Sequence[ContentPart]) -> str | list[dict[str, Any]]:
+    """Content in the Chat Completions shape: a string for text alone, else a part list."""
+    kept = [p for p in parts if not isinstance(p, ThinkPart)]
+    if all(isinstance(p, TextPart) for p in kept):
+        return text_of(kept)
+    out: list[dict[str, Any]] = []
+    for part in kept:
+        if isinstance(part, TextPart):
+            out.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImageURLPart):
+            out.append({"type": "image_url", "image_url": {"url": part.image_url.url}})
+        else:  # video_url, audio_url...: what compatible servers such as Kimi accept
+            out.append(part.model_dump(mode="json", exclude_none=True))
+    return out
+
+
+class ChatCompletionsProvider(HTTPProvider):
+    """A Chat Completions provider on the `openai` SDK (the base of OpenAIChat and Kimi)."""
+
+    name = "openai"
+    _dialect: Dialect = "openai"
+    _key_variable = "OPENAI_API_KEY"
+    _provider_title = "OpenAIChat"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str | None,
+        base_url: str | None,
+        reasoning_key: str | None,
+        tool_message_conversion: ToolMessageConversion,
+        generation_kwargs: Mapping[str, Any] | None,
+        client_kwargs: Mapping[str, Any],
+    ) -> None:
+        super().__init__(model, generation_kwargs)
+        self._reasoning_key = reasoning_key
+        self._tool_message_conversion = tool_message_conversion
+        self.client: openai.AsyncOpenAI = openai.AsyncOpenAI(
+            api_key=api_key_from(api_key, self._key_variable, self._provider_title),
+            base_url=base_url,
+            **client_kwargs,
+        )
+        """The `openai.AsyncOpenAI` client (transport, retries, timeouts)."""
+
+    def _prepare_tools(self, tools: Sequence[Tool]) -> list[Tool]:
+        return list(tools)
+
+    def _thinking_fields(self) -> dict[str, Any]:
+        effort = self._thinking
+        if effort is None:
+            return {}
+        # OpenAI's efforts are ours, with "none" for "off".
+        return {"reasoning_effort": "none" if effort == "off" else effort}
+
+    def request_body(
+        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
+    ) -> dict[str, Any]:
+        """The request body this provider sends (plain dicts, as JSON goes on the wire)."""
+        prepared = self._prepare_tools(tools)
+        dialects: dict[str, Dialect] = {
+            t.name: "openai-strict" if t.strict else self._dialect for t in prepared
+        }
+        check_dialect(self._provider_title, prepared, dialects)
+        messages: list[dict[str, Any]] = []
+        if system_prompt:
+            messages.append({"role": "system", "content": system_prompt})
+        messages.extend(self._message(m) for m in history)
+        body: dict[str, Any] = {
+            "model": self._model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **self._thinking_fields(),
+            **self._generation_kwargs,
+        }
+        if prepared:
+            body["tools"] = [to_openai_chat_tool(t) for t in prepared]
+        return body
+
+    def _message(self, message: Message) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": message.role}
+        if message.role == "tool":
+            parts = message.content
+            if self._tool_message_conversion == "extract_text" or not all(
+                isinstance(p, TextPart) for p in parts
+            ):
+                out["content"] = "".join(part_as_text(p) for p in parts)
+            else:
+                out["content"] = text_of(parts)
+        elif message.role == "assistant":
+            content = chat_content(message.content)
+            if message.tool_calls and isinstance(content, str) and not content.strip():
+                content = None  # only tool calls: no empty text beside them
+            out["content"] = content
+            thinking = "".join(p.think for p in message.content if isinstance(p, ThinkPart))
+            if self._reasoning_key and thinking:
+                out[self._reasoning_key] = thinking
+            if message.tool_calls:
+                out["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": call.function.name,
+                            "arguments": call.function.arguments or "{}",
+                        },
+                    }
+                    for call in message.tool_calls
+                ]
+        else:
+            out["content"] = chat_content(message.content)
+        if message.name is not None:
+            out["name"] = message.name
+        if message.tool_call_id is not None:
+            out["tool_call_id"] = message.tool_call_id
+        if message.partial:
+            out["partial"] = True
+        return out
+
+    async def generate(
+        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
+    ) -> ChatCompletionsStream:
+        """Send the request and return the answer's stream.
+
+        Raises:
+            DialectError: the service would reject one of the tool definitions (not sent).
+            ChatProviderError: the request failed.
+        """
+        body = self.request_body(system_prompt, tools, history)
+        try:
+            stream = cast(Any, await self.client.chat.completions.create(**body))
+        except openai.OpenAIError as e:
+            raise convert_error(e) from e
+        except httpx2.HTTPError as e:
+            raise convert_error(e) from e
+        return ChatCompletionsStream(stream, self._reasoning_key)
+
+
+class _Call:
+    __slots__ = ("arguments", "emitted", "id", "name")
+
+    def __init__(self, id: str | None, name: str | None) -> None:
+        self.id = id
+        self.name = name
+        self.arguments = ""
+        self.emitted = False
+
+
+def _complete_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+class ToolCallAssembler:
+    """Turns Chat Completions tool-call deltas into calls and fragments, by their `index`.
+
+    Fragments of several calls may interleave (each delta names its call by `index`). The
+    assembler streams one call at a time: the first call's fragments go out as they come, the
+    others wait. When a delta of another call arrives and the current call's arguments are
+    complete JSON, the current call is done (the next call goes out with what it has so far);
+    otherwise the current call keeps streaming and the other calls keep waiting. `finish()`
+    sends whatever is left, in index order, and marks the last call's last fragment.
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[int, _Call] = {}
+        self._current: int | None = None
+        self._ids: dict[str, int] = {}
+        self._last_index = -1
+
+    def index_for(self, id: str | None) -> int:
+        """The index of a delta that names none, as some compatible servers send them.
+
+        A new id starts a new call; a delta without an id continues the last one.
+        """
+        if id is None:
+            return max(self._last_index, 0)
+        if id not in self._ids:
+            self._ids[id] = self._last_index + 1
+        return self._ids[id]
+
+    def feed(
+        self, index: int, id: str | None, name: str | None, arguments: str | None
+    ) -> Iterator[StreamedMessagePart]:
+        """The parts a delta of call `index` lets out now (see the class doc)."""
+        self._last_index = max(self._last_index, index)
+        call = self._calls.get(index)
+        if call is None:
+            call = self._calls[index] = _Call(id, name)
+        else:
+            call.id = call.id or id
+            call.name = call.name or name
+        fragment = arguments or ""
+        call.arguments += fragment
+        if self._current is None:
+            yield from self._start_next()
+        elif index == self._current:
+            if call.emitted and fragment:
+                yield ToolCallPart(arguments_part=fragment)
+            elif not call.emitted:
+                yield from self._start_next()
+        elif not call.emitted and _complete_json(self._calls[self._current].arguments):
+            self._current = None
+            yield from self._start_next()
+        elif call.emitted:
+            logger.warning("a fragment for tool call %s came after the call was complete", call.id)
+
+    def _start_next(self) -> Iterator[StreamedMessagePart]:
+        waiting = sorted(i for i, c in self._calls.items() if not c.emitted)
+        if not waiting:
+            return
+        index = waiting[0]
+        call = self._calls[index]
+        if call.name is None:  # the name has not arrived yet: wait for it
+            return
+        call.emitted = True
+        self._current = index
+        yield ToolCall(
+            id=call.id or f"call_{index}",
+            function=ToolCall.FunctionBody(name=call.name, arguments=call.arguments),
+        )
+
+    def done(self, index: int) -> Iterator[StreamedMessagePart]:
+        """The provider says call `index` is complete: mark it, and start the next one."""
+        call = self._calls.get(index)
+        if call is None:
+            return
+        if index == self._current:
+            yield ToolCallPart(last=True)
+            del self._calls[index]
+            self._current = None
+            yield from self._start_next()
+
+    def finish(self) -> Iterator[StreamedMessagePart]:
+        """Send the calls still waiting, in order; mark the last call complete."""
+        if not self._calls:
+            return
+        for index in sorted(self._calls):
+            call = self._calls[index]
+            if not call.emitted:
+                call.emitted = True
+                yield ToolCall(
+                    id=call.id or f"call_{index}",
+                    function=ToolCall.FunctionBody(name=call.name or "", arguments=call.arguments),
+                )
+        self._calls.clear()
+        self._current = None
+        yield ToolCallPart(last=True)
+
+
+def _field(model: Any, name: str) -> Any:
+    """A declared or extra field of an SDK model, or None.
+
+    Not `getattr(model, name, None)`: on a pydantic model a missing attribute raises inside
+    `__getattr__`, about 12 µs, and this runs for every chunk.
+    """
+    value = model.__dict__.get(name)
+    if value is None and model.model_extra:
+        value = model.model_extra.get(name)
+    return value
+
+
+def usage_of(raw: Any) -> TokenUsage | None:
+    """`TokenUsage` from a Chat Completions `usage` object or dict."""
+    if raw is None:
+        return None
+    data = cast(Mapping[str, Any], raw if isinstance(raw, Mapping) else raw.model_dump())
+    prompt = int(data.get("prompt_tokens") or 0)
+    details = cast(Mapping[str, Any], data.get("prompt_tokens_details") or {})
+    cached = int(details.get("cached_tokens") or data.get("cached_tokens") or 0)
+    return TokenUsage(
+        input_other=prompt - cached,
+        output=int(data.get("completion_tokens") or 0),
+        input_cache_read=cached,
+    )
+
+
+class ChatCompletionsStream:
+    """A Chat Completions answer as `StreamedMessagePart`s."""
+
+    def __init__(self, stream: Any, reasoning_key: str | None) -> None:
+        self._stream = stream
+        self._reasoning_key = reasoning_key
+        self.id: str | None = None
+        self.usage: TokenUsage | None = None
+        self.finish_reason: str | None = None
+        self.request_id = request_id_of(stream, "x-request-id", "request-id")
+
+    async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
+        calls = ToolCallAssembler()
+        reasoning_key = self._reasoning_key
+        try:
+            async for chunk in self._stream:
+                self.id = chunk.id or self.id
+                if chunk.usage is not None:
+                    self.usage = usage_of(chunk.usage)
+                for choice in chunk.choices:
+                    delta = choice.delta
+                    if reasoning_key is not None:
+                        thinking = _field(delta, reasoning_key)
+                        if thinking:
+                            yield ThinkPart(think=thinking)
+                    if delta.content:
+                        yield TextPart(text=delta.content)
+                    for tc in delta.tool_calls or ():
+                        function = tc.function
+                        index = _field(tc, "index")
+                        for part in calls.feed(
+                            calls.index_for(tc.id) if index is None else index,
+                            tc.id,
+                            function.name if function else None,
+                            function.arguments if function else None,
+                        ):
+                            yield part
+                    extra_usage = _field(choice, "usage")  # Moonshot puts it here
+                    if extra_usage is not None:
+                        self.usage = usage_of(extra_usage)
+                    if choice.finish_reason is not None:
+                        self.finish_reason = choice.finish_reason
+                        for part in calls.finish():
+                            yield part
+        except (openai.OpenAIError, httpx2.HTTPError) as e:
+            raise convert_error(e) from e
+        for part in calls.finish():
+            yield part

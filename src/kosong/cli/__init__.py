@@ -1,0 +1,27 @@
+"""The `kosong` command: serve tools, inspect and call them, check a new version of a tool.
+
+    kosong serve MODULE:ATTR [--host --port --token --redis --max-body ...]
+    kosong tools list|schema|call TARGET ...        (TARGET: MODULE:ATTR or a server URL)
+    kosong compat OLD NEW
+
+Each subcommand is one function in its own module, added to the group in `_main.py`. Errors
+are one line on stderr and a non-zero exit code, never a traceback (set `KOSONG_DEBUG=1` to
+see one).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the `kosong` command with `argv` (default: the process's arguments); exits."""
+    try:
+        from kosong.cli._main import run
+    except ImportError as e:  # click (or another part of the server extra) is missing
+        print(f"kosong: {e}; install it with: pip install 'kosong[server]'", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(run(list(argv) if argv is not None else sys.argv[1:]))

@@ -1,0 +1,143 @@
+"""`kosong serve MODULE:ATTR`: serve a toolset over HTTP and SSE."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import re
+from typing import Any
+
+import click
+
+from kosong.cli._errors import CLIError
+from kosong.cli._load import load_toolset
+from kosong.server import DEFAULT_MAX_BODY, LOCAL_HOSTS, RateLimit, ServerConfig, bind, create_app
+from kosong.server import serve as serve_app
+
+__all__ = ["parse_size", "serve"]
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
+          "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}  # fmt: skip
+
+
+def parse_size(text: str) -> int:
+    """`16MiB`, `10MB`, `1048576` as a number of bytes.
+
+    Raises:
+        ValueError: not a size.
+    """
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = _UNITS.get(match.group(2).lower()) if match else None
+    if match is None or unit is None:
+        raise ValueError(f"{text!r} is not a size such as 16MiB, 10MB or 1048576")
+    return int(float(match.group(1)) * unit)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command()
+@click.argument("target", metavar="MODULE:ATTR")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--token", envvar="KOSONG_TOKEN", help="Bearer token every request must carry "
+              "(or KOSONG_TOKEN).")  # fmt: skip
+@click.option("--redis", "redis_url", metavar="URL", envvar="KOSONG_REDIS",
+              help="Redis shared by several processes: runs, cache, rate limits.")  # fmt: skip
+@click.option("--max-body", default=f"{DEFAULT_MAX_BODY // 2**20}MiB", show_default=True,
+              help="Largest request body (413 beyond).")  # fmt: skip
+@click.option("--rate-limit", default="100/s,burst=200", show_default=True,
+              help="Requests per principal, e.g. 100/s, 600/m,burst=50, or 'off'.")  # fmt: skip
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Host name requests may use besides the loopback ones ('*': any).")  # fmt: skip
+@click.option("--allow-origin", "allow_origins", multiple=True, metavar="ORIGIN",
+              help="Browser origin allowed to call, e.g. https://app.example.com.")  # fmt: skip
+@click.option(
+    "--grace",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Seconds in-flight calls get when shutting down.",
+)
+@click.option("--lease", default=5.0, show_default=True, type=click.FloatRange(0.1),
+              help="With --redis: seconds before a silent process counts as dead.")  # fmt: skip
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
+def serve(
+    target: str,
+    host: str,
+    port: int,
+    token: str | None,
+    redis_url: str | None,
+    max_body: str,
+    rate_limit: str,
+    allow_hosts: tuple[str, ...],
+    allow_origins: tuple[str, ...],
+    grace: float,
+    lease: float,
+    log_level: str,
+) -> int:
+    """Serve the tools of MODULE:ATTR (a Toolset, or a list of tools) over HTTP and SSE."""
+    toolset = load_toolset(target)
+    try:
+        limit = None if rate_limit.strip().lower() == "off" else RateLimit.parse(rate_limit)
+        body_limit = parse_size(max_body)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    hosts = (*LOCAL_HOSTS, *allow_hosts)
+    if not _loopback(host) and not allow_hosts:
+        click.echo(
+            f"kosong: listening on {host}, but only requests to {', '.join(LOCAL_HOSTS)} are "
+            "answered: add --allow-host NAME for the name clients use",
+            err=True,
+        )
+    config = ServerConfig(
+        token=token,
+        allowed_hosts=hosts,
+        allowed_origins=allow_origins,
+        max_body=body_limit,
+        rate_limit=limit,
+        redis_url=redis_url,
+        grace=grace,
+        lease=lease,
+    )
+    if redis_url is not None:
+        asyncio.run(_check_redis(redis_url))
+    app = create_app(toolset, config)
+    try:
+        sock = bind(host, port)
+    except OSError as e:
+        raise CLIError(str(e)) from None
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    count = len(toolset.tools)
+    click.echo(f"kosong: serving {count} tool(s) at http://{shown}:{bound} (Ctrl+C to stop)",
+               err=True)  # fmt: skip
+    try:
+        asyncio.run(serve_app(app, sock=sock, log_level=log_level))
+    except RuntimeError as e:
+        raise CLIError(f"the server stopped: {e}") from None
+    return 0
+
+
+async def _check_redis(url: str) -> None:
+    from kosong.server.redis_store import connect
+
+    try:
+        client = connect(url, socket_timeout=5)
+    except ValueError as e:
+        raise CLIError(f"--redis {url!r} is not a Redis URL: {e}") from None
+    try:
+        ping: Any = client.ping()  # pyright: ignore[reportUnknownMemberType]
+        await asyncio.wait_for(ping, 6)
+    except Exception as e:
+        reason = str(e) or type(e).__name__
+        raise CLIError(f"cannot reach Redis at {url}: {reason}") from None
+    finally:
+        await client.aclose()

@@ -1,0 +1,187 @@
+"""`kosong tools list|schema|call TARGET`: inspect and call the tools of a module or a server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import click
+
+from kosong.cli._errors import CLIError
+from kosong.cli._load import is_url, load_toolset
+from kosong.message import ToolCall
+from kosong.server import query_arguments
+from kosong.standard import PolicyToolset, to_envelope, with_policies
+from kosong.standard.policies import MetricsPolicy
+from kosong.tooling import Tool, Toolset
+
+__all__ = ["tools"]
+
+_TARGET = "TARGET: MODULE:ATTR, or the URL of a kosong server."
+
+
+@contextlib.asynccontextmanager
+async def _open(target: str, token: str | None) -> AsyncGenerator[Toolset]:
+    """The toolset `target` names; for a URL, a `RemoteToolset` with its tools listed."""
+    if not is_url(target):
+        yield load_toolset(target)
+        return
+    import httpx
+
+    from kosong.remote import RemoteToolset
+
+    remote = RemoteToolset(target, token=token)
+    try:
+        try:
+            await remote.refresh()
+        except httpx.HTTPStatusError as e:
+            raise CLIError(
+                f"{target} answered {e.response.status_code}: {_reason(e.response)}"
+            ) from None
+        except httpx.HTTPError as e:
+            raise CLIError(f"cannot reach {target}: {type(e).__name__}: {e}") from None
+        yield remote
+    finally:
+        await remote.aclose()
+
+
+def _reason(response: Any) -> str:
+    try:
+        return str(response.json()["error"]["message"])
+    except Exception:
+        return str(response.text[:200] or response.reason_phrase)
+
+
+def _find(toolset: Toolset, name: str) -> Tool:
+    for tool in toolset.tools:
+        if tool.name == name:
+            return tool
+    names = ", ".join(t.name for t in toolset.tools) or "none"
+    raise CLIError(f"no tool {name!r} (the tools: {names})")
+
+
+_token = click.option("--token", envvar="KOSONG_TOKEN", help="Bearer token for a server URL.")
+
+
+@click.group()
+def tools() -> None:
+    """List, describe and call the tools of a module or a server."""
+
+
+@tools.command("list")
+@click.argument("target")
+@click.option("--json", "as_json", is_flag=True, help="The definitions as JSON.")
+@_token
+def list_tools(target: str, as_json: bool, token: str | None) -> None:
+    """List the tools of TARGET (MODULE:ATTR or a server URL)."""
+
+    async def go() -> list[Tool]:
+        async with _open(target, token) as toolset:
+            return toolset.tools
+
+    found = asyncio.run(go())
+    if as_json:
+        click.echo(json.dumps([t.model_dump(mode="json") for t in found], indent=2))
+        return
+    width = max((len(t.name) for t in found), default=0)
+    for tool in found:
+        summary = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
+        click.echo(f"{tool.name.ljust(width)}  {summary}")
+
+
+@tools.command("schema")
+@click.argument("target")
+@click.argument("name", required=False)
+@_token
+def schema(target: str, name: str | None, token: str | None) -> None:
+    """Print the definition of tool NAME of TARGET as JSON (every tool without NAME)."""
+
+    async def go() -> Any:
+        async with _open(target, token) as toolset:
+            if name is None:
+                return [t.model_dump(mode="json") for t in toolset.tools]
+            return _find(toolset, name).model_dump(mode="json")
+
+    click.echo(json.dumps(asyncio.run(go()), indent=2, ensure_ascii=False))
+
+
+@tools.command("call")
+@click.argument("target")
+@click.argument("name")
+@click.argument("arguments", required=False)
+@click.option("-a", "--arg", "pairs", multiple=True, metavar="KEY=VALUE",
+              help="An argument (JSON for non-string parameters); repeatable.")  # fmt: skip
+@click.option("--progress/--no-progress", default=None,
+              help="Show a progress bar (default: when stderr is a terminal).")  # fmt: skip
+@_token
+def call(
+    target: str,
+    name: str,
+    arguments: str | None,
+    pairs: tuple[str, ...],
+    progress: bool | None,
+    token: str | None,
+) -> int:
+    """Call tool NAME of TARGET and print the result envelope (exit code 1 on an error).
+
+    ARGUMENTS is a JSON object; or give them one by one with -a KEY=VALUE.
+    """
+    if arguments is not None and pairs:
+        raise CLIError("give the arguments as JSON or with -a, not both")
+    show = progress if progress is not None else sys.stderr.isatty()
+
+    async def go() -> dict[str, Any]:
+        async with _open(target, token) as toolset:
+            text = arguments
+            if text is None:
+                items: list[tuple[str, str]] = []
+                for pair in pairs:
+                    key, eq, value = pair.partition("=")
+                    if not eq or not key:
+                        raise CLIError(f"-a {pair!r} is not KEY=VALUE")
+                    items.append((key, value))
+                text = json.dumps(query_arguments(_find(toolset, name), items))
+            pipeline: PolicyToolset = (
+                toolset if isinstance(toolset, PolicyToolset)
+                else with_policies(toolset, MetricsPolicy())
+            )  # fmt: skip
+            tool_call = ToolCall(
+                id="cli", function=ToolCall.FunctionBody(name=name, arguments=text)
+            )
+            out: Any = sys.stderr if show else _Null()
+            bar: Any
+            with click.progressbar(length=100, label=name, file=out) as bar:
+                done = 0
+                async with pipeline.stream(tool_call) as events:
+                    async for event in events:
+                        if event.result is not None:
+                            if show:
+                                bar.update(100 - done)
+                            return to_envelope(event.result).dump()
+                        percent = event.data.get("progress")
+                        if isinstance(percent, int | float) and percent > done and show:
+                            bar.label = f"{name}: {event.data.get('message') or ''}".strip(": ")
+                            bar.update(int(percent) - done)
+                            done = int(percent)
+            raise CLIError("the call ended without a result")
+
+    envelope = asyncio.run(go())
+    click.echo(json.dumps(envelope, indent=2, ensure_ascii=False))
+    return 0 if envelope.get("success") else 1
+
+
+class _Null:
+    """A file that swallows what is written (no progress bar)."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        return None
+
+    def isatty(self) -> bool:
+        return False

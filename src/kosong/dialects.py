@@ -1,0 +1,522 @@
+"""The dialect check: what each provider will reject or silently ignore in a tool definition.
+
+Every provider reads JSON Schema in its own dialect. A schema one accepts, another answers with
+an HTTP 400 (often in the middle of a conversation), or takes but never enforces.
+`check_tools(tools, dialects)` reports, for each tool and dialect, every such finding with its
+JSON path, the rule, the source of the rule, and a fix where one is safe (the schema means the
+same after it). `fix_tool(tool, dialect)` applies the safe fixes. Providers run the check
+before sending a request, so a schema the service would reject fails at once with the report.
+
+Dialects (`DIALECTS`):
+
+- `"openai"`: Chat Completions / Responses, `strict` off. Rejected: a root that is not an
+  object. Ignored: validation keywords (`pattern`, `minimum`...) are not enforced on what the
+  model writes (the toolset still validates them).
+- `"openai-strict"`: OpenAI's strict mode (Structured Outputs' supported subset): every
+  object closed, every property required, no unsupported keyword. Fix:
+  `kosong.standard.to_strict_schema` where it can convert the schema.
+- `"anthropic"`: the Messages API's `input_schema`. Rejected: a root that is not an object, or
+  `anyOf` / `oneOf` / `allOf` at the root. Ignored: validation keywords, as for OpenAI.
+- `"moonshot"` (alias `"kimi"`): Moonshot's "moonshot flavored JSON Schema". Rejected: a
+  schema without `type` (fix: the type its `enum`, `const`, `properties` or `items` imply); a
+  `type` beside `anyOf` / `oneOf` (fix: move it into each branch); a `$ref` with sibling
+  keywords (fix: inline the local reference); a root that is not an object; a tool name
+  shorter than 3 characters.
+- `"gemini"`: Gemini's function declarations, a subset of OpenAPI 3.0. Rejected: keywords
+  outside the subset (fix: `kosong.formats.to_gemini_schema` leaves them out), a list as
+  `type` and `const` (fix: `nullable` / `anyOf`, a one-value `enum`), `$ref` (fix: inline),
+  a root that is not an object.
+- `"mcp"`: MCP's `tools/list`. Rejected: an `inputSchema` that is not an object.
+
+The sources of the rules are in `SOURCES` and on the docs page `docs/dialects.md`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias, cast
+
+from kosong.formats import GEMINI_SCHEMA_KEYS, to_gemini_schema
+from kosong.standard import StrictSchemaError, check_strict_schema, to_strict_schema
+from kosong.tooling import Tool
+from kosong.utils.jsonschema import deref_json_schema
+
+__all__ = [
+    "DIALECTS",
+    "SOURCES",
+    "Dialect",
+    "DialectError",
+    "DialectReport",
+    "Effect",
+    "Finding",
+    "check_tools",
+    "fix_schema",
+    "fix_tool",
+]
+
+Dialect: TypeAlias = Literal["openai", "openai-strict", "anthropic", "moonshot", "gemini", "mcp"]
+"""A provider's dialect of JSON Schema."""
+
+Effect: TypeAlias = Literal["rejected", "ignored"]
+"""What the provider does with the finding: refuse the request, or take it and not apply it."""
+
+DIALECTS: tuple[Dialect, ...] = (
+    "openai",
+    "openai-strict",
+    "anthropic",
+    "moonshot",
+    "gemini",
+    "mcp",
+)
+"""Every dialect, in the order reports list them."""
+
+_ALIASES: dict[str, Dialect] = {"kimi": "moonshot"}
+
+SOURCES: dict[Dialect, tuple[str, ...]] = {
+    "openai": ("https://platform.openai.com/docs/guides/function-calling",),
+    "openai-strict": (
+        "https://platform.openai.com/docs/guides/structured-outputs#supported-schemas",
+    ),
+    "anthropic": (
+        "https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use",
+    ),
+    "moonshot": (
+        "https://platform.kimi.ai/docs/api/tool-use",
+        "https://github.com/MoonshotAI/kimi-cli/issues/2531",
+        "https://github.com/MoonshotAI/kimi-cli/issues/2061",
+        "https://github.com/earendil-works/pi/issues/5822",
+        "https://github.com/router-for-me/CLIProxyAPI/issues/5316",
+        "https://github.com/14790897/MiqroForge-Desktop/issues/1165",
+    ),
+    "gemini": (
+        "https://ai.google.dev/api/caching#Schema",
+        "https://ai.google.dev/gemini-api/docs/function-calling",
+    ),
+    "mcp": ("https://modelcontextprotocol.io/specification/2025-06-18/server/tools",),
+}
+"""Where each dialect's rules come from: the provider's documents, and for Moonshot, whose
+documents do not list its schema rules, the 400 answers its API gave (quoted in those issues)."""
+
+_VALIDATION_KEYWORDS = (
+    "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "uniqueItems",
+    "minProperties", "maxProperties",
+)  # fmt: skip
+_COMPOSITIONS = ("anyOf", "oneOf", "allOf")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_SUBSCHEMAS = ("items", "additionalProperties", "not", "if", "then", "else", "contains")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One thing a provider will reject or ignore in one tool's definition."""
+
+    tool: str
+    """The tool's name."""
+    dialect: Dialect
+    """The provider dialect."""
+    path: str
+    """Where, as a JSON path into the definition (`parameters.properties.city`)."""
+    rule: str
+    """The rule, as a short id (`moonshot.type-required`)."""
+    effect: Effect
+    """"rejected": the request fails; "ignored": accepted but not applied."""
+    message: str
+    """What is wrong, in words."""
+    fix: str | None = None
+    """The safe fix (`fix_tool` applies it), or None when there is none."""
+
+    def __str__(self) -> str:
+        fix = f" (fix: {self.fix})" if self.fix else ""
+        return f"{self.effect}: {self.path}: {self.message} [{self.rule}]{fix}"
+
+
+@dataclass(frozen=True, slots=True)
+class DialectReport:
+    """The findings of `check_tools`, with a plain-text rendering (`str(report)`)."""
+
+    tools: list[str]
+    """The names of the tools checked."""
+    dialects: list[Dialect]
+    """The dialects checked."""
+    findings: list[Finding] = field(default_factory=list[Finding])
+    """Every finding, by tool, then dialect."""
+
+    @property
+    def ok(self) -> bool:
+        """True when no provider checked will reject any tool."""
+        return not self.rejected
+
+    @property
+    def rejected(self) -> list[Finding]:
+        """The findings that make a request fail."""
+        return [f for f in self.findings if f.effect == "rejected"]
+
+    @property
+    def ignored(self) -> list[Finding]:
+        """The findings a provider accepts but does not apply."""
+        return [f for f in self.findings if f.effect == "ignored"]
+
+    def for_dialect(self, dialect: str) -> list[Finding]:
+        """The findings of one dialect."""
+        name = _dialect(dialect)
+        return [f for f in self.findings if f.dialect == name]
+
+    def render(self, *, include_ignored: bool = True) -> str:
+        """The report as text: one block per tool and dialect, then a summary line."""
+        lines: list[str] = []
+        for tool in self.tools:
+            for dialect in self.dialects:
+                found = [
+                    f
+                    for f in self.findings
+                    if f.tool == tool
+                    and f.dialect == dialect
+                    and (include_ignored or f.effect == "rejected")
+                ]
+                verdict = "rejected" if any(f.effect == "rejected" for f in found) else "ok"
+                lines.append(f"{tool} [{dialect}]: {verdict}")
+                lines.extend(f"  {f}" for f in found)
+        rejected, ignored = len(self.rejected), len(self.ignored)
+        lines.append(
+            f"{len(self.tools)} tool(s), {len(self.dialects)} dialect(s): "
+            f"{rejected} rejected, {ignored} ignored"
+        )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class DialectError(ValueError):
+    """A provider will reject a tool definition; `report` says where and why."""
+
+    def __init__(self, provider: str, report: DialectReport) -> None:
+        """Refuse to send the tools `report` rejects."""
+        rejected = "\n".join(f"  {f.tool}: {f}" for f in report.rejected)
+        super().__init__(
+            f"{provider} would reject these tool definitions, so the request was not sent:\n"
+            f"{rejected}\nFix the schemas (`kosong.dialects.fix_tool` applies the safe fixes)."
+        )
+        self.report = report
+        """The full report."""
+
+
+def _dialect(name: str) -> Dialect:
+    lowered = name.lower()
+    lowered = _ALIASES.get(lowered, lowered)
+    if lowered not in DIALECTS:
+        known = ", ".join(DIALECTS)
+        raise ValueError(f"unknown dialect {name!r}; known dialects: {known} (and 'kimi')")
+    return lowered
+
+
+def _as_tool(tool: Tool | Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    if isinstance(tool, Tool):
+        return tool.name, tool.parameters
+    data = cast(Mapping[str, Any], tool.get("function", tool))
+    for key in ("parameters", "inputSchema", "input_schema"):
+        schema = data.get(key)
+        if isinstance(schema, Mapping):
+            return str(data.get("name", "")), dict(cast(Mapping[str, Any], schema))
+    return str(data.get("name", "")), {}
+
+
+def check_tools(
+    tools: Iterable[Tool | Mapping[str, Any]],
+    dialects: Iterable[str] | None = None,
+    *,
+    include_ignored: bool = True,
+) -> DialectReport:
+    """Check each tool against each dialect (all of `DIALECTS` by default).
+
+    A tool may be a `Tool` or a definition dict in any provider format (with `parameters`,
+    `input_schema` or `inputSchema`). `include_ignored=False` leaves out what providers only
+    ignore.
+
+    Raises:
+        ValueError: a dialect name is unknown.
+    """
+    chosen: list[Dialect] = [_dialect(d) for d in (DIALECTS if dialects is None else dialects)]
+    names: list[str] = []
+    findings: list[Finding] = []
+    for tool in tools:
+        name, schema = _as_tool(tool)
+        names.append(name)
+        for dialect in chosen:
+            for finding in _CHECKS[dialect](name, schema):
+                if include_ignored or finding.effect == "rejected":
+                    findings.append(finding)
+    return DialectReport(names, chosen, findings)
+
+
+def fix_schema(schema: Mapping[str, Any], dialect: str) -> dict[str, Any]:
+    """A copy of `schema` with the dialect's safe fixes applied (see the module doc).
+
+    What has no safe fix is left as it is; `check_tools` still reports it.
+    """
+    name = _dialect(dialect)
+    fixed = copy.deepcopy(dict(schema))
+    if name == "moonshot":
+        return _fix_moonshot(fixed)
+    if name == "gemini":
+        try:
+            return to_gemini_schema(fixed)
+        except ValueError:
+            return fixed
+    if name == "openai-strict":
+        try:
+            return to_strict_schema(fixed)
+        except StrictSchemaError:
+            return fixed
+    return fixed
+
+
+def fix_tool(tool: Tool, dialect: str) -> Tool:
+    """A copy of `tool` whose parameters have the dialect's safe fixes applied."""
+    fixed = fix_schema(tool.parameters, dialect)
+    if fixed == tool.parameters:
+        return tool
+    return tool.model_copy(update={"parameters": fixed})
+
+
+# --- walking a schema ------------------------------------------------------------------------
+
+
+def _walk(node: Any, path: str) -> Iterator[tuple[dict[str, Any], str]]:
+    """Every schema object in `node`, with its JSON path, parents before children."""
+    if not isinstance(node, dict):
+        return
+    node = cast(dict[str, Any], node)
+    yield node, path
+    for key in _SUBSCHEMA_MAPS:
+        children = node.get(key)
+        if isinstance(children, dict):
+            for name, child in cast(dict[str, Any], children).items():
+                yield from _walk(child, f"{path}.{key}.{name}")
+    for key in _SUBSCHEMA_LISTS:
+        children = node.get(key)
+        if isinstance(children, list):
+            for i, child in enumerate(cast(list[Any], children)):
+                yield from _walk(child, f"{path}.{key}[{i}]")
+    for key in _SUBSCHEMAS:
+        yield from _walk(node.get(key), f"{path}.{key}")
+
+
+def _root_object(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
+    if schema.get("type") == "object":
+        return []
+    return [
+        Finding(
+            name, dialect, "parameters", f"{dialect}.root-object", "rejected",
+            f"the parameters must be a JSON Schema of type \"object\", got type "
+            f"{schema.get('type')!r}",
+        )
+    ]  # fmt: skip
+
+
+def _ignored_keywords(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
+    found: list[Finding] = []
+    for node, path in _walk(schema, "parameters"):
+        for key in _VALIDATION_KEYWORDS:
+            if key in node:
+                found.append(
+                    Finding(
+                        name, dialect, f"{path}.{key}", f"{dialect}.not-enforced", "ignored",
+                        f"`{key}` guides the model but is not enforced on what it writes "
+                        "(no strict mode); the toolset still validates it",
+                    )
+                )  # fmt: skip
+    return found
+
+
+def _check_openai(name: str, schema: dict[str, Any]) -> list[Finding]:
+    return _root_object(name, schema, "openai") + _ignored_keywords(name, schema, "openai")
+
+
+def _check_openai_strict(name: str, schema: dict[str, Any]) -> list[Finding]:
+    problems = check_strict_schema(schema)
+    if not problems:
+        return []
+    try:
+        to_strict_schema(schema)
+        fix = "kosong.standard.to_strict_schema converts it"
+    except StrictSchemaError:
+        fix = None
+    found: list[Finding] = []
+    for problem in problems:
+        path, _, message = problem.partition(": ")
+        found.append(
+            Finding(name, "openai-strict", path, "openai-strict.supported-schema", "rejected",
+                    message, fix)
+        )  # fmt: skip
+    return found
+
+
+def _check_anthropic(name: str, schema: dict[str, Any]) -> list[Finding]:
+    found = _root_object(name, schema, "anthropic")
+    for key in _COMPOSITIONS:
+        if key in schema:
+            found.append(
+                Finding(
+                    name, "anthropic", f"parameters.{key}", "anthropic.root-composition",
+                    "rejected", f"input_schema does not support {key} at the top level",
+                )
+            )  # fmt: skip
+    return found + _ignored_keywords(name, schema, "anthropic")
+
+
+def _implied_type(node: Mapping[str, Any]) -> str | None:
+    """The type a schema without `type` implies, when it implies exactly one."""
+    if "properties" in node:
+        return "object"
+    if "items" in node:
+        return "array"
+    values = node.get("enum") if "enum" in node else [node["const"]] if "const" in node else None
+    if not values:
+        return None
+    kinds = {_json_type(v) for v in cast(list[Any], values)}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _check_moonshot(name: str, schema: dict[str, Any]) -> list[Finding]:
+    found = _root_object(name, schema, "moonshot")
+    if len(name) < 3:
+        found.append(
+            Finding(
+                name, "moonshot", "name", "moonshot.name", "rejected",
+                "Moonshot's tool names match ^[a-zA-Z_][a-zA-Z0-9-_]{2,63}$: at least 3 "
+                "characters",
+            )
+        )  # fmt: skip
+    for node, path in _walk(schema, "parameters"):
+        composition = next((k for k in ("anyOf", "oneOf") if k in node), None)
+        if "$ref" in node:
+            siblings = sorted(k for k in node if k != "$ref")
+            local = str(node["$ref"]).startswith("#")
+            if siblings:
+                found.append(
+                    Finding(
+                        name, "moonshot", path, "moonshot.ref-siblings", "rejected",
+                        f"a `$ref` with sibling keywords {siblings}: Moonshot wants them in "
+                        "the referenced schema",
+                        "inline the local reference" if local else None,
+                    )
+                )  # fmt: skip
+        elif composition is not None:
+            if "type" in node:
+                # At the root the type must stay ("object"), so there is nothing safe to move.
+                fix = (
+                    f"move `type` into each {composition} branch" if path != "parameters" else None
+                )
+                found.append(
+                    Finding(
+                        name, "moonshot", path, "moonshot.type-beside-anyof", "rejected",
+                        f"when using {composition}, the type goes in each {composition} branch, "
+                        "not the parent schema", fix,
+                    )
+                )  # fmt: skip
+        elif "type" not in node and "allOf" not in node:
+            implied = _implied_type(node)
+            found.append(
+                Finding(
+                    name, "moonshot", path, "moonshot.type-required", "rejected",
+                    "type is not defined (Moonshot needs an explicit type on every schema)",
+                    f'add "type": "{implied}", which its keywords imply' if implied else None,
+                )
+            )  # fmt: skip
+    return found
+
+
+def _fix_moonshot(schema: dict[str, Any]) -> dict[str, Any]:
+    with contextlib.suppress(ValueError):  # a dangling reference: left for the check to report
+        schema = deref_json_schema(schema)
+    for node, path in list(_walk(schema, "parameters")):
+        if "$ref" in node or path == "parameters":
+            continue
+        composition = next((k for k in ("anyOf", "oneOf") if k in node), None)
+        if composition is not None and "type" in node:
+            type_ = node.pop("type")
+            for branch in cast(list[Any], node[composition]):
+                if isinstance(branch, dict) and "type" not in branch and "$ref" not in branch:
+                    cast(dict[str, Any], branch)["type"] = copy.deepcopy(type_)
+        elif composition is None and "type" not in node and "allOf" not in node:
+            implied = _implied_type(node)
+            if implied is not None:
+                node["type"] = implied
+    return schema
+
+
+def _check_gemini(name: str, schema: dict[str, Any]) -> list[Finding]:
+    found = _root_object(name, schema, "gemini")
+    for node, path in _walk(schema, "parameters"):
+        for key, value in node.items():
+            where = f"{path}.{key}"
+            if key == "type" and isinstance(value, list):
+                found.append(
+                    Finding(
+                        name, "gemini", where, "gemini.type-list", "rejected",
+                        "a list of types is not accepted",
+                        '"nullable": true for a null type, anyOf for several',
+                    )
+                )  # fmt: skip
+            elif key == "const":
+                found.append(
+                    Finding(name, "gemini", where, "gemini.const", "rejected",
+                            "`const` is not in Gemini's schema subset", "a one-value enum")
+                )  # fmt: skip
+            elif key == "$ref":
+                found.append(
+                    Finding(name, "gemini", where, "gemini.ref", "rejected",
+                            "references are not in Gemini's schema subset",
+                            "inline the local reference" if str(value).startswith("#") else None)
+                )  # fmt: skip
+            elif key in ("$defs", "definitions"):
+                continue  # reported through the references that use them
+            elif key not in GEMINI_SCHEMA_KEYS:
+                found.append(
+                    Finding(
+                        name, "gemini", where, "gemini.unknown-field", "rejected",
+                        f"`{key}` is not a field of Gemini's Schema (an unknown field is a 400)",
+                        "leave it out (kosong.formats.to_gemini_schema does); the model no "
+                        "longer reads it, the toolset still validates it",
+                    )
+                )  # fmt: skip
+    return found
+
+
+def _check_mcp(name: str, schema: dict[str, Any]) -> list[Finding]:
+    found = _root_object(name, schema, "mcp")
+    return [
+        Finding(f.tool, f.dialect, "inputSchema", f.rule, f.effect,
+                'inputSchema must be a JSON Schema of type "object"')
+        for f in found
+    ]  # fmt: skip
+
+
+_CHECKS: dict[Dialect, Callable[[str, dict[str, Any]], list[Finding]]] = {
+    "openai": _check_openai,
+    "openai-strict": _check_openai_strict,
+    "anthropic": _check_anthropic,
+    "moonshot": _check_moonshot,
+    "gemini": _check_gemini,
+    "mcp": _check_mcp,
+}

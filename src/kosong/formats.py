@@ -1,0 +1,287 @@
+"""Tool definitions in each provider's format, and back to `Tool`.
+
+| function | shape |
+|---|---|
+| `to_openai_chat_tool` | `{"type": "function", "function": {name, description, parameters}}` |
+| `to_openai_responses_tool` | `{"type": "function", name, description, parameters, strict}` |
+| `to_anthropic_tool` | `{name, description, input_schema}` |
+| `to_gemini_function_declaration` | `{name, description, parameters}` in Gemini's OpenAPI subset |
+| `to_mcp_tool` | `{name, title?, description, inputSchema, annotations?}` |
+
+Each `from_*` function reads that shape back into a `Tool` (a bare OpenAI `function` object
+is accepted too). The conversions copy the schema; the `Tool` is not changed.
+
+`strict` comes from the tool's metadata: an OpenAI Chat tool carries it only when the tool
+declares it, while a Responses tool always states it, since the Responses API makes a function
+strict when `strict` is left out. MCP's `annotations` come from the tool's behaviour hints and
+`title`.
+
+Gemini reads a subset of OpenAPI 3.0 rather than JSON Schema. `to_gemini_function_declaration`
+converts what has a safe equivalent (local `$ref`s inlined, `["string", "null"]` to
+`nullable`, `const` to a one-value `enum`) and leaves out keywords the subset lacks, which
+Gemini would reject as unknown fields; `kosong.dialects.check_tools(..., ["gemini"])` lists
+what is left out.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, cast
+
+from kosong.tooling import Tool
+from kosong.utils.jsonschema import deref_json_schema
+
+__all__ = [
+    "GEMINI_SCHEMA_KEYS",
+    "from_anthropic_tool",
+    "from_gemini_function_declaration",
+    "from_mcp_tool",
+    "from_openai_chat_tool",
+    "from_openai_responses_tool",
+    "to_anthropic_tool",
+    "to_gemini_function_declaration",
+    "to_gemini_schema",
+    "to_mcp_tool",
+    "to_openai_chat_tool",
+    "to_openai_responses_tool",
+]
+
+GEMINI_SCHEMA_KEYS = frozenset(
+    {"type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
+     "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
+     "pattern", "example", "anyOf", "propertyOrdering", "default", "items", "minimum",
+     "maximum"}
+)  # fmt: skip
+"""The fields of Gemini's `Schema` object (its API reference, `Schema`)."""
+
+_HINTS = {
+    "read_only_hint": "readOnlyHint",
+    "destructive_hint": "destructiveHint",
+    "idempotent_hint": "idempotentHint",
+    "open_world_hint": "openWorldHint",
+}
+
+
+def _parameters(tool: Tool) -> dict[str, Any]:
+    return copy.deepcopy(tool.parameters)
+
+
+def to_openai_chat_tool(tool: Tool) -> dict[str, Any]:
+    """The tool as a Chat Completions `tools` entry; `strict` only when the tool declares it."""
+    function: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": _parameters(tool),
+    }
+    if tool.strict is not None:
+        function["strict"] = tool.strict
+    return {"type": "function", "function": function}
+
+
+def to_openai_responses_tool(tool: Tool) -> dict[str, Any]:
+    """The tool as a Responses API `tools` entry; `strict` always stated."""
+    return {
+        "type": "function",
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": _parameters(tool),
+        "strict": bool(tool.strict),
+    }
+
+
+def to_anthropic_tool(tool: Tool) -> dict[str, Any]:
+    """The tool as an Anthropic Messages API `tools` entry."""
+    return {"name": tool.name, "description": tool.description, "input_schema": _parameters(tool)}
+
+
+def to_gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON Schema converted to Gemini's OpenAPI subset (see the module doc).
+
+    Raises:
+        ValueError: a local `$ref` points at nothing, or a recursive one cannot be inlined
+            (Gemini's subset has no references).
+    """
+    flat = deref_json_schema(dict(schema))
+    return _gemini(flat)
+
+
+def _gemini(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    node = cast(dict[str, Any], node)
+    if "$ref" in node:
+        raise ValueError(
+            f"the recursive reference {node['$ref']!r} cannot be expressed for Gemini, "
+            "whose schemas have no references"
+        )
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "type" and isinstance(value, list):
+            types = [t for t in cast(list[Any], value) if t != "null"]
+            if len(types) == 1:
+                out["type"] = types[0]
+            else:
+                out["anyOf"] = [{"type": t} for t in types]
+            if len(types) < len(cast(list[Any], value)):
+                out["nullable"] = True
+        elif key == "const":
+            out.setdefault("enum", [value])
+        elif key == "properties" and isinstance(value, dict):
+            out[key] = {k: _gemini(v) for k, v in cast(dict[str, Any], value).items()}
+        elif key in ("items",):
+            out[key] = _gemini(value)
+        elif key == "anyOf" and isinstance(value, list):
+            out[key] = [_gemini(v) for v in cast(list[Any], value)]
+        elif key in GEMINI_SCHEMA_KEYS:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def to_gemini_function_declaration(tool: Tool) -> dict[str, Any]:
+    """The tool as a Gemini `functionDeclarations` entry (see the module doc)."""
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": to_gemini_schema(tool.parameters),
+    }
+
+
+def to_mcp_tool(tool: Tool) -> dict[str, Any]:
+    """The tool as an MCP tool definition (`tools/list`), with hints as `annotations`."""
+    out: dict[str, Any] = {"name": tool.name}
+    if tool.title is not None:
+        out["title"] = tool.title
+    out["description"] = tool.description
+    out["inputSchema"] = _parameters(tool)
+    annotations: dict[str, Any] = {}
+    if tool.title is not None:
+        annotations["title"] = tool.title
+    for attribute, key in _HINTS.items():
+        value = getattr(tool, attribute)
+        if value is not None:
+            annotations[key] = value
+    if annotations:
+        out["annotations"] = annotations
+    return out
+
+
+def _require(data: Mapping[str, Any], key: str, where: str) -> Any:
+    if key not in data:
+        raise ValueError(f"{where} has no `{key}`; got keys {sorted(data)}")
+    return data[key]
+
+
+def _tool(name: Any, description: Any, parameters: Any, **metadata: Any) -> Tool:
+    params: Any = parameters if parameters is not None else {"type": "object", "properties": {}}
+    return Tool(
+        name=name,
+        description=description or "",
+        parameters=copy.deepcopy(params),
+        **{k: v for k, v in metadata.items() if v is not None},
+    )
+
+
+def from_openai_chat_tool(data: Mapping[str, Any]) -> Tool:
+    """A `Tool` from a Chat Completions tool (or its bare `function` object).
+
+    Raises:
+        ValueError: a required key is missing.
+        pydantic.ValidationError: the definition is not a valid `Tool`.
+    """
+    function = data.get("function", data) if data.get("type", "function") == "function" else None
+    if not isinstance(function, Mapping):
+        raise ValueError(f"not an OpenAI function tool: {dict(data)!r}")
+    function = cast(Mapping[str, Any], function)
+    return _tool(
+        _require(function, "name", "an OpenAI tool"),
+        function.get("description"),
+        function.get("parameters"),
+        strict=function.get("strict"),
+    )
+
+
+def from_openai_responses_tool(data: Mapping[str, Any]) -> Tool:
+    """A `Tool` from a Responses API function tool.
+
+    Raises:
+        ValueError: a required key is missing.
+        pydantic.ValidationError: the definition is not a valid `Tool`.
+    """
+    return _tool(
+        _require(data, "name", "a Responses tool"),
+        data.get("description"),
+        data.get("parameters"),
+        strict=data.get("strict"),
+    )
+
+
+def from_anthropic_tool(data: Mapping[str, Any]) -> Tool:
+    """A `Tool` from an Anthropic tool definition.
+
+    Raises:
+        ValueError: a required key is missing.
+        pydantic.ValidationError: the definition is not a valid `Tool`.
+    """
+    return _tool(
+        _require(data, "name", "an Anthropic tool"),
+        data.get("description"),
+        _require(data, "input_schema", "an Anthropic tool"),
+    )
+
+
+def from_gemini_function_declaration(data: Mapping[str, Any]) -> Tool:
+    """A `Tool` from a Gemini function declaration (`parameters` or `parametersJsonSchema`).
+
+    Gemini's `nullable: true` becomes a `"null"` type, and upper-case type names (`"OBJECT"`,
+    as Google's SDKs write them) become JSON Schema's lower-case ones.
+
+    Raises:
+        ValueError: a required key is missing.
+        pydantic.ValidationError: the definition is not a valid `Tool`.
+    """
+    schema = data.get("parametersJsonSchema", data.get("parameters_json_schema"))
+    if schema is None and data.get("parameters") is not None:
+        schema = _from_gemini(data["parameters"])
+    return _tool(_require(data, "name", "a Gemini declaration"), data.get("description"), schema)
+
+
+def _from_gemini(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_from_gemini(v) for v in cast(list[Any], node)]
+    if not isinstance(node, dict):
+        return node
+    node = cast(dict[str, Any], node)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "nullable":
+            continue
+        if key == "type" and isinstance(value, str):
+            out[key] = value.lower()
+        elif key == "properties" and isinstance(value, dict):
+            out[key] = {k: _from_gemini(v) for k, v in cast(dict[str, Any], value).items()}
+        elif key in ("items", "anyOf"):
+            out[key] = _from_gemini(value)
+        else:
+            out[key] = copy.deepcopy(value)
+    if node.get("nullable") is True and isinstance(out.get("type"), str):
+        out["type"] = [out["type"], "null"]
+    return out
+
+
+def from_mcp_tool(data: Mapping[str, Any]) -> Tool:
+    """A `Tool` from an MCP tool definition; `annotations` become the behaviour hints.
+
+    Raises:
+        ValueError: a required key is missing.
+        pydantic.ValidationError: the definition is not a valid `Tool`.
+    """
+    annotations = cast(Mapping[str, Any], data.get("annotations") or {})
+    hints = {attribute: annotations.get(key) for attribute, key in _HINTS.items()}
+    return _tool(
+        _require(data, "name", "an MCP tool"),
+        data.get("description"),
+        _require(data, "inputSchema", "an MCP tool"),
+        title=data.get("title", annotations.get("title")),
+        **hints,
+    )

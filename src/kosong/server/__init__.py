@@ -1,0 +1,55 @@
+"""Serve any toolset over HTTP and SSE (`pip install 'kosong[server]'`).
+
+    from kosong.server import ServerConfig, create_app, serve
+
+    app = create_app(toolset, ServerConfig(token="s3cret"))
+    await serve(app, port=8000)          # or: kosong serve my_tools:toolset
+
+- `create_app(toolset, config)`: a Starlette app with the routes of `GET /tools`,
+  `POST /tools/{name}`, SSE streams of calls that outlive their connections (runs, resumed
+  with `Last-Event-ID` or `GET /runs/{id}`, cancelled with `DELETE /runs/{id}`), `/healthz`
+  and `/metrics`, every request checked first (Host, Origin, bearer token, rate limit, body
+  size). `ServerConfig` holds the settings, with safe defaults.
+- `EventStore` and `MemoryEventStore`: where runs' events are kept (`RedisEventStore`, in
+  `kosong.server.redis_store`, shares them between processes).
+- `serve(app)` runs the app until a signal; `serving(app)` runs it in the background.
+"""
+
+from kosong.server._app import Server, as_toolset, create_app, query_arguments
+from kosong.server._config import DEFAULT_MAX_BODY, LOCAL_HOSTS, ServerConfig
+from kosong.server._limits import MemoryRateLimiter, RateLimit, RateLimiter
+from kosong.server._serve import bind, serve, serving
+from kosong.server._store import (
+    START,
+    EventStore,
+    MemoryEventStore,
+    StoredEvent,
+    StoreFullError,
+    StreamInfo,
+    event_id,
+    split_event_id,
+)
+
+__all__ = [
+    "DEFAULT_MAX_BODY",
+    "LOCAL_HOSTS",
+    "START",
+    "EventStore",
+    "MemoryEventStore",
+    "MemoryRateLimiter",
+    "RateLimit",
+    "RateLimiter",
+    "Server",
+    "ServerConfig",
+    "StoreFullError",
+    "StoredEvent",
+    "StreamInfo",
+    "as_toolset",
+    "bind",
+    "create_app",
+    "event_id",
+    "query_arguments",
+    "serve",
+    "serving",
+    "split_event_id",
+]

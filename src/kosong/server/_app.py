@@ -1,0 +1,489 @@
+"""`create_app`: any toolset served over HTTP and SSE, through the standard's pipeline.
+
+Routes (every one behind the `Guard`, and so is anything mounted later):
+
+    GET    /healthz                 {"status": "ok"} (503 while shutting down)
+    GET    /metrics                 Prometheus text: the metrics policy's, and the server's
+    GET    /tools                   {"tools": [definition, ...]}
+    GET    /tools/{name}            one definition (404 for an unknown tool)
+    POST   /tools/{name}            call: JSON body = arguments -> the envelope, with the
+                                    HTTP status of the standard's error code
+    GET    /tools/{name}/sse        call streamed as SSE (arguments as query parameters)
+    POST   /tools/{name}/sse        the same, arguments as a JSON body
+    GET    /runs/{run_id}           a run's events (from `Last-Event-ID` on), then live ones
+    DELETE /runs/{run_id}           cancel a run
+
+`/` is left free (a page may be mounted there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections import Counter
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, cast
+
+import anyio
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from kosong.message import ToolCall
+from kosong.server._config import ServerConfig
+from kosong.server._guard import PRINCIPAL, Guard, error_body
+from kosong.server._limits import MemoryRateLimiter, RateLimiter
+from kosong.server._runs import RunNotFoundError, Runs, ShuttingDownError
+from kosong.server._store import (
+    START,
+    EventStore,
+    MemoryEventStore,
+    StoreFullError,
+    split_event_id,
+)
+from kosong.standard import CATALOG, PolicyToolset, error_code, to_envelope, with_policies
+from kosong.standard.policies import CachePolicy, MemoryCache, MetricsPolicy, MetricsRegistry
+from kosong.tooling import Tool, Toolset
+from kosong.tooling.simple import SimpleToolset
+
+__all__ = ["Server", "as_toolset", "create_app", "query_arguments"]
+
+logger = logging.getLogger(__name__)
+
+Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
+
+_JSON = "application/json"
+
+
+def as_toolset(target: object) -> Toolset:
+    """`target` as a toolset: a `Toolset` itself, or tools in a `SimpleToolset`.
+
+    A tool, or a list (tuple, set) of tools.
+
+    Raises:
+        TypeError: `target` is none of these.
+    """
+    if isinstance(target, Toolset):
+        return target
+    if isinstance(target, Tool):
+        raise TypeError(
+            f"`{target.name}` is a definition only (a Tool); serve a callable tool "
+            "(CallableTool, CallableTool2, @tool) or a Toolset"
+        )
+    if isinstance(target, list | tuple | set | frozenset):
+        return SimpleToolset(list(cast(Iterable[Any], target)))
+    try:
+        return SimpleToolset([target])  # pyright: ignore[reportArgumentType]
+    except Exception:
+        raise TypeError(
+            f"expected a Toolset, a tool or a list of tools, got {type(target).__name__}"
+        ) from None
+
+
+def _json(body: object, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    return Response(text, status, headers=headers, media_type=_JSON)
+
+
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    return Response(error_body(code, message), status, headers=headers, media_type=_JSON)
+
+
+class Server:
+    """What an app serves with: its pipeline, runs, store and checks (`app.state.kosong`)."""
+
+    def __init__(self, toolset: Toolset, config: ServerConfig) -> None:
+        """Serve `toolset` as `config` says (see `create_app`)."""
+        self.config = config
+        self.redis: Any = None
+        limiter: RateLimiter | None = None
+        cache_backend: Any = None
+        store = config.event_store
+        if config.redis_url is not None:
+            from kosong.server.redis_store import RedisEventStore, RedisRateLimiter, connect
+            from kosong.standard.policies import RedisCache
+
+            self.redis = connect(config.redis_url)
+            store = RedisEventStore(self.redis, ttl=config.run_ttl, lease=config.lease)
+            if config.rate_limit is not None:
+                limiter = RedisRateLimiter(self.redis, config.rate_limit)
+            cache_backend = RedisCache(self.redis)
+        elif config.rate_limit is not None:
+            limiter = MemoryRateLimiter(config.rate_limit)
+        self.store: EventStore = (
+            store if store is not None else MemoryEventStore(ttl=config.run_ttl)
+        )
+        self.toolset, self.metrics = _pipeline(toolset, cache_backend)
+        self.runs = Runs(self.toolset, self.store, max_runs=config.max_runs, idle=config.idle)
+        self.limiter = limiter
+        self.guard: Guard | None = None
+        self._drain: Any = None
+        self._shutdown: Any = None
+        self._watcher: Any = None
+
+    async def drain(self) -> None:
+        """Shut down gracefully (once): runs get the grace period, then end with an error."""
+        if self._drain is None:
+            self._drain = _spawn(self.runs.drain(self.config.grace))
+        await asyncio.shield(self._drain)  # one waiter leaving must not cancel it
+
+    async def startup(self) -> None:
+        """Check that Redis answers (when configured).
+
+        Raises:
+            ConnectionError: Redis does not answer.
+        """
+        self._drain = None  # an app may be served again after it shut down
+        self.runs.reopen()
+        self._shutdown = anyio.Event()
+        self._watcher = _spawn(self._drain_on(self._shutdown))
+        if self.redis is not None:
+            try:
+                with anyio.fail_after(5):
+                    await self.redis.ping()
+            except Exception as e:
+                raise ConnectionError(
+                    f"cannot reach Redis at {self.config.redis_url}: {e or type(e).__name__}"
+                ) from e
+
+    async def aclose(self) -> None:
+        """Drain, then release the store, the limiter and the Redis client."""
+        await self.drain()
+        if self._watcher is not None:
+            self._watcher.cancel()
+        await self.runs.aclose()
+        await self.store.aclose()
+        if self.limiter is not None:
+            await self.limiter.aclose()
+        if self.redis is not None:
+            with contextlib.suppress(Exception):
+                await self.redis.aclose()
+
+    # --- routes --------------------------------------------------------------------------
+
+    async def healthz(self, request: Request) -> Response:
+        """Liveness: 200, or 503 while shutting down (so a balancer stops sending)."""
+        if self.runs.draining:
+            return _json({"status": "draining"}, 503)
+        return _json({"status": "ok"})
+
+    async def metrics_text(self, request: Request) -> Response:
+        """The metrics policy's counters and the server's, in Prometheus text."""
+        lines = [self.metrics.prometheus_text().rstrip("\n")]
+
+        def gauge(name: str, help_text: str, value: int) -> None:
+            lines.extend(
+                (
+                    f"# HELP kosong_server_{name} {help_text}",
+                    f"# TYPE kosong_server_{name} gauge",
+                    f"kosong_server_{name} {value}",
+                )
+            )
+
+        gauge("runs_active", "Streamed calls running in this process.", self.runs.active)
+        gauge("streams_open", "SSE responses following a run right now.", self.runs.followers)
+        lines += [
+            "# HELP kosong_server_rejected_requests_total Requests refused before any route.",
+            "# TYPE kosong_server_rejected_requests_total counter",
+        ]
+        rejected: Counter[str] = self.guard.rejected if self.guard is not None else Counter()
+        for reason in ("auth", "body", "host", "origin", "rate"):
+            count = rejected.get(reason, 0)
+            lines.append(f'kosong_server_rejected_requests_total{{reason="{reason}"}} {count}')
+        return Response("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
+
+    async def list_tools(self, request: Request) -> Response:
+        """Every tool's definition."""
+        return _json({"tools": [t.model_dump(mode="json") for t in self.toolset.tools]})
+
+    def _unknown_tool(self, name: str) -> Response:
+        return _error(404, "TOOL_NOT_FOUND", f"Tool `{name}` not found")
+
+    async def get_tool(self, request: Request) -> Response:
+        """One tool's definition."""
+        name: str = request.path_params["name"]
+        tool = self.toolset.find_tool(name)
+        if tool is None:
+            return self._unknown_tool(name)
+        return _json(tool.model_dump(mode="json"))
+
+    async def call_tool(self, request: Request) -> Response:
+        """Call a tool: the envelope, with the HTTP status of its error code."""
+        call = await self._call(request, request.path_params["name"], secrets.token_hex(8))
+        if isinstance(call, Response):
+            return call
+        result = await self.toolset.handle(call)
+        # The standard's shape; a streamed call's final event has the lossless one.
+        envelope = to_envelope(result, lossless=False).dump()
+        value = result.return_value
+        if not value.is_error:
+            return _json(envelope)
+        spec = CATALOG.get(error_code(value) or "")
+        status = spec.http_status if spec is not None else 500
+        headers = None
+        if status in (429, 503):
+            wait = envelope["error"].get("retry_after")
+            seconds = wait if isinstance(wait, int | float) and wait >= 0 else 1
+            headers = {"Retry-After": str(max(1, round(seconds + 0.499)))}
+        elif status == 401:
+            headers = {"WWW-Authenticate": 'Bearer realm="tool"'}
+        return _json(envelope, status, headers)
+
+    async def _call(self, request: Request, name: str, call_id: str) -> ToolCall | Response:
+        """The call a request asks for (arguments from its body, or from its query)."""
+        if request.method == "GET":
+            tool = self.toolset.find_tool(name)
+            if tool is None:
+                return self._unknown_tool(name)
+            arguments = json.dumps(query_arguments(tool, request.query_params.multi_items()))
+        else:
+            body = await _body(request)
+            try:
+                arguments = body.decode() if body else "{}"
+            except UnicodeDecodeError:
+                return _error(400, "INVALID_PARAMS", "the request body is not UTF-8 text")
+        trace = request.headers.get("x-trace-id")
+        return ToolCall(
+            id=call_id,
+            function=ToolCall.FunctionBody(name=name, arguments=arguments),
+            extras={"trace_id": trace} if trace else None,
+        )
+
+    async def stream_tool(self, request: Request) -> Response:
+        """Call a tool as a run, streaming its events; resume it with `Last-Event-ID`."""
+        name: str = request.path_params["name"]
+        principal: str = request.scope.get(PRINCIPAL, "anonymous")
+        last = request.headers.get("last-event-id")
+        if last:
+            return await self._resume(last, principal, name)
+        if self.toolset.find_tool(name) is None:
+            return self._unknown_tool(name)
+        call = await self._call(request, name, Runs.new_id())
+        if isinstance(call, Response):
+            return call
+        try:
+            run_id = await self.runs.start(call, principal)
+        except ShuttingDownError:
+            return _error(503, "NETWORK_ERROR", "the server is shutting down", {"Retry-After": "1"})
+        except StoreFullError as e:
+            return _error(503, "NETWORK_ERROR", f"too many runs: {e}", {"Retry-After": "1"})
+        return self._stream(run_id, START)
+
+    async def follow_run(self, request: Request) -> Response:
+        """A run's events: all of them, or those after `Last-Event-ID`; then live ones."""
+        run_id: str = request.path_params["run_id"]
+        principal: str = request.scope.get(PRINCIPAL, "anonymous")
+        last = request.headers.get("last-event-id") or f"{run_id}.{START}"
+        parts = split_event_id(last)
+        if parts is not None and parts[0] != run_id:
+            return _error(400, "INVALID_PARAMS", "Last-Event-ID belongs to another run")
+        return await self._resume(last, principal, None)
+
+    async def _resume(self, last: str, principal: str, tool: str | None) -> Response:
+        parts = split_event_id(last)
+        if parts is None:
+            return _error(400, "INVALID_PARAMS", f"{last!r} is not an event id of this server")
+        run_id, position = parts
+        try:
+            info = await self.runs.find(run_id, principal, tool)
+            seen_all = info.ended and not await self.store.read(run_id, position)
+        except RunNotFoundError:
+            return _error(
+                404, "RESOURCE_NOT_FOUND",
+                f"no run {run_id} here: it never existed, it belongs to another principal, or "
+                f"it ended more than {self.config.run_ttl:g} seconds ago and was forgotten",
+            )  # fmt: skip
+        except ValueError:
+            return _error(400, "INVALID_PARAMS", f"{last!r} is not an event of run {run_id}")
+        if seen_all:  # nothing after the final event: 204 tells EventSource to stop
+            return Response(status_code=204, headers={"Content-Location": f"/runs/{run_id}"})
+        return self._stream(run_id, position)
+
+    def _stream(self, run_id: str, position: str) -> Response:
+        async def events() -> AsyncIterator[ServerSentEvent]:
+            # No data: sets the client's last event id (so even a drop before the first
+            # event resumes this run) and the reconnection delay, and dispatches nothing.
+            yield ServerSentEvent(id=f"{run_id}.{position}", retry=self.config.retry_ms, sep="\n")
+            async for event in self.runs.follow(run_id, position):
+                yield ServerSentEvent(event.data, event=event.kind, id=event.id, sep="\n")
+
+        # sse-starlette sees the server shut down (any server: `uvicorn app` too), sets the
+        # shutdown event (one for the app, watched by `_drain_on`) and waits the grace period
+        # before it cuts the stream: time for the runs to drain and send their final events.
+        return EventSourceResponse(
+            events(),
+            headers={"Content-Location": f"/runs/{run_id}"},
+            ping=self.config.keepalive,
+            sep="\n",
+            shutdown_event=self._shutdown,
+            shutdown_grace_period=self.config.grace + 5,
+        )
+
+    async def _drain_on(self, shutdown: anyio.Event) -> None:
+        """Drain when the shutdown event is set (by a stream that saw the server stop)."""
+        await shutdown.wait()
+        await self.drain()
+
+    async def cancel_run(self, request: Request) -> Response:
+        """Cancel a run: 202 when it was running, 200 when it had already finished."""
+        run_id: str = request.path_params["run_id"]
+        principal: str = request.scope.get(PRINCIPAL, "anonymous")
+        try:
+            status = await self.runs.cancel(run_id, principal)
+        except RunNotFoundError:
+            return _error(404, "RESOURCE_NOT_FOUND", f"no run {run_id} here")
+        return _json({"run_id": run_id, "status": status}, 202 if status == "cancelled" else 200)
+
+    def routes(self) -> list[BaseRoute]:
+        """The routes of the module doc."""
+        return [  # the most frequent first: Starlette tries them in order
+            Route("/tools/{name}", self.call_tool, methods=["POST"]),
+            Route("/tools/{name}", self.get_tool, methods=["GET"]),
+            Route("/healthz", self.healthz, methods=["GET"]),
+            Route("/metrics", self.metrics_text, methods=["GET"]),
+            Route("/tools", self.list_tools, methods=["GET"]),
+            Route("/tools/{name}/sse", self.stream_tool, methods=["GET", "POST"]),
+            Route("/runs/{run_id}", self.follow_run, methods=["GET"]),
+            Route("/runs/{run_id}", self.cancel_run, methods=["DELETE"]),
+        ]
+
+
+async def _body(request: Request) -> bytes:
+    """The request's body, as `request.body()` gives it, without its async generator."""
+    receive = request.receive
+    message = await receive()
+    body: bytes = message.get("body", b"")
+    if not message.get("more_body", False):
+        return body
+    parts = [body]
+    while message.get("more_body", False):
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        parts.append(message.get("body", b""))
+    return b"".join(parts)
+
+
+def _spawn(coro: Any) -> Any:
+    return asyncio.get_running_loop().create_task(coro)
+
+
+def _pipeline(toolset: Toolset, cache_backend: Any) -> tuple[PolicyToolset, MetricsRegistry]:
+    """The pipeline calls go through, and the registry `/metrics` reads.
+
+    A `PolicyToolset` is served as it is (with a metrics policy put around it if it has
+    none); any other toolset gets metrics, and a result cache (in Redis when configured)
+    when one of its tools is `cacheable`.
+    """
+    if isinstance(toolset, PolicyToolset):
+        found = toolset.find_policy(MetricsPolicy)
+        if found is None:
+            found = MetricsPolicy()
+            toolset = toolset.wrap(found)
+        return toolset, found.registry
+    metrics = MetricsPolicy()
+    if not any(tool.cacheable for tool in toolset.tools):
+        return with_policies(toolset, metrics), metrics.registry
+    cache = CachePolicy(cache_backend if cache_backend is not None else MemoryCache())
+    return with_policies(toolset, metrics, cache), metrics.registry
+
+
+_STRING_TYPES = ("string",)
+
+
+def query_arguments(tool: Tool, items: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """Query parameters as arguments: text for string parameters, JSON for the others.
+
+    `?a=1&b=2` gives `{"a": 1, "b": 2}` when `a` and `b` are numbers, and
+    `?city=Beijing` gives `{"city": "Beijing"}`; a parameter repeated, or declared an
+    array, gives a list.
+    """
+    declared: object = tool.parameters.get("properties")
+    properties = cast(dict[str, Any], declared) if isinstance(declared, dict) else {}
+    grouped: dict[str, list[str]] = {}
+    for key, value in items:
+        grouped.setdefault(key, []).append(value)
+    arguments: dict[str, Any] = {}
+    for key, values in grouped.items():
+        found: object = properties.get(key)
+        schema = cast(dict[str, Any], found) if isinstance(found, dict) else {}
+        declared = schema.get("type")
+        if declared == "array" or len(values) > 1:
+            inner: object = schema.get("items")
+            items_schema = cast(dict[str, Any], inner) if isinstance(inner, dict) else {}
+            if declared == "array" and len(values) == 1 and values[0].startswith("["):
+                arguments[key] = _coerce(values[0], schema)
+            else:
+                arguments[key] = [_coerce(v, items_schema) for v in values]
+        else:
+            arguments[key] = _coerce(values[0], schema)
+    return arguments
+
+
+def _coerce(text: str, schema: dict[str, Any]) -> Any:
+    declared: object = schema.get("type")
+    types = cast(list[object], declared) if isinstance(declared, list) else [declared]
+    if "string" in types and not any(t in ("integer", "number", "boolean") for t in types):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def create_app(
+    toolset: Toolset | Iterable[Any],
+    config: ServerConfig | None = None,
+    *,
+    routes: Sequence[BaseRoute] = (),
+    lifespans: Sequence[Lifespan] = (),
+) -> Starlette:
+    """An ASGI app serving `toolset` (a Toolset, or a list of tools); see the module doc.
+
+    Calls go through the `kosong.standard` pipeline: a `PolicyToolset` as it is (a metrics
+    policy is put around it if it has none), any other toolset with metrics, and a result
+    cache when some of its tools are `cacheable` (in Redis with `config.redis_url`).
+
+    Args:
+        toolset: What to serve.
+        config: Who may call and how much, where runs are kept (default: `ServerConfig()`).
+        routes: More routes or mounts (`Mount("/static", StaticFiles(...))`); every request
+            to them passes the same checks (Host, Origin, token, rate, body size).
+        lifespans: Context managers entered when the app starts (after the server's own
+            start-up) and left when it stops, each given the app.
+
+    The app's `state.kosong` is its `Server`. Run it with `kosong.server.serve` (or any
+    ASGI server; `serve` and `serving` also drain runs gracefully on shutdown).
+    """
+    config = config if config is not None else ServerConfig()
+    server = Server(as_toolset(toolset), config)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncGenerator[None]:
+        await server.startup()
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                for enter in lifespans:
+                    await stack.enter_async_context(enter(app))
+                yield
+        finally:
+            await server.aclose()
+
+    def guard(app: Any) -> Guard:
+        server.guard = Guard(app, config, server.limiter)
+        return server.guard
+
+    app = Starlette(
+        routes=[*server.routes(), *routes],
+        middleware=[Middleware(guard)],
+        lifespan=lifespan,
+    )
+    app.state.kosong = server
+    return app

@@ -1,0 +1,151 @@
+"""Running an app with uvicorn: `serve` (until a signal) and `serving` (in the background).
+
+Both bind the listening socket first, so a port in use is an `OSError` that says so, and both
+shut down gracefully: the socket stops accepting, runs in flight get the app's grace period,
+those still running then end with an error event that the open streams deliver, and only then
+does uvicorn close the connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncGenerator, Generator
+from typing import Any
+
+import uvicorn
+
+__all__ = ["bind", "serve", "serving"]
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on `host:port` (port 0: a free one).
+
+    Raises:
+        OSError: the address cannot be used; the message says which and why.
+    """
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        error = OSError(f"cannot listen on {host}:{port}: {e.strerror or e}")
+        error.errno = e.errno
+        raise error from None
+    sock.set_inheritable(True)
+    return sock
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, draining the app's runs before it closes connections."""
+
+    def __init__(self, config: uvicorn.Config, app: Any, *, signals: bool) -> None:
+        super().__init__(config)
+        self._app = app
+        self._signals = signals
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None]:
+        if self._signals:
+            with super().capture_signals():
+                yield
+        else:
+            yield
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()  # stop accepting while the runs drain
+        state = getattr(self._app, "state", None)
+        runtime = getattr(state, "kosong", None)
+        if runtime is not None:
+            await runtime.drain()
+        await super().shutdown(sockets)
+
+
+def _config(app: Any, *, log_level: str, grace: float, **options: Any) -> uvicorn.Config:
+    options.setdefault("timeout_graceful_shutdown", max(1, round(grace + 5)))
+    return uvicorn.Config(app, log_level=log_level, lifespan="on", **options)
+
+
+def _grace(app: Any) -> float:
+    runtime = getattr(getattr(app, "state", None), "kosong", None)
+    return float(runtime.config.grace) if runtime is not None else 10.0
+
+
+async def serve(
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    sock: socket.socket | None = None,
+    log_level: str = "info",
+    **options: Any,
+) -> None:
+    """Serve `app` until SIGINT or SIGTERM, then shut down gracefully.
+
+    Binds `host:port` (localhost by default) unless given a bound `sock`. More keyword
+    arguments go to `uvicorn.Config` (`loop`, `http`, `access_log`...).
+
+    Raises:
+        OSError: the address cannot be used.
+        RuntimeError: the app failed to start (Redis unreachable, say); the log says why.
+    """
+    sock = sock if sock is not None else bind(host, port)
+    server = _Server(_config(app, log_level=log_level, grace=_grace(app), **options), app,
+                     signals=True)  # fmt: skip
+    try:
+        await server.serve(sockets=[sock])
+    except SystemExit:  # uvicorn's way of saying the app's start-up failed
+        raise RuntimeError("the app failed to start") from None
+    finally:
+        sock.close()
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    app: Any, *, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning", **options: Any
+) -> AsyncGenerator[str]:
+    """Serve `app` in the background while the block runs; gives its base URL.
+
+    Example:
+        ```python skip
+        async with serving(create_app(tools)) as url:
+            ...  # http requests to url
+        ```
+
+    Leaving the block shuts the server down gracefully.
+
+    Raises:
+        OSError: the address cannot be used.
+        RuntimeError: the app failed to start.
+    """
+    sock = bind(host, port)
+    bound_port = sock.getsockname()[1]
+    server = _Server(_config(app, log_level=log_level, grace=_grace(app), **options), app,
+                     signals=False)  # fmt: skip
+
+    async def run() -> None:
+        try:
+            await server.serve(sockets=[sock])
+        except SystemExit:
+            raise RuntimeError("the app failed to start; see the log") from None
+
+    task = asyncio.get_running_loop().create_task(run())
+    try:
+        while not server.started:
+            if task.done():
+                task.result()  # raises what stopped it
+                raise RuntimeError("the server stopped while starting")
+            await asyncio.sleep(0.005)
+        name = f"[{host}]" if ":" in host else host
+        yield f"http://{name}:{bound_port}"
+    finally:
+        server.should_exit = True
+        try:
+            await task
+        finally:
+            sock.close()

@@ -1,0 +1,314 @@
+"""What the server keeps in Redis, so several processes behind one balancer share it.
+
+- `RedisEventStore`: the events of runs in Redis streams (one per run, `XADD` / `XREAD`), so a
+  client resumes a run on any process. Each process holds a lease in Redis while it lives;
+  a run whose writing process lost its lease (killed, frozen) is ended by whichever process
+  a client is following it from, with a final event saying so.
+- `RedisRateLimiter`: the rate limit's token buckets, one hash per principal, taken
+  atomically by a script, on the Redis server's clock.
+
+Needs the `redis` package (`pip install 'kosong[server]'`). Every key starts with `prefix`;
+the keys of one run share a hash tag, so the scripts also work on a Redis Cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Self, cast
+
+from kosong.server._limits import RateLimit, RateLimiter
+from kosong.server._store import (
+    EventStore,
+    StoredEvent,
+    StreamInfo,
+    check_stream_id,
+)
+
+try:
+    import redis.asyncio as aioredis
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "the Redis store needs the redis package: pip install 'kosong[server]'"
+    ) from e
+
+__all__ = ["RedisEventStore", "RedisRateLimiter", "connect"]
+
+logger = logging.getLogger(__name__)
+
+_OPEN = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
+
+# KEYS: meta, events. ARGV: kind, data, final ('1'/'0'), ttl ms once ended, ttl ms while running
+_APPEND = """
+if redis.call('HGET', KEYS[1], 'ended') ~= '0' then return false end
+local id = redis.call('XADD', KEYS[2], '*', 'k', ARGV[1], 'd', ARGV[2], 'f', ARGV[3])
+if ARGV[3] == '1' then
+  redis.call('HSET', KEYS[1], 'ended', '1')
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+else
+  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+end
+return id
+"""
+
+# KEYS: meta, events. ARGV: kind, data, ttl ms, owner key prefix
+_END_ABANDONED = """
+local m = redis.call('HMGET', KEYS[1], 'ended', 'owner')
+if m[1] ~= '0' then return false end
+if redis.call('EXISTS', ARGV[4] .. m[2]) == 1 then return false end
+local id = redis.call('XADD', KEYS[2], '*', 'k', ARGV[1], 'd', ARGV[2], 'f', '1')
+redis.call('HSET', KEYS[1], 'ended', '1')
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return id
+"""
+
+# KEYS: meta. ARGV: owner key prefix. -> {alive, field, value, ...} or false
+_INFO = """
+local all = redis.call('HGETALL', KEYS[1])
+if #all == 0 then return false end
+local owner = ''
+for i = 1, #all, 2 do if all[i] == 'owner' then owner = all[i + 1] end end
+local alive = redis.call('EXISTS', ARGV[1] .. owner)
+table.insert(all, 1, alive)
+return all
+"""
+
+# KEYS: bucket. ARGV: rate per second, burst. -> wait in microseconds (0: allowed)
+_TAKE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(b[1])
+if tokens == nil then tokens = burst else
+  tokens = math.min(burst, tokens + (now - tonumber(b[2])) * rate) end
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+return math.ceil(wait * 1000000)
+"""
+
+
+def connect(url: str, *, max_connections: int = 2048, **options: Any) -> aioredis.Redis:
+    """A `redis.asyncio.Redis` client for `url` that answers text (as the store expects).
+
+    Each response following a run waits on Redis with a connection of its own (a blocking
+    `XREAD`), so the pool is large, and a request finding it exhausted waits for a
+    connection (up to 30 seconds) rather than failing.
+    """
+    options.setdefault("decode_responses", True)
+    options.setdefault("socket_connect_timeout", 5)
+    options.setdefault("health_check_interval", 30)
+    pool = aioredis.BlockingConnectionPool.from_url(  # pyright: ignore[reportUnknownMemberType]
+        url, max_connections=max_connections, timeout=30, **options
+    )
+    return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
+
+
+class RedisEventStore(EventStore):
+    """Events of runs in Redis streams, shared by every process using the same server.
+
+    A run's events live `ttl` seconds after it ends. While this process lives it renews a
+    lease every `lease / 3` seconds; a process that does not renew it for `lease` seconds is
+    taken for dead, and the runs it was writing are ended by the next reader that waits on
+    them (`end_abandoned`). While a run is running, its keys are renewed by its writer too,
+    so they never expire under it.
+    """
+
+    shared = True
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        *,
+        prefix: str = "kosong:",
+        ttl: float = 600.0,
+        lease: float = 5.0,
+    ) -> None:
+        """Use `client` (answering text: see `connect`), keys under `prefix`.
+
+        Raises:
+            TypeError: `client` is not a Redis client (use `RedisEventStore.from_url`).
+            ValueError: `ttl` or `lease` is not positive.
+        """
+        if not isinstance(client, aioredis.Redis):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("RedisEventStore needs a redis.asyncio.Redis; use from_url(url)")
+        if ttl <= 0 or lease <= 0:
+            raise ValueError("ttl and lease must be positive")
+        self._client = client
+        self._prefix = prefix
+        self._ttl_ms = math.ceil(ttl * 1000)
+        self._running_ttl_ms = max(self._ttl_ms, 600_000)
+        self._lease = lease
+        self.owner = secrets.token_hex(8)
+        """This process's id among the writers."""
+        self._owner_prefix = f"{prefix}owner:"
+        self._writing: set[str] = set()
+        self._keepalive: asyncio.Task[None] | None = None
+        self._open = client.register_script(_OPEN)
+        self._append = client.register_script(_APPEND)
+        self._end_abandoned = client.register_script(_END_ABANDONED)
+        self._info = client.register_script(_INFO)
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> Self:
+        """Connect to the Redis server at `url` (e.g. `redis://localhost:6379/0`)."""
+        return cls(connect(url), **options)
+
+    @property
+    def client(self) -> aioredis.Redis:
+        """The Redis client."""
+        return self._client
+
+    def _keys(self, stream_id: str) -> list[str]:
+        tag = f"{self._prefix}run:{{{stream_id}}}"
+        return [f"{tag}:m", f"{tag}:e"]
+
+    async def _renew(self) -> None:
+        await self._client.set(
+            self._owner_prefix + self.owner, "1", px=math.ceil(self._lease * 1000)
+        )
+
+    async def _keep_alive(self) -> None:
+        last_keys = time.monotonic()
+        while True:
+            await asyncio.sleep(self._lease / 3)
+            try:
+                await self._renew()
+                if time.monotonic() - last_keys > self._running_ttl_ms / 4000 and self._writing:
+                    last_keys = time.monotonic()
+                    async with self._client.pipeline(transaction=False) as pipe:
+                        for stream_id in list(self._writing):
+                            for key in self._keys(stream_id):
+                                pipe.pexpire(key, self._running_ttl_ms)
+                        await pipe.execute()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # Redis away: try again at the next beat
+                logger.warning("Could not renew the lease in Redis: %s", e)
+
+    async def open(self, stream_id: str, meta: Mapping[str, str]) -> None:
+        """Start a stream written by this process; see `EventStore.open`."""
+        check_stream_id(stream_id)
+        if self._keepalive is None:
+            await self._renew()
+            self._keepalive = asyncio.get_running_loop().create_task(self._keep_alive())
+        fields: list[str] = ["ended", "0", "owner", self.owner]
+        for key, value in meta.items():
+            fields += [f"m:{key}", value]
+        created = await self._open(
+            keys=self._keys(stream_id)[:1], args=[self._running_ttl_ms, *fields]
+        )
+        if not created:
+            raise ValueError(f"stream {stream_id!r} exists")
+        self._writing.add(stream_id)
+
+    async def append(self, stream_id: str, kind: str, data: str, *, final: bool = False) -> bool:
+        """Add an event; see `EventStore.append`."""
+        added = await self._append(
+            keys=self._keys(stream_id),
+            args=[kind, data, "1" if final else "0", self._ttl_ms, self._running_ttl_ms],
+        )
+        if final or added is None:
+            self._writing.discard(stream_id)
+        return added is not None
+
+    async def read(
+        self, stream_id: str, after: str, *, wait: float = 0.0, limit: int = 256
+    ) -> list[StoredEvent] | None:
+        """The events after `after`; see `EventStore.read`.
+
+        Only the form of `after` is checked, not that the stream has such an event.
+        """
+        first, dash, second = after.partition("-")
+        if not first.isdigit() or (dash and not second.isdigit()):
+            raise ValueError(f"{after!r} is not a position of stream {stream_id!r}")
+        meta_key, events_key = self._keys(stream_id)
+        block = max(1, math.ceil(wait * 1000)) if wait > 0 else None
+        reply: Any = await self._client.xread({events_key: after}, count=limit, block=block)
+        if not reply:
+            if not await self._client.exists(meta_key):
+                return None
+            return []
+        entries = cast(list[tuple[str, dict[str, str]]], reply[0][1])
+        return [
+            StoredEvent(f"{stream_id}.{entry_id}", fields["k"], fields["d"], fields["f"] == "1")
+            for entry_id, fields in entries
+        ]
+
+    async def info(self, stream_id: str) -> StreamInfo | None:
+        """What is known of the stream, and whether its writer lives; see `EventStore.info`."""
+        reply: Any = await self._info(keys=self._keys(stream_id)[:1], args=[self._owner_prefix])
+        if not reply:
+            return None
+        alive, fields = int(reply[0]), cast(list[str], reply[1:])
+        pairs = dict(zip(fields[::2], fields[1::2], strict=True))
+        meta = {k[2:]: v for k, v in pairs.items() if k.startswith("m:")}
+        # This process writes it: alive, whatever its lease says (a loaded loop may renew
+        # it late, and a process must never end its own runs as abandoned).
+        alive = alive or pairs.get("owner") == self.owner
+        return StreamInfo(stream_id, meta, pairs.get("ended") == "1", bool(alive))
+
+    async def ended(self, stream_ids: Sequence[str]) -> set[str]:
+        """Which streams have ended (or are gone); see `EventStore.ended`."""
+        if not stream_ids:
+            return set()
+        async with self._client.pipeline(transaction=False) as pipe:
+            for stream_id in stream_ids:
+                pipe.hget(self._keys(stream_id)[0], "ended")
+            flags: list[Any] = await pipe.execute()
+        return {s for s, flag in zip(stream_ids, flags, strict=True) if flag != "0"}
+
+    async def end_abandoned(self, stream_id: str, kind: str, data: str) -> bool:
+        """End the stream with this final event if its writer is gone; see `EventStore`."""
+        info = await self.info(stream_id)
+        if info is None or info.writer_alive:
+            return False
+        added = await self._end_abandoned(
+            keys=self._keys(stream_id), args=[kind, data, self._ttl_ms, self._owner_prefix]
+        )
+        return added is not None
+
+    async def aclose(self) -> None:
+        """Stop renewing the lease, give it up, and close the client's connections."""
+        task, self._keepalive = self._keepalive, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            with contextlib.suppress(Exception):
+                await self._client.delete(self._owner_prefix + self.owner)
+        await self._client.aclose()
+
+
+class RedisRateLimiter(RateLimiter):
+    """Token buckets in Redis, one per principal, shared by every process."""
+
+    def __init__(
+        self, client: aioredis.Redis, limit: RateLimit, *, prefix: str = "kosong:rate:"
+    ) -> None:
+        """Apply `limit` to every key, with buckets under `prefix` in `client`."""
+        self.limit = limit
+        self._client = client
+        self._prefix = prefix
+        self._take = client.register_script(_TAKE)
+
+    async def acquire(self, key: str) -> float:
+        """Take one request for `key`: 0.0 when allowed, else the seconds to wait."""
+        waited: Any = await self._take(
+            keys=[self._prefix + key], args=[repr(self.limit.rate), self.limit.burst]
+        )
+        return int(waited) / 1_000_000

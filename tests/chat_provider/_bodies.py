@@ -1,0 +1,50 @@
+"""Request bodies checked against the official `openai` package's request types.
+
+The types validate `Iterable` fields lazily, so the validated value is walked to force every
+list through its item type (a wrong part type or a missing field then fails here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+from anthropic.types import message_create_params
+from openai.types.chat import completion_create_params
+from openai.types.responses import response_create_params
+from pydantic import TypeAdapter
+
+_CHAT = TypeAdapter(completion_create_params.CompletionCreateParamsStreaming)
+_RESPONSES = TypeAdapter(response_create_params.ResponseCreateParamsStreaming)
+
+
+def _force(value: Any) -> None:
+    if isinstance(value, str | bytes):
+        return
+    if isinstance(value, Mapping):
+        for item in cast(Mapping[str, Any], value).values():
+            _force(item)
+    elif isinstance(value, Iterable):
+        for item in cast(Iterable[Any], value):
+            _force(item)
+
+
+def check_chat_body(body: dict[str, Any]) -> None:
+    """Raise pydantic's ValidationError unless `body` is a valid streaming Chat request."""
+    _force(_CHAT.validate_python(body))
+
+
+def check_responses_body(body: dict[str, Any]) -> None:
+    """Raise pydantic's ValidationError unless `body` is a valid streaming Responses request."""
+    _force(_RESPONSES.validate_python(body))
+
+
+_ANTHROPIC = TypeAdapter(message_create_params.MessageCreateParamsStreaming)
+
+
+def check_anthropic_body(body: dict[str, Any]) -> None:
+    """Raise pydantic's ValidationError unless `body` is a valid streaming Messages request.
+
+    The anthropic SDK's request types are TypedDicts (validated here, never instantiated).
+    """
+    _force(_ANTHROPIC.validate_python(body))

@@ -1,0 +1,142 @@
+"""Every HTTP provider, over real HTTP, fails the same way: typed errors, retries, request ids."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from _wire import Reply, WireServer, anthropic_reply, chat_text_reply, responses_reply
+
+from kosong import generate
+from kosong.chat_provider import (
+    APIConnectionError,
+    APIEmptyResponseError,
+    APIStatusError,
+    APITimeoutError,
+    ChatProvider,
+)
+from kosong.chat_provider.anthropic import Anthropic
+from kosong.chat_provider.kimi import Kimi
+from kosong.chat_provider.openai import OpenAIChat, OpenAIResponses
+from kosong.message import Message
+
+
+@dataclass
+class Case:
+    name: str
+    make: Callable[[str, int], Any]
+    text: Callable[[list[str]], Reply]
+    request_id_header: str
+    error_body: dict[str, Any]
+
+
+OPENAI_ERROR = {"error": {"message": "boom", "type": "server_error"}}
+ANTHROPIC_ERROR = {"type": "error", "error": {"type": "api_error", "message": "boom"}}
+
+
+def _chat(url: str, retries: int) -> OpenAIChat:
+    return OpenAIChat(model="m", api_key="k", base_url=url + "/v1", max_retries=retries)
+
+
+def _kimi(url: str, retries: int) -> Kimi:
+    return Kimi(api_key="k", base_url=url + "/v1", max_retries=retries)
+
+
+def _responses(url: str, retries: int) -> OpenAIResponses:
+    return OpenAIResponses(model="m", api_key="k", base_url=url + "/v1", max_retries=retries)
+
+
+def _anthropic(url: str, retries: int) -> Anthropic:
+    return Anthropic(model="m", api_key="k", base_url=url, max_retries=retries)
+
+
+def _chat_text(pieces: list[str]) -> Reply:
+    return chat_text_reply(*pieces)
+
+
+def _responses_text(pieces: list[str]) -> Reply:
+    return responses_reply([{"type": "message", "pieces": pieces}] if pieces else [])
+
+
+def _anthropic_text(pieces: list[str]) -> Reply:
+    return anthropic_reply([{"type": "text", "pieces": pieces}] if pieces else [])
+
+
+CASES = [
+    Case("openai-chat", _chat, _chat_text, "x-request-id", OPENAI_ERROR),
+    Case("kimi", _kimi, _chat_text, "x-request-id", OPENAI_ERROR),
+    Case("openai-responses", _responses, _responses_text, "x-request-id", OPENAI_ERROR),
+    Case("anthropic", _anthropic, _anthropic_text, "request-id", ANTHROPIC_ERROR),
+]
+IDS = [c.name for c in CASES]
+USER = [Message(role="user", content="hi")]
+
+
+def make(case: Case, wire: WireServer, retries: int = 2) -> ChatProvider:
+    provider = case.make(wire.url, retries)
+    wire.closers.append(provider.aclose)
+    return provider
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_a_429_with_retry_after_is_retried(case: Case, wire: WireServer) -> None:
+    wire.queue(
+        Reply(status=429, headers={"Retry-After": "0.01"}, body=case.error_body),
+        case.text(["fine"]),
+    )
+    result = await generate(make(case, wire), "", [], USER)
+    assert result.message.extract_text() == "fine"
+    assert len(wire.requests) == 2
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_a_500_is_a_status_error_with_the_request_id(case: Case, wire: WireServer) -> None:
+    wire.queue(Reply(status=500, headers={case.request_id_header: "req_9"}, body=case.error_body))
+    with pytest.raises(APIStatusError) as caught:
+        await generate(make(case, wire, retries=0), "", [], USER)
+    assert (caught.value.status_code, caught.value.request_id) == (500, "req_9")
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_a_connection_dropped_mid_stream_is_a_connection_error(
+    case: Case, wire: WireServer
+) -> None:
+    reply = case.text(["one ", "two ", "three"])
+    reply.drop_after = 3
+    wire.queue(reply)
+    with pytest.raises(APIConnectionError):
+        await generate(make(case, wire), "", [], USER)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_an_empty_answer_is_an_empty_response_error(case: Case, wire: WireServer) -> None:
+    wire.queue(case.text([]))
+    with pytest.raises(APIEmptyResponseError):
+        await generate(make(case, wire), "", [], USER)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_a_refused_connection_is_a_connection_error(case: Case, wire: WireServer) -> None:
+    provider = case.make("http://127.0.0.1:9", 0)  # nothing listens on the discard port
+    wire.closers.append(provider.aclose)
+    with pytest.raises(APIConnectionError):
+        await generate(provider, "", [], USER)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_a_server_that_stops_answering_is_a_timeout(case: Case, wire: WireServer) -> None:
+    release = asyncio.Event()
+    reply = case.text(["never sent"])
+    reply.hold = {0: release}  # headers go out, then nothing
+    wire.queue(reply)
+    provider = case.make(wire.url, 0)
+    wire.closers.append(provider.aclose)
+    provider.client = provider.client.with_options(timeout=0.3)
+    try:
+        with pytest.raises(APITimeoutError):
+            await generate(provider, "", [], USER)
+    finally:
+        release.set()

@@ -1,0 +1,146 @@
+"""The `kosong` command, run as users run it: a subprocess, its output and exit code."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.server._procs import ServerProcess
+
+TOOLS = str(Path(__file__).parents[1] / "server" / "_tools.py")
+
+
+def kosong(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kosong", *args],
+        capture_output=True, text=True, timeout=60, cwd=cwd, check=False,
+    )  # fmt: skip
+
+
+def _one_clear_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kosong: error: "), done.stderr
+    return lines[0]
+
+
+def test_a_missing_module_is_one_clear_line() -> None:
+    line = _one_clear_line(kosong("serve", "no_such_module:tools"))
+    assert "no module named 'no_such_module'" in line
+
+
+def test_a_wrong_attribute_is_one_clear_line_naming_what_there_is() -> None:
+    line = _one_clear_line(kosong("tools", "list", f"{TOOLS}:nope"))
+    assert "has no attribute 'nope'" in line and "tools" in line
+
+
+def test_a_module_that_fails_to_import_is_one_clear_line(tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text("raise RuntimeError('boom')\n")
+    line = _one_clear_line(kosong("tools", "list", "broken:tools", cwd=tmp_path))
+    assert "RuntimeError: boom" in line
+
+
+def test_a_port_in_use_is_one_clear_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = _one_clear_line(kosong("serve", f"{TOOLS}:tools", "--port", str(port)))
+    assert f"cannot listen on 127.0.0.1:{port}" in line and "in use" in line
+
+
+def test_an_unreachable_redis_is_one_clear_line() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens there once closed
+    line = _one_clear_line(
+        kosong("serve", f"{TOOLS}:tools", "--redis", f"redis://127.0.0.1:{port}")
+    )
+    assert f"cannot reach Redis at redis://127.0.0.1:{port}" in line
+
+
+def test_tools_list_schema_and_call_on_a_module() -> None:
+    listed = kosong("tools", "list", f"{TOOLS}:tools")
+    schema = kosong("tools", "schema", f"{TOOLS}:tools", "add")
+    called = kosong("tools", "call", f"{TOOLS}:tools", "add", "-a", "a=1", "-a", "b=2")
+    failed = kosong("tools", "call", f"{TOOLS}:tools", "add", '{"a": "x"}')
+    assert listed.returncode == 0 and listed.stdout.splitlines()[0].split() == [
+        "add",
+        "Add",
+        "two",
+        "integers.",
+    ]
+    assert json.loads(schema.stdout)["parameters"]["required"] == ["a", "b"]
+    assert called.returncode == 0 and json.loads(called.stdout)["data"] == "3"
+    assert failed.returncode == 1 and json.loads(failed.stdout)["error"]["code"] == "INVALID_PARAMS"
+
+
+def test_tools_call_on_a_server_shows_progress_and_prints_the_envelope() -> None:
+    server = ServerProcess("--token", "t0k")
+    try:
+        listed = kosong("tools", "list", server.url, "--token", "t0k")
+        denied = kosong("tools", "list", server.url)
+        called = kosong("tools", "call", server.url, "count", '{"n": 3, "delay": 0}',
+                        "--token", "t0k", "--progress")  # fmt: skip
+    finally:
+        server.kill()
+    assert [line.split()[0] for line in listed.stdout.splitlines()][:2] == ["add", "count"]
+    assert "answered 401" in _one_clear_line(denied)
+    assert called.returncode == 0 and json.loads(called.stdout)["data"] == "counted"
+    assert "count: step 3" in called.stderr  # the progress bar's label, from the events
+
+
+@pytest.mark.parametrize(("new_schema", "code"), [
+    ({"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}, 0),
+    ({"type": "object", "properties": {"town": {"type": "string"}}, "required": ["town"]}, 1),
+])  # fmt: skip
+def test_compat_reports_and_exits_1_on_a_breaking_change(
+    tmp_path: Path, new_schema: dict[str, object], code: int
+) -> None:
+    old = {"name": "weather", "version": "1.0.0", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}  # fmt: skip
+    new = {"name": "weather", "version": "2.0.0", "parameters": new_schema}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    done = kosong("compat", str(tmp_path / "old.json"), str(tmp_path / "new.json"))
+    assert done.returncode == code
+    assert done.stdout.startswith("weather 1.0.0 -> 2.0.0: ")
+    assert ("INCOMPATIBLE" in done.stdout) == bool(code)
+
+
+def test_compat_takes_module_attributes_too() -> None:
+    done = kosong("compat", f"{TOOLS}:add", f"{TOOLS}:add")
+    assert done.returncode == 0 and "add ? -> ?: compatible" in done.stdout
+    bad = kosong("compat", f"{TOOLS}:tools", f"{TOOLS}:add")
+    assert "holds 7 tools" in _one_clear_line(bad)
+
+
+def test_check_prints_the_dialect_report_and_fails_when_a_provider_would_reject(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "schema_tools.py").write_text(
+        "from kosong.tooling import CallableTool, ToolOk\n"
+        "class Loose(CallableTool):\n"
+        "    name: str = 'loose'\n"
+        "    description: str = 'Takes an untyped property.'\n"
+        "    parameters: dict = {'type': 'object', 'properties': {'x': {'description': 'any'}}}\n"
+        "    async def __call__(self, x=None) -> ToolOk:\n"
+        "        return ToolOk(output='ok')\n"
+        "tools = [Loose()]\n"
+    )
+    done = kosong("check", "schema_tools:tools", "--dialect", "moonshot", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "loose" in done.stdout and "properties.x" in done.stdout and "moonshot" in done.stdout
+    fine = kosong("check", f"{TOOLS}:tools", "--dialect", "openai")
+    assert fine.returncode == 0, fine.stdout + fine.stderr
+
+
+def test_check_refuses_an_unknown_dialect_with_the_choices() -> None:
+    done = kosong("check", f"{TOOLS}:tools", "--dialect", "palm")
+    assert done.returncode == 2 and "'palm' is not one of" in done.stderr

@@ -1,0 +1,131 @@
+"""`RemoteToolset` over a real server, through a proxy that cuts connections for real."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+
+from kosong.message import ToolCall
+from kosong.remote import RemoteToolset
+from kosong.server import ServerConfig, create_app, serving
+from kosong.standard import with_policies
+from kosong.standard.policies import MetricsPolicy
+from tests.server._tools import GATES, STARTED, tools
+
+
+def _call(name: str, arguments: dict[str, object], call_id: str = "c1") -> ToolCall:
+    return ToolCall(
+        id=call_id, function=ToolCall.FunctionBody(name=name, arguments=json.dumps(arguments))
+    )
+
+
+class Proxy:
+    """A TCP proxy on a free port; `cut()` closes every connection through it."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.writers: list[asyncio.StreamWriter] = []
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(Exception):
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.writers += [writer, up_writer]
+        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+
+    def cut(self) -> None:
+        for writer in self.writers:
+            writer.transport.abort()
+        self.writers.clear()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[str]:
+        server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            self.cut()
+            server.close()
+
+
+async def test_remote_tools_are_listed_and_called_as_if_local() -> None:
+    async with serving(create_app(tools)) as url, RemoteToolset(url) as remote:
+        assert [t.name for t in remote.tools] == [t.name for t in tools]
+        result = await remote.handle(_call("add", {"a": 1, "b": 2}))
+        invalid = await remote.handle(_call("add", {"a": "x"}))
+        missing = await remote.handle(_call("nope", {}))
+    assert result.tool_call_id == "c1" and result.return_value.output == "3"
+    assert invalid.return_value.is_error and "valid integer" in invalid.return_value.message
+    assert missing.return_value.is_error and "nope" in missing.return_value.message
+
+
+async def test_remote_progress_reaches_the_local_pipeline_events() -> None:
+    async with serving(create_app(tools)) as url, RemoteToolset(url) as remote:
+        pipeline = with_policies(remote, MetricsPolicy())
+        async with pipeline.stream(_call("count", {"n": 3, "delay": 0})) as events:
+            seen = [(e.event, e.data.get("progress")) async for e in events]
+    assert seen[:3] == [
+        ("tool_progress", 100 / 3),
+        ("tool_progress", 200 / 3),
+        ("tool_progress", 100),
+    ]
+    assert seen[-1][0] == "tool_result"
+
+
+async def test_a_dropped_connection_is_resumed_without_running_the_tool_twice() -> None:
+    GATES["remote"] = asyncio.Event()
+    STARTED["remote"] = asyncio.Event()
+    app = create_app(tools, ServerConfig(retry_ms=10))
+    async with serving(app) as url:
+        proxy = Proxy(int(url.rpartition(":")[2]))
+        async with proxy.running() as proxied, RemoteToolset(proxied) as remote:
+            pipeline = with_policies(remote, MetricsPolicy())
+            seen: list[str] = []
+            result = None
+            async with pipeline.stream(_call("gated", {"name": "remote", "steps": 2})) as events:
+                async for event in events:
+                    seen.append(event.event)
+                    if len(seen) == 2:
+                        proxy.cut()  # the connection drops for real, mid-run
+                        GATES["remote"].set()
+                    result = event.result
+    assert seen == ["tool_progress", "tool_progress", "tool_progress", "tool_result"]
+    assert result is not None and result.return_value.output == "opened remote"
+
+
+async def test_an_unreachable_server_is_a_network_error_result() -> None:
+    remote = RemoteToolset("http://127.0.0.1:9", reconnects=0)
+    result = await remote.handle(_call("add", {"a": 1, "b": 2}))
+    await remote.aclose()
+    assert result.return_value.is_error and "NETWORK_ERROR" in json.dumps(
+        result.return_value.extras
+    )
+
+
+async def test_cancelling_a_remote_call_cancels_the_run() -> None:
+    GATES["remote-cancel"] = asyncio.Event()
+    STARTED["remote-cancel"] = asyncio.Event()
+    from tests.server._tools import CANCELLED
+
+    app = create_app(tools, ServerConfig(token="t"))
+    async with serving(app) as url, RemoteToolset(url, token="t") as remote:
+        task = remote.handle(_call("gated", {"name": "remote-cancel"}))
+        await asyncio.wait_for(STARTED["remote-cancel"].wait(), 5)
+        await asyncio.sleep(0.05)
+        assert isinstance(task, asyncio.Task)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        for _ in range(200):
+            if "remote-cancel" in CANCELLED:
+                break
+            await asyncio.sleep(0.01)
+    assert "remote-cancel" in CANCELLED

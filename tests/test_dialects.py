@@ -1,0 +1,117 @@
+"""The dialect check: findings by tool and dialect, safe fixes, the text report."""
+
+from __future__ import annotations
+
+import pytest
+
+from kosong.dialects import DIALECTS, check_tools, fix_schema, fix_tool
+from kosong.tooling import Tool
+
+GOOD = Tool(
+    name="get_weather", description="Weather.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)  # fmt: skip
+
+
+def test_a_plain_schema_is_accepted_by_every_dialect_but_strict_mode() -> None:
+    report = check_tools([GOOD])
+    assert report.dialects == list(DIALECTS)
+    assert {f.dialect for f in report.findings} == {"openai-strict"}  # open object
+    lenient = [d for d in DIALECTS if d != "openai-strict"]
+    assert str(check_tools([GOOD], lenient)).endswith(
+        "1 tool(s), 5 dialect(s): 0 rejected, 0 ignored"
+    )
+
+
+def test_moonshot_needs_an_explicit_type_and_the_fix_infers_it() -> None:
+    schema = {"type": "object", "properties": {"color": {"enum": ["red", "blue"]}}}
+    tool = Tool(name="pick", description="d", parameters=schema)
+    (finding,) = check_tools([tool], ["kimi"]).findings
+    assert (finding.dialect, finding.path, finding.rule, finding.effect) == (
+        "moonshot", "parameters.properties.color", "moonshot.type-required", "rejected",
+    )  # fmt: skip
+    assert finding.fix == 'add "type": "string", which its keywords imply'
+    assert check_tools([fix_tool(tool, "moonshot")], ["moonshot"]).ok
+
+
+def test_moonshot_type_beside_anyof_moves_into_the_branches() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "anyOf": [{"minimum": 0}, {"maximum": -5}]}},
+    }
+    fixed = fix_schema(schema, "moonshot")
+    assert fixed["properties"]["n"] == {
+        "anyOf": [{"minimum": 0, "type": "integer"}, {"maximum": -5, "type": "integer"}]
+    }
+    assert schema["properties"]["n"]["type"] == "integer"  # the input is not changed
+
+
+def test_moonshot_ref_with_siblings_is_inlined() -> None:
+    tool = Tool(name="place", description="d", parameters={
+        "type": "object", "properties": {"p": {"$ref": "#/$defs/P", "description": "where"}},
+        "$defs": {"P": {"type": "string"}},
+    })  # fmt: skip
+    assert [f.rule for f in check_tools([tool], ["moonshot"]).findings] == ["moonshot.ref-siblings"]
+    assert fix_tool(tool, "moonshot").parameters["properties"]["p"] == {
+        "type": "string",
+        "description": "where",
+    }
+
+
+def test_strict_mode_findings_point_at_to_strict_schema() -> None:
+    tool = Tool(
+        name="find",
+        description="d",
+        parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+    )
+    findings = check_tools([tool], ["openai-strict"]).findings
+    assert {f.path for f in findings} == {"parameters", "parameters.required"}
+    assert all(f.fix and "to_strict_schema" in f.fix for f in findings)
+
+
+def test_validation_keywords_are_reported_as_ignored_without_strict_mode() -> None:
+    tool = Tool(
+        name="page",
+        description="d",
+        parameters={"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}},
+    )
+    report = check_tools([tool], ["openai", "anthropic"])
+    assert report.ok
+    assert [(f.dialect, f.path, f.effect) for f in report.ignored] == [
+        ("openai", "parameters.properties.n.minimum", "ignored"),
+        ("anthropic", "parameters.properties.n.minimum", "ignored"),
+    ]
+    assert check_tools([tool], ["openai"], include_ignored=False).findings == []
+
+
+def test_gemini_rejects_unknown_fields_and_root_must_be_an_object_everywhere() -> None:
+    array = {
+        "name": "nums",
+        "description": "d",
+        "parameters": {"type": "array", "items": {"type": "number"}},
+    }
+    report = check_tools([array])
+    rejected = {(f.dialect, f.rule) for f in report.rejected}
+    for dialect in ("openai", "anthropic", "moonshot", "gemini", "mcp"):
+        assert (dialect, f"{dialect}.root-object") in rejected
+    closed = Tool(
+        name="c", description="d", parameters={"type": "object", "additionalProperties": False}
+    )
+    (finding,) = check_tools([closed], ["gemini"]).findings
+    assert (finding.path, finding.rule) == (
+        "parameters.additionalProperties",
+        "gemini.unknown-field",
+    )
+
+
+def test_the_text_report_lists_each_tool_and_dialect() -> None:
+    tool = Tool(name="ab", description="d", parameters={"type": "object", "properties": {"x": {}}})
+    text = check_tools([tool], ["moonshot", "mcp"]).render()
+    assert text.splitlines()[0] == "ab [moonshot]: rejected"
+    assert "  rejected: name: " in text
+    assert "ab [mcp]: ok" in text
+
+
+def test_an_unknown_dialect_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="unknown dialect 'llama'; known dialects: openai"):
+        check_tools([GOOD], ["llama"])
