@@ -93,9 +93,8 @@ PUBLIC: dict[str, list[str]] = {
         "ToolMetrics", "TracingPolicy", "TruncationPolicy",
     ],
     "kosong.mcp": [
-        "LOCAL_HOSTS", "LOCAL_ORIGINS", "EventLog", "MCPTool", "MCPToolServer", "MCPToolset",
-        "MemoryEventLog", "ResourcePart", "ServerSpec", "SessionEvent", "SessionEventStore",
-        "mcp_request",
+        "EventLog", "MCPTool", "MCPToolServer", "MCPToolset", "MemoryEventLog", "ResourcePart",
+        "ServerSpec", "SessionEvent", "SessionEventStore", "mcp_request",
     ],
     "kosong.utils.jsonschema": ["KNOWN_DRAFTS", "check_offline", "deref_json_schema"],
     "kosong.utils.typing": ["JsonType"],

@@ -131,6 +131,10 @@ def kosong_toolset(probe: Probe | None = None) -> SimpleToolset:
     return SimpleToolset([Add(), slow, wait_forever, boom, limited, shout, reconnect])
 
 
+served = kosong_toolset()
+"""The test toolset as a module attribute, for commands that serve MODULE:ATTR."""
+
+
 def kosong_app() -> ASGIApp:
     """Factory for a subprocess: our server over the test toolset."""
     return MCPToolServer(kosong_toolset(), name="kosong-test").app()

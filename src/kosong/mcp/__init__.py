@@ -15,11 +15,9 @@ Needs the `mcp` extra: `pip install 'kosong[mcp]'`.
 from kosong.mcp._client import MCPTool, MCPToolset, ServerSpec
 from kosong.mcp._content import ResourcePart
 from kosong.mcp._events import EventLog, MemoryEventLog, SessionEvent, SessionEventStore
-from kosong.mcp._server import LOCAL_HOSTS, LOCAL_ORIGINS, MCPToolServer, mcp_request
+from kosong.mcp._server import MCPToolServer, mcp_request
 
 __all__ = [
-    "LOCAL_HOSTS",
-    "LOCAL_ORIGINS",
     "EventLog",
     "MCPTool",
     "MCPToolServer",

@@ -62,14 +62,14 @@ from kosong.standard import PolicyToolset
 from kosong.tooling import ToolResult, Toolset
 from kosong.tooling.error import describe_exception
 
-__all__ = ["LOCAL_HOSTS", "LOCAL_ORIGINS", "MCPToolServer", "mcp_request"]
+__all__ = ["MCPToolServer", "mcp_request"]
 
 logger = logging.getLogger(__name__)
 
-LOCAL_HOSTS: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+_LOCAL_HOSTS: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 """The Host headers accepted by default (DNS-rebinding protection)."""
 
-LOCAL_ORIGINS: tuple[str, ...] = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+_LOCAL_ORIGINS: tuple[str, ...] = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 """The Origin headers accepted by default (a request without Origin is accepted too)."""
 
 _REQUEST: contextvars.ContextVar[ServerRequestContext[Any, Any] | None] = contextvars.ContextVar(
@@ -117,8 +117,8 @@ class MCPToolServer:
         version: str = "",
         instructions: str | None = None,
         event_store: EventStore | None = None,
-        allowed_hosts: Sequence[str] = LOCAL_HOSTS,
-        allowed_origins: Sequence[str] = LOCAL_ORIGINS,
+        allowed_hosts: Sequence[str] = _LOCAL_HOSTS,
+        allowed_origins: Sequence[str] = _LOCAL_ORIGINS,
         dns_rebinding_protection: bool = True,
         retry_interval_ms: int | None = None,
         session_idle_timeout: float | None = 30 * 60,
