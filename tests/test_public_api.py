@@ -92,6 +92,10 @@ PUBLIC: dict[str, list[str]] = {
         "RepeatGuardPolicy", "RetryPolicy", "RetryRule", "SingleFlightPolicy", "TimeoutPolicy",
         "ToolMetrics", "TracingPolicy", "TruncationPolicy",
     ],
+    "kosong.mcp": [
+        "EventLog", "MCPTool", "MCPToolServer", "MCPToolset", "MemoryEventLog", "ResourcePart",
+        "ServerSpec", "SessionEvent", "SessionEventStore", "mcp_request",
+    ],
     "kosong.utils.jsonschema": ["KNOWN_DRAFTS", "check_offline", "deref_json_schema"],
     "kosong.utils.typing": ["JsonType"],
     "kosong.utils.formats": ["SEMVER_PATTERN", "SemVer", "parse_iso8601", "parse_semver"],

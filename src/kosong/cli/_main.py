@@ -11,6 +11,7 @@ from kosong import __version__
 from kosong.cli._check import check
 from kosong.cli._compat import compat
 from kosong.cli._errors import CLIError
+from kosong.cli._mcp import mcp
 from kosong.cli._serve import serve
 from kosong.cli._tools import tools
 
@@ -24,7 +25,7 @@ def cli() -> None:
 
 
 # One line per subcommand: each is a function in its own module.
-for command in (serve, tools, check, compat):
+for command in (serve, tools, check, compat, mcp):
     cli.add_command(command)
 
 

@@ -71,6 +71,7 @@ def _loopback(host: str) -> bool:
               help="Leave / free instead of serving the inspector page there.")  # fmt: skip
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
+@click.option("--no-mcp", is_flag=True, help="Do not serve the tools over MCP at /mcp.")
 def serve(
     target: str,
     host: str,
@@ -85,6 +86,7 @@ def serve(
     lease: float,
     no_inspector: bool,
     log_level: str,
+    no_mcp: bool,
 ) -> int:
     """Serve the tools of MODULE:ATTR (a Toolset, or a list of tools) over HTTP and SSE."""
     toolset = load_toolset(target)
@@ -113,7 +115,8 @@ def serve(
     )
     if redis_url is not None:
         asyncio.run(_check_redis(redis_url))
-    app = create_app(toolset, config)
+    mcp = not no_mcp and _mcp_installed()
+    app = create_app(toolset, config, mcp=mcp)
     try:
         sock = bind(host, port)
     except OSError as e:
@@ -123,6 +126,8 @@ def serve(
     count = len(toolset.tools)
     click.echo(f"kosong: serving {count} tool(s) at http://{shown}:{bound} (Ctrl+C to stop)",
                err=True)  # fmt: skip
+    if mcp:
+        click.echo(f"kosong: and over MCP at http://{shown}:{bound}/mcp", err=True)
     if not no_inspector:
         click.echo(f"kosong: inspect them in a browser: http://{shown}:{bound}/", err=True)
     try:
@@ -130,6 +135,19 @@ def serve(
     except RuntimeError as e:
         raise CLIError(f"the server stopped: {e}") from None
     return 0
+
+
+def _mcp_installed() -> bool:
+    """Whether the MCP SDK is there for /mcp; says how to get it when it is not."""
+    try:
+        import mcp  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except ImportError:
+        click.echo(
+            "kosong: /mcp is not served: the MCP SDK is missing (pip install 'kosong[mcp]')",
+            err=True,
+        )
+        return False
+    return True
 
 
 async def _check_redis(url: str) -> None:

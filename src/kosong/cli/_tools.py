@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import sys
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -21,12 +22,23 @@ from kosong.tooling import Tool, Toolset
 
 __all__ = ["tools"]
 
-_TARGET = "TARGET: MODULE:ATTR, or the URL of a kosong server."
+_TARGET = (
+    "TARGET: MODULE:ATTR, the URL of a kosong server, or an MCP server: its URL (ending in "
+    "/mcp) or the command that runs it (quoted, e.g. 'python -m my_server')."
+)
 
 
 @contextlib.asynccontextmanager
 async def _open(target: str, token: str | None) -> AsyncGenerator[Toolset]:
-    """The toolset `target` names; for a URL, a `RemoteToolset` with its tools listed."""
+    """The toolset `target` names; for a URL, a `RemoteToolset` with its tools listed.
+
+    An MCP server (a URL whose path ends in `/mcp`, or a command: a target with a space,
+    which MODULE:ATTR never has) gives an `MCPToolset`.
+    """
+    if _is_mcp(target):
+        async with _open_mcp(target) as toolset:
+            yield toolset
+        return
     if not is_url(target):
         yield load_toolset(target)
         return
@@ -47,6 +59,30 @@ async def _open(target: str, token: str | None) -> AsyncGenerator[Toolset]:
         yield remote
     finally:
         await remote.aclose()
+
+
+def _is_mcp(target: str) -> bool:
+    if is_url(target):
+        return target.split("?", 1)[0].rstrip("/").endswith("/mcp")
+    return any(c.isspace() for c in target.strip())
+
+
+@contextlib.asynccontextmanager
+async def _open_mcp(target: str) -> AsyncGenerator[Toolset]:
+    try:
+        from kosong.mcp import MCPToolset
+    except ImportError:
+        raise CLIError("the MCP SDK is missing: pip install 'kosong[mcp]'") from None
+    # The command says what failed in one line of its own; the toolset's warnings would repeat it.
+    logging.getLogger("kosong.mcp").setLevel(logging.ERROR)
+    toolset = MCPToolset({"mcp": target.strip()}, connect_timeout=20)
+    try:
+        await toolset.connect()
+        if toolset.errors:
+            raise CLIError(f"cannot use the MCP server {target}: {toolset.errors['mcp']}")
+        yield toolset
+    finally:
+        await toolset.aclose()
 
 
 def _reason(response: Any) -> str:

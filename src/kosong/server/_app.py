@@ -460,6 +460,7 @@ def create_app(
     *,
     routes: Sequence[BaseRoute] = (),
     lifespans: Sequence[Lifespan] = (),
+    mcp: bool = False,
 ) -> Starlette:
     """An ASGI app serving `toolset` (a Toolset, or a list of tools); see the module doc.
 
@@ -475,12 +476,22 @@ def create_app(
             before the inspector's, so a route of yours at `/` replaces its page.
         lifespans: Context managers entered when the app starts (after the server's own
             start-up) and left when it stops, each given the app.
+        mcp: Serve the same tools over MCP at `/mcp` too (`kosong.mcp.MCPToolServer`, on the
+            same pipeline, behind the same checks); needs the `mcp` extra.
 
     The app's `state.kosong` is its `Server`. Run it with `kosong.server.serve` (or any
     ASGI server; `serve` and `serving` also drain runs gracefully on shutdown).
     """
     config = config if config is not None else ServerConfig()
     server = Server(as_toolset(toolset), config)
+    if mcp:
+        from kosong.mcp import MCPToolServer
+
+        # The guard checks Host and Origin for every route already, with the hosts the
+        # configuration allows; the SDK's own check (localhost only) would refuse those.
+        over_mcp = MCPToolServer(server.toolset, dns_rebinding_protection=False)
+        routes = [*routes, *over_mcp.routes()]
+        lifespans = [*lifespans, over_mcp.lifespan]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncGenerator[None]:

@@ -1,4 +1,4 @@
-"""Fixtures for the server tests: a real redis-server, and helpers to read SSE streams."""
+"""Fixtures every part of the suite shares: a real redis-server, started once per session."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def redis_url() -> Iterator[str]:
             pytest.fail(reason)  # in CI a missing server is a failure, not a skip
         pytest.skip(reason)
     port = _free_port()
-    workdir = tempfile.mkdtemp(prefix="kosong-server-redis-")
+    workdir = tempfile.mkdtemp(prefix="kosong-redis-")
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--dir", workdir],
@@ -51,5 +51,9 @@ def redis_url() -> Iterator[str]:
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
         shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,345 @@
+"""`MCPToolset`: the tools of one or more MCP servers, as a kosong toolset.
+
+    async with MCPToolset({"weather": "http://127.0.0.1:8000/mcp",
+                           "files": ["python", "-m", "files_server"]}) as toolset:
+        result = await toolset.handle(call)
+
+- A server is a URL (streamable HTTP; the SDK negotiates the 2026 era or the handshake) or a
+  command run over stdio (a list of arguments, a command line, or `StdioServerParameters`).
+- Each server's tools are listed as ours. A name two servers share is prefixed with each
+  server's name (`weather_search`, `files_search`) rather than one overwriting the other; a
+  name kosong's tool-name rule does not allow is rewritten to one it does.
+- Arguments are checked against the tool's input schema before they are sent; the result's
+  content becomes text or content parts (images and audio as `data:` URLs), `isError` a
+  `ToolError` (with the error code a kosong server sent), and the raw `CallToolResult` the
+  result's `artifact`.
+- Progress notifications reach `report_progress`, so a pipeline's `stream()` yields them as
+  `tool_progress` events. `call_timeout` is sent to the server as a cancellation when it runs
+  out (a `ToolTimeoutError` for the model), and so is the cancellation of a call (a
+  `TimeoutPolicy`'s, say).
+- `tools/list_changed` (either era) refreshes the tools.
+- Each server's connection runs in a supervising task of its own: a server that dies fails its
+  pending calls within a second with a `ToolNetworkError` result while the other servers keep
+  working, and the next call to it reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+import re
+import shlex
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+import mcp_types as mcp
+from mcp.shared.exceptions import MCPError
+from pydantic import PrivateAttr, ValidationError
+
+from kosong.mcp._connection import Connection, ProgressCallback, ServerGone, Target
+from kosong.mcp._convert import from_call_tool_result
+from kosong.message import ToolCall
+from kosong.standard import CallContext, current_call
+from kosong.tooling import CallableTool, HandleResult, Tool, ToolError, ToolReturnValue, Toolset
+from kosong.tooling.error import ToolNetworkError, ToolTimeoutError, describe_exception
+from kosong.tooling.simple import SimpleToolset
+from mcp import StdioServerParameters
+
+__all__ = ["MCPTool", "MCPToolset", "ServerSpec"]
+
+logger = logging.getLogger(__name__)
+
+ServerSpec = str | Sequence[str] | StdioServerParameters
+"""An MCP server: an `http(s)://` URL, a command line, a list of arguments, or stdio parameters."""
+
+_SERVER_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,31}$")
+_NOT_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+class MCPTool(CallableTool):
+    """A tool of an MCP server, as `MCPToolset` lists it: calling it calls the server."""
+
+    output_schema: dict[str, Any] | None = None
+    """The tool's output schema, when the server declares one."""
+    server: str = ""
+    """The name of the server (in its `MCPToolset`) the tool belongs to."""
+    remote_name: str = ""
+    """The tool's name on the server (this tool's `name` may be prefixed or rewritten)."""
+
+    _connection: Connection | None = PrivateAttr(default=None)
+    _timeout: float | None = PrivateAttr(default=None)
+
+    async def __call__(self, /, **kwargs: Any) -> ToolReturnValue:
+        """Call the tool on its server; every failure is a result."""
+        connection = self._connection
+        if connection is None:
+            return ToolError(message=f"Tool `{self.name}` is not attached to an MCP server")
+        # Progress is asked of the server only inside a pipeline, where it has somewhere to go.
+        ctx = current_call()
+        progress = _forward_progress(ctx) if ctx is not None else None
+        try:
+            result = await connection.call(
+                self.remote_name, kwargs, read_timeout=self._timeout, progress=progress
+            )
+        except ServerGone as e:
+            return ToolNetworkError(str(e))
+        except MCPError as e:
+            if e.code == mcp.REQUEST_TIMEOUT and self._timeout is not None:
+                return ToolTimeoutError(self.name, self._timeout)
+            return ToolError(
+                message=f"The MCP server `{connection.name}` refused the call to "
+                f"`{self.remote_name}`: {e.message} (error {e.code})",
+                brief="MCP error",
+            )
+        except Exception as e:  # the SDK refused the answer (say, output not fitting its schema)
+            return ToolError(
+                message=f"The answer of the MCP server `{connection.name}` to `{self.remote_name}` "
+                f"could not be used: {describe_exception(e)}",
+                brief="MCP error",
+            )
+        return from_call_tool_result(result)
+
+
+class MCPToolset(Toolset):
+    """The tools of MCP servers as one toolset (see the module doc).
+
+    Use it as an async context manager (or `await connect()` ... `await aclose()`): entering
+    connects to every server and lists its tools. A server that cannot be reached then is left
+    out and named in `errors`; `refresh()` tries again.
+    """
+
+    def __init__(
+        self,
+        servers: Mapping[str, ServerSpec],
+        *,
+        call_timeout: float | None = None,
+        connect_timeout: float = 10.0,
+        on_tools_changed: Callable[[], None] | None = None,
+    ) -> None:
+        """Prepare connections to `servers`, by name; nothing is started yet.
+
+        Args:
+            servers: The servers by name (the name prefixes clashing tool names).
+            call_timeout: Seconds a call may take before it is cancelled on the server.
+            connect_timeout: Seconds a connection may take to open.
+            on_tools_changed: Called after the tools changed (a server said so, or
+                reconnected), once the new list is in place.
+
+        Raises:
+            ValueError: a server name is not a short identifier, a spec is empty, or a
+                timeout is not a positive number.
+        """
+        for label, value in (("call_timeout", call_timeout), ("connect_timeout", connect_timeout)):
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{label} must be a positive number of seconds, got {value!r}")
+        if not servers:
+            raise ValueError("MCPToolset needs at least one server")
+        self._connections: dict[str, Connection] = {}
+        for name, spec in servers.items():
+            if not _SERVER_NAME.match(name):
+                raise ValueError(
+                    f"server name {name!r} must start with a letter or `_` and hold only letters, "
+                    "digits, `_` and `-` (at most 32): it prefixes tool names"
+                )
+            self._connections[name] = Connection(
+                name,
+                _target(name, spec),
+                connect_timeout=connect_timeout,
+                on_tools_changed=self._tools_changed,
+            )
+        self._call_timeout = call_timeout
+        self._on_tools_changed = on_tools_changed
+        self._listed: dict[str, list[mcp.Tool]] = {}
+        self._toolset = SimpleToolset()
+        self._refreshing: set[asyncio.Task[None]] = set()
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Connect to every server and list its tools (those that fail are in `errors`)."""
+        await self.refresh()
+
+    async def aclose(self) -> None:
+        """Close every connection; calls still pending fail with a result."""
+        for task in list(self._refreshing):
+            task.cancel()
+        await asyncio.gather(*(c.close() for c in self._connections.values()))
+
+    async def __aenter__(self) -> Self:
+        await self.connect()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # --- the Toolset protocol --------------------------------------------------------------
+
+    @property
+    def tools(self) -> list[Tool]:
+        """Every server's tools, under the names the model calls them by."""
+        return self._toolset.tools
+
+    def find_tool(self, name: str) -> Tool | None:
+        """The tool called `name`, or None."""
+        return self._toolset.find_tool(name)
+
+    def handle(self, tool_call: ToolCall) -> HandleResult:
+        """Handle one call: checked against the tool's schema, then sent to its server."""
+        return self._toolset.handle(tool_call)
+
+    # --- the servers -----------------------------------------------------------------------
+
+    @property
+    def errors(self) -> dict[str, str]:
+        """Why each server that is not working now failed, by server name."""
+        return {
+            name: connection.last_error
+            for name, connection in self._connections.items()
+            if connection.last_error is not None
+        }
+
+    async def refresh(self, server: str | None = None) -> None:
+        """List the tools of `server` (or of every server) again.
+
+        Raises:
+            KeyError: no server has that name.
+        """
+        if server is not None and server not in self._connections:
+            raise KeyError(f"no MCP server named {server!r} in this toolset")
+        names = [server] if server is not None else list(self._connections)
+        listings = await asyncio.gather(
+            *(self._connections[name].list_tools() for name in names), return_exceptions=True
+        )
+        for name, listing in zip(names, listings, strict=True):
+            if isinstance(listing, ServerGone):
+                logger.warning("MCP server %r: %s", name, listing)
+                self._listed.pop(name, None)
+            elif isinstance(listing, BaseException):
+                raise listing
+            else:
+                self._listed[name] = listing
+        self._rebuild()
+
+    def _tools_changed(self, connection: Connection) -> None:
+        task = asyncio.get_running_loop().create_task(self._refresh_one(connection.name))
+        self._refreshing.add(task)
+        task.add_done_callback(self._refreshing.discard)
+
+    async def _refresh_one(self, name: str) -> None:
+        await self.refresh(name)
+        if self._on_tools_changed is not None:
+            try:
+                self._on_tools_changed()
+            except Exception:  # the listener's failure is not the toolset's
+                logger.exception("on_tools_changed callback failed")
+
+    def _rebuild(self) -> None:
+        """Make the tools anew from the listings (a call in flight keeps its tool)."""
+        tools: list[MCPTool] = []
+        for name, remote, connection in self._named():
+            try:
+                tool = _make_tool(name, remote, connection)
+            except ValidationError as e:
+                logger.warning(
+                    "MCP server %r: tool %r left out, its definition is not usable: %s",
+                    connection.name,
+                    remote.name,
+                    e,
+                )
+                continue
+            tool._timeout = self._call_timeout  # pyright: ignore[reportPrivateUsage]
+            tools.append(tool)
+        self._toolset = SimpleToolset(tools)
+
+    def _named(self) -> list[tuple[str, mcp.Tool, Connection]]:
+        """Each listed tool with the name it gets here: prefixed by its server on a clash."""
+        listed = [
+            (_tool_name(remote.name), remote, self._connections[server])
+            for server, remotes in self._listed.items()
+            for remote in remotes
+        ]
+        counts = Counter(name for name, _, _ in listed)
+        taken: set[str] = set()
+        named: list[tuple[str, mcp.Tool, Connection]] = []
+        for name, remote, connection in listed:
+            if counts[name] > 1:
+                prefixed = _tool_name(f"{connection.name}_{remote.name}")
+                logger.info(
+                    "MCP tool %r of server %r is listed as %r: another server has a tool of "
+                    "that name",
+                    remote.name,
+                    connection.name,
+                    prefixed,
+                )
+                name = prefixed
+            unique, n = name, 2
+            while unique in taken:
+                unique = _tool_name(f"{name}_{n}")
+                n += 1
+            taken.add(unique)
+            named.append((unique, remote, connection))
+        return named
+
+
+def _make_tool(name: str, remote: mcp.Tool, connection: Connection) -> MCPTool:
+    hints = remote.annotations
+    read_only = hints.read_only_hint if hints else None
+    title = remote.title or (hints.title if hints else None)
+    tool = MCPTool(
+        name=name,
+        description=remote.description or title or remote.name,
+        parameters=remote.input_schema,
+        output_schema=remote.output_schema,
+        server=connection.name,
+        remote_name=remote.name,
+        title=title if title and title.strip() else None,
+        read_only_hint=read_only,
+        # Meaningful only for a tool that is not read-only (MCP), and kosong refuses both.
+        destructive_hint=None if read_only else (hints.destructive_hint if hints else None),
+        idempotent_hint=hints.idempotent_hint if hints else None,
+        open_world_hint=hints.open_world_hint if hints else None,
+    )
+    tool._connection = connection  # pyright: ignore[reportPrivateUsage]
+    return tool
+
+
+def _tool_name(raw: str) -> str:
+    """`raw` as a kosong tool name (`^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`), unchanged if it is one."""
+    name = _NOT_NAME.sub("_", raw) or "_"
+    if not (name[0].isalpha() or name[0] == "_"):
+        name = f"_{name}"
+    if len(name) > 64:  # kept apart from other long names by a digest of the whole
+        name = f"{name[:55]}_{hashlib.blake2b(raw.encode(), digest_size=4).hexdigest()}"
+    return name
+
+
+def _target(name: str, spec: ServerSpec) -> Target:
+    if isinstance(spec, StdioServerParameters):
+        return spec
+    if isinstance(spec, str):
+        if spec.startswith(("http://", "https://")):
+            return spec
+        argv = shlex.split(spec)
+    else:
+        argv = list(spec)
+    if not argv:
+        raise ValueError(f"the command of MCP server {name!r} is empty")
+    return StdioServerParameters(command=argv[0], args=argv[1:])
+
+
+def _forward_progress(ctx: CallContext) -> ProgressCallback:
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        percent = progress / total * 100 if total else progress
+        if math.isfinite(percent):
+            ctx.report_progress(min(max(percent, 0.0), 100.0), message or "")
+
+    return forward

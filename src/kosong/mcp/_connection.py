@@ -1,0 +1,334 @@
+"""One MCP server connection, run by a supervising task of its own (private: see `MCPToolset`).
+
+The SDK's client fails in different ways when a server dies: over stdio the pending call gets
+an `MCPError` quickly; over HTTP a pending call may get a `CancelledError` it did not ask for,
+or wait for a response that never comes. So no caller awaits the SDK directly: the connection
+(`mcp.Client` and a task group) lives in a supervising task, each call runs as a task of that
+group and hands its outcome to a future the caller awaits. When the connection ends, however
+it ends, the supervisor fails every pending future with `ServerGone`; while calls are pending
+on an HTTP server, a watchdog checks every half second that its port still accepts
+connections, so a server that vanished fails them within a second. The next call starts a new
+connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.abc
+import mcp_types as mcp
+from mcp.client.session import IncomingMessage
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from kosong.tooling.error import describe_exception
+from mcp import Client, StdioServerParameters
+
+logger = logging.getLogger(__name__)
+
+Target = str | StdioServerParameters
+"""A server: the URL of a streamable HTTP endpoint, or a command to run over stdio."""
+
+ProgressCallback = ProgressFnT
+"""What receives a call's progress: `(progress, total, message)`."""
+
+_WATCH_INTERVAL = 0.5
+
+
+class ServerGone(Exception):
+    """The connection to the server ended (or could not be made) before the call finished."""
+
+
+@dataclass(slots=True, eq=False)  # kept in a set: compared by identity
+class _Call:
+    """A call in flight: the caller's future and the scope that cancels the SDK's request."""
+
+    future: asyncio.Future[mcp.CallToolResult]
+    scope: anyio.CancelScope | None = None
+    abandoned: bool = False
+
+
+@dataclass(slots=True)
+class _Live:
+    """What a running connection holds."""
+
+    client: Client
+    group: anyio.abc.TaskGroup
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    calls: set[_Call] = field(default_factory=set[_Call])
+
+
+class Connection:
+    """A connection to one MCP server, made on first use and again after it ends."""
+
+    def __init__(
+        self,
+        name: str,
+        target: Target,
+        *,
+        connect_timeout: float,
+        on_tools_changed: Callable[[Connection], None],
+    ) -> None:
+        self.name = name
+        self.target = target
+        self._connect_timeout = connect_timeout
+        self._on_tools_changed = on_tools_changed
+        self._live: _Live | None = None
+        self._starting: asyncio.Future[_Live] | None = None
+        self._supervisor: asyncio.Task[None] | None = None
+        self._closed = False
+        self._connects = 0
+        self.last_error: str | None = None
+        """Why the last connection ended or could not be made (None while all is well)."""
+
+    @property
+    def connected(self) -> bool:
+        """Whether a connection is up now."""
+        return self._live is not None
+
+    # --- the supervisor --------------------------------------------------------------------
+
+    async def _connected(self) -> _Live:
+        """The live connection, made now if there is none (raises `ServerGone` if it fails)."""
+        if self._live is not None:
+            return self._live
+        if self._closed:
+            raise ServerGone(f"the MCP server `{self.name}` connection is closed")
+        starting = self._starting
+        if starting is None:
+            loop = asyncio.get_running_loop()
+            self._starting = starting = loop.create_future()
+            self._supervisor = loop.create_task(self._supervise(starting))
+        try:
+            with anyio.fail_after(self._connect_timeout):
+                return await asyncio.shield(starting)
+        except TimeoutError:
+            raise ServerGone(
+                f"could not connect to the MCP server `{self.name}` within "
+                f"{self._connect_timeout:g} seconds"
+            ) from None
+
+    async def _supervise(self, starting: asyncio.Future[_Live]) -> None:
+        reason = "the connection was closed"
+        live: _Live | None = None
+        try:
+            async with (
+                Client(self.target, mode="auto", message_handler=self._on_message) as client,
+                anyio.create_task_group() as group,
+            ):
+                live = _Live(client, group)
+                if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                    tools = client.server_capabilities.tools
+                    if tools is not None and tools.list_changed:
+                        # Listening before the connection counts as made: no change is missed.
+                        await group.start(self._listen, client)
+                self._live = live
+                self.last_error = None
+                if self._starting is starting:  # connected: no longer connecting
+                    self._starting = None
+                if not starting.done():
+                    starting.set_result(live)
+                self._connects += 1
+                if self._connects > 1:  # a reconnection: the tools may have changed meanwhile
+                    self._on_tools_changed(self)
+                if isinstance(self.target, str):
+                    group.start_soon(self._watch, self.target, live)
+                await live.stop.wait()
+                group.cancel_scope.cancel()
+        except asyncio.CancelledError:
+            reason = "the connection was cancelled"
+            raise
+        except BaseException as e:  # whatever ended it, the calls get a result
+            reason = _describe(e)
+            logger.warning("MCP server %r: connection ended: %s", self.name, reason)
+        finally:
+            if live is not None and self._live is live:
+                self._live = None
+                if not self._closed:
+                    self.last_error = reason
+            if self._starting is starting:
+                self._starting = None
+                if not self._closed:
+                    self.last_error = reason
+            gone = ServerGone(f"the MCP server `{self.name}` is unreachable: {reason}")
+            for call in list(live.calls if live is not None else ()):
+                if not call.future.done():
+                    call.future.set_exception(gone)
+            if not starting.done():
+                starting.set_exception(gone)
+                starting.exception()  # retrieved: no "never retrieved" warning if nobody waits
+
+    def _end(self, live: _Live, reason: str) -> None:
+        """End the live connection (it failed): its calls fail, the next call reconnects.
+
+        It is forgotten at once, so the next call starts a new connection even while this
+        one is still being torn down.
+        """
+        if not live.stop.is_set():
+            logger.warning("MCP server %r: %s", self.name, reason)
+            live.stop.set()
+        if self._live is live:
+            self._live = None
+            self.last_error = reason
+        gone = ServerGone(f"the MCP server `{self.name}` is unreachable: {reason}")
+        for call in list(live.calls):
+            if not call.future.done():
+                call.future.set_exception(gone)
+
+    async def _watch(self, url: str, live: _Live) -> None:
+        """While calls are pending, check every half second that the server still listens."""
+        parts = urlsplit(url)
+        host = parts.hostname or "127.0.0.1"
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        while True:
+            await anyio.sleep(_WATCH_INTERVAL)
+            if not live.calls:
+                continue
+            try:
+                with anyio.fail_after(_WATCH_INTERVAL):
+                    stream = await anyio.connect_tcp(host, port)
+                await stream.aclose()
+            except (OSError, TimeoutError) as e:
+                self._end(live, f"the server stopped listening ({describe_exception(e)})")
+                return
+
+    async def _listen(
+        self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """2026 era: refresh the tools whenever the server says they changed."""
+        started = False
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                task_status.started()
+                started = True
+                async for _ in subscription:
+                    self._on_tools_changed(self)
+        except Exception as e:  # no change notifications then; calls still work
+            logger.info("MCP server %r: change notifications ended: %s", self.name, _describe(e))
+            if not started:
+                task_status.started()
+
+    async def _on_message(self, message: IncomingMessage) -> None:
+        """Handshake era: a `tools/list_changed` notification refreshes the tools."""
+        if isinstance(message, mcp.ToolListChangedNotification):
+            self._on_tools_changed(self)
+
+    # --- what the toolset asks -------------------------------------------------------------
+
+    async def list_tools(self) -> list[mcp.Tool]:
+        """Every tool of the server (all pages).
+
+        Raises:
+            ServerGone: the server cannot be reached.
+        """
+        live = await self._connected()
+        tools: list[mcp.Tool] = []
+        cursor: str | None = None
+        try:
+            for _ in range(1000):  # a server that never stops paginating is cut off
+                page = await live.client.list_tools(cursor=cursor, cache_mode="refresh")
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        except Exception as e:
+            self._end(live, f"listing the tools failed: {_describe(e)}")
+            raise ServerGone(f"the MCP server `{self.name}` is unreachable: {_describe(e)}") from e
+        return tools
+
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        read_timeout: float | None,
+        progress: ProgressCallback | None,
+    ) -> mcp.CallToolResult:
+        """Call a tool; cancelling the caller cancels the request on the server.
+
+        Raises:
+            ServerGone: the server cannot be reached, or went away during the call.
+            MCPError: the server answered with a protocol error (-32001 on timeout).
+        """
+        live = await self._connected()
+        call = _Call(asyncio.get_running_loop().create_future())
+        live.calls.add(call)
+        try:
+            live.group.start_soon(self._run, live, call, name, arguments, read_timeout, progress)
+            return await call.future
+        except asyncio.CancelledError:
+            call.abandoned = True
+            if call.scope is not None:
+                call.scope.cancel()  # the SDK tells the server (notifications/cancelled)
+            raise
+        finally:
+            live.calls.discard(call)
+
+    async def _run(
+        self,
+        live: _Live,
+        call: _Call,
+        name: str,
+        arguments: dict[str, Any],
+        read_timeout: float | None,
+        progress: ProgressCallback | None,
+    ) -> None:
+        future = call.future
+        with anyio.CancelScope() as scope:
+            call.scope = scope
+            if call.abandoned:
+                return
+            try:
+                result = await live.client.call_tool(
+                    name, arguments, read_timeout_seconds=read_timeout, progress_callback=progress
+                )
+            except MCPError as e:
+                error: Exception = e
+                if e.code == mcp.CONNECTION_CLOSED:
+                    self._end(live, f"the connection closed: {e.message}")
+                    error = ServerGone(f"the MCP server `{self.name}` went away during the call")
+                if not future.done():
+                    future.set_exception(error)
+            except asyncio.CancelledError:
+                if not call.abandoned and not live.stop.is_set():
+                    # Not ours: the SDK's transport failed under the call.
+                    self._end(live, "the transport failed during a call")
+                    if not future.done():
+                        future.set_exception(
+                            ServerGone(f"the MCP server `{self.name}` went away during the call")
+                        )
+                raise
+            except Exception as e:
+                if not future.done():
+                    future.set_exception(e)
+            else:
+                if not future.done():
+                    future.set_result(result)
+
+    async def close(self) -> None:
+        """End the connection for good."""
+        self._closed = True
+        live = self._live
+        if live is not None:
+            live.stop.set()
+        supervisor = self._supervisor
+        if supervisor is not None and not supervisor.done():
+            with anyio.move_on_after(5):
+                await asyncio.shield(supervisor)
+            if not supervisor.done():
+                supervisor.cancel()
+
+
+def _describe(error: BaseException) -> str:
+    """A readable reason, out of the exception groups the SDK's task groups raise."""
+    inner: object = getattr(error, "exceptions", None)
+    if isinstance(inner, tuple) and inner and isinstance(inner[0], BaseException):
+        return _describe(inner[0])
+    return describe_exception(error)

@@ -1,0 +1,231 @@
+"""Results and tool definitions, kosong's way and MCP's way (private: used by server and client).
+
+kosong → MCP (what our server sends):
+
+- the output's text or content parts become content blocks: `TextPart` → text, an image or
+  audio `data:` URL → image / audio content, `ResourcePart` → an embedded resource, any other
+  URL (or a video) → a resource link or resource, a part of another kind → its JSON as text;
+  a result's `message` is one more text block (first for an error, where it is the
+  explanation, last for a success);
+- an error's code (`kosong.standard.error_code`) travels in `_meta["kosong/error"]`, so a kosong
+  client gets the same kind of error back;
+- a tool that declares an `output_schema` sends its JSON output as `structuredContent` too.
+
+MCP → kosong (what `MCPToolset` gives the model): the reverse, with binary content as `data:`
+URLs and the raw `CallToolResult` kept as the result's `artifact`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, cast
+
+import mcp_types as mcp
+
+from kosong.mcp._content import ResourcePart
+from kosong.message import AudioURLPart, ContentPart, ImageURLPart, TextPart, VideoURLPart
+from kosong.standard import coded_error, error_code
+from kosong.tooling import Tool, ToolError, ToolOk, ToolReturnValue
+from kosong.utils.typing import JsonType
+
+ERROR_META_KEY = "kosong/error"
+"""The `_meta` key of a `CallToolResult` that carries a kosong error's code."""
+
+_DATA_URL = re.compile(
+    r"^data:(?P<mime>[^;,]*)(?P<params>(?:;[^;,]*)*?);base64,(?P<data>.*)$", re.S
+)
+
+
+# --- kosong → MCP ---------------------------------------------------------------------------
+
+
+def output_schema_of(tool: Tool) -> dict[str, Any] | None:
+    """The tool's declared output schema (an `output_schema` dict attribute), or None."""
+    # A field of the tool's model: read from its __dict__, since a getattr that misses on a
+    # pydantic model raises (and costs) an AttributeError, on every call.
+    schema: object = vars(tool).get("output_schema")
+    return cast(dict[str, Any], schema) if isinstance(schema, dict) else None
+
+
+def to_mcp_tool(tool: Tool) -> mcp.Tool:
+    """The MCP definition of a kosong tool: schema, annotations from its hints, output schema."""
+    annotations = None
+    hints = (tool.read_only_hint, tool.destructive_hint, tool.idempotent_hint, tool.open_world_hint)
+    if tool.title is not None or any(h is not None for h in hints):
+        annotations = mcp.ToolAnnotations(
+            title=tool.title,
+            read_only_hint=tool.read_only_hint,
+            destructive_hint=tool.destructive_hint,
+            idempotent_hint=tool.idempotent_hint,
+            open_world_hint=tool.open_world_hint,
+        )
+    return mcp.Tool(
+        name=tool.name,
+        title=tool.title,
+        description=tool.description,
+        input_schema=tool.parameters,
+        output_schema=output_schema_of(tool),
+        annotations=annotations,
+    )
+
+
+def _data_url(url: str) -> tuple[str, str] | None:
+    """(mime type, base64 data) of a base64 `data:` URL, else None."""
+    match = _DATA_URL.match(url)
+    if match is None:
+        return None
+    return match.group("mime") or "application/octet-stream", match.group("data")
+
+
+def _link(url: str, kind: str) -> mcp.ResourceLink:
+    return mcp.ResourceLink(uri=url, name=url.rsplit("/", 1)[-1] or kind)
+
+
+def _part_to_block(part: ContentPart) -> mcp.ContentBlock:
+    if isinstance(part, TextPart):
+        return mcp.TextContent(text=part.text)
+    if isinstance(part, ImageURLPart | AudioURLPart):
+        url = part.image_url.url if isinstance(part, ImageURLPart) else part.audio_url.url
+        inline = _data_url(url)
+        if inline is None:
+            return _link(url, part.type)
+        mime, data = inline
+        if isinstance(part, ImageURLPart):
+            return mcp.ImageContent(data=data, mime_type=mime)
+        return mcp.AudioContent(data=data, mime_type=mime)
+    if isinstance(part, VideoURLPart):
+        url = part.video_url.url
+        inline = _data_url(url)
+        if inline is None:
+            return _link(url, part.type)
+        mime, data = inline
+        return mcp.EmbeddedResource(
+            resource=mcp.BlobResourceContents(uri="video:inline", mime_type=mime, blob=data)
+        )
+    if isinstance(part, ResourcePart):
+        contents: mcp.TextResourceContents | mcp.BlobResourceContents
+        if part.text is not None:
+            contents = mcp.TextResourceContents(
+                uri=part.uri, mime_type=part.mime_type, text=part.text
+            )
+        else:
+            contents = mcp.BlobResourceContents(
+                uri=part.uri, mime_type=part.mime_type, blob=part.blob or ""
+            )
+        return mcp.EmbeddedResource(resource=contents)
+    return mcp.TextContent(text=part.model_dump_json())  # a part of the user's own kind
+
+
+def to_call_tool_result(value: ToolReturnValue, output_schema: bool) -> dict[str, Any]:
+    """The MCP result of a kosong result (see the module doc), in its wire form.
+
+    A dict, not a `CallToolResult`: the SDK checks the result against the protocol version's
+    schema anyway, and a model built here would only be dumped again.
+    """
+    blocks: list[dict[str, Any]] = []
+    output = value.output
+    if isinstance(output, str):
+        if output:
+            blocks.append({"type": "text", "text": output})
+    else:
+        blocks.extend(_wire(_part_to_block(part)) for part in output)
+    if value.message:
+        note = {"type": "text", "text": value.message}
+        if value.is_error:
+            blocks.insert(0, note)
+        else:
+            blocks.append(note)
+    if value.is_error:
+        # `resultType` as a CallToolResult dumps it (2026-07-28 requires it; others ignore it).
+        result: dict[str, Any] = {"content": blocks, "isError": True, "resultType": "complete"}
+        code = error_code(value)
+        if code:
+            result["_meta"] = {ERROR_META_KEY: {"code": code}}
+        return result
+    result = {"content": blocks, "isError": False, "resultType": "complete"}
+    if output_schema and isinstance(output, str):
+        # Output that is not JSON gets no structured content; the client's check of the
+        # output schema then says so.
+        with contextlib.suppress(ValueError):
+            result["structuredContent"] = json.loads(output)
+    return result
+
+
+def _wire(block: mcp.ContentBlock) -> dict[str, Any]:
+    return block.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+# --- MCP → kosong ---------------------------------------------------------------------------
+
+
+def _blob_part(mime: str, data: str, label: str) -> ContentPart:
+    url = f"data:{mime};base64,{data}"
+    if mime.startswith("image/"):
+        return ImageURLPart(image_url=ImageURLPart.ImageURL(url=url))
+    if mime.startswith("audio/"):
+        return AudioURLPart(audio_url=AudioURLPart.AudioURL(url=url))
+    if mime.startswith("video/"):
+        return VideoURLPart(video_url=VideoURLPart.VideoURL(url=url))
+    try:
+        size = len(base64.b64decode(data, validate=True))
+    except (binascii.Error, ValueError):
+        size = len(data)
+    return TextPart(text=f"[binary content {label} ({mime}, {size} bytes)]")
+
+
+def _block_to_part(block: mcp.ContentBlock) -> ContentPart:
+    if isinstance(block, mcp.TextContent):
+        return TextPart(text=block.text)
+    if isinstance(block, mcp.ImageContent | mcp.AudioContent):
+        return _blob_part(block.mime_type, block.data, block.type)
+    if isinstance(block, mcp.EmbeddedResource):
+        resource = block.resource
+        if isinstance(resource, mcp.TextResourceContents):
+            return TextPart(text=resource.text)
+        return _blob_part(
+            resource.mime_type or "application/octet-stream", resource.blob, resource.uri
+        )
+    # A resource link: the model reads where the resource is.
+    mime = f", {block.mime_type}" if block.mime_type else ""
+    return TextPart(text=f"[resource {block.name}{mime}: {block.uri}]")
+
+
+def from_call_tool_result(result: mcp.CallToolResult) -> ToolReturnValue:
+    """The kosong result of an MCP result: ToolOk, or a ToolError (coded when the server said).
+
+    One text block becomes plain text output; anything else a list of content parts. The raw
+    result is kept as the `artifact`.
+    """
+    parts = [_block_to_part(block) for block in result.content]
+    texts = [p.text for p in parts if isinstance(p, TextPart)]
+    if result.is_error:
+        message = "\n".join(texts) or "the MCP tool reported an error without a message"
+        code = _error_code(result.meta)
+        if code is not None:
+            error = coded_error(code, message)
+            error.artifact = result
+            return error
+        return ToolError(message=message, artifact=result)
+    output: str | list[ContentPart]
+    if not parts and result.structured_content is not None:
+        output = json.dumps(result.structured_content, ensure_ascii=False)
+    elif len(parts) == 1 and isinstance(parts[0], TextPart):
+        output = parts[0].text
+    else:
+        output = parts
+    return ToolOk(output=output, artifact=result)
+
+
+def _error_code(meta: Mapping[str, Any] | None) -> str | None:
+    if not meta:
+        return None
+    error: JsonType = meta.get(ERROR_META_KEY)
+    code = cast(dict[str, Any], error).get("code") if isinstance(error, dict) else None
+    if isinstance(code, str) and code and code == code.upper() and code.replace("_", "").isalnum():
+        return code
+    return None

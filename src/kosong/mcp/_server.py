@@ -1,0 +1,466 @@
+"""Serve any kosong toolset over MCP: streamable HTTP at `/mcp` (both protocol eras) and stdio.
+
+    server = MCPToolServer(with_policies(SimpleToolset([...]), TimeoutPolicy(10)))
+    app = server.app()                       # a Starlette app serving /mcp, or:
+    routes, lifespan = server.routes(), server.lifespan   # to mount in an app of your own
+    await server.run_stdio()                 # one client over stdin/stdout
+
+It runs on the official SDK's low-level `mcp.server.Server`; every call goes through the
+`kosong.standard` pipeline (a toolset that is not a `PolicyToolset` gets one without policies):
+
+- `tools/list` gives each tool's input schema, its annotations (from `title` and the
+  `*_hint` fields) and its output schema where the tool declares one (`output_schema`);
+- `tools/call` runs the call through the pipeline; a failure is an `isError` result the model
+  can read, never a JSON-RPC error (the SDK would turn an escaping exception into one), except
+  for an unknown tool, which is the protocol's -32602;
+- a client that sends a progress token gets `notifications/progress` from `report_progress`;
+- cancelling the request (`notifications/cancelled`, or closing the stream in the 2026 era)
+  cancels the call, and so the tool;
+- `notify_tools_changed()` sends `notifications/tools/list_changed` to every handshake-era
+  session and to every 2026-era `subscriptions/listen` stream;
+- streams are resumable through a `SessionEventStore` (event ids scoped per session);
+- DNS-rebinding protection is on: only localhost Host and Origin headers by default.
+
+A tool reaches the MCP request it serves with `mcp_request()` (to log to the client, say).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import itertools
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Awaitable, Sequence
+from typing import Any, cast
+
+import anyio
+import mcp_types as mcp
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http import EventStore
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from kosong.mcp._convert import output_schema_of, to_call_tool_result, to_mcp_tool
+from kosong.mcp._events import SessionEventStore
+from kosong.message import ToolCall
+from kosong.standard import PolicyToolset
+from kosong.tooling import ToolResult, Toolset
+from kosong.tooling.error import describe_exception
+
+__all__ = ["MCPToolServer", "mcp_request"]
+
+logger = logging.getLogger(__name__)
+
+_LOCAL_HOSTS: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+"""The Host headers accepted by default (DNS-rebinding protection)."""
+
+_LOCAL_ORIGINS: tuple[str, ...] = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+"""The Origin headers accepted by default (a request without Origin is accepted too)."""
+
+_REQUEST: contextvars.ContextVar[ServerRequestContext[Any, Any] | None] = contextvars.ContextVar(
+    "kosong_mcp_request", default=None
+)
+
+
+def mcp_request() -> ServerRequestContext[Any, Any] | None:
+    """The MCP request the running tool serves (None outside an `MCPToolServer` call).
+
+    Its `session` talks back to the client: `send_log_message`, `report_progress`, and, where
+    the client offers them, sampling and elicitation requests.
+    """
+    return _REQUEST.get()
+
+
+class _ToolsServer(Server[Any]):
+    """The SDK's low-level server, announcing `tools.listChanged` in the handshake era too."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+class MCPToolServer:
+    """A kosong toolset as an MCP server (see the module doc).
+
+    One object serves any number of connections: HTTP sessions while its `lifespan` runs,
+    and stdio through `run_stdio()`.
+    """
+
+    def __init__(
+        self,
+        toolset: Toolset,
+        *,
+        name: str = "kosong",
+        version: str = "",
+        instructions: str | None = None,
+        event_store: EventStore | None = None,
+        allowed_hosts: Sequence[str] = _LOCAL_HOSTS,
+        allowed_origins: Sequence[str] = _LOCAL_ORIGINS,
+        dns_rebinding_protection: bool = True,
+        retry_interval_ms: int | None = None,
+        session_idle_timeout: float | None = 30 * 60,
+        stateless: bool = False,
+    ) -> None:
+        """Serve `toolset`.
+
+        Args:
+            toolset: The tools; put in a pipeline without policies unless it is a `PolicyToolset`.
+            name: The server's name, as `initialize` and `server/discover` tell clients.
+            version: The server's version.
+            instructions: What the client's model should know about these tools.
+            event_store: Where SSE events are kept for resumption; a `SessionEventStore`
+                in memory by default (pass one over another `EventLog` to share it).
+            allowed_hosts: Host headers accepted (`host:port`, `*` for any port).
+            allowed_origins: Origin headers accepted.
+            dns_rebinding_protection: Check Host and Origin (on by default; turn it off only
+                behind a proxy that checks them).
+            retry_interval_ms: The SSE `retry:` the server suggests to reconnecting clients.
+            session_idle_timeout: Seconds after which an idle handshake-era session ends.
+            stateless: Serve handshake-era requests without sessions (no GET stream, no
+                resumption); 2026-era requests are stateless anyway.
+        """
+        self._toolset: PolicyToolset = (
+            toolset if isinstance(toolset, PolicyToolset) else PolicyToolset(toolset)
+        )
+        self._event_store = event_store if event_store is not None else SessionEventStore()
+        self._security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=dns_rebinding_protection,
+            allowed_hosts=list(allowed_hosts),
+            allowed_origins=list(allowed_origins),
+        )
+        self._retry_interval = retry_interval_ms
+        self._idle_timeout = session_idle_timeout
+        self._stateless = stateless
+        self._ids = itertools.count(1)
+        self._bus = InMemorySubscriptionBus()
+        # Handshake-era sessions to tell about tool changes, by transport session id.
+        self._sessions: OrderedDict[str, ServerSession] = OrderedDict()
+        self._managers: tuple[StreamableHTTPSessionManager, StreamableHTTPSessionManager] | None = (
+            None
+        )
+        self._server = _ToolsServer(
+            name,
+            version=version,
+            instructions=instructions,
+            get_tool_input_schema=self._input_schema,
+            on_list_tools=self._list_tools,
+            on_subscriptions_listen=ListenHandler(self._bus),
+        )
+        # Registered as a plain handler: it answers with the result's wire form (a dict).
+        self._server.add_request_handler("tools/call", mcp.CallToolRequestParams, self._call_tool)
+        self._server.add_request_handler(
+            "logging/setLevel", mcp.SetLevelRequestParams, self._set_logging_level
+        )
+        self._server.add_notification_handler(
+            "notifications/initialized", mcp.NotificationParams, self._session_initialized
+        )
+
+    @property
+    def toolset(self) -> PolicyToolset:
+        """The pipeline calls go through."""
+        return self._toolset
+
+    @property
+    def server(self) -> Server[Any]:
+        """The SDK's low-level server (to serve it over a transport of your own)."""
+        return self._server
+
+    @property
+    def event_store(self) -> EventStore:
+        """Where SSE events are kept for resumption."""
+        return self._event_store
+
+    # --- the handlers ----------------------------------------------------------------------
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        tool = self._toolset.find_tool(name)
+        return None if tool is None else tool.parameters
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: mcp.PaginatedRequestParams | None
+    ) -> mcp.ListToolsResult:
+        return mcp.ListToolsResult(tools=[to_mcp_tool(tool) for tool in self._toolset.tools])
+
+    async def _set_logging_level(
+        self, ctx: ServerRequestContext[Any, Any], params: mcp.SetLevelRequestParams
+    ) -> mcp.EmptyResult:
+        return mcp.EmptyResult()
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: mcp.CallToolRequestParams
+    ) -> dict[str, Any]:
+        toolset = self._toolset
+        tool = toolset.find_tool(params.name)
+        if tool is None:
+            raise MCPError(mcp.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        try:
+            arguments = None if params.arguments is None else json.dumps(params.arguments)
+            # Built without validating again what the SDK validated (two strings).
+            call = ToolCall.model_construct(
+                id=f"mcp-{next(self._ids)}",
+                function=ToolCall.FunctionBody.model_construct(
+                    name=params.name, arguments=arguments
+                ),
+            )
+            token = _REQUEST.set(ctx)  # the call's task copies it; the tool reads it there
+            try:
+                meta = ctx.meta
+                if meta is not None and meta.get("progress_token") is not None:
+                    result = await self._streamed(ctx, call, toolset)
+                else:
+                    result = await toolset.handle(call)
+            finally:
+                _REQUEST.reset(token)
+            return to_call_tool_result(result.return_value, output_schema_of(tool) is not None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # never a JSON-RPC error: the model reads what went wrong
+            logger.exception("MCP call to %r failed", params.name)
+            text = f"Error running tool: {describe_exception(e)}"
+            return {
+                "content": [{"type": "text", "text": text}],
+                "isError": True,
+                "resultType": "complete",
+            }
+
+    async def _streamed(
+        self, ctx: ServerRequestContext[Any, Any], call: ToolCall, toolset: PolicyToolset
+    ) -> ToolResult:
+        async with toolset.stream(call) as events:
+            async for event in events:
+                if event.event == "tool_progress":
+                    progress = cast(float, event.data["progress"])
+                    message = cast(str, event.data.get("message") or "") or None
+                    await ctx.session.report_progress(progress, 100, message)
+            return await events.result()
+
+    async def _session_initialized(
+        self, ctx: ServerRequestContext[Any, Any], params: mcp.NotificationParams
+    ) -> None:
+        """Remember a handshake-era session, to tell it when the tools change."""
+        key = _session_key(ctx)
+        if key is not None:
+            self._sessions[key] = ctx.session
+            if len(self._sessions) > 10_000:
+                self._sessions.popitem(last=False)
+
+    # --- tool changes ----------------------------------------------------------------------
+
+    async def notify_tools_changed(self) -> None:
+        """Tell every client the tools changed (`notifications/tools/list_changed`).
+
+        Handshake-era sessions get the notification on their standalone stream (kept for
+        replay when the client is not listening); 2026-era clients get it on their
+        `subscriptions/listen` streams. A session that cannot be reached is forgotten.
+        """
+        await self._bus.publish(ToolsListChanged())
+        for key, session in list(self._sessions.items()):
+            try:
+                with anyio.fail_after(5):
+                    await session.send_tool_list_changed()
+            except Exception as e:  # the session is gone: forget it
+                logger.info("Dropping MCP session %s: %s", key, describe_exception(e))
+                self._sessions.pop(key, None)
+
+    # --- HTTP ------------------------------------------------------------------------------
+
+    def routes(self, path: str = "/mcp") -> list[BaseRoute]:
+        """The route(s) serving MCP at `path`, to mount in a Starlette app with `lifespan`."""
+        return [Route(path, endpoint=_ASGIEndpoint(self._asgi), methods=["GET", "POST", "DELETE"])]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: object = None) -> AsyncGenerator[None]:
+        """Run the HTTP side (the SDK's session managers) while the context is open.
+
+        Usable as a Starlette `lifespan` (it takes the app and ignores it) or entered on its
+        own; once it exits, it can be entered again.
+        """
+        if self._managers is not None:
+            raise RuntimeError("this MCPToolServer's lifespan is already running")
+        streaming = StreamableHTTPSessionManager(
+            app=self._server,
+            event_store=self._event_store,
+            stateless=self._stateless,
+            security_settings=self._security,
+            retry_interval=self._retry_interval,
+            session_idle_timeout=self._idle_timeout,
+        )
+        # 2026-era calls that cannot stream anything are answered as plain JSON: the SDK's
+        # streaming mode costs a task and three event-loop turns per request (see `_asgi`).
+        plain = StreamableHTTPSessionManager(
+            app=self._server, stateless=True, json_response=True, security_settings=self._security
+        )
+        async with streaming.run(), plain.run():
+            self._managers = (streaming, plain)
+            try:
+                yield
+            finally:
+                self._managers = None
+                self._sessions.clear()
+
+    def app(self, path: str = "/mcp") -> Starlette:
+        """A Starlette app serving MCP at `path` (run it with uvicorn, say)."""
+        return Starlette(routes=self.routes(path), lifespan=self.lifespan)
+
+    async def _asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
+        managers = self._managers
+        if managers is None:
+            response = JSONResponse(
+                {"error": "the MCP server is not running: enter MCPToolServer.lifespan first"},
+                status_code=503,
+            )
+            await response(scope, receive, send)
+            return
+        streaming, plain = managers
+        if _is_modern_tool_call(scope):
+            # A 2026-era tools/call streams only progress (asked by a progress token) and
+            # log messages (asked by a log level); without either marker in its body, it
+            # goes to the plain JSON manager. A false marker (the word inside an argument)
+            # only costs the streaming path; a body too big to look at goes there as well.
+            head, replay = await _peek_body(receive)
+            if head is not None and b'"progressToken"' not in head and b"logLevel" not in head:
+                await _cancelled_on_disconnect(plain.handle_request(scope, replay, send), receive)
+                return
+            receive = replay
+        store = self._event_store
+        if isinstance(store, SessionEventStore):
+            send = store.bind(scope, send)
+        await streaming.handle_request(scope, receive, send)
+
+    # --- stdio -----------------------------------------------------------------------------
+
+    async def run_stdio(self) -> None:
+        """Serve one client over this process's stdin and stdout until it closes stdin.
+
+        While it runs, what the process writes to its stdout (a tool's `print`, a child
+        process's output) goes to stderr instead, so it never corrupts the protocol stream.
+        """
+        async with stdio_server() as (read_stream, write_stream):
+            await self._server.run(
+                read_stream, write_stream, self._server.create_initialization_options()
+            )
+
+
+class _ASGIEndpoint:
+    """An ASGI app Starlette's `Route` mounts as it is (a bound method would be a view)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app(scope, receive, send)
+
+
+_PEEK_LIMIT = 64 * 1024
+
+
+def _is_modern_tool_call(scope: Scope) -> bool:
+    """A POST of the 2026 era (a non-handshake protocol version) naming `tools/call`."""
+    if scope.get("method") != "POST":
+        return False
+    version = method = None
+    for key, value in scope.get("headers", ()):
+        if key == b"mcp-protocol-version":
+            version = value
+        elif key == b"mcp-method":
+            method = value
+    return (
+        version is not None
+        and method == b"tools/call"
+        and version.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS
+    )
+
+
+async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) -> None:
+    """Await `answer`, cancelling it if the client disconnects first.
+
+    The SDK's JSON mode does not watch for a client that leaves (its streaming mode does, with
+    a task group per request). Here a small task waits for the disconnect, started only if
+    the answer has to wait: most calls are answered without yielding to the event loop, and
+    then the callback that would start the watcher is dropped before it ever runs.
+    """
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+    left = False
+    watcher: asyncio.Task[None] | None = None
+
+    async def wait_for_disconnect() -> None:
+        nonlocal left
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        left = True
+        task.cancel()
+
+    def start_watching() -> None:
+        nonlocal watcher
+        watcher = loop.create_task(wait_for_disconnect())
+
+    starting = loop.call_soon(start_watching)
+    try:
+        await answer
+    except asyncio.CancelledError:
+        if left and task.uncancel() == 0:
+            return  # the client left: nobody to answer, and nothing else cancelled us
+        raise
+    finally:
+        starting.cancel()
+        if watcher is not None:
+            watcher.cancel()
+
+
+async def _peek_body(receive: Receive) -> tuple[bytes | None, Receive]:
+    """The request's whole body (None if over 64 KiB), and a `receive` that gives it again."""
+    chunks: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        chunks.append(message)
+        if message["type"] != "http.request":
+            break  # the client left: let the SDK see it
+        size += len(message.get("body", b""))
+        if size > _PEEK_LIMIT or not message.get("more_body", False):
+            break
+    complete = chunks[-1]["type"] == "http.request" and not chunks[-1].get("more_body", False)
+    head = b"".join(m.get("body", b"") for m in chunks) if complete else None
+
+    async def replay() -> Message:
+        if chunks:
+            return chunks.pop(0)
+        return await receive()
+
+    return head, replay
+
+
+def _session_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+        return None
+    request: object = ctx.request
+    headers: Any = getattr(request, "headers", None)
+    if headers is None:  # stdio: one connection per server run
+        return f"stdio-{id(ctx.session.client_params)}"
+    session_id: object = headers.get("mcp-session-id")
+    return session_id if isinstance(session_id, str) else None

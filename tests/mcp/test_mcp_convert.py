@@ -1,0 +1,128 @@
+"""The conversions of kosong.mcp: tool names, results and content, both ways."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import mcp_types as mcp
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kosong.mcp import ResourcePart
+from kosong.mcp._client import _tool_name
+from kosong.mcp._convert import from_call_tool_result, to_call_tool_result
+from kosong.message import AudioURLPart, ImageURLPart, TextPart, VideoURLPart
+from kosong.standard import error_code
+from kosong.tooling import ToolError, ToolOk
+from kosong.tooling.error import ToolTimeoutError
+
+NAME_RULE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")
+
+
+@given(st.text(max_size=200))
+def test_any_server_tool_name_becomes_a_valid_kosong_name(raw: str):
+    name = _tool_name(raw)
+    assert NAME_RULE.match(name)
+    if NAME_RULE.match(raw):
+        assert name == raw  # a valid name is kept as it is
+
+
+@given(st.text(min_size=65, max_size=200), st.text(min_size=65, max_size=200))
+def test_long_names_are_kept_apart_by_a_digest(first: str, second: str):
+    if first != second and first[:55] == second[:55]:
+        assert _tool_name(first) != _tool_name(second)
+
+
+def test_kosong_results_become_mcp_content_blocks():
+    png = "data:image/png;base64,iVBORw0KGgo="
+    value = ToolOk(
+        output=[
+            TextPart(text="hello"),
+            ImageURLPart(image_url=ImageURLPart.ImageURL(url=png)),
+            AudioURLPart(audio_url=AudioURLPart.AudioURL(url="data:audio/wav;base64,UklGRg==")),
+            ImageURLPart(image_url=ImageURLPart.ImageURL(url="https://example.com/cat.png")),
+            VideoURLPart(video_url=VideoURLPart.VideoURL(url="data:video/mp4;base64,AAAA")),
+            ResourcePart(uri="file:///notes.txt", mime_type="text/plain", text="notes"),
+        ],
+        message="done",
+    )
+    result = to_call_tool_result(value, output_schema=False)
+    assert result["isError"] is False
+    assert result["content"] == [
+        {"type": "text", "text": "hello"},
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+        {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+        {"type": "resource_link", "uri": "https://example.com/cat.png", "name": "cat.png"},
+        {"type": "resource",
+         "resource": {"uri": "video:inline", "mimeType": "video/mp4", "blob": "AAAA"}},
+        {"type": "resource",
+         "resource": {"uri": "file:///notes.txt", "mimeType": "text/plain", "text": "notes"}},
+        {"type": "text", "text": "done"},
+    ]  # fmt: skip
+    mcp.CallToolResult.model_validate(result)  # the wire form is a valid CallToolResult
+
+
+def test_an_error_leads_with_its_message_and_carries_its_code():
+    result = to_call_tool_result(ToolTimeoutError("slow", 5), output_schema=False)
+    assert result["isError"] is True
+    assert result["content"][0]["text"].startswith("Tool `slow` did not finish")
+    assert result["_meta"] == {"kosong/error": {"code": "TIMEOUT"}}
+    assert "structuredContent" not in result
+
+
+def test_structured_content_only_for_a_declared_output_schema_and_json_output():
+    value = ToolOk(output=json.dumps({"t": 1}))
+    assert to_call_tool_result(value, output_schema=True)["structuredContent"] == {"t": 1}
+    assert "structuredContent" not in to_call_tool_result(value, output_schema=False)
+    assert "structuredContent" not in to_call_tool_result(ToolOk(output="x"), output_schema=True)
+
+
+def test_mcp_results_become_kosong_values():
+    one = from_call_tool_result(mcp.CallToolResult(content=[mcp.TextContent(text="3")]))
+    assert isinstance(one, ToolOk) and one.output == "3"
+    structured = from_call_tool_result(mcp.CallToolResult(content=[], structured_content={"a": 1}))
+    assert structured.output == '{"a": 1}'
+    resources = from_call_tool_result(
+        mcp.CallToolResult(
+            content=[
+                mcp.EmbeddedResource(
+                    resource=mcp.TextResourceContents(uri="file:///a.txt", text="inside")
+                ),
+                mcp.EmbeddedResource(
+                    resource=mcp.BlobResourceContents(
+                        uri="file:///a.bin", mime_type="application/zip", blob="AAEC"
+                    )
+                ),
+                mcp.ResourceLink(uri="file:///b.md", name="b.md", mime_type="text/markdown"),
+            ]
+        )
+    )
+    assert resources.output == [
+        TextPart(text="inside"),
+        TextPart(text="[binary content file:///a.bin (application/zip, 3 bytes)]"),
+        TextPart(text="[resource b.md, text/markdown: file:///b.md]"),
+    ]
+
+
+def test_an_mcp_error_is_a_tool_error_with_the_code_it_carries():
+    plain = from_call_tool_result(
+        mcp.CallToolResult(content=[mcp.TextContent(text="nope")], is_error=True)
+    )
+    assert isinstance(plain, ToolError) and plain.message == "nope"
+    assert error_code(plain) == "EXECUTION_ERROR"
+    coded = from_call_tool_result(
+        mcp.CallToolResult(
+            content=[mcp.TextContent(text="slow")],
+            is_error=True,
+            _meta={"kosong/error": {"code": "TIMEOUT"}},
+        )
+    )
+    assert error_code(coded) == "TIMEOUT"
+    odd = from_call_tool_result(
+        mcp.CallToolResult(
+            content=[], is_error=True, _meta={"kosong/error": {"code": "not a code"}}
+        )
+    )
+    assert error_code(odd) == "EXECUTION_ERROR"
+    assert odd.message == "the MCP tool reported an error without a message"
