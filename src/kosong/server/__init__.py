@@ -9,7 +9,9 @@
   `POST /tools/{name}`, SSE streams of calls that outlive their connections (runs, resumed
   with `Last-Event-ID` or `GET /runs/{id}`, cancelled with `DELETE /runs/{id}`), `/healthz`
   and `/metrics`, every request checked first (Host, Origin, bearer token, rate limit, body
-  size). `ServerConfig` holds the settings, with safe defaults.
+  size). `ServerConfig` holds the settings, with safe defaults. The app also answers
+  `GET /dialects` (what each provider rejects or ignores in the tools' schemas) and serves the
+  inspector, a web page that shows the tools and calls them, at `/`.
 - `EventStore` and `MemoryEventStore`: where runs' events are kept (`RedisEventStore`, in
   `kosong.server.redis_store`, shares them between processes).
 - `serve(app)` runs the app until a signal; `serving(app)` runs it in the background.
