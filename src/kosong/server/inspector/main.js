@@ -293,6 +293,8 @@ function startRun(toolName, args) {
   $("call-button").disabled = true;
   $("cancel-button").disabled = true;
   $("run").dataset.state = "running";
+  delete $("run").dataset.attempt;
+  delete $("run").dataset.resumed;
   $("progress").value = 0;
   $("progress").removeAttribute("data-done");
   setProgress(0, "");
@@ -330,6 +332,7 @@ function startRun(toolName, args) {
         eventRow(`connection lost after ${change.lastEventId || "the start"}`, { class: "connection lost" });
         notice(`The connection dropped after ${change.lastEventId || "the start"}; the run goes on at the server.`, "lost");
       } else if (change.state === "reconnecting") {
+        $("run").dataset.attempt = String(change.attempt);
         setRunStatus(`Connection lost; reconnecting in ${formatSeconds(change.delay / 1000)} (attempt ${change.attempt})…`);
       } else if (change.state === "resumed") {
         run.resumes += 1;
