@@ -206,6 +206,8 @@ class PolicyContext:
         "shared",
         "tool",
         "tool_call",
+        "tool_name",
+        "trace_id",
         "written_as_string",
     )
 
@@ -223,6 +225,10 @@ class PolicyContext:
         """The call."""
         self.tool = tool
         """The tool's definition, or None when no tool has the call's name."""
+        self.tool_name = tool_call.function.name
+        """The name the call asks for."""
+        self.trace_id = trace_id
+        """The trace the call belongs to."""
         self._events = _Events(tool_call, trace_id, sink, loop)
         self.call = CallContext(
             tool_call.id, tool_call.function.name, trace_id, progress=self._events.progress
@@ -248,16 +254,6 @@ class PolicyContext:
         self.processing_ms = 0.0
         """Time spent in the wrapped toolset, over all attempts."""
         self._key: str | None = None
-
-    @property
-    def tool_name(self) -> str:
-        """The name the call asks for."""
-        return self.tool_call.function.name
-
-    @property
-    def trace_id(self) -> str:
-        """The trace the call belongs to."""
-        return self.call.trace_id
 
     @property
     def arguments_key(self) -> str | None:
