@@ -94,7 +94,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "kosong.mcp": [
         "EventLog", "MCPTool", "MCPToolServer", "MCPToolset", "MemoryEventLog", "ResourcePart",
-        "ServerSpec", "SessionEvent", "SessionEventStore", "mcp_request",
+        "ServerSpec", "SessionEvent", "SessionEventStore", "StoreEventLog", "mcp_request",
     ],
     "kosong.utils.jsonschema": ["KNOWN_DRAFTS", "check_offline", "deref_json_schema"],
     "kosong.utils.typing": ["JsonType"],

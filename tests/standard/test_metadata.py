@@ -412,3 +412,14 @@ def test_a_subclass_can_declare_hints_as_plain_class_attributes() -> None:
 
     dumped = Remove().base.model_dump()
     assert dumped["destructiveHint"] is True and dumped["title"] == "Remove record"
+
+
+def test_an_output_schema_is_checked_and_written_as_mcp_writes_it() -> None:
+    schema = {"type": "object", "properties": {"temperature": {"type": "number"}}}
+    tool = Tool(name="t", description="d", parameters={"type": "object"}, outputSchema=schema)
+    assert tool.output_schema == schema
+    assert tool.model_dump()["outputSchema"] == schema
+    with pytest.raises(ValidationError, match="output_schema"):
+        Tool(name="t", description="d", parameters={}, output_schema={"type": "invalid"})
+    with pytest.raises(ValidationError, match="never fetches"):
+        Tool(name="t", description="d", parameters={}, output_schema={"$ref": "https://x/s.json"})

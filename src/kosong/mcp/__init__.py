@@ -14,7 +14,13 @@ Needs the `mcp` extra: `pip install 'kosong[mcp]'`.
 
 from kosong.mcp._client import MCPTool, MCPToolset, ServerSpec
 from kosong.mcp._content import ResourcePart
-from kosong.mcp._events import EventLog, MemoryEventLog, SessionEvent, SessionEventStore
+from kosong.mcp._events import (
+    EventLog,
+    MemoryEventLog,
+    SessionEvent,
+    SessionEventStore,
+    StoreEventLog,
+)
 from kosong.mcp._server import MCPToolServer, mcp_request
 
 __all__ = [
@@ -27,5 +33,6 @@ __all__ = [
     "ServerSpec",
     "SessionEvent",
     "SessionEventStore",
+    "StoreEventLog",
     "mcp_request",
 ]

@@ -45,11 +45,8 @@ _DATA_URL = re.compile(
 
 
 def output_schema_of(tool: Tool) -> dict[str, Any] | None:
-    """The tool's declared output schema (an `output_schema` dict attribute), or None."""
-    # A field of the tool's model: read from its __dict__, since a getattr that misses on a
-    # pydantic model raises (and costs) an AttributeError, on every call.
-    schema: object = vars(tool).get("output_schema")
-    return cast(dict[str, Any], schema) if isinstance(schema, dict) else None
+    """The tool's declared output schema (`Tool.output_schema`), or None."""
+    return tool.output_schema
 
 
 def to_mcp_tool(tool: Tool) -> mcp.Tool:

@@ -10,13 +10,16 @@ to any client that presents (or guesses) its ids.
 belongs to (its `Mcp-Session-Id`, or the id the server gives it when it opens a session), and
 the store files each event under that session and replays only the requesting session's
 events. Where the events are kept is an `EventLog`: `MemoryEventLog` by default, bounded per
-session and in sessions; another log (a shared store, say) implements the same four methods.
+session and in sessions; `StoreEventLog` keeps them in a `kosong.server.EventStore`, the same
+store the server's runs use (so with Redis, a session's stream resumes on another process).
 """
 
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import itertools
+import logging
 import secrets
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -24,10 +27,16 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
-from mcp_types import JSONRPCMessage
+from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse
+from pydantic import TypeAdapter
 from starlette.types import Message, Scope, Send
 
-__all__ = ["EventLog", "MemoryEventLog", "SessionEvent", "SessionEventStore"]
+from kosong.server import EventStore as RunStore
+from kosong.server import StoreFullError, split_event_id
+
+__all__ = ["EventLog", "MemoryEventLog", "SessionEvent", "SessionEventStore", "StoreEventLog"]
+
+logger = logging.getLogger(__name__)
 
 _SESSION_HEADER = b"mcp-session-id"
 
@@ -104,6 +113,77 @@ class MemoryEventLog:
                 stream = event.stream_id
                 return stream, [e for e in events[i + 1 :] if e.stream_id == stream]
         return None
+
+
+class StoreEventLog:
+    """An `EventLog` in a `kosong.server.EventStore`: each (session, stream) is a store stream.
+
+    A store stream is opened on a stream's first event, with the session in its metadata, and
+    ends with the stream's JSON-RPC response: replaying checks that the stream belongs to the
+    asking session, so no session replays another's. A stream the store cannot take (it is
+    full) is served but not resumable, and said so once in the log.
+    """
+
+    def __init__(self, store: RunStore) -> None:
+        """Keep events in `store` (say the app's: `app.state.kosong.store`)."""
+        self._store = store
+        self._opened: OrderedDict[str, None] = OrderedDict()
+        self._full_logged = False
+
+    async def append(self, session: str, stream_id: str, message: JSONRPCMessage | None) -> str:
+        """Keep an event in the store; its id is the store's."""
+        key = _store_stream(session, stream_id)
+        if key not in self._opened:
+            try:
+                await self._store.open(
+                    key, {"protocol": "mcp", "session": session, "stream": stream_id}
+                )
+            except ValueError:  # opened already (by this process before a restart, or another)
+                pass
+            except StoreFullError:
+                if not self._full_logged:
+                    self._full_logged = True
+                    logger.warning("The event store is full: new MCP streams are not resumable")
+                return f"unstored-{secrets.token_hex(8)}"
+            self._opened[key] = None
+            if len(self._opened) > 100_000:  # streams end without telling the log
+                self._opened.popitem(last=False)
+        data = "" if message is None else message.model_dump_json(by_alias=True, exclude_unset=True)
+        final = isinstance(message, JSONRPCResponse | JSONRPCError)  # its request is answered
+        stored = await self._store.append(key, "mcp", data, final=final)
+        if final:
+            self._opened.pop(key, None)
+        return stored if stored is not None else f"unstored-{secrets.token_hex(8)}"
+
+    async def after(self, session: str, event_id: str) -> tuple[str, list[SessionEvent]] | None:
+        """The session's stream of `event_id` and its later events; None for anyone else's."""
+        parts = split_event_id(event_id)
+        if parts is None:
+            return None
+        info = await self._store.info(parts[0])
+        if info is None or info.meta.get("session") != session:
+            return None
+        replayed = await self._store.replay(event_id)
+        if replayed is None:
+            return None
+        stream_id = info.meta.get("stream", "")
+        return stream_id, [
+            SessionEvent(
+                event.id,
+                stream_id,
+                _MESSAGE.validate_json(event.data) if event.data else None,
+            )
+            for event in replayed[1]
+        ]
+
+
+def _store_stream(session: str, stream_id: str) -> str:
+    """The store stream of one stream of one session (store ids allow few characters)."""
+    digest = hashlib.blake2b(f"{session}\0{stream_id}".encode(), digest_size=16).hexdigest()
+    return f"mcp-{digest}"
+
+
+_MESSAGE: TypeAdapter[JSONRPCMessage] = TypeAdapter(JSONRPCMessage)
 
 
 @dataclass(slots=True)

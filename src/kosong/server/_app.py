@@ -485,11 +485,17 @@ def create_app(
     config = config if config is not None else ServerConfig()
     server = Server(as_toolset(toolset), config)
     if mcp:
-        from kosong.mcp import MCPToolServer
+        from kosong.mcp import MCPToolServer, SessionEventStore, StoreEventLog
 
         # The guard checks Host and Origin for every route already, with the hosts the
         # configuration allows; the SDK's own check (localhost only) would refuse those.
-        over_mcp = MCPToolServer(server.toolset, dns_rebinding_protection=False)
+        # Resumable MCP streams live in the app's own store, beside its runs (in Redis too).
+        over_mcp = MCPToolServer(
+            server.toolset,
+            dns_rebinding_protection=False,
+            event_store=SessionEventStore(StoreEventLog(server.store)),
+            retry_interval_ms=config.retry_ms,
+        )
         routes = [*routes, *over_mcp.routes()]
         lifespans = [*lifespans, over_mcp.lifespan]
 

@@ -162,7 +162,7 @@ class Runs:
             while pending:
                 kind, data, final = pending[0]
                 try:
-                    appended = await self.store.append(run_id, kind, data, final=final)
+                    appended = await self.store.append(run_id, kind, data, final=final) is not None
                 except Exception:  # the store failed: this event is lost, say so
                     logger.exception("Could not store a %s event of run %s", kind, run_id)
                     appended = True
@@ -298,8 +298,11 @@ class Runs:
             return "finished"
         value = coded_error("CANCELLED", "the call was cancelled by its client", retryable=False)
         tool = info.meta.get("tool", "unknown")
-        ended_here = await self.store.append(
-            run_id, "tool_error", error_event_data(run_id, tool, value), final=True
+        ended_here = (
+            await self.store.append(
+                run_id, "tool_error", error_event_data(run_id, tool, value), final=True
+            )
+            is not None
         )
         if run_id in self._tasks:
             self._tools.pop(run_id, None)  # its own final event, if it sends one, is late

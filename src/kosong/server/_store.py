@@ -117,11 +117,13 @@ class EventStore(ABC):
         """
 
     @abstractmethod
-    async def append(self, stream_id: str, kind: str, data: str, *, final: bool = False) -> bool:
+    async def append(
+        self, stream_id: str, kind: str, data: str, *, final: bool = False
+    ) -> str | None:
         """Add an event at the end of the stream; `final` ends the stream.
 
-        Returns False, appending nothing, when the stream has already ended (or is unknown):
-        one final event per stream, whoever appends it.
+        Returns the new event's id; None, appending nothing, when the stream has already
+        ended (or is unknown): one final event per stream, whoever appends it.
         """
 
     def append_nowait(
@@ -267,21 +269,27 @@ class MemoryEventStore(EventStore):
             raise StoreFullError(f"{len(self._streams)} streams are running, the most allowed")
         self._streams[stream_id] = _Stream(meta)
 
-    async def append(self, stream_id: str, kind: str, data: str, *, final: bool = False) -> bool:
+    async def append(
+        self, stream_id: str, kind: str, data: str, *, final: bool = False
+    ) -> str | None:
         """Add an event; see `EventStore.append`."""
-        return self.append_nowait(stream_id, kind, data, final=final)
+        return self._append(stream_id, kind, data, final)
 
     def append_nowait(self, stream_id: str, kind: str, data: str, *, final: bool = False) -> bool:
         """Add an event, at once; see `EventStore.append`."""
+        return self._append(stream_id, kind, data, final) is not None
+
+    def _append(self, stream_id: str, kind: str, data: str, final: bool) -> str | None:
         stream = self._streams.get(stream_id)
         if stream is None or stream.ended:
-            return False
+            return None
         events = stream.events
         if len(events) >= self._max_events and not final:
             if len(events) == self._max_events:
                 logger.warning("Stream %s reached %d events; dropping more", stream_id, len(events))
-            return True
-        events.append(StoredEvent(f"{stream_id}.{len(events) + 1}", kind, data, final))
+            return events[-1].id  # dropped: a reader resumes after the last one kept
+        event_id = f"{stream_id}.{len(events) + 1}"
+        events.append(StoredEvent(event_id, kind, data, final))
         if final:
             stream.ended = True
             stream.expires_at = self._clock() + self._ttl
@@ -290,7 +298,7 @@ class MemoryEventStore(EventStore):
             for waiter in stream.waiters:
                 _wake(waiter)
             stream.waiters.clear()
-        return True
+        return event_id
 
     async def read(
         self, stream_id: str, after: str, *, wait: float = 0.0, limit: int = 256

@@ -216,15 +216,17 @@ class RedisEventStore(EventStore):
             raise ValueError(f"stream {stream_id!r} exists")
         self._writing.add(stream_id)
 
-    async def append(self, stream_id: str, kind: str, data: str, *, final: bool = False) -> bool:
+    async def append(
+        self, stream_id: str, kind: str, data: str, *, final: bool = False
+    ) -> str | None:
         """Add an event; see `EventStore.append`."""
-        added = await self._append(
+        added: Any = await self._append(
             keys=self._keys(stream_id),
             args=[kind, data, "1" if final else "0", self._ttl_ms, self._running_ttl_ms],
         )
         if final or added is None:
             self._writing.discard(stream_id)
-        return added is not None
+        return None if added is None else f"{stream_id}.{added}"
 
     async def read(
         self, stream_id: str, after: str, *, wait: float = 0.0, limit: int = 256

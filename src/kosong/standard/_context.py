@@ -20,7 +20,6 @@ import hashlib
 import json
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable
 from typing import Final, cast
@@ -121,9 +120,10 @@ class CallContext:
         """The trace the call belongs to."""
         self._progress = progress
         self._started = time.perf_counter()
-        self._warnings: list[str] = []
-        self._metadata: dict[str, JsonType] = {}
-        self._timings: dict[str, float] = {}
+        # Made when first needed: most calls note nothing.
+        self._warnings: list[str] | None = None
+        self._metadata: dict[str, JsonType] | None = None
+        self._timings: dict[str, float] | None = None
         self._debug: dict[str, JsonType] | None = None
 
     @property
@@ -155,6 +155,8 @@ class CallContext:
 
     def add_warning(self, text: str) -> None:
         """Add a warning to the result's metadata (`metadata.warnings`)."""
+        if self._warnings is None:
+            self._warnings = []
         self._warnings.append(text)
 
     def set_metadata(self, key: str, value: JsonType) -> None:
@@ -165,6 +167,8 @@ class CallContext:
         """
         if key in RESERVED_METADATA:
             raise ValueError(f"metadata key {key!r} is written by the pipeline; use another key")
+        if self._metadata is None:
+            self._metadata = {}
         self._metadata[key] = value
 
     def add_debug(self, key: str, value: JsonType) -> None:
@@ -174,6 +178,8 @@ class CallContext:
 
     def record_timing(self, stage: str, milliseconds: float) -> None:
         """Add time spent in a stage to `metadata.performance` (e.g. `network_ms`)."""
+        if self._timings is None:
+            self._timings = {}
         self._timings[stage] = self._timings.get(stage, 0.0) + milliseconds
 
 
@@ -200,6 +206,8 @@ class PolicyContext:
         "shared",
         "tool",
         "tool_call",
+        "tool_name",
+        "trace_id",
         "written_as_string",
     )
 
@@ -217,6 +225,10 @@ class PolicyContext:
         """The call."""
         self.tool = tool
         """The tool's definition, or None when no tool has the call's name."""
+        self.tool_name = tool_call.function.name
+        """The name the call asks for."""
+        self.trace_id = trace_id
+        """The trace the call belongs to."""
         self._events = _Events(tool_call, trace_id, sink, loop)
         self.call = CallContext(
             tool_call.id, tool_call.function.name, trace_id, progress=self._events.progress
@@ -242,16 +254,6 @@ class PolicyContext:
         self.processing_ms = 0.0
         """Time spent in the wrapped toolset, over all attempts."""
         self._key: str | None = None
-
-    @property
-    def tool_name(self) -> str:
-        """The name the call asks for."""
-        return self.tool_call.function.name
-
-    @property
-    def trace_id(self) -> str:
-        """The trace the call belongs to."""
-        return self.call.trace_id
 
     @property
     def arguments_key(self) -> str | None:
@@ -313,13 +315,15 @@ class PolicyContext:
             performance: dict[str, JsonType] = {}
             if self.processing_ms:
                 performance["processing_ms"] = round3(self.processing_ms)
-            performance.update({k: round3(v) for k, v in timings.items()})
+            if timings:
+                performance.update({k: round3(v) for k, v in timings.items()})
             metadata["performance"] = performance
         if self.cache is not None:
             metadata["cache"] = self.cache
         if call._warnings:  # pyright: ignore[reportPrivateUsage]
             metadata["warnings"] = list(call._warnings)  # pyright: ignore[reportPrivateUsage]
-        metadata.update(call._metadata)  # pyright: ignore[reportPrivateUsage]
+        if call._metadata:  # pyright: ignore[reportPrivateUsage]
+            metadata.update(call._metadata)  # pyright: ignore[reportPrivateUsage]
         standard: dict[str, JsonType] = {"metadata": metadata}
         if call._debug is not None:  # pyright: ignore[reportPrivateUsage]
             standard["debug_info"] = {
@@ -355,7 +359,7 @@ class _Events:
     are freed as soon as the call ends (not by the cyclic garbage collector).
     """
 
-    __slots__ = ("closed", "loop", "sinks", "thread", "tool_call", "trace_id")
+    __slots__ = ("closed", "loop", "sinks", "tool_call", "trace_id")
 
     def __init__(
         self,
@@ -369,7 +373,6 @@ class _Events:
         self.sinks: list[EventSink] = [sink] if sink is not None else []
         self.closed = False
         self.loop = loop
-        self.thread = threading.get_ident()
 
     def metadata(self) -> dict[str, JsonType]:
         return {
@@ -394,7 +397,11 @@ class _Events:
         """Send a `tool_progress` event; from any thread."""
         if not self.sinks or self.closed:
             return
-        if threading.get_ident() == self.thread:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:  # a worker thread (a sync tool)
+            running = None
+        if running is not None and running is self.loop:
             self.emit_progress(progress, message)
         elif self.loop is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self.emit_progress, progress, message)

@@ -219,7 +219,9 @@ class PolicyToolset(Toolset):
         call = ctx.tool_call
         try:
             if ctx.tool is not None:
-                await self._read_arguments(ctx)
+                waiting = self._read_arguments(ctx, ctx.tool, call.function.arguments)
+                if waiting is not None:  # long arguments, parsed off the loop
+                    await waiting
             result = cast(object, await self._enter(call, ctx))
             if not isinstance(result, ToolResult):
                 raise TypeError(f"a policy returned {type(result).__name__}, not a ToolResult")
@@ -234,24 +236,33 @@ class PolicyToolset(Toolset):
             result = ToolResult(call.id, _failed(call, describe_exception(e)))
         return ctx.finish(result)
 
-    async def _read_arguments(self, ctx: PolicyContext) -> None:
-        """Parse the arguments as the core will (the toolset's limits; long ones off the loop)."""
-        raw = ctx.tool_call.function.arguments
+    def _read_arguments(
+        self, ctx: PolicyContext, tool: Tool, raw: str | None
+    ) -> Awaitable[None] | None:
+        """Parse the arguments as the core will: with the toolset's limits and rules.
+
+        Returns an awaitable for long ones, parsed (and digested) in a worker thread.
+        """
         limits = self._limits
-        expects_object = cast(Tool, ctx.tool).expects_object
+        if raw is not None and limits.offload_length < len(raw) <= limits.max_length:
+            return self._read_long_arguments(ctx, tool, raw)
         try:
-            # Long but acceptable arguments are parsed off the loop; too long ones are refused
-            # at once, by the same parser.
-            if raw is not None and limits.offload_length < len(raw) <= limits.max_length:
-                ctx.arguments, ctx.arguments_key = await run_parsing(
-                    _parse_and_digest, raw, limits, expects_object
-                )
-            else:
-                ctx.arguments = parse_arguments(raw, limits, expects_object=expects_object)
+            ctx.arguments = parse_arguments(raw, limits, expects_object=tool.expects_object)
         except ArgumentsError as e:
             ctx.refusal = ToolParseError(str(e))
-            return
-        ctx.written_as_string = raw is not None and raw.lstrip()[:1] == '"'
+        else:
+            ctx.written_as_string = raw is not None and raw.lstrip()[:1] == '"'
+        return None
+
+    async def _read_long_arguments(self, ctx: PolicyContext, tool: Tool, raw: str) -> None:
+        try:
+            ctx.arguments, ctx.arguments_key = await run_parsing(
+                _parse_and_digest, raw, self._limits, tool.expects_object
+            )
+        except ArgumentsError as e:
+            ctx.refusal = ToolParseError(str(e))
+        else:
+            ctx.written_as_string = raw.lstrip()[:1] == '"'
 
     async def _call_core(self, call: ToolCall, ctx: PolicyContext) -> ToolResult:
         if ctx.refusal is not None:

@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from kosong._model import OverridableModelMeta
-from kosong.tooling._schema import check_tool_name
+from kosong.tooling._schema import check_json_schema, check_tool_name
 from kosong.utils.formats import SEMVER_PATTERN, parse_iso8601
 
 __all__ = [
@@ -49,8 +49,9 @@ HINT_ALIASES: dict[str, str] = {
     "destructive_hint": "destructiveHint",
     "idempotent_hint": "idempotentHint",
     "open_world_hint": "openWorldHint",
+    "output_schema": "outputSchema",
 }
-"""Python attribute name -> MCP's JSON key, for the behaviour hints."""
+"""Python attribute name -> MCP's JSON key, for the behaviour hints and the output schema."""
 
 
 def _check_semver(value: str, what: str) -> str:
@@ -131,6 +132,7 @@ METADATA_FIELDS: tuple[str, ...] = (
     "destructive_hint",
     "idempotent_hint",
     "open_world_hint",
+    "output_schema",
 )
 """The optional fields, in the order a dump writes them (after name, description, parameters)."""
 
@@ -145,7 +147,8 @@ class ToolMetadata(BaseModel, metaclass=OverridableModelMeta):
     `cache_key_params`, `streaming`, `estimated_tokens`, `deprecated`, `sunset_date`,
     `replacement`, `migration_guide`, `changelog`. From MCP's tool annotations: `title`,
     `read_only_hint`, `destructive_hint`, `idempotent_hint`, `open_world_hint` (written
-    `readOnlyHint`... in JSON). A dump leaves out every field still at None.
+    `readOnlyHint`... in JSON), and `output_schema` (`outputSchema`: the JSON Schema of the
+    JSON text a successful call returns). A dump leaves out every field still at None.
     """
 
     strict: bool | None = None
@@ -191,6 +194,11 @@ class ToolMetadata(BaseModel, metaclass=OverridableModelMeta):
         default=None, validation_alias=AliasChoices("open_world_hint", "openWorldHint")
     )
     """The tool talks to an open world, such as the web (MCP `openWorldHint`)."""
+    output_schema: dict[str, Any] | None = Field(
+        default=None, validation_alias=AliasChoices("output_schema", "outputSchema")
+    )
+    """The JSON Schema of what a successful call returns, as JSON text (MCP `outputSchema`);
+    an MCP server sends that output as `structuredContent` too. Checked like `parameters`."""
 
     @field_validator("version")
     @classmethod
@@ -243,6 +251,13 @@ class ToolMetadata(BaseModel, metaclass=OverridableModelMeta):
     def _non_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             raise ValueError("must not be blank; leave it out instead")
+        return value
+
+    @field_validator("output_schema")
+    @classmethod
+    def _check_output_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            check_json_schema(value, "the `output_schema`")
         return value
 
     @field_validator("changelog")
