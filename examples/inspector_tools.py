@@ -258,6 +258,11 @@ class ExchangeRate(CallableTool2[RateParams]):
     cache_ttl = 60
     read_only_hint = True
     idempotent_hint = True
+    output_schema = {
+        "type": "object",
+        "properties": {"pair": {"type": "string"}, "rate": {"type": "number"}},
+        "required": ["pair", "rate"],
+    }
 
     async def __call__(self, params: RateParams) -> ToolReturnValue:
         await asyncio.sleep(0.3)  # stands for the rate service's round trip

@@ -237,7 +237,10 @@ async def test_the_tools_are_listed_with_their_metadata_and_provider_verdicts(
         await expect(page.locator("[data-path=\"['budget-eur']\"] .required")).to_have_count(1)
         await expect(page.locator('[data-path="transport"] .required')).to_have_count(0)
         await expect(s.field("stops[0]")).to_have_count(1)  # minItems 1: one empty item
+        await s.select("exchange_rate")
+        await expect(page.locator("#output-schema-json")).to_contain_text('"rate"')
         await s.select("legacy_forecast")
+        await expect(page.locator("#output-schema-json")).to_have_count(0)
         await expect(page.locator("dl.meta")).to_contain_text("sunset on 2099-12-31")
         await page.locator("dl.meta button.link", has_text="rainfall_chart").click()
         await expect(page.locator("#tool-name")).to_contain_text("rainfall_chart")

@@ -189,6 +189,9 @@ function selectTool(name, { focus = true, values } = {}) {
     h("h3", {}, "Providers"),
     dialectTable(tool, state.report),
     h("details", { class: "schema" }, h("summary", {}, "JSON Schema of the parameters"), jsonBlock(tool.parameters, { id: "schema-json" })),
+    tool.outputSchema
+      ? h("details", { class: "schema" }, h("summary", {}, "JSON Schema of the output"), jsonBlock(tool.outputSchema, { id: "output-schema-json" }))
+      : null,
   );
   state.form = new SchemaForm(tool.parameters, { idPrefix: "arg" });
   fill($("fields"), state.form.element);
