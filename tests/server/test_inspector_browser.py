@@ -104,6 +104,10 @@ class Stepper(CallableTool2[StepParams]):
         return ToolOk(output=f"{params.steps} steps done")
 
 
+FOUR_STEPS = [*(f"{n} tool_progress" for n in range(1, 5)), "5 tool_result"]
+"""The events of a four-step run, each once, in order: `<position> <kind>`."""
+
+
 def _app(gate: Gate | None = None, *, stepper: bool = True, **config: Any) -> Any:
     """The example tools, and the stepper unless told not to, on a server for the tests."""
     settings = ServerConfig(retry_ms=50, grace=1, **config)
@@ -158,6 +162,11 @@ class Session:
         """The input of the field at `path` (`start.latitude`, `stops[1]`, `['budget-eur']`)."""
         return self.page.locator(f'[data-path="{path}"] > :is(input, select, textarea)')
 
+    async def fill(self, values: dict[str, str]) -> None:
+        """Type each value into the field at its path."""
+        for path, value in values.items():
+            await self.field(path).fill(value)
+
     def error_of(self, path: str) -> Locator:
         return self.page.locator(f'[data-path="{path}"] > .field-error')
 
@@ -167,6 +176,13 @@ class Session:
 
     async def call(self) -> None:
         await self.page.locator("#call-button").click()
+
+    async def start_stepper(self, gate: Gate, steps: int = 4) -> None:
+        """Call the stepper with `steps`, and wait until it runs."""
+        await self.select("stepper")
+        await self.field("steps").fill(str(steps))
+        await self.call()
+        await asyncio.wait_for(gate.started.wait(), 10)
 
     def outcome(self) -> Locator:
         return self.page.locator("#result .outcome")
@@ -251,10 +267,8 @@ async def test_a_filled_form_calls_the_tool_and_the_result_is_rendered(browser: 
     async with opened(browser, _app(stepper=False)) as s:
         page = s.page
         await s.select("plan_trip")
-        await s.field("start.name").fill("Munich")
-        await s.field("start.latitude").fill("48.137")
-        await s.field("start.longitude").fill("11.575")
-        await s.field("stops[0]").fill("Vienna")
+        place = {"start.name": "Munich", "start.latitude": "48.137", "start.longitude": "11.575"}
+        await s.fill({**place, "stops[0]": "Vienna"})
         await page.get_by_role("button", name="Add an item to stops").click()
         await s.field("stops[1]").fill("Prague")
         await s.field("transport").select_option(label="car")
@@ -300,10 +314,7 @@ async def test_a_filled_form_calls_the_tool_and_the_result_is_rendered(browser: 
 async def test_the_progress_advances_while_a_slow_tool_runs(browser: Browser, gate: Gate) -> None:
     async with opened(browser, _app(gate)) as s:
         page = s.page
-        await s.select("stepper")
-        await s.field("steps").fill("4")
-        await s.call()
-        await asyncio.wait_for(gate.started.wait(), 10)
+        await s.start_stepper(gate, 4)
         await expect(page.locator("#run")).to_have_attribute("data-state", "running")
         await expect(page.locator("#cancel-button")).to_be_enabled()
         for step in (1, 2, 3):
@@ -315,13 +326,7 @@ async def test_the_progress_advances_while_a_slow_tool_runs(browser: Browser, ga
         gate.permits.put_nowait(None)
         await expect(s.outcome()).to_have_attribute("data-outcome", "success")
         await expect(page.locator("#progress")).to_have_attribute("data-done", "success")
-        assert await s.event_sequence() == [
-            "1 tool_progress",
-            "2 tool_progress",
-            "3 tool_progress",
-            "4 tool_progress",
-            "5 tool_result",
-        ]
+        assert await s.event_sequence() == FOUR_STEPS
 
 
 async def test_a_dropped_connection_is_resumed_and_every_event_arrives_once(
@@ -330,9 +335,7 @@ async def test_a_dropped_connection_is_resumed_and_every_event_arrives_once(
     async with opened(browser, _app(gate), via_proxy=True) as s:
         page = s.page
         assert s.proxy is not None
-        await s.select("stepper")
-        await s.call()
-        await asyncio.wait_for(gate.started.wait(), 10)
+        await s.start_stepper(gate)
         for _ in range(2):
             gate.permits.put_nowait(None)
         await expect(page.locator("#progress")).to_have_js_property("value", 50)
@@ -360,13 +363,7 @@ async def test_a_dropped_connection_is_resumed_and_every_event_arrives_once(
         gate.permits.put_nowait(None)
         await expect(s.outcome()).to_have_attribute("data-outcome", "success")
         await expect(s.outcome().locator(".badge.resumed")).to_have_text("resumed ×1")
-        assert await s.event_sequence() == [
-            "1 tool_progress",
-            "2 tool_progress",
-            "3 tool_progress",
-            "4 tool_progress",
-            "5 tool_result",
-        ]
+        assert await s.event_sequence() == FOUR_STEPS
         await expect(page.locator("#events li.duplicate")).to_have_count(0)
         # One run: started once, followed again with Last-Event-ID.
         starts = [r for r in s.requests if r.method == "POST" and "/sse" in r.url]
@@ -379,10 +376,8 @@ async def test_invalid_arguments_are_shown_next_to_the_fields_they_name(browser:
     async with opened(browser, _app()) as s:
         page = s.page
         await s.select("plan_trip")
-        await s.field("start.name").fill("Home")
-        await s.field("start.latitude").fill("100")
-        await s.field("start.longitude").fill("2")
-        await s.field("stops[0]").fill("Paris")
+        place = {"start.name": "Home", "start.latitude": "100", "start.longitude": "2"}
+        await s.fill({**place, "stops[0]": "Paris"})
         # The page's own check: nothing is sent, the errors sit by their fields.
         await s.call()
         await expect(s.error_of("start.latitude")).to_have_text("must be at most 90")
@@ -422,10 +417,7 @@ async def test_invalid_arguments_are_shown_next_to_the_fields_they_name(browser:
 async def test_a_run_is_cancelled_from_the_page(browser: Browser, gate: Gate) -> None:
     async with opened(browser, _app(gate)) as s:
         page = s.page
-        await s.select("stepper")
-        await s.field("steps").fill("3")
-        await s.call()
-        await asyncio.wait_for(gate.started.wait(), 10)
+        await s.start_stepper(gate, 3)
         gate.permits.put_nowait(None)
         await expect(page.locator("#progress-text")).to_contain_text("step 1 of 3")
         await page.get_by_role("button", name="Cancel the run").click()
