@@ -639,26 +639,36 @@ async def test_validation_messages_are_read_back_to_the_paths_they_name(
         assert f"{shown}: {text}" in message  # written back exactly as the server wrote it
 
 
-async def test_latency_quantiles_are_estimated_from_the_histogram(browser: Browser) -> None:
+async def test_latency_quantiles_are_the_registrys_or_estimated_from_the_histogram(
+    browser: Browser,
+) -> None:
     registry = MetricsRegistry()
-    for _ in range(10):
-        registry.record("slow", 0.003, code=None)
+    for i in range(10):
+        registry.record("slow", 0.002 + i * 0.0002, code=None)
     registry.record("failing", 0.2, code="TIMEOUT")
+    text = registry.prometheus_text()
+    without_quantiles = "\n".join(
+        line for line in text.splitlines() if "call_latency_seconds" not in line
+    )
+    read = """async (text) => {
+      const { parsePrometheus, toolMetrics } = await import("./inspector/metrics.js");
+      return toolMetrics(parsePrometheus(text)).tools;
+    }"""
     async with opened(browser, _app()) as s:
-        rows = await s.page.evaluate(
-            """async (text) => {
-              const { parsePrometheus, toolMetrics } = await import("./inspector/metrics.js");
-              return toolMetrics(parsePrometheus(text)).tools;
-            }""",
-            registry.prometheus_text(),
-        )
-    failing, slow = rows
+        exact = await s.page.evaluate(read, text)
+        estimated = await s.page.evaluate(read, without_quantiles)
+    failing, slow = exact
     assert (failing["tool"], failing["calls"], failing["errors"]) == ("failing", 1, 1)
     assert failing["errorsByCode"] == {"TIMEOUT": 1}
     assert (slow["calls"], slow["errors"]) == (10, 0)
-    # All ten in the (1 ms, 5 ms] bucket: P50 halfway through it, as Prometheus estimates.
-    assert slow["p50"] == pytest.approx(0.003) and slow["p99"] == pytest.approx(0.00496)
-    assert slow["mean"] == pytest.approx(0.003)
+    # The registry's own: the 5th and the 10th of the ten, by nearest rank.
+    assert slow["exact"] and slow["p50"] == pytest.approx(0.0028)
+    assert slow["p99"] == pytest.approx(0.0038)
+    assert slow["mean"] == pytest.approx(0.0029)
+    # Without them, the histogram: all ten in the (1 ms, 5 ms] bucket, as Prometheus estimates.
+    slow = estimated[1]
+    assert not slow["exact"] and slow["p50"] == pytest.approx(0.003)
+    assert slow["p99"] == pytest.approx(0.00496)
 
 
 FORM_SCHEMA = {

@@ -25,6 +25,7 @@ def test_snapshot_computes_rates_mean_and_p99() -> None:
     assert metrics.retry_rate == pytest.approx(0.25) and metrics.retries == 25
     assert metrics.mean_latency_ms == pytest.approx(50.5)
     assert metrics.p99_latency_ms == pytest.approx(99)  # nearest rank: the 99th of 100
+    assert metrics.p50_latency_ms == pytest.approx(50)
     assert metrics.errors_by_code == {"TIMEOUT": 10}
 
 
@@ -96,8 +97,11 @@ def test_prometheus_text_is_well_formed() -> None:
         "kosong_tool_errors_total": "counter",
         "kosong_tool_retried_calls_total": "counter",
         "kosong_tool_retries_total": "counter",
+        "kosong_tool_call_latency_seconds": "gauge",
         "kosong_tool_call_duration_seconds": "histogram",
     }
+    assert 'kosong_tool_call_latency_seconds{tool="get_weather",quantile="0.5"} 0.005' in text
+    assert 'kosong_tool_call_latency_seconds{tool="get_weather",quantile="0.99"} 0.05' in text
     assert 'kosong_tool_calls_total{tool="get_weather"} 2' in text
     assert 'kosong_tool_errors_total{tool="get_weather",code="TIMEOUT"} 1' in text
     assert 'kosong_tool_retries_total{tool="get_weather"} 2' in text

@@ -479,7 +479,13 @@ async function refreshMetrics() {
       ? h(
           "table",
           { class: "metrics data" },
-          h("caption", {}, "Since the server started; P50 and P99 estimated from the latency histogram"),
+          h(
+            "caption",
+            {},
+            tools.every((row) => row.exact)
+              ? "Since the server started; P50 and P99 of the recent calls"
+              : "Since the server started; P50 and P99 estimated from the latency histogram",
+          ),
           h("thead", {}, h("tr", {}, ["Tool", "Calls", "Errors", "P50", "P99"].map((t) => h("th", { scope: "col" }, t)))),
           h(
             "tbody",

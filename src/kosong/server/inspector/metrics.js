@@ -95,13 +95,19 @@ export function toolMetrics(samples, prefix = "kosong_tool") {
     get(labels.tool).buckets.push([parseValue(labels.le), value]);
   }
   for (const { labels, value } of samples.get(`${prefix}_call_duration_seconds_sum`) || []) get(labels.tool).sum = value;
+  // The registry's own quantiles of the recent calls, when the server gives them (exact);
+  // else an estimate from the histogram.
+  for (const { labels, value } of samples.get(`${prefix}_call_latency_seconds`) || []) {
+    get(labels.tool)[`q${labels.quantile}`] = value;
+  }
   const rows = [...tools.values()].map((entry) => ({
     tool: entry.tool,
     calls: entry.calls,
     errors: entry.errors,
     errorsByCode: entry.errorsByCode,
-    p50: histogramQuantile(0.5, entry.buckets),
-    p99: histogramQuantile(0.99, entry.buckets),
+    p50: entry["q0.5"] ?? histogramQuantile(0.5, entry.buckets),
+    p99: entry["q0.99"] ?? histogramQuantile(0.99, entry.buckets),
+    exact: entry["q0.5"] !== undefined,
     mean: entry.calls ? entry.sum / entry.calls : null,
   }));
   rows.sort((a, b) => (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0));

@@ -59,6 +59,8 @@ class ToolMetrics:
     """Retries, over all calls."""
     mean_latency_ms: float
     """The mean time a call took."""
+    p50_latency_ms: float
+    """The median of the recent calls' times (nearest rank)."""
     p99_latency_ms: float
     """The 99th percentile of the recent calls' times (nearest rank)."""
     errors_by_code: dict[str, int] = field(default_factory=dict[str, int])
@@ -101,6 +103,11 @@ class _Series:
         self.buckets = [0] * n_buckets
         self.latencies: deque[float] = deque(maxlen=window)
         self.errors_by_code: Counter[str] = Counter()
+
+
+def _nearest_rank(ordered: Sequence[float], q: float) -> float:
+    """The `q` quantile of sorted values, by nearest rank (0.0 when there are none)."""
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)] if ordered else 0.0
 
 
 def _escape(label: str) -> str:
@@ -168,7 +175,6 @@ class MetricsRegistry:
     @staticmethod
     def _metrics(name: str, s: _Series) -> ToolMetrics:
         ordered = sorted(s.latencies)
-        p99 = ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)] if ordered else 0.0
         return ToolMetrics(
             tool=name,
             calls=s.calls,
@@ -176,7 +182,8 @@ class MetricsRegistry:
             retried_calls=s.retried,
             retries=s.retries,
             mean_latency_ms=(s.total / s.calls * 1000) if s.calls else 0.0,
-            p99_latency_ms=p99 * 1000,
+            p50_latency_ms=_nearest_rank(ordered, 0.50) * 1000,
+            p99_latency_ms=_nearest_rank(ordered, 0.99) * 1000,
             errors_by_code=dict(s.errors_by_code),
         )
 
@@ -207,6 +214,17 @@ class MetricsRegistry:
                 [s.retried for _, s in series],
             )
             counter("retries_total", "Retries of tool calls.", [s.retries for _, s in series])
+            family(
+                "call_latency_seconds",
+                "gauge",
+                "The median and 99th percentile of the recent calls' times (nearest rank).",
+            )
+            for tool, s in series:
+                ordered = sorted(s.latencies)
+                for q in ("0.5", "0.99"):
+                    labels = f'tool="{_escape(tool)}",quantile="{q}"'
+                    value = _nearest_rank(ordered, float(q))
+                    lines.append(f"{prefix}_call_latency_seconds{{{labels}}} {value!r}")
             family("call_duration_seconds", "histogram", "How long tool calls took.")
             for tool, s in series:
                 label = _escape(tool)
