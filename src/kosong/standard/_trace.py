@@ -87,14 +87,7 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
 
 def new_trace_id() -> str:
     """A new trace id, `trace_<UTC date>_<12 random hex digits>`."""
-    # `_today()` and `_random_hex()` inlined for their usual case: a call may make one.
-    today = _day
-    if not today[0] <= time.time() < today[1]:
-        today = _today()
-    try:
-        return today[2] + _RANDOM_HEX.popleft()
-    except IndexError:
-        return today[2] + _random_hex()
+    return _today()[2] + _random_hex()
 
 
 def new_event_id() -> str:
