@@ -80,16 +80,20 @@ class ThinkPart(ContentPart):
         return True
 
 
+class _MediaURL(BaseModel):
+    """Where a medium (an image, an audio clip, a video) is: the shape the three parts share."""
+
+    url: str
+    """The URL (an https URL or a data: URL)."""
+    id: str | None = None
+    """An optional identifier of the medium."""
+
+
 class ImageURLPart(ContentPart):
     """An image given by URL (an https URL or a data: URL)."""
 
-    class ImageURL(BaseModel):
+    class ImageURL(_MediaURL):
         """Where the image is."""
-
-        url: str
-        """The image URL."""
-        id: str | None = None
-        """An optional identifier of the image."""
 
     type: str = "image_url"
     image_url: ImageURL
@@ -99,13 +103,8 @@ class ImageURLPart(ContentPart):
 class AudioURLPart(ContentPart):
     """An audio clip given by URL."""
 
-    class AudioURL(BaseModel):
+    class AudioURL(_MediaURL):
         """Where the audio is."""
-
-        url: str
-        """The audio URL."""
-        id: str | None = None
-        """An optional identifier of the audio."""
 
     type: str = "audio_url"
     audio_url: AudioURL
@@ -115,13 +114,8 @@ class AudioURLPart(ContentPart):
 class VideoURLPart(ContentPart):
     """A video given by URL."""
 
-    class VideoURL(BaseModel):
+    class VideoURL(_MediaURL):
         """Where the video is."""
-
-        url: str
-        """The video URL."""
-        id: str | None = None
-        """An optional identifier of the video."""
 
     type: str = "video_url"
     video_url: VideoURL
