@@ -317,32 +317,23 @@ async def _client(
     return out
 
 
+def sse_client_argv(port: int, streams: int, start_at: float, *more: str) -> list[str]:
+    """The command of one `sse-client` process of this script, pinned to the client CPU."""
+    return [
+        "taskset", "-c", CLIENT_CPU, PY, __file__, "sse-client",
+        "--port", str(port), "--streams", str(streams), "--start-at", str(start_at), *more,
+    ]  # fmt: skip
+
+
 def run_sse_ours(n: int, drop: bool, procs: int = 2) -> dict[str, Any]:
     psutil = importlib.import_module("psutil")
 
     srv = Server("server_apps:sse_app", HERE, f"sse-kosong-{n}{'-drop' if drop else ''}")
     try:
         p = psutil.Process(srv.pid)
-        warm = subprocess.run(
-            [
-                "taskset",
-                "-c",
-                CLIENT_CPU,
-                PY,
-                __file__,
-                "sse-client",
-                "--port",
-                str(srv.port),
-                "--streams",
-                "20",
-                "--start-at",
-                "0",
-            ],
-            capture_output=True,
-            timeout=60,
-            check=True,
+        subprocess.run(
+            sse_client_argv(srv.port, 20, 0), capture_output=True, timeout=60, check=True
         )
-        del warm
         time.sleep(0.3)
         rss0 = p.memory_info().rss / 2**20
         cpu0 = sum(p.cpu_times()[:2])
@@ -351,25 +342,13 @@ def run_sse_ours(n: int, drop: bool, procs: int = 2) -> dict[str, Any]:
         files = [LOG_DIR / f"sse-kosong-client-{i}.json" for i in range(procs)]
         clients = [
             subprocess.Popen(
-                [
-                    "taskset",
-                    "-c",
-                    CLIENT_CPU,
-                    PY,
-                    __file__,
-                    "sse-client",
-                    "--port",
-                    str(srv.port),
-                    "--streams",
-                    str(n // procs + (i < n % procs)),
-                    "--start-at",
-                    str(start_at),
-                    "--seed",
-                    str(i),
-                    "--result-file",
-                    str(f),
+                sse_client_argv(
+                    srv.port,
+                    n // procs + (i < n % procs),
+                    start_at,
+                    *("--seed", str(i), "--result-file", str(f)),
                     *(["--drop"] if drop else []),
-                ],
+                )
             )
             for i, f in enumerate(files)
         ]
