@@ -62,6 +62,15 @@ class Probe:
         self.started = asyncio.Event()
         self.cancelled = asyncio.Event()
 
+    async def wait_until_cancelled(self) -> None:
+        """Say the tool started, then wait until it is cancelled (and say so)."""
+        self.started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+
 
 class AddParams(BaseModel):
     a: int
@@ -94,12 +103,7 @@ def kosong_toolset(probe: Probe | None = None) -> SimpleToolset:
     @tool
     async def wait_forever() -> str:
         """Wait until cancelled."""
-        probe.started.set()
-        try:
-            await asyncio.sleep(3600)
-        except asyncio.CancelledError:
-            probe.cancelled.set()
-            raise
+        await probe.wait_until_cancelled()
         return "never"
 
     @tool
@@ -192,12 +196,7 @@ def sdk_server(probe: Probe | None = None) -> Server[Any]:
         if params.name == "fail":
             return mcp.CallToolResult(content=[mcp.TextContent(text="it failed")], is_error=True)
         if params.name == "wait_forever":
-            probe.started.set()
-            try:
-                await asyncio.sleep(3600)
-            except asyncio.CancelledError:
-                probe.cancelled.set()
-                raise
+            await probe.wait_until_cancelled()
         if params.name == "dotted.name/v2":
             return mcp.CallToolResult(content=[mcp.TextContent(text="odd")])
         raise MCPError(mcp.INVALID_PARAMS, f"Unknown tool: {params.name}")
