@@ -103,7 +103,7 @@ def _find(toolset: Toolset, name: str) -> Tool:
 _token = click.option("--token", envvar="KOSONG_TOKEN", help="Bearer token for a server URL.")
 
 
-@click.group()
+@click.group(epilog=_TARGET)
 def tools() -> None:
     """List, describe and call the tools of a module or a server."""
 

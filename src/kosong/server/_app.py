@@ -411,9 +411,6 @@ def _pipeline(toolset: Toolset, cache_backend: Any) -> tuple[PolicyToolset, Metr
     return with_policies(toolset, metrics, cache), metrics.registry
 
 
-_STRING_TYPES = ("string",)
-
-
 def query_arguments(tool: Tool, items: Sequence[tuple[str, str]]) -> dict[str, Any]:
     """Query parameters as arguments: text for string parameters, JSON for the others.
 
