@@ -341,3 +341,11 @@ async def test_any_json_object_round_trips_through_an_echo_tool(
     arguments = json.dumps(value, ensure_ascii=ensure_ascii)
     echoed = await asyncio.wait_for(handle(every_tool(), name, arguments), timeout=10)
     assert echoed.extras == {"arguments": value}
+
+
+def test_only_strings_between_the_offload_length_and_the_cap_are_parsed_in_a_thread() -> None:
+    limits = ArgumentLimits(max_length=100, offload_length=10)
+    assert not limits.parses_in_thread("x" * 10)
+    assert limits.parses_in_thread("x" * 11)
+    assert limits.parses_in_thread("x" * 100)
+    assert not limits.parses_in_thread("x" * 101)  # refused at once, not read

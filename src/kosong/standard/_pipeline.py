@@ -243,11 +243,10 @@ class PolicyToolset(Toolset):
 
         Returns an awaitable for long ones, parsed (and digested) in a worker thread.
         """
-        limits = self._limits
-        if raw is not None and limits.offload_length < len(raw) <= limits.max_length:
+        if raw is not None and self._limits.parses_in_thread(raw):
             return self._read_long_arguments(ctx, tool, raw)
         try:
-            ctx.arguments = parse_arguments(raw, limits, expects_object=tool.expects_object)
+            ctx.arguments = parse_arguments(raw, self._limits, expects_object=tool.expects_object)
         except ArgumentsError as e:
             ctx.refusal = ToolParseError(str(e))
         else:

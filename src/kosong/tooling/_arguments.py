@@ -42,6 +42,13 @@ class ArgumentLimits:
             if getattr(self, name) < 1:
                 raise ValueError(f"ArgumentLimits.{name} must be at least 1")
 
+    def parses_in_thread(self, raw: str) -> bool:
+        """Whether `raw` is long enough to be parsed in a worker thread.
+
+        A string over `max_length` is not: it is refused at once, without reading it.
+        """
+        return self.offload_length < len(raw) <= self.max_length
+
 
 DEFAULT_LIMITS = ArgumentLimits()
 

@@ -189,8 +189,7 @@ class SimpleToolset(Toolset):
         # Only a tool whose schema asks for an object gets a twice-encoded object unwrapped;
         # for a string schema, a string that happens to hold JSON is the argument itself.
         expects_object = self._expects_object[function.name]
-        limits = self._limits
-        if raw is not None and limits.offload_length < len(raw) <= limits.max_length:
+        if raw is not None and self._limits.parses_in_thread(raw):
             return self._parse_and_run(tool, tool_call.id, raw, expects_object)
         try:
             arguments = parse_arguments(raw, self._limits, expects_object=expects_object)
