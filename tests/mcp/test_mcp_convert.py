@@ -17,7 +17,7 @@ from kosong.standard import error_code
 from kosong.tooling import ToolError, ToolOk
 from kosong.tooling.error import ToolTimeoutError
 
-NAME_RULE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")
+NAME_RULE = re.compile(r"\A[a-zA-Z_][a-zA-Z0-9_-]{0,63}\Z")
 
 
 @given(st.text(max_size=200))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 
 from kosong.server import MemoryEventStore, ServerConfig, create_app, serving
 from tests.server._sse import read_sse
@@ -196,3 +197,13 @@ async def test_a_client_that_drops_does_not_cancel_the_run() -> None:
         replay = await read_sse(c, "GET", first.headers["content-location"])
     assert replay.final["data"] == "opened orphan"
     assert "orphan" not in CANCELLED
+
+
+def test_stream_ids_with_a_trailing_newline_are_not_ids() -> None:
+    from kosong.server import split_event_id
+    from kosong.server._store import check_stream_id
+
+    assert split_event_id("run_1.3") == ("run_1", "3")
+    assert split_event_id("run_1\n.3") is None
+    with pytest.raises(ValueError, match="stream id"):
+        check_stream_id("run_1\n")

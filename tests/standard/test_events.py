@@ -41,8 +41,8 @@ from tests.standard._std_tools import (
     toolset,
 )
 
-EVENT_ID = re.compile(r"^evt_[0-9]{8}_[0-9a-f]{12}$")
-TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$")
+EVENT_ID = re.compile(r"\Aevt_[0-9]{8}_[0-9a-f]{12}\Z")
+TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z\Z")
 
 
 def weather_with_progress() -> Scripted:

@@ -423,3 +423,9 @@ def test_an_output_schema_is_checked_and_written_as_mcp_writes_it() -> None:
         Tool(name="t", description="d", parameters={}, output_schema={"type": "invalid"})
     with pytest.raises(ValidationError, match="never fetches"):
         Tool(name="t", description="d", parameters={}, output_schema={"$ref": "https://x/s.json"})
+
+
+@pytest.mark.parametrize("text", ["1.0.0\n", "\n1.0.0", "1.0.0 "])
+def test_semver_with_a_trailing_newline_or_space_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="not a semantic version"):
+        parse_semver(text)

@@ -27,7 +27,7 @@ def test_new_trace_ids_have_the_standards_form_and_are_unique() -> None:
 
 
 def test_event_ids_have_their_own_prefix() -> None:
-    assert re.match(r"^evt_[0-9]{8}_[0-9a-f]{12}$", new_event_id())
+    assert re.match(r"\Aevt_[0-9]{8}_[0-9a-f]{12}\Z", new_event_id())
 
 
 def test_trace_scope_sets_and_restores_the_current_trace() -> None:
@@ -91,3 +91,9 @@ def test_a_forked_process_does_not_reuse_its_parents_ids() -> None:
     parent, child = done.stdout.split()
     assert TRACE_ID_PATTERN.match(parent) and TRACE_ID_PATTERN.match(child)
     assert parent != child
+
+
+def test_the_trace_id_pattern_matches_the_whole_id_only() -> None:
+    trace_id = new_trace_id()
+    assert TRACE_ID_PATTERN.match(trace_id)
+    assert not TRACE_ID_PATTERN.match(trace_id + "\n")

@@ -31,7 +31,7 @@ def test_invalid_json_schema_fails_when_the_tool_is_defined(schema: dict[str, ob
 
 
 @pytest.mark.parametrize(
-    "name", ["", "has space", "1starts_with_digit", "x" * 65, "dot.ted", "中文"]
+    "name", ["", "has space", "1starts_with_digit", "x" * 65, "dot.ted", "中文", "add\n", "\nadd"]
 )
 def test_tool_name_that_models_reject_fails_at_definition(name: str) -> None:
     with pytest.raises(ValidationError, match="tool name"):

@@ -56,7 +56,7 @@ logger = logging.getLogger(__name__)
 ServerSpec = str | Sequence[str] | StdioServerParameters
 """An MCP server: an `http(s)://` URL, a command line, a list of arguments, or stdio parameters."""
 
-_SERVER_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,31}$")
+_SERVER_NAME = re.compile(r"\A[a-zA-Z_][a-zA-Z0-9_-]{0,31}\Z")
 _NOT_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
 

@@ -37,7 +37,7 @@ ERROR_META_KEY = "kosong/error"
 """The `_meta` key of a `CallToolResult` that carries a kosong error's code."""
 
 _DATA_URL = re.compile(
-    r"^data:(?P<mime>[^;,]*)(?P<params>(?:;[^;,]*)*?);base64,(?P<data>.*)$", re.S
+    r"\Adata:(?P<mime>[^;,]*)(?P<params>(?:;[^;,]*)*?);base64,(?P<data>.*)\Z", re.S
 )
 
 

@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 START = "0"
 """The position before a stream's first event."""
 
-_STREAM_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_STREAM_ID = re.compile(r"\A[A-Za-z0-9_-]{1,128}\Z")
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ __all__ = [
     "use_trace_id",
 ]
 
-TRACE_ID_PATTERN = re.compile(r"^trace_[0-9]{8}_[0-9a-f]{12}$")
+TRACE_ID_PATTERN = re.compile(r"\Atrace_[0-9]{8}_[0-9a-f]{12}\Z")
 """The form of the ids `new_trace_id` makes. Ids given by a caller are used as they are."""
 
 _TRACE_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(

@@ -20,7 +20,7 @@ __all__ = [
     "tidy_schema",
 ]
 
-TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")
+TOOL_NAME_PATTERN = re.compile(r"\A[a-zA-Z_][a-zA-Z0-9_-]{0,63}\Z")
 """What every model API accepts as a tool name (OpenAI, Anthropic, MCP clients)."""
 
 

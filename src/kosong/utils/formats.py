@@ -13,9 +13,9 @@ __all__ = ["SEMVER_PATTERN", "SemVer", "parse_iso8601", "parse_semver"]
 _NUM = r"(?:0|[1-9][0-9]*)"
 _PRE_ID = r"(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)"
 SEMVER_PATTERN = re.compile(
-    rf"^({_NUM})\.({_NUM})\.({_NUM})"
+    rf"\A({_NUM})\.({_NUM})\.({_NUM})"
     rf"(?:-({_PRE_ID}(?:\.{_PRE_ID})*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?\Z"
 )
 """A semantic version, `MAJOR.MINOR.PATCH` with optional `-prerelease` and `+build`."""
 
