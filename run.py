@@ -3,8 +3,10 @@
 
 It needs only a `python3` (3.11 or newer) on the machine. On first use it creates `.venv` with
 the newest Python it can find (3.13, 3.12, then 3.11; the documents' examples need 3.12+ for
-`typing.override`) and installs the package with its development extras; it reinstalls when
-pyproject.toml changes. `compat` runs the tests again on Python 3.11, the oldest supported.
+`typing.override`) and installs the package with what the command needs: `demo` only the
+`demo` extra (the model providers' SDKs), every other command the `dev` extra (test tools,
+servers, the browser driver...). It installs again when pyproject.toml changes or a command
+needs more than is installed. `compat` runs the tests again on Python 3.11, the oldest supported.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 COMPAT_VENV = ROOT / ".venv-3.11"
-EXTRAS = "dev"
+DEMO_EXTRAS = ("demo",)
+DEV_EXTRAS = ("dev",)  # `dev` includes everything `demo` has
 
 
 def _candidates(versions: tuple[str, ...] = ("3.13", "3.12", "3.11")) -> list[str]:
@@ -47,12 +50,30 @@ def _works(python: str, oldest: tuple[int, int] = (3, 11)) -> bool:
     return out.stdout.strip() == "True"
 
 
-def ensure_venv(venv: Path = VENV, versions: tuple[str, ...] = ("3.13", "3.12", "3.11")) -> Path:
+def _installed(stamp: Path, wanted: str) -> tuple[str, ...]:
+    """The extras installed in a venv, by its stamp; none when pyproject.toml changed since."""
+    if not stamp.exists():
+        return ()
+    digest, _, extras = stamp.read_text().partition(" ")
+    return tuple(extras.split(",")) if digest == wanted and extras else ()
+
+
+def needs_install(installed: tuple[str, ...], extras: tuple[str, ...]) -> bool:
+    """Whether a venv holding `installed` extras must install to have `extras`."""
+    return not installed or not (set(extras) <= set(installed) or "dev" in installed)
+
+
+def ensure_venv(
+    venv: Path = VENV,
+    versions: tuple[str, ...] = ("3.13", "3.12", "3.11"),
+    extras: tuple[str, ...] = DEV_EXTRAS,
+) -> Path:
     """Create or refresh a venv with the first working Python of `versions`; return it."""
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     python = venv / "bin" / "python"
     stamp = venv / ".kosong-installed"
-    if python.exists() and stamp.exists() and stamp.read_text() == wanted:
+    installed = _installed(stamp, wanted) if python.exists() else ()
+    if not needs_install(installed, extras):
         return python
     if not python.exists():
         base = next((p for p in _candidates(versions) if _works(p)), None)
@@ -60,10 +81,11 @@ def ensure_venv(venv: Path = VENV, versions: tuple[str, ...] = ("3.13", "3.12", 
             sys.exit(f"run.py: no Python {' or '.join(versions)} interpreter found")
         print(f"run.py: creating {venv.name} with {base}", flush=True)
         subprocess.run([base, "-m", "venv", str(venv)], check=True)
-    print("run.py: installing kosong and its development dependencies", flush=True)
+    what = "what the demo needs" if extras == DEMO_EXTRAS else "its development dependencies"
+    print(f"run.py: installing kosong and {what}", flush=True)
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "-e", f"{ROOT}[{EXTRAS}]"], check=True)
-    stamp.write_text(wanted)
+    subprocess.run([*pip, "-e", f"{ROOT}[{','.join(extras)}]"], check=True)
+    stamp.write_text(f"{wanted} {','.join(extras)}")
     return python
 
 
@@ -77,9 +99,9 @@ def main(argv: list[str]) -> int:
     if command == "compat":  # the oldest supported Python, for CI
         old = str(ensure_venv(COMPAT_VENV, ("3.11",)))
         return _run(old, "-m", "pytest", "-p", "no:cacheprovider", *rest)
-    python = str(ensure_venv())
     if command == "demo":
-        return _run(python, "examples/demo.py", *rest)
+        return _run(str(ensure_venv(extras=DEMO_EXTRAS)), "examples/demo.py", *rest)
+    python = str(ensure_venv())
     if command == "lint":
         return (
             _run(python, "-m", "ruff", "check", "src", "tests", "benchmarks", "examples")

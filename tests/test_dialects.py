@@ -14,13 +14,25 @@ GOOD = Tool(
 
 
 def test_a_plain_schema_is_accepted_by_every_dialect_but_strict_mode() -> None:
-    report = check_tools([GOOD])
+    report = check_tools([GOOD], DIALECTS)  # strict mode named: every tool is checked
     assert report.dialects == list(DIALECTS)
     assert {f.dialect for f in report.findings} == {"openai-strict"}  # open object
     lenient = [d for d in DIALECTS if d != "openai-strict"]
     assert str(check_tools([GOOD], lenient)).endswith(
         "1 tool(s), 5 dialect(s): 0 rejected, 0 ignored"
     )
+
+
+def test_by_default_strict_mode_is_checked_only_for_tools_that_declare_it() -> None:
+    strict = GOOD.model_copy(update={"name": "strict_weather", "strict": True})
+    report = check_tools([GOOD, strict])
+    assert report.dialects == list(DIALECTS)
+    assert {(f.tool, f.dialect) for f in report.findings} == {("strict_weather", "openai-strict")}
+    assert "get_weather [openai-strict]: not checked (the tool is not strict)" in str(report)
+    assert "strict_weather [openai-strict]: rejected" in str(report)
+    definition = {"type": "function", "function": {**GOOD.model_dump(), "strict": True}}
+    assert {f.dialect for f in check_tools([definition]).findings} == {"openai-strict"}
+    assert check_tools([GOOD.model_dump()]).ok
 
 
 def test_moonshot_needs_an_explicit_type_and_the_fix_infers_it() -> None:

@@ -145,6 +145,8 @@ class DialectReport:
     """The dialects checked."""
     findings: list[Finding] = field(default_factory=list[Finding])
     """Every finding, by tool, then dialect."""
+    not_checked: set[tuple[str, Dialect]] = field(default_factory=set[tuple[str, Dialect]])
+    """The (tool, dialect) pairs left out: strict mode for a tool that does not declare it."""
 
     @property
     def ok(self) -> bool:
@@ -171,6 +173,9 @@ class DialectReport:
         lines: list[str] = []
         for tool in self.tools:
             for dialect in self.dialects:
+                if (tool, dialect) in self.not_checked:
+                    lines.append(f"{tool} [{dialect}]: not checked (the tool is not strict)")
+                    continue
                 found = [
                     f
                     for f in self.findings
@@ -236,7 +241,9 @@ def check_tools(
 
     A tool may be a `Tool` or a definition dict in any provider format (with `parameters`,
     `input_schema` or `inputSchema`). `include_ignored=False` leaves out what providers only
-    ignore.
+    ignore. With the default dialects, strict mode (`"openai-strict"`) is checked only for the
+    tools that declare `strict` (a provider sends the others without it); name it in
+    `dialects` to check every tool against it.
 
     Raises:
         ValueError: a dialect name is unknown.
@@ -244,14 +251,24 @@ def check_tools(
     chosen: list[Dialect] = [_dialect(d) for d in (DIALECTS if dialects is None else dialects)]
     names: list[str] = []
     findings: list[Finding] = []
+    not_checked: set[tuple[str, Dialect]] = set()
     for tool in tools:
         name, schema = _as_tool(tool)
         names.append(name)
         for dialect in chosen:
+            if dialect == "openai-strict" and dialects is None and not _declares_strict(tool):
+                not_checked.add((name, dialect))
+                continue
             for finding in _CHECKS[dialect](name, schema):
                 if include_ignored or finding.effect == "rejected":
                     findings.append(finding)
-    return DialectReport(names, chosen, findings)
+    return DialectReport(names, chosen, findings, not_checked)
+
+
+def _declares_strict(tool: Tool | Mapping[str, Any]) -> bool:
+    if isinstance(tool, Tool):
+        return tool.strict is True
+    return cast(Mapping[str, Any], tool.get("function", tool)).get("strict") is True
 
 
 def fix_schema(schema: Mapping[str, Any], dialect: str) -> dict[str, Any]:

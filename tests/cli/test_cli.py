@@ -141,6 +141,24 @@ def test_check_prints_the_dialect_report_and_fails_when_a_provider_would_reject(
     assert fine.returncode == 0, fine.stdout + fine.stderr
 
 
+def test_check_exits_0_for_ordinary_tools_and_applies_strict_rules_only_when_asked(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "plain_tools.py").write_text(
+        "from kosong.tooling import tool\n"
+        "@tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        '    """Add two integers."""\n'
+        "    return a + b\n"
+        "tools = [add]\n"
+    )
+    done = kosong("check", "plain_tools:tools", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "add [openai-strict]: not checked (the tool is not strict)" in done.stdout
+    asked = kosong("check", "plain_tools:tools", "--dialect", "openai-strict", cwd=tmp_path)
+    assert asked.returncode == 1 and "add [openai-strict]: rejected" in asked.stdout
+
+
 def test_check_refuses_an_unknown_dialect_with_the_choices() -> None:
     done = kosong("check", f"{TOOLS}:tools", "--dialect", "palm")
     assert done.returncode == 2 and "'palm' is not one of" in done.stderr

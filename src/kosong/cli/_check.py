@@ -25,8 +25,9 @@ def check(target: str, dialects: tuple[str, ...], rejected_only: bool) -> int:
     """Check the tools of TARGET (MODULE:ATTR) against each provider's schema rules.
 
     Prints, per tool and provider, what the provider rejects or silently ignores, with the
-    JSON path, the rule and a fix where one is safe. Exit code 1 when a provider would reject
-    a tool, else 0.
+    JSON path, the rule and a fix where one is safe. Strict mode's rules apply to the tools
+    that declare `strict`, or to every tool with `--dialect openai-strict`. Exit code 1 when a
+    provider would reject a tool, else 0.
     """
     tools = load_toolset(target).tools
     if not tools:
