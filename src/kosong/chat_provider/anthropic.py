@@ -114,9 +114,10 @@ def thinking_spec(model: str) -> ThinkingSpec:
 def clamp_effort(effort: ThinkingEffort, accepted: Sequence[ThinkingEffort]) -> ThinkingEffort:
     """The highest accepted effort not above `effort` (the lowest accepted if none is)."""
     rank = _EFFORTS.index(effort)
-    ordered = sorted(accepted, key=_EFFORTS.index)
-    below = [e for e in ordered if _EFFORTS.index(e) <= rank]
-    return below[-1] if below else ordered[0]
+    ordered: list[ThinkingEffort] = [e for e in _EFFORTS if e in accepted]
+    below: list[ThinkingEffort] = [e for e in ordered if _EFFORTS.index(e) <= rank]
+    chosen: ThinkingEffort = below[-1] if below else ordered[0]
+    return chosen
 
 
 class Anthropic(HTTPProvider):
