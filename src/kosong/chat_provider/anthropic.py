@@ -337,7 +337,7 @@ class Anthropic(HTTPProvider):
             )
         except (anthropic.AnthropicError, httpx2.HTTPError) as e:
             raise self._error(e, url) from e
-        message = raw.parse()
+        message = await raw.parse()  # the anthropic SDK's raw response parses asynchronously
         usage = message.usage
         return CompletedMessage(
             [part for block in message.content for part in _block_parts(block)],
