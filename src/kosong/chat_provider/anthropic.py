@@ -47,7 +47,7 @@ except ImportError as e:  # pragma: no cover - the extra is missing
         "the Anthropic provider needs the `anthropic` package: pip install 'kosong[anthropic]'"
     ) from e
 
-__all__ = ["THINKING_BUDGETS", "THINKING_MODELS", "Anthropic", "ThinkingSpec"]
+__all__ = ["THINKING_BUDGETS", "THINKING_MODELS", "Anthropic", "ThinkingSpec", "thinking_spec"]
 
 THINKING_BUDGETS: dict[ThinkingEffort, int] = {
     "low": 1024,
@@ -111,7 +111,7 @@ def thinking_spec(model: str) -> ThinkingSpec:
     )
 
 
-def clamp_effort(effort: ThinkingEffort, accepted: Sequence[ThinkingEffort]) -> ThinkingEffort:
+def _clamp_effort(effort: ThinkingEffort, accepted: Sequence[ThinkingEffort]) -> ThinkingEffort:
     """The highest accepted effort not above `effort` (the lowest accepted if none is)."""
     rank = _EFFORTS.index(effort)
     ordered: list[ThinkingEffort] = [e for e in _EFFORTS if e in accepted]
@@ -223,7 +223,7 @@ class Anthropic(HTTPProvider):
             fields["thinking"] = {"type": "enabled", "budget_tokens": budget}
             max_tokens = max(max_tokens, budget + 4096)  # budget_tokens must be below it
         if spec.efforts:
-            fields["output_config"] = {"effort": clamp_effort(effort, spec.efforts)}
+            fields["output_config"] = {"effort": _clamp_effort(effort, spec.efforts)}
         return fields, max_tokens
 
     def request_body(

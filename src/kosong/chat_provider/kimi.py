@@ -123,10 +123,10 @@ class Kimi(ChatCompletionsProvider):
             )
 
     def _prepare_tools(self, tools: Sequence[Tool]) -> list[Tool]:
-        return [tool if is_builtin(tool) else fix_tool(tool, "moonshot") for tool in tools]
+        return [tool if _is_builtin(tool) else fix_tool(tool, "moonshot") for tool in tools]
 
     def _tool_entry(self, tool: Tool) -> dict[str, Any]:
-        if is_builtin(tool):
+        if _is_builtin(tool):
             return {"type": "builtin_function", "function": {"name": tool.name}}
         return super()._tool_entry(tool)
 
@@ -144,7 +144,7 @@ class Kimi(ChatCompletionsProvider):
         return fields
 
 
-def is_builtin(tool: Tool) -> bool:
+def _is_builtin(tool: Tool) -> bool:
     """Whether `tool` declares one of Moonshot's builtin functions (its name starts with `$`)."""
     return tool.name.startswith("$")
 
