@@ -135,7 +135,7 @@ def test_conversions_copy_the_schema() -> None:
 def test_a_plain_tool_may_declare_a_builtin_function_by_a_dollar_name() -> None:
     web_search = Tool(name="$web_search", description="", parameters={})
     assert web_search.name == "$web_search"
-    with pytest.raises(ValueError, match="builtin function name '\\$' is not valid"):
+    with pytest.raises(ValueError, match=r"builtin function name '\$' is not valid"):
         Tool(name="$", description="", parameters={})
     with pytest.raises(ValueError, match="not valid"):
         Tool(name="$web search", description="", parameters={})
@@ -144,7 +144,7 @@ def test_a_plain_tool_may_declare_a_builtin_function_by_a_dollar_name() -> None:
 def test_a_tool_kosong_runs_cannot_take_a_builtin_name() -> None:
     from kosong.tooling import tool
 
-    with pytest.raises(ValueError, match="starts with '\\$'.*never as a tool kosong runs"):
+    with pytest.raises(ValueError, match=r"starts with '\$'.*never as a tool kosong runs"):
 
         @tool(name="$web_search")
         def web_search(query: str) -> str:

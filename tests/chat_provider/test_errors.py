@@ -17,6 +17,7 @@ from kosong.chat_provider import (
     APIStatusError,
     APITimeoutError,
     ChatProvider,
+    RetryableChatProvider,
 )
 from kosong.chat_provider.anthropic import Anthropic
 from kosong.chat_provider.kimi import Kimi
@@ -261,6 +262,7 @@ async def test_a_401_rebuilds_the_client_with_the_key_read_again(
 ) -> None:
     monkeypatch.setenv(ENV_KEYS[case.name], "k")
     provider = make(case, wire, retries=0)
+    assert isinstance(provider, RetryableChatProvider)
     wire.queue(Reply(status=401, body=case.error_body), case.text(["fine"]))
     with pytest.raises(APIStatusError) as caught:
         await generate(provider, "", [], USER)
