@@ -18,7 +18,10 @@ Dialects (`DIALECTS`):
 - `"anthropic"`: the Messages API's `input_schema`. Rejected: a root that is not an object, or
   `anyOf` / `oneOf` / `allOf` at the root. Ignored: validation keywords, as for OpenAI.
 - `"moonshot"` (alias `"kimi"`): Moonshot's "moonshot flavored JSON Schema". Rejected: a
-  schema without `type` (fix: the type its `enum`, `const`, `properties` or `items` imply); a
+  schema without `type` (fix: the type its `enum` / `const` values imply, integers and floats
+  together being "number", or the keywords that apply to one type only: `properties`,
+  `additionalProperties` → object, `items`, `minItems` → array, `format`, `pattern`,
+  `minLength` → string, `minimum`, `maximum` → number); a
   `type` beside `anyOf` / `oneOf` (fix: move it into each branch); a `$ref` with sibling
   keywords (fix: inline the local reference); a root that is not an object; a tool name
   shorter than 3 characters.
@@ -27,6 +30,10 @@ Dialects (`DIALECTS`):
   `type` and `const` (fix: `nullable` / `anyOf`, a one-value `enum`), `$ref` (fix: inline),
   a root that is not an object.
 - `"mcp"`: MCP's `tools/list`. Rejected: an `inputSchema` that is not an object.
+
+A tool whose name starts with `$` declares a Moonshot builtin function (`$web_search`): the
+`"moonshot"` dialect takes it as it is, every other dialect rejects it (no other provider has
+it, and no MCP client could call it).
 
 The sources of the rules are in `SOURCES` and on the docs page `docs/dialects.md`.
 """

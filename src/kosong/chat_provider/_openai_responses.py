@@ -183,7 +183,8 @@ class OpenAIResponses(HTTPProvider):
         try:
             if self._stream:
                 stream = cast(Any, await self.client.responses.create(**known, extra_body=rest))
-                return ResponsesStream(stream, lambda e: self._error(e, url))
+                where = {"provider": self.name, "model": self._model, "url": url}
+                return ResponsesStream(stream, lambda e: self._error(e, url), where)
             raw = cast(
                 Any, await self.client.responses.with_raw_response.create(**known, extra_body=rest)
             )
@@ -289,9 +290,15 @@ def _failure(response: Any) -> str | None:
 class ResponsesStream:
     """A Responses API answer as `StreamedMessagePart`s."""
 
-    def __init__(self, stream: Any, convert: Callable[[BaseException], ChatProviderError]) -> None:
+    def __init__(
+        self,
+        stream: Any,
+        convert: Callable[[BaseException], ChatProviderError],
+        where: dict[str, str],
+    ) -> None:
         self._stream = stream
         self._convert = convert
+        self._where = where
         self.id: str | None = None
         self.usage: TokenUsage | None = None
         self.finish_reason: str | None = None
@@ -334,9 +341,11 @@ class ResponsesStream:
                     self._read_response(event.response)
                 elif kind == "response.failed":
                     self._read_response(event.response)
-                    raise ChatProviderError(_failure(event.response) or "the response failed")
+                    failure = _failure(event.response) or "the response failed"
+                    raise ChatProviderError(failure, **self._where)
                 elif kind == "error":
-                    raise ChatProviderError(f"the API reported an error: {event.message}")
+                    message = f"the API reported an error: {event.message}"
+                    raise ChatProviderError(message, **self._where)
         except (openai.OpenAIError, httpx2.HTTPError) as e:
             raise self._convert(e) from e
         for part in calls.finish():
