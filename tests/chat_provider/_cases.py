@@ -13,7 +13,8 @@ SYSTEM = "You are a careful assistant."
 QUESTION = "What is on the home page? Also add 1 and 2."
 LOGO = "https://example.com/logo.png"
 SCREENSHOT_DATA = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwAD"
+    "hgGAWjR9awAAAABJRU5ErkJggg=="
 )
 SCREENSHOT = f"data:image/png;base64,{SCREENSHOT_DATA}"
 """A 1x1 PNG (70 bytes)."""
