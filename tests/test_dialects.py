@@ -127,3 +127,48 @@ def test_the_text_report_lists_each_tool_and_dialect() -> None:
 def test_an_unknown_dialect_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="unknown dialect 'llama'; known dialects: openai"):
         check_tools([GOOD], ["llama"])
+
+
+@pytest.mark.parametrize(
+    ("schema", "implied"),
+    [
+        ({"additionalProperties": {"type": "string"}}, "object"),
+        ({"minItems": 1}, "array"),
+        ({"items": {"type": "string"}}, "array"),
+        ({"format": "date-time"}, "string"),
+        ({"pattern": "^a"}, "string"),
+        ({"minLength": 2}, "string"),
+        ({"minimum": 0, "maximum": 10}, "number"),
+        ({"enum": [1, 2.5]}, "number"),
+        ({"enum": [1, 2]}, "integer"),
+    ],
+)
+def test_moonshot_fix_infers_a_type_from_other_keywords(
+    schema: dict[str, object], implied: str
+) -> None:
+    tool = Tool(
+        name="store",
+        description="Store.",
+        parameters={"type": "object", "properties": {"value": schema}},
+    )
+    fixed = fix_tool(tool, "moonshot")
+    assert fixed.parameters["properties"]["value"] == {**schema, "type": implied}
+    assert check_tools([fixed], ["moonshot"]).ok
+
+
+def test_moonshot_gives_up_when_keywords_disagree_on_the_type() -> None:
+    tool = Tool(
+        name="store",
+        description="Store.",
+        parameters={"type": "object", "properties": {"value": {"minLength": 1, "minimum": 0}}},
+    )
+    assert not check_tools([fix_tool(tool, "moonshot")], ["moonshot"]).ok
+
+
+def test_a_builtin_function_is_for_moonshot_only() -> None:
+    web_search = Tool(name="$web_search", description="", parameters={})
+    report = check_tools([web_search], DIALECTS)  # strict mode named, so it is checked too
+    assert report.for_dialect("moonshot") == []
+    rejected = {f.dialect for f in report.rejected}
+    assert rejected == {"openai", "openai-strict", "anthropic", "gemini", "mcp"}
+    assert all(f.rule.endswith("builtin-function") for f in report.rejected)

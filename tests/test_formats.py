@@ -130,3 +130,29 @@ def test_conversions_copy_the_schema() -> None:
     out = to_openai_chat_tool(WEATHER)
     out["function"]["parameters"]["properties"].clear()
     assert WEATHER.parameters["properties"]
+
+
+def test_a_plain_tool_may_declare_a_builtin_function_by_a_dollar_name() -> None:
+    web_search = Tool(name="$web_search", description="", parameters={})
+    assert web_search.name == "$web_search"
+    with pytest.raises(ValueError, match=r"builtin function name '\$' is not valid"):
+        Tool(name="$", description="", parameters={})
+    with pytest.raises(ValueError, match="not valid"):
+        Tool(name="$web search", description="", parameters={})
+
+
+def test_a_tool_kosong_runs_cannot_take_a_builtin_name() -> None:
+    from kosong.tooling import tool
+
+    with pytest.raises(ValueError, match=r"starts with '\$'.*never as a tool kosong runs"):
+
+        @tool(name="$web_search")
+        def web_search(query: str) -> str:
+            """Search."""
+            return query
+
+
+def test_a_builtin_function_is_not_served_over_mcp() -> None:
+    web_search = Tool(name="$web_search", description="", parameters={})
+    with pytest.raises(ValueError, match="cannot be served over MCP"):
+        to_mcp_tool(web_search)

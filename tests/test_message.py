@@ -153,3 +153,20 @@ def test_tool_call_parts_merge_with_each_other_and_keep_last() -> None:
 def test_content_parts_other_than_text_and_think_do_not_merge() -> None:
     image = ImageURLPart(image_url=ImageURLPart.ImageURL(url="https://x/y.png"))
     assert not image.merge_in_place(image.model_copy())
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        ImageURLPart(image_url=ImageURLPart.ImageURL(url="https://x/y.png")),
+        AudioURLPart(audio_url=AudioURLPart.AudioURL(url="https://x/y.mp3")),
+        VideoURLPart(video_url=VideoURLPart.VideoURL(url="https://x/y.mp4")),
+    ],
+)
+def test_media_part_dumps_keep_id_none_as_the_published_package_does(part: ContentPart) -> None:
+    dumped = part.model_dump()
+    assert dumped[part.type] == {"url": dumped[part.type]["url"], "id": None}
+    media = getattr(part, part.type)
+    assert media.model_dump() == {"url": media.url, "id": None}
+    message = Message(role="user", content=[TextPart(text="see"), part])
+    assert message.model_dump()["content"][1] == dumped

@@ -24,9 +24,11 @@ PUBLIC: dict[str, list[str]] = {
     "kosong.chat_provider": [
         "APIConnectionError", "APIEmptyResponseError", "APIStatusError", "APITimeoutError",
         "ChatProvider", "ChatProviderError", "RetryableChatProvider", "StreamedMessage",
-        "StreamedMessagePart", "ThinkingEffort", "TokenUsage",
+        "StreamedMessagePart", "ThinkingEffort", "TokenUsage", "ToolChoice",
     ],
-    "kosong.chat_provider.anthropic": ["THINKING_BUDGETS", "Anthropic"],
+    "kosong.chat_provider.anthropic": [
+        "THINKING_BUDGETS", "THINKING_MODELS", "Anthropic", "ThinkingSpec", "thinking_spec",
+    ],
     "kosong.chat_provider.kimi": ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "Kimi"],
     "kosong.chat_provider.mock": ["MockChatProvider"],
     "kosong.chat_provider.openai": ["OpenAIChat", "OpenAIResponses"],

@@ -241,3 +241,43 @@ async def test_a_scripted_function_returning_a_bad_item_is_a_clear_error() -> No
     provider = ScriptedChatProvider([lambda history: [object()]])  # pyright: ignore[reportArgumentType]
     with pytest.raises(TypeError, match="holds a object"):
         await generate(provider, "", [], USER)
+
+
+async def test_step_passes_tool_choice_and_generation_overrides_for_this_call_only() -> None:
+    provider = ScriptedChatProvider([["one"], ["two"]])
+    await step(
+        provider,
+        "",
+        SimpleToolset([Echo()]),
+        USER,
+        tool_choice="echo",
+        generation_overrides={"temperature": 0.1},
+    )
+    await step(provider, "", SimpleToolset([Echo()]), USER)
+    first, second = provider.requests
+    assert (first.tool_choice, first.generation_kwargs) == ("echo", {"temperature": 0.1})
+    assert (second.tool_choice, second.generation_kwargs) == (None, {})
+    assert provider.tool_choice is None
+
+
+async def test_a_provider_without_tool_choice_is_a_clear_type_error() -> None:
+    class Bare:
+        name = "bare"
+        model_name = "m"
+        thinking_effort = None
+
+        async def generate(self, *args: object) -> object:
+            raise AssertionError("not called")
+
+        def with_thinking(self, effort: object) -> Bare:
+            return self
+
+    with pytest.raises(TypeError, match="Bare takes no tool_choice"):
+        await generate(Bare(), "", [], USER, tool_choice="auto")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="Bare takes no generation_overrides"):
+        await generate(Bare(), "", [], USER, generation_overrides={"temperature": 0})  # pyright: ignore[reportArgumentType]
+
+
+async def test_step_results_carry_the_provider_trace_id_under_both_names() -> None:
+    result = await step(ScriptedChatProvider([["hi"]]), "", SimpleToolset(), USER)
+    assert result.provider_trace_id is None and result.trace_id is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
@@ -13,11 +13,12 @@ from kosong.chat_provider import (
     ChatProvider,
     StreamedMessagePart,
     TokenUsage,
+    ToolChoice,
 )
 from kosong.message import ContentPart, Message, TextPart, ThinkPart, ToolCall, ToolCallPart
 from kosong.tooling import Tool
 
-__all__ = ["Callback", "GenerateResult", "call_back", "generate"]
+__all__ = ["Callback", "GenerateResult", "call_back", "for_call", "generate"]
 
 logger = logging.getLogger("kosong.generate")
 
@@ -37,12 +38,17 @@ class GenerateResult:
     """The assistant message: its content parts and tool calls."""
     usage: TokenUsage | None
     """Tokens used, when the provider reports them."""
-    trace_id: str | None = None
-    """The provider's trace id of the answer, when its stream has one (`trace_id`)."""
+    provider_trace_id: str | None = None
+    """The provider's trace id of the answer, when it sent one (Moonshot's `x-trace-id`)."""
     request_id: str | None = None
     """The service's id of the HTTP request, when it sent one."""
     finish_reason: str | None = None
     """Why the model stopped, in the provider's words ("stop", "tool_calls", "end_turn"...)."""
+
+    @property
+    def trace_id(self) -> str | None:
+        """The older name of `provider_trace_id`, kept for code written for it."""
+        return self.provider_trace_id
 
 
 async def call_back(callback: Callback[_T] | None, value: _T) -> None:
@@ -62,6 +68,9 @@ async def generate(
     *,
     on_message_part: Callback[StreamedMessagePart] | None = None,
     on_tool_call: Callback[ToolCall] | None = None,
+    on_provider_trace_id: Callback[str | None] | None = None,
+    tool_choice: ToolChoice | None = None,
+    generation_overrides: Mapping[str, Any] | None = None,
     on_trace_id: Callback[str | None] | None = None,
 ) -> GenerateResult:
     """Ask the model for one answer and merge its stream into an assistant message.
@@ -72,17 +81,30 @@ async def generate(
     is complete: when the provider marks its last fragment, when the next part or call
     starts, or when the stream ends. A call whose arguments never became valid JSON is handed
     over all the same (a toolset answers it with a parse error the model can read). Both
-    callbacks may be sync or async, as is `on_trace_id`, called once with the stream's trace id
-    (None when it has none) before the first part. `history` is not changed.
+    callbacks may be sync or async, as is `on_provider_trace_id` (its older name
+    `on_trace_id` is accepted too), called once with the provider's trace id (None when it
+    sent none) before the first part. `history` is not changed.
+
+    `tool_choice` ("auto", "none", "required" or a tool's name) and `generation_overrides`
+    (request fields such as `temperature` or `max_tokens`) apply to this call only: the
+    provider's `with_tool_choice` / `with_generation_kwargs` make a copy for it.
 
     Raises:
         ChatProviderError: the provider failed (`APIStatusError`, `APIConnectionError`...).
         APIEmptyResponseError: the answer had no text and no tool call (thinking alone does
             not count).
+        ValueError: the provider cannot send `tool_choice` or an override (nothing sent).
+        TypeError: the provider takes no per-call `tool_choice` or overrides, or both
+            `on_provider_trace_id` and `on_trace_id` were given.
     """
-    stream = await chat_provider.generate(system_prompt, tools, history)
-    trace_id = _optional_str(stream, "trace_id")
-    await call_back(on_trace_id, trace_id)
+    if on_trace_id is not None:
+        if on_provider_trace_id is not None:
+            raise TypeError("give on_provider_trace_id or its older name on_trace_id, not both")
+        on_provider_trace_id = on_trace_id
+    provider = for_call(chat_provider, tool_choice, generation_overrides)
+    stream = await provider.generate(system_prompt, tools, history)
+    trace_id = _optional_str(stream, "provider_trace_id") or _optional_str(stream, "trace_id")
+    await call_back(on_provider_trace_id, trace_id)
     content: list[ContentPart] = []
     tool_calls: list[ToolCall] = []
     pending: StreamedMessagePart | None = None
@@ -122,10 +144,39 @@ async def generate(
         id=stream.id,
         message=message,
         usage=stream.usage,
-        trace_id=trace_id,
+        provider_trace_id=trace_id,
         request_id=_optional_str(stream, "request_id"),
         finish_reason=_optional_str(stream, "finish_reason"),
     )
+
+
+def for_call(
+    provider: ChatProvider,
+    tool_choice: ToolChoice | None,
+    generation_overrides: Mapping[str, Any] | None,
+) -> ChatProvider:
+    """The provider with this call's tool choice and overrides (a copy; itself if none).
+
+    Raises:
+        TypeError: the provider has no `with_tool_choice` / `with_generation_kwargs`.
+        ValueError: the provider cannot send them (its `with_...` method says why).
+    """
+    if generation_overrides:
+        method = getattr(provider, "with_generation_kwargs", None)
+        if method is None:
+            raise TypeError(
+                f"{type(provider).__name__} takes no generation_overrides: it has no "
+                "with_generation_kwargs method"
+            )
+        provider = method(**generation_overrides)
+    if tool_choice is not None:
+        method = getattr(provider, "with_tool_choice", None)
+        if method is None:
+            raise TypeError(
+                f"{type(provider).__name__} takes no tool_choice: it has no with_tool_choice method"
+            )
+        provider = method(tool_choice)
+    return provider
 
 
 def _optional_str(stream: Any, name: str) -> str | None:

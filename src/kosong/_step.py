@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kosong._generate import Callback, generate
-from kosong.chat_provider import ChatProvider, StreamedMessagePart, TokenUsage
+from kosong.chat_provider import ChatProvider, StreamedMessagePart, TokenUsage, ToolChoice
 from kosong.message import ContentPart, Message, TextPart, ToolCall
 from kosong.tooling import ToolResult, Toolset
 
@@ -30,12 +31,17 @@ class StepResult:
     tool_calls: list[ToolCall]
     """The tool calls of the answer, in order (each already handed to the toolset)."""
     _tool_result_futures: list[asyncio.Future[ToolResult]] = field(repr=False)
-    trace_id: str | None = None
-    """The provider's trace id of the answer, when its stream has one."""
+    provider_trace_id: str | None = None
+    """The provider's trace id of the answer, when it sent one (Moonshot's `x-trace-id`)."""
     request_id: str | None = None
     """The service's id of the HTTP request, when it sent one."""
     finish_reason: str | None = None
     """Why the model stopped, in the provider's words."""
+
+    @property
+    def trace_id(self) -> str | None:
+        """The older name of `provider_trace_id`, kept for code written for it."""
+        return self.provider_trace_id
 
     async def tool_results(self) -> list[ToolResult]:
         """Wait for every tool call's result; return them in call order.
@@ -57,6 +63,9 @@ async def step(
     *,
     on_message_part: Callback[StreamedMessagePart] | None = None,
     on_tool_result: Callable[[ToolResult], None] | None = None,
+    on_provider_trace_id: Callback[str | None] | None = None,
+    tool_choice: ToolChoice | None = None,
+    generation_overrides: Mapping[str, Any] | None = None,
     on_trace_id: Callback[str | None] | None = None,
 ) -> StepResult:
     """Ask the model for one answer and run its tool calls while the answer still streams.
@@ -65,6 +74,8 @@ async def step(
     the rest of the answer arrives; `StepResult.tool_results()` gives their results in call
     order. `on_tool_result` (sync) is called as each result is ready, in completion order; it
     is not called for a call cancelled before it finished. `history` is not changed.
+    `tool_choice`, `generation_overrides` and `on_provider_trace_id` (alias `on_trace_id`)
+    are passed to `generate` (see there): they apply to this step only.
 
     If the provider fails or the step is cancelled while the answer streams, every tool call
     already dispatched is cancelled and awaited before the error (or the cancellation)
@@ -89,6 +100,9 @@ async def step(
             history,
             on_message_part=on_message_part,
             on_tool_call=dispatch,
+            on_provider_trace_id=on_provider_trace_id,
+            tool_choice=tool_choice,
+            generation_overrides=generation_overrides,
             on_trace_id=on_trace_id,
         )
     except BaseException:
@@ -100,7 +114,7 @@ async def step(
         usage=result.usage,
         tool_calls=list(result.message.tool_calls or []),
         _tool_result_futures=futures,
-        trace_id=result.trace_id,
+        provider_trace_id=result.provider_trace_id,
         request_id=result.request_id,
         finish_reason=result.finish_reason,
     )

@@ -18,7 +18,10 @@ Dialects (`DIALECTS`):
 - `"anthropic"`: the Messages API's `input_schema`. Rejected: a root that is not an object, or
   `anyOf` / `oneOf` / `allOf` at the root. Ignored: validation keywords, as for OpenAI.
 - `"moonshot"` (alias `"kimi"`): Moonshot's "moonshot flavored JSON Schema". Rejected: a
-  schema without `type` (fix: the type its `enum`, `const`, `properties` or `items` imply); a
+  schema without `type` (fix: the type its `enum` / `const` values imply, integers and floats
+  together being "number", or the keywords that apply to one type only: `properties`,
+  `additionalProperties` → object, `items`, `minItems` → array, `format`, `pattern`,
+  `minLength` → string, `minimum`, `maximum` → number); a
   `type` beside `anyOf` / `oneOf` (fix: move it into each branch); a `$ref` with sibling
   keywords (fix: inline the local reference); a root that is not an object; a tool name
   shorter than 3 characters.
@@ -27,6 +30,10 @@ Dialects (`DIALECTS`):
   `type` and `const` (fix: `nullable` / `anyOf`, a one-value `enum`), `$ref` (fix: inline),
   a root that is not an object.
 - `"mcp"`: MCP's `tools/list`. Rejected: an `inputSchema` that is not an object.
+
+A tool whose name starts with `$` declares a Moonshot builtin function (`$web_search`): the
+`"moonshot"` dialect takes it as it is, every other dialect rejects it (no other provider has
+it, and no MCP client could call it).
 
 The sources of the rules are in `SOURCES` and on the docs page `docs/dialects.md`.
 """
@@ -259,7 +266,8 @@ def check_tools(
             if dialect == "openai-strict" and dialects is None and not _declares_strict(tool):
                 not_checked.add((name, dialect))
                 continue
-            for finding in _CHECKS[dialect](name, schema):
+            check = _check_builtin if name.startswith("$") else _CHECKS[dialect]
+            for finding in check(name, schema, dialect):
                 if include_ignored or finding.effect == "rejected":
                     findings.append(finding)
     return DialectReport(names, chosen, findings, not_checked)
@@ -351,11 +359,11 @@ def _ignored_keywords(name: str, schema: dict[str, Any], dialect: Dialect) -> li
     return found
 
 
-def _check_openai(name: str, schema: dict[str, Any]) -> list[Finding]:
+def _check_openai(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
     return _root_object(name, schema, "openai") + _ignored_keywords(name, schema, "openai")
 
 
-def _check_openai_strict(name: str, schema: dict[str, Any]) -> list[Finding]:
+def _check_openai_strict(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
     problems = check_strict_schema(schema)
     if not problems:
         return []
@@ -374,7 +382,7 @@ def _check_openai_strict(name: str, schema: dict[str, Any]) -> list[Finding]:
     return found
 
 
-def _check_anthropic(name: str, schema: dict[str, Any]) -> list[Finding]:
+def _check_anthropic(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
     found = _root_object(name, schema, "anthropic")
     for key in _COMPOSITIONS:
         if key in schema:
@@ -387,17 +395,31 @@ def _check_anthropic(name: str, schema: dict[str, Any]) -> list[Finding]:
     return found + _ignored_keywords(name, schema, "anthropic")
 
 
+_IMPLYING: dict[str, tuple[str, ...]] = {
+    "object": ("properties", "additionalProperties", "patternProperties", "required",
+               "minProperties", "maxProperties", "propertyNames"),
+    "array": ("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains"),
+    "string": ("format", "pattern", "minLength", "maxLength"),
+    "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+}  # fmt: skip
+"""The JSON Schema keywords that apply to one type only, by that type."""
+
+
 def _implied_type(node: Mapping[str, Any]) -> str | None:
-    """The type a schema without `type` implies, when it implies exactly one."""
-    if "properties" in node:
-        return "object"
-    if "items" in node:
-        return "array"
+    """The type a schema without `type` implies, when it implies exactly one.
+
+    From its `enum` / `const` values (integers and floats together: "number"), else from the
+    keywords that apply to one type only (`additionalProperties` → object, `minItems` →
+    array, `pattern` → string, `maximum` → number...); None when they disagree or say nothing.
+    """
     values = node.get("enum") if "enum" in node else [node["const"]] if "const" in node else None
-    if not values:
-        return None
-    kinds = {_json_type(v) for v in cast(list[Any], values)}
-    return kinds.pop() if len(kinds) == 1 else None
+    if values:
+        kinds = {_json_type(v) for v in cast(list[Any], values)}
+        if kinds == {"integer", "number"}:
+            return "number"
+        return kinds.pop() if len(kinds) == 1 else None
+    implied = {kind for kind, keys in _IMPLYING.items() if any(k in node for k in keys)}
+    return implied.pop() if len(implied) == 1 else None
 
 
 def _json_type(value: Any) -> str:
@@ -414,7 +436,7 @@ def _json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-def _check_moonshot(name: str, schema: dict[str, Any]) -> list[Finding]:
+def _check_moonshot(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
     found = _root_object(name, schema, "moonshot")
     if len(name) < 3:
         found.append(
@@ -482,7 +504,7 @@ def _fix_moonshot(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _check_gemini(name: str, schema: dict[str, Any]) -> list[Finding]:
+def _check_gemini(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
     found = _root_object(name, schema, "gemini")
     for node, path in _walk(schema, "parameters"):
         for key, value in node.items():
@@ -520,7 +542,7 @@ def _check_gemini(name: str, schema: dict[str, Any]) -> list[Finding]:
     return found
 
 
-def _check_mcp(name: str, schema: dict[str, Any]) -> list[Finding]:
+def _check_mcp(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
     found = _root_object(name, schema, "mcp")
     return [
         Finding(f.tool, f.dialect, "inputSchema", f.rule, f.effect,
@@ -529,7 +551,20 @@ def _check_mcp(name: str, schema: dict[str, Any]) -> list[Finding]:
     ]  # fmt: skip
 
 
-_CHECKS: dict[Dialect, Callable[[str, dict[str, Any]], list[Finding]]] = {
+def _check_builtin(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
+    """A `$` name: one of Moonshot's builtin functions, which only Moonshot can run."""
+    if dialect == "moonshot":
+        return []
+    return [
+        Finding(
+            name, dialect, "name", f"{dialect}.builtin-function", "rejected",
+            f"a name starting with `$` declares a Moonshot builtin function ({name}), which "
+            "only the Kimi provider can send; this provider has no such function",
+        )
+    ]  # fmt: skip
+
+
+_CHECKS: dict[Dialect, Callable[[str, dict[str, Any], Dialect], list[Finding]]] = {
     "openai": _check_openai,
     "openai-strict": _check_openai_strict,
     "anthropic": _check_anthropic,

@@ -8,6 +8,10 @@
 | `to_gemini_function_declaration` | `{name, description, parameters}` in Gemini's OpenAPI subset |
 | `to_mcp_tool` | `{name, title?, description, inputSchema, annotations?}` |
 
+A `Tool` whose name starts with `$` declares a provider's builtin function (Moonshot's
+`$web_search`): only the Kimi provider sends it (as a `builtin_function`), the dialect check
+rejects it for every other provider, and `to_mcp_tool` refuses it.
+
 Each `from_*` function reads that shape back into a `Tool` (a bare OpenAI `function` object
 is accepted too). The conversions copy the schema; the `Tool` is not changed.
 
@@ -148,7 +152,17 @@ def to_gemini_function_declaration(tool: Tool) -> dict[str, Any]:
 
 
 def to_mcp_tool(tool: Tool) -> dict[str, Any]:
-    """The tool as an MCP tool definition (`tools/list`), with hints as `annotations`."""
+    """The tool as an MCP tool definition (`tools/list`), with hints as `annotations`.
+
+    Raises:
+        ValueError: the tool is a provider's builtin function (a `$` name), which no MCP
+            client could call.
+    """
+    if tool.name.startswith("$"):
+        raise ValueError(
+            f"{tool.name} is a provider's builtin function (a name starting with '$'): the "
+            "provider runs it, so it cannot be served over MCP"
+        )
     out: dict[str, Any] = {"name": tool.name}
     if tool.title is not None:
         out["title"] = tool.title

@@ -33,6 +33,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict[str, str])
     body: Any = None
     """A JSON body instead of a stream (for errors)."""
+    text: str | None = None
+    """A plain-text or HTML body instead of a stream (with `content_type`)."""
+    content_type: str = "text/plain"
     drop_after: int | None = None
     """Close the connection, unfinished, after this many events."""
     hold: dict[int, asyncio.Event] = field(default_factory=dict[int, asyncio.Event])
@@ -70,6 +73,13 @@ class WireServer:
         if not self.replies:
             return web.json_response({"error": {"message": "no reply queued"}}, status=599)
         reply = self.replies.popleft()
+        if reply.text is not None:
+            return web.Response(
+                text=reply.text,
+                status=reply.status,
+                headers=reply.headers,
+                content_type=reply.content_type,
+            )
         if reply.body is not None or not reply.events:
             return web.json_response(reply.body or {}, status=reply.status, headers=reply.headers)
         response = web.StreamResponse(

@@ -20,7 +20,7 @@ from kosong.tooling.simple import SimpleToolset
 
 
 def claude(wire: WireServer, **kwargs: Any) -> Anthropic:
-    provider = Anthropic(model="claude-test", api_key="sk-ant", base_url=wire.url, **kwargs)
+    provider = Anthropic(model="claude-haiku-4-5", api_key="sk-ant", base_url=wire.url, **kwargs)
     wire.closers.append(provider.aclose)
     return provider
 
@@ -73,10 +73,17 @@ async def test_a_conversation_round_trip_keeps_thinking_and_merges_tool_results(
 
     body = wire.requests[1].body
     check_anthropic_body(body)
-    assert body["system"] == "You add."
+    assert body["system"] == [
+        {"type": "text", "text": "You add.", "cache_control": {"type": "ephemeral"}}
+    ]
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 4096}
     assert body["tools"] == [
-        {"name": "add", "description": "Add two integers.", "input_schema": Add().base.parameters}
+        {
+            "name": "add",
+            "description": "Add two integers.",
+            "input_schema": Add().base.parameters,
+            "cache_control": {"type": "ephemeral"},
+        }
     ]
     assistant, results_message = body["messages"][1], body["messages"][2]
     assert assistant["content"][0] == {

@@ -17,6 +17,7 @@ from kosong.chat_provider import (
     APIStatusError,
     APITimeoutError,
     ChatProvider,
+    RetryableChatProvider,
 )
 from kosong.chat_provider.anthropic import Anthropic
 from kosong.chat_provider.kimi import Kimi
@@ -140,3 +141,136 @@ async def test_a_server_that_stops_answering_is_a_timeout(case: Case, wire: Wire
             await generate(provider, "", [], USER)
     finally:
         release.set()
+
+
+# --- errors a user can act on -------------------------------------------------------------
+
+PATHS = {
+    "openai-chat": "/v1/chat/completions",
+    "kimi": "/v1/chat/completions",
+    "openai-responses": "/v1/responses",
+    "anthropic": "/v1/messages",
+}
+PROVIDER_NAMES = {
+    "openai-chat": "openai",
+    "kimi": "kimi",
+    "openai-responses": "openai-responses",
+    "anthropic": "anthropic",
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_a_plain_text_404_names_the_provider_model_and_url(
+    case: Case, wire: WireServer
+) -> None:
+    wire.queue(Reply(status=404, text="404 page not found\nsee the docs"))
+    provider = make(case, wire, retries=0)
+    with pytest.raises(APIStatusError) as caught:
+        await generate(provider, "", [], USER)
+    error = caught.value
+    url = wire.url + PATHS[case.name]
+    assert (error.provider, error.model, error.url) == (
+        PROVIDER_NAMES[case.name],
+        provider.model_name,
+        url,
+    )
+    assert error.message == "404 page not found"
+    assert str(error) == (
+        f"HTTP 404: 404 page not found [{PROVIDER_NAMES[case.name]}, model "
+        f"{provider.model_name}, {url}]"
+    )
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_an_html_error_page_is_summarised_not_printed(case: Case, wire: WireServer) -> None:
+    page = (
+        "<!DOCTYPE html><html><head><style>body{color:red}</style>"
+        "<title>502 Bad Gateway</title></head><body>" + "<p>x</p>" * 5000 + "</body></html>"
+    )
+    wire.queue(Reply(status=502, text=page, content_type="text/html"))
+    with pytest.raises(APIStatusError) as caught:
+        await generate(make(case, wire, retries=0), "", [], USER)
+    assert caught.value.message == "502 Bad Gateway"
+    assert len(str(caught.value)) < 400
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_a_json_error_gives_its_message(case: Case, wire: WireServer) -> None:
+    wire.queue(Reply(status=400, body=case.error_body))
+    with pytest.raises(APIStatusError) as caught:
+        await generate(make(case, wire, retries=0), "", [], USER)
+    assert caught.value.message in ("server_error: boom", "api_error: boom")
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_a_closed_port_names_the_url(case: Case, wire: WireServer) -> None:
+    provider = case.make("http://127.0.0.1:9", 0)
+    wire.closers.append(provider.aclose)
+    with pytest.raises(APIConnectionError) as caught:
+        await generate(provider, "", [], USER)
+    assert caught.value.url is not None and caught.value.url.startswith("http://127.0.0.1:9/")
+    assert "connection failed: ConnectError" in str(caught.value)
+    assert caught.value.url in str(caught.value)
+
+
+async def test_the_providers_trace_id_is_captured_on_results_and_errors(wire: WireServer) -> None:
+    from _wire import chat_text_reply
+
+    wire.queue(
+        chat_text_reply("hi", headers={"x-trace-id": "trace-ok", "x-request-id": "req-ok"}),
+        Reply(status=500, headers={"x-trace-id": "trace-500"}, body=OPENAI_ERROR),
+    )
+    provider = make(CASES[1], wire, retries=0)
+    seen: list[str | None] = []
+    result = await generate(provider, "", [], USER, on_provider_trace_id=seen.append)
+    assert (result.provider_trace_id, result.trace_id, result.request_id) == (
+        "trace-ok",
+        "trace-ok",
+        "req-ok",
+    )
+    assert seen == ["trace-ok"]
+    with pytest.raises(APIStatusError) as caught:
+        await generate(provider, "", [], USER)
+    assert (caught.value.provider_trace_id, caught.value.trace_id) == ("trace-500", "trace-500")
+    assert "trace id trace-500" in str(caught.value)
+
+
+async def test_on_trace_id_is_the_older_name_of_on_provider_trace_id(wire: WireServer) -> None:
+    from _wire import chat_text_reply
+
+    wire.queue(chat_text_reply("hi", headers={"x-trace-id": "t-1"}))
+    seen: list[str | None] = []
+    await generate(make(CASES[1], wire), "", [], USER, on_trace_id=seen.append)
+    assert seen == ["t-1"]
+    with pytest.raises(TypeError, match="not both"):
+        await generate(
+            make(CASES[1], wire), "", [], USER, on_trace_id=print, on_provider_trace_id=print
+        )
+
+
+ENV_KEYS = {
+    "openai-chat": "OPENAI_API_KEY",
+    "kimi": "KIMI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_a_401_rebuilds_the_client_with_the_key_read_again(
+    case: Case, wire: WireServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_KEYS[case.name], "k")
+    provider = make(case, wire, retries=0)
+    assert isinstance(provider, RetryableChatProvider)
+    wire.queue(Reply(status=401, body=case.error_body), case.text(["fine"]))
+    with pytest.raises(APIStatusError) as caught:
+        await generate(provider, "", [], USER)
+    assert provider.on_retryable_error(caught.value) is False  # the same key: nothing to do
+    monkeypatch.setenv(ENV_KEYS[case.name], "rotated")
+    assert provider.on_retryable_error(caught.value) is True
+    assert provider.on_retryable_error(APIConnectionError("x")) is False
+    result = await generate(provider, "", [], USER)
+    assert result.message.extract_text() == "fine"
+    sent = wire.requests[-1].headers
+    assert sent.get("Authorization") == "Bearer rotated" or sent.get("X-Api-Key") == "rotated"

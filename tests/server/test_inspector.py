@@ -17,6 +17,7 @@ import httpx
 
 from kosong.dialects import DIALECTS
 from kosong.server import ServerConfig, create_app, serving
+from kosong.tooling import CallableTool, ToolOk, ToolReturnValue
 from tests.server._tools import tools
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,13 +75,32 @@ async def test_the_page_gets_the_host_and_origin_checks() -> None:
     assert "access-control-allow-origin" not in same.headers  # same origin only: no CORS
 
 
+class StrictAdd(CallableTool):
+    name: str = "strict_add"
+    description: str = "Add two integers, in strict mode."
+    parameters: dict[str, object] = {
+        "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    }  # fmt: skip
+    strict: bool | None = True
+
+    async def __call__(self, a: int, b: int) -> ToolReturnValue:
+        return ToolOk(output=str(a + b))
+
+
 async def test_dialects_reports_each_tool_against_each_provider() -> None:
-    async with serving(create_app(tools)) as url, httpx.AsyncClient(base_url=url) as c:
+    strict_add = StrictAdd()
+    async with serving(create_app([*tools, strict_add])) as url, httpx.AsyncClient(
+        base_url=url
+    ) as c:
         report = (await c.get("/dialects")).json()
     assert report["dialects"] == list(DIALECTS)
     assert set(report["sources"]) == set(DIALECTS)
     assert all(report["sources"][d] for d in DIALECTS)
-    add_strict = [f for f in report["findings"] if f["tool"] == "add"]
+    # Strict mode's rules are for the tools sent in strict mode only.
+    assert not [f for f in report["findings"] if f["tool"] == "add"]
+    add_strict = [
+        f for f in report["findings"] if f["tool"] == "strict_add" and f["dialect"] != "gemini"
+    ]  # a strict schema is closed (additionalProperties), which Gemini's subset lacks
     assert {f["dialect"] for f in add_strict} == {"openai-strict"}
     finding = add_strict[0]
     assert set(finding) == {"tool", "dialect", "path", "rule", "effect", "message", "fix"}

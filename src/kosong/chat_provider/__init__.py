@@ -22,6 +22,13 @@ Errors, one tree::
     │   └── APITimeoutError       no answer in time
     ├── APIStatusError            the service answered 4xx / 5xx (status_code, request_id)
     └── APIEmptyResponseError     the answer had neither text nor tool calls
+
+Every error raised by an HTTP provider names the provider, the model and the URL it called
+(`provider`, `model`, `url`), and an error body is summarised (the JSON error's message, or
+the first line of text, at most 300 characters), never printed whole.
+
+`provider_trace_id` is the provider's own trace id of a request (Moonshot's `x-trace-id`), on
+results, streams and `APIStatusError`; `trace_id` is its older name, kept as an alias.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ __all__ = [
     "StreamedMessagePart",
     "ThinkingEffort",
     "TokenUsage",
+    "ToolChoice",
 ]
 
 StreamedMessagePart: TypeAlias = ContentPart | ToolCall | ToolCallPart
@@ -53,6 +61,12 @@ starts, or the next fragment of its arguments."""
 
 ThinkingEffort: TypeAlias = Literal["off", "low", "medium", "high", "xhigh", "max"]
 """How hard a model should think before it answers; "off" turns thinking off."""
+
+
+ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str
+"""Whether the model must, may or must not call a tool: "auto" (it decides), "none" (no tool
+call), "required" (at least one call), or a tool's name (a call of that tool). Each provider
+sends it in its API's own format."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +98,9 @@ class StreamedMessage(Protocol):
     """A model's answer as it streams in.
 
     Iterate it once for its parts; `id` and `usage` are known when the iteration has ended.
-    A provider may also give `request_id` (the service's id of the HTTP request, for support)
-    and `finish_reason` (why the model stopped, in the provider's words); `generate` reads them
+    A provider may also give `request_id` (the service's id of the HTTP request, for support),
+    `provider_trace_id` (the provider's trace id; `trace_id`, its older name, is read too) and
+    `finish_reason` (why the model stopped, in the provider's words); `generate` reads them
     when they are there.
     """
 
@@ -154,13 +169,45 @@ class RetryableChatProvider(Protocol):
 
 
 class ChatProviderError(Exception):
-    """A chat provider failed; the base of every error it raises."""
+    """A chat provider failed; the base of every error it raises.
 
-    def __init__(self, message: str) -> None:
-        """Say what went wrong."""
+    `provider`, `model` and `url` say where (None when unknown, say for a scripted model); the
+    text of the error names them.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        url: str | None = None,
+    ) -> None:
+        """Say what went wrong, and where."""
         super().__init__(message)
         self.message = message
         """What went wrong."""
+        self.provider = provider
+        """The provider's name ("kimi", "anthropic"...), when known."""
+        self.model = model
+        """The model asked for, when known."""
+        self.url = url
+        """The URL called, when known."""
+
+    def _where(self) -> str:
+        where = [
+            part
+            for part in (
+                self.provider,
+                f"model {self.model}" if self.model else None,
+                self.url,
+            )
+            if part
+        ]
+        return f" [{', '.join(where)}]" if where else ""
+
+    def __str__(self) -> str:
+        return f"{self.message}{self._where()}"
 
 
 class APIConnectionError(ChatProviderError):
@@ -180,20 +227,37 @@ class APIStatusError(ChatProviderError):
         message: str,
         *,
         request_id: str | None = None,
+        provider_trace_id: str | None = None,
         trace_id: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        url: str | None = None,
     ) -> None:
-        """Record the status and the service's request id (quote it to the provider's support)."""
-        super().__init__(message)
+        """Record the status, the service's request id and the provider's trace id.
+
+        `trace_id` is the older name of `provider_trace_id`; give one of them.
+        """
+        super().__init__(message, provider=provider, model=model, url=url)
         self.status_code = status_code
         """The HTTP status code."""
         self.request_id = request_id
-        """The service's id of the request, when it sent one."""
-        self.trace_id = trace_id
-        """A trace id of the request, when the provider has one."""
+        """The service's id of the request, when it sent one (quote it to its support)."""
+        self.provider_trace_id = provider_trace_id or trace_id
+        """The provider's trace id of the request, when it sent one (Moonshot's `x-trace-id`)."""
+
+    @property
+    def trace_id(self) -> str | None:
+        """The older name of `provider_trace_id`, kept for code written for it."""
+        return self.provider_trace_id
 
     def __str__(self) -> str:
-        request = f" (request id {self.request_id})" if self.request_id else ""
-        return f"HTTP {self.status_code}: {self.message}{request}"
+        ids = [
+            f"request id {self.request_id}" if self.request_id else None,
+            f"trace id {self.provider_trace_id}" if self.provider_trace_id else None,
+        ]
+        shown = [i for i in ids if i]
+        extra = f" ({', '.join(shown)})" if shown else ""
+        return f"HTTP {self.status_code}: {self.message}{extra}{self._where()}"
 
 
 class APIEmptyResponseError(ChatProviderError):

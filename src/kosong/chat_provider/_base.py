@@ -1,45 +1,68 @@
-"""What kosong's providers share: the model's name, thinking copies, the HTTP client's life.
+"""What kosong's providers share: options set on copies, the HTTP client's life, errors.
 
 Private: the public classes are in `kimi`, `openai`, `anthropic`, `scripted` and `mock`.
+
+Every option is set on a copy (`with_thinking`, `with_tool_choice`, `with_generation_kwargs`):
+a provider is never changed, so one can be shared, and `generate(..., tool_choice=...,
+generation_overrides=...)` makes a per-call copy the same way. A copy checks itself
+(`_check_options`), so an option the provider cannot send is a `ValueError` at the `with_...`
+call that set it, naming the option, before anything is sent.
 """
 
 from __future__ import annotations
 
 import copy
+import html
+import json
 import os
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import ModuleType
-from typing import Any, Self
+from typing import Any, ClassVar, Self, cast
 
 from kosong.chat_provider import (
     APIConnectionError,
     APIStatusError,
     APITimeoutError,
     ChatProviderError,
+    StreamedMessagePart,
     ThinkingEffort,
+    TokenUsage,
+    ToolChoice,
 )
 from kosong.dialects import Dialect, DialectError, DialectReport, Finding, check_tools
 from kosong.tooling import Tool
 
 __all__ = [
+    "CompletedMessage",
     "HTTPProvider",
     "ProviderBase",
     "api_key_from",
     "check_dialect",
+    "check_tool_choice",
+    "header_of",
     "model_from",
-    "request_id_of",
     "sdk_error",
+    "summarize_body",
 ]
+
+_TOOL_CHOICES = ("auto", "none", "required")
+SUMMARY_LIMIT = 300
+"""The longest error body summary kept in an error's message (characters)."""
 
 
 class ProviderBase:
-    """A model's name, and a thinking effort that `with_thinking` sets on a copy."""
+    """A model's name and the options every provider takes, each set on a copy."""
 
     name = "provider"
+    _managed_fields: ClassVar[frozenset[str]] = frozenset()
+    """Request fields the provider sets itself: `with_generation_kwargs` refuses them."""
 
     def __init__(self, model: str) -> None:
         self._model = model
         self._thinking: ThinkingEffort | None = None
+        self._tool_choice: ToolChoice | None = None
+        self._generation_kwargs: dict[str, Any] = {}
 
     @property
     def model_name(self) -> str:
@@ -51,31 +74,120 @@ class ProviderBase:
         """The thinking effort asked for, or None for the model's default."""
         return self._thinking
 
-    def with_thinking(self, effort: ThinkingEffort) -> Self:
-        """A copy asking for `effort`; this provider is unchanged (a client is shared)."""
+    @property
+    def tool_choice(self) -> ToolChoice | None:
+        """The tool choice asked for, or None for the API's default (the model decides)."""
+        return self._tool_choice
+
+    @property
+    def generation_kwargs(self) -> dict[str, Any]:
+        """A copy of the extra request fields this provider sends."""
+        return dict(self._generation_kwargs)
+
+    def _copy_with(self, **attributes: Any) -> Self:
         clone = copy.copy(self)
-        clone._thinking = effort
+        for name, value in attributes.items():
+            setattr(clone, name, value)
+        clone._check_options()
         return clone
+
+    def _check_options(self) -> None:
+        """Raise ValueError when the options set cannot be sent together (a provider's rules)."""
+
+    def with_thinking(self, effort: ThinkingEffort) -> Self:
+        """A copy asking for `effort`; this provider is unchanged (a client is shared).
+
+        Raises:
+            ValueError: the model cannot take this effort (the message says why).
+        """
+        return self._copy_with(_thinking=effort)
+
+    def with_tool_choice(self, choice: ToolChoice | None) -> Self:
+        """A copy that asks the model to call a tool or not (`ToolChoice`); None: the default.
+
+        Raises:
+            ValueError: `choice` is empty, or the provider cannot send it with the other
+                options (say, a forced tool call while thinking, which some APIs refuse).
+        """
+        if choice is not None and not (isinstance(choice, str) and choice):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(
+                f"tool_choice must be one of {', '.join(_TOOL_CHOICES)} or a tool's name, "
+                f"got {choice!r}"
+            )
+        return self._copy_with(_tool_choice=choice)
+
+    def with_generation_kwargs(self, **kwargs: Any) -> Self:
+        """A copy that also sends these request fields (`temperature`, `max_tokens`...).
+
+        Fields the SDK method does not know go in the request body all the same; `max_tokens`
+        is sent under the name the API wants.
+
+        Raises:
+            ValueError: a field the provider sets itself (`model`, `messages`, `stream`...),
+                with the option to use instead.
+        """
+        self._refuse_managed(kwargs)
+        return self._copy_with(_generation_kwargs={**self._generation_kwargs, **kwargs})
+
+    def _refuse_managed(self, kwargs: Mapping[str, Any]) -> None:
+        managed = sorted(set(kwargs) & self._managed_fields)
+        if managed:
+            raise ValueError(
+                f"{type(self).__name__} sets {', '.join(managed)} itself: use the provider's "
+                "options (with_tool_choice(...), with_thinking(...), stream=...) instead of "
+                "generation kwargs"
+            )
 
 
 class HTTPProvider(ProviderBase):
-    """A provider behind an SDK client, with extra request fields and a client to close."""
+    """A provider behind an SDK client: streaming or not, a client to close, typed errors."""
 
     client: Any
     """The SDK client (transport, retries, timeouts)."""
+    _key_variable: ClassVar[str] = ""
+    """The environment variable the API key is read from."""
+    _sdk: ClassVar[ModuleType]
+    _transport: ClassVar[ModuleType]
 
-    def __init__(self, model: str, generation_kwargs: Mapping[str, Any] | None) -> None:
+    def __init__(
+        self, model: str, generation_kwargs: Mapping[str, Any] | None, *, stream: bool
+    ) -> None:
         super().__init__(model)
-        self._generation_kwargs: dict[str, Any] = dict(generation_kwargs or {})
+        self._stream = stream
+        self._refuse_managed(generation_kwargs or {})
+        self._generation_kwargs = dict(generation_kwargs or {})
 
-    def with_generation_kwargs(self, **kwargs: Any) -> Self:
-        """A copy that also sends these request fields (`temperature`, `max_tokens`...)."""
-        clone = copy.copy(self)
-        clone._generation_kwargs = {**self._generation_kwargs, **kwargs}
-        return clone
+    @property
+    def stream(self) -> bool:
+        """Whether the answer is streamed (False: one plain request, the same parts)."""
+        return self._stream
+
+    def _url(self, path: str) -> str:
+        return f"{str(self.client.base_url).rstrip('/')}/{path}"
+
+    def _error(self, error: BaseException, url: str) -> ChatProviderError:
+        return sdk_error(
+            error, self._sdk, self._transport, provider=self.name, model=self._model, url=url
+        )
+
+    def on_retryable_error(self, error: BaseException) -> bool:
+        """Rebuild the client when a retry may then succeed; True when it did.
+
+        After a 401 (a key revoked or rotated), the key is read again from the provider's
+        environment variable; when it is there and differs from the one in use, the client is
+        rebuilt with it (same base URL, timeouts and transport). Other errors: False, the
+        SDK client already retries what it can.
+        """
+        if not (isinstance(error, APIStatusError) and error.status_code == 401):
+            return False
+        key = os.environ.get(self._key_variable) if self._key_variable else None
+        if not key or key == self.client.api_key:
+            return False
+        self.client = self.client.with_options(api_key=key)
+        return True
 
     async def aclose(self) -> None:
-        """Close the HTTP client (copies made by `with_thinking` share it)."""
+        """Close the HTTP client (copies made by the `with_...` methods share it)."""
         await self.client.close()
 
     async def __aenter__(self) -> Self:
@@ -83,6 +195,31 @@ class HTTPProvider(ProviderBase):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+class CompletedMessage:
+    """A whole (non-streamed) answer played as the parts a stream would give."""
+
+    def __init__(
+        self,
+        parts: Sequence[StreamedMessagePart],
+        *,
+        id: str | None,
+        usage: TokenUsage | None,
+        finish_reason: str | None,
+        request_id: str | None,
+        provider_trace_id: str | None,
+    ) -> None:
+        self._parts = list(parts)
+        self.id = id
+        self.usage = usage
+        self.finish_reason = finish_reason
+        self.request_id = request_id
+        self.provider_trace_id = provider_trace_id
+
+    async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
+        for part in self._parts:
+            yield part
 
 
 def api_key_from(api_key: str | None, variable: str, provider: str) -> str:
@@ -114,30 +251,103 @@ def check_dialect(provider: str, tools: Sequence[Tool], dialect_of: Mapping[str,
         raise DialectError(provider, DialectReport([t.name for t in tools], dialects, findings))
 
 
-def sdk_error(error: BaseException, sdk: ModuleType, transport: ModuleType) -> ChatProviderError:
-    """An SDK (`openai`, `anthropic`) or transport (`httpx2`) error as one of ours.
-
-    Both SDKs name their errors alike; a timeout is checked before other connection errors,
-    since it is one of them.
-    """
-    if isinstance(error, sdk.APITimeoutError | transport.TimeoutException):
-        return APITimeoutError(f"the request timed out: {error}")
-    if isinstance(error, sdk.APIConnectionError | transport.TransportError):
-        cause = error.__cause__ or error
-        return APIConnectionError(f"connection failed: {type(cause).__name__}: {cause}")
-    if isinstance(error, sdk.APIStatusError):
-        status: Any = error
-        return APIStatusError(status.status_code, status.message, request_id=status.request_id)
-    return ChatProviderError(f"{type(error).__name__}: {error}")
+def check_tool_choice(choice: ToolChoice | None, tools: Sequence[Tool], provider: str) -> None:
+    """Raise ValueError when `choice` asks for a tool call that `tools` cannot satisfy."""
+    if choice is None or choice in ("auto", "none"):
+        return
+    if not tools:
+        raise ValueError(f"{provider}: tool_choice={choice!r} needs tools, and none were given")
+    if choice != "required" and choice not in {t.name for t in tools}:
+        names = ", ".join(sorted(t.name for t in tools))
+        raise ValueError(
+            f"{provider}: tool_choice={choice!r} names no tool of this request (tools: {names})"
+        )
 
 
-def request_id_of(stream: Any, *header_names: str) -> str | None:
-    """The service's request id from the headers of an SDK stream's HTTP response."""
-    headers: Any = getattr(getattr(stream, "response", None), "headers", None)
+def header_of(response: Any, *names: str) -> str | None:
+    """The first of the headers `names` an HTTP response (or an SDK object holding one) has."""
+    headers: Any = getattr(response, "headers", None)
+    if headers is None:
+        headers = getattr(getattr(response, "response", None), "headers", None)
     if headers is None:
         return None
-    for name in header_names:
+    for name in names:
         value = headers.get(name)
         if isinstance(value, str) and value:
             return value
     return None
+
+
+_SCRIPT_OR_STYLE = re.compile(r"<(script|style)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def summarize_body(body: object, limit: int = SUMMARY_LIMIT) -> str:
+    """A short account of an error body: the JSON error's message, else its first text line.
+
+    An HTML page is read as text (tags dropped), so its title is what remains. At most `limit`
+    characters; "" for an empty body.
+    """
+    text: str
+    if isinstance(body, Mapping):
+        data = cast(Mapping[str, Any], body)
+        error: Any = data.get("error", data)
+        if isinstance(error, Mapping):
+            error = cast(Mapping[str, Any], error)
+            message, kind = error.get("message"), error.get("type") or error.get("code")
+            if isinstance(message, str) and message:
+                text = f"{kind}: {message}" if isinstance(kind, str) and kind else message
+            else:
+                text = json.dumps(dict(data), ensure_ascii=False)
+        else:
+            text = str(error)
+    elif isinstance(body, str):
+        raw = body
+        if "<" in raw and ">" in raw:
+            raw = html.unescape(_TAG.sub("\n", _SCRIPT_OR_STYLE.sub("", raw)))
+        text = next((line.strip() for line in raw.splitlines() if line.strip()), "")
+    elif body is None:
+        text = ""
+    else:
+        text = str(body)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def sdk_error(
+    error: BaseException,
+    sdk: ModuleType,
+    transport: ModuleType,
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    url: str | None = None,
+) -> ChatProviderError:
+    """An SDK (`openai`, `anthropic`) or transport (`httpx2`) error as one of ours.
+
+    Both SDKs name their errors alike; a timeout is checked before other connection errors,
+    since it is one of them. The error names the provider, the model and the URL.
+    """
+    where: dict[str, Any] = {"provider": provider, "model": model, "url": url}
+    cause = error.__cause__ or error
+    if isinstance(error, sdk.APITimeoutError | transport.TimeoutException):
+        return APITimeoutError(f"the request timed out ({type(cause).__name__})", **where)
+    if isinstance(error, sdk.APIConnectionError | transport.TransportError):
+        detail = str(cause) or "no detail"
+        return APIConnectionError(f"connection failed: {type(cause).__name__}: {detail}", **where)
+    if isinstance(error, sdk.APIStatusError):
+        status: Any = error
+        response: Any = status.response
+        summary = summarize_body(status.body) or getattr(response, "reason_phrase", "") or ""
+        return APIStatusError(
+            status.status_code,
+            summary or "no error body",
+            request_id=status.request_id or header_of(response, "x-request-id", "request-id"),
+            provider_trace_id=header_of(response, "x-trace-id"),
+            **where,
+        )
+    if isinstance(error, sdk.APIError):
+        api_error: Any = error
+        summary = summarize_body(api_error.body) or str(error)
+        return ChatProviderError(f"the API reported an error: {summary}", **where)
+    return ChatProviderError(f"{type(error).__name__}: {error}", **where)

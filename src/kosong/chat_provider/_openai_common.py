@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+import re
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, cast
 
 from kosong.chat_provider import (
@@ -17,12 +18,15 @@ from kosong.chat_provider import (
     TokenUsage,
 )
 from kosong.chat_provider._base import (
+    CompletedMessage,
     HTTPProvider,
     api_key_from,
     check_dialect,
-    request_id_of,
+    check_tool_choice,
+    header_of,
     sdk_error,
 )
+from kosong.chat_provider._media import media_placeholder
 from kosong.dialects import Dialect
 from kosong.formats import to_openai_chat_tool
 from kosong.message import (
@@ -48,9 +52,26 @@ logger = logging.getLogger("kosong.chat_provider")
 
 ToolMessageConversion = Literal["extract_text"] | None
 
+# Which models take `reasoning_effort: "max"`: the GPT-5.6 family and later list it in their
+# reasoning options (https://platform.openai.com/docs/models, "reasoning_options"; the SDK's
+# `ReasoningEffort` names it since openai 3.5x). Before them the highest value is "xhigh"
+# (https://platform.openai.com/docs/api-reference/chat/create#chat-create-reasoning_effort),
+# and so it is for a model this table does not know (a compatible server, a new name).
+_MAX_EFFORT_SINCE: tuple[int, int] = (5, 6)
+_GPT_VERSION = re.compile(r"\Agpt-(\d+)(?:\.(\d+))?")
+
+
+def openai_effort(effort: str, model: str) -> str:
+    """The `reasoning_effort` OpenAI takes for `effort` on `model` ("max" where it exists)."""
+    if effort != "max":
+        return effort
+    found = _GPT_VERSION.match(model.lower())
+    version: tuple[int, int] = (int(found[1]), int(found[2] or 0)) if found else (0, 0)
+    return "max" if version >= _MAX_EFFORT_SINCE else "xhigh"
+
 
 def convert_error(error: BaseException) -> ChatProviderError:
-    """An `openai` SDK or transport error as one of ours."""
+    """An `openai` SDK or transport error as one of ours (without provider context)."""
     return sdk_error(error, openai, httpx2)
 
 
@@ -59,38 +80,41 @@ def text_of(parts: Sequence[ContentPart]) -> str:
     return "".join(p.text for p in parts if isinstance(p, TextPart))
 
 
-def part_as_text(part: ContentPart) -> str:
-    """A part a tool message cannot carry, described in text so the model knows it was there."""
-    if isinstance(part, TextPart):
-        return part.text
-    if isinstance(part, ImageURLPart):
-        return f"[image: {part.image_url.url}]"
-    return f"[{part.type} part]"
+def field_of(model: Any, name: str) -> Any:
+    """A declared or extra field of an SDK model, or None.
+
+    Not `getattr(model, name, None)`: on a pydantic model a missing attribute raises inside
+    `__getattr__`, about 12 µs, and this runs for every chunk.
+    """
+    value = model.__dict__.get(name)
+    if value is None and model.model_extra:
+        value = model.model_extra.get(name)
+    return value
 
 
-def chat_content(parts: Sequence[ContentPart]) -> str | list[dict[str, Any]]:
-    """Content in the Chat Completions shape: a string for text alone, else a part list."""
-    kept = [p for p in parts if not isinstance(p, ThinkPart)]
-    if all(isinstance(p, TextPart) for p in kept):
-        return text_of(kept)
-    out: list[dict[str, Any]] = []
-    for part in kept:
-        if isinstance(part, TextPart):
-            out.append({"type": "text", "text": part.text})
-        elif isinstance(part, ImageURLPart):
-            out.append({"type": "image_url", "image_url": {"url": part.image_url.url}})
-        else:  # video_url, audio_url...: what compatible servers such as Kimi accept
-            out.append(part.model_dump(mode="json", exclude_none=True))
-    return out
+def _has_field(model: Any, name: str) -> bool:
+    return name in model.__dict__ or bool(model.model_extra and name in model.model_extra)
 
 
 class ChatCompletionsProvider(HTTPProvider):
-    """A Chat Completions provider on the `openai` SDK (the base of OpenAIChat and Kimi)."""
+    """A Chat Completions provider on the `openai` SDK (the base of OpenAIChat and Kimi).
+
+    Subclasses say how media parts go (`_media_part`), how thinking is asked for
+    (`_thinking_fields`) and which name `max_tokens` takes (`_max_tokens_field`).
+    """
 
     name = "openai"
     _dialect: Dialect = "openai"
     _key_variable = "OPENAI_API_KEY"
     _provider_title = "OpenAIChat"
+    _sdk = openai
+    _transport = httpx2
+    _managed_fields = frozenset(
+        {"model", "messages", "stream", "stream_options", "tools", "tool_choice"}
+    )
+    _max_tokens_field = "max_completion_tokens"
+    _tool_media = False
+    """Whether tool messages take media parts (Moonshot's do; OpenAI's take text only)."""
 
     def __init__(
         self,
@@ -101,9 +125,10 @@ class ChatCompletionsProvider(HTTPProvider):
         reasoning_key: str | None,
         tool_message_conversion: ToolMessageConversion,
         generation_kwargs: Mapping[str, Any] | None,
+        stream: bool,
         client_kwargs: Mapping[str, Any],
     ) -> None:
-        super().__init__(model, generation_kwargs)
+        super().__init__(model, generation_kwargs, stream=stream)
         self._reasoning_key = reasoning_key
         self._tool_message_conversion = tool_message_conversion
         self.client: openai.AsyncOpenAI = openai.AsyncOpenAI(
@@ -116,56 +141,104 @@ class ChatCompletionsProvider(HTTPProvider):
     def _prepare_tools(self, tools: Sequence[Tool]) -> list[Tool]:
         return list(tools)
 
+    def _tool_entry(self, tool: Tool) -> dict[str, Any]:
+        return to_openai_chat_tool(tool)
+
     def _thinking_fields(self) -> dict[str, Any]:
         effort = self._thinking
-        if effort is None:
+        if effort is None or effort == "off":
+            # "off": no reasoning asked for, as the published package does (the field is left
+            # out; "none" is not a value every model or compatible server takes).
             return {}
-        # OpenAI's efforts are ours, with "none" for "off".
-        return {"reasoning_effort": "none" if effort == "off" else effort}
+        return {"reasoning_effort": openai_effort(effort, self.model_name)}
+
+    def _tool_choice_field(self, choice: str) -> Any:
+        if choice in ("auto", "none", "required"):
+            return choice
+        return {"type": "function", "function": {"name": choice}}
+
+    def _generation_fields(self) -> dict[str, Any]:
+        fields = dict(self._generation_kwargs)
+        if "max_tokens" in fields and self._max_tokens_field != "max_tokens":
+            fields.setdefault(self._max_tokens_field, fields.pop("max_tokens"))
+        return fields
 
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        """The request body this provider sends (plain dicts, as JSON goes on the wire)."""
+        """The request body this provider sends (plain dicts, as JSON goes on the wire).
+
+        Raises:
+            DialectError: the service would reject one of the tool definitions.
+            ValueError: `tool_choice` names no tool of the request.
+        """
         prepared = self._prepare_tools(tools)
         dialects: dict[str, Dialect] = {
             t.name: "openai-strict" if t.strict else self._dialect for t in prepared
         }
         check_dialect(self._provider_title, prepared, dialects)
+        check_tool_choice(self._tool_choice, prepared, self._provider_title)
         messages: list[dict[str, Any]] = []
         if system_prompt:
             messages.append({"role": "system", "content": system_prompt})
         messages.extend(self._message(m) for m in history)
-        body: dict[str, Any] = {
-            "model": self._model,
-            "messages": messages,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            **self._thinking_fields(),
-            **self._generation_kwargs,
-        }
+        body: dict[str, Any] = {"model": self._model, "messages": messages}
+        if self._stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        body.update(self._thinking_fields())
         if prepared:
-            body["tools"] = [to_openai_chat_tool(t) for t in prepared]
+            body["tools"] = [self._tool_entry(t) for t in prepared]
+        if self._tool_choice is not None:
+            body["tool_choice"] = self._tool_choice_field(self._tool_choice)
+        body.update(self._generation_fields())
         return body
+
+    def _media_part(self, part: ContentPart) -> dict[str, Any] | None:
+        """A media part on the wire, or None where the API takes no such part."""
+        if isinstance(part, ImageURLPart):
+            return {"type": "image_url", "image_url": {"url": part.image_url.url}}
+        return None
+
+    def _parts(self, parts: Sequence[ContentPart], *, media: bool) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for part in parts:
+            if isinstance(part, ThinkPart):
+                continue
+            if isinstance(part, TextPart):
+                out.append({"type": "text", "text": part.text})
+                continue
+            wire = self._media_part(part) if media else None
+            out.append(wire or {"type": "text", "text": media_placeholder(part)})
+        return out
+
+    def _content(self, parts: Sequence[ContentPart]) -> str | list[dict[str, Any]]:
+        """User and system content: a string for one text (or none), else a part list."""
+        wire = self._parts(parts, media=True)
+        if len(wire) <= 1 and all(p["type"] == "text" for p in wire):
+            return wire[0]["text"] if wire else ""
+        return wire
+
+    def _tool_content(self, parts: Sequence[ContentPart]) -> str | list[dict[str, Any]]:
+        if self._tool_message_conversion == "extract_text":
+            return "\n".join(p.text for p in parts if isinstance(p, TextPart))
+        wire = self._parts(parts, media=self._tool_media)
+        if len(wire) == 1 and wire[0]["type"] == "text":
+            return wire[0]["text"]
+        return wire or ""
 
     def _message(self, message: Message) -> dict[str, Any]:
         out: dict[str, Any] = {"role": message.role}
         if message.role == "tool":
-            parts = message.content
-            if self._tool_message_conversion == "extract_text" or not all(
-                isinstance(p, TextPart) for p in parts
-            ):
-                out["content"] = "".join(part_as_text(p) for p in parts)
-            else:
-                out["content"] = text_of(parts)
+            out["content"] = self._tool_content(message.content)
         elif message.role == "assistant":
-            content = chat_content(message.content)
-            if message.tool_calls and isinstance(content, str) and not content.strip():
-                content = None  # only tool calls: no empty text beside them
-            out["content"] = content
-            thinking = "".join(p.think for p in message.content if isinstance(p, ThinkPart))
+            text = text_of(message.content)
+            if not (message.tool_calls and not text.strip()):
+                out["content"] = text  # only tool calls: no empty text beside them
+            thinking = [p for p in message.content if isinstance(p, ThinkPart)]
             if self._reasoning_key and thinking:
-                out[self._reasoning_key] = thinking
+                # Sent even when empty: backends that keep thinking need the field back.
+                out[self._reasoning_key] = "".join(p.think for p in thinking)
             if message.tool_calls:
                 out["tool_calls"] = [
                     {
@@ -179,7 +252,7 @@ class ChatCompletionsProvider(HTTPProvider):
                     for call in message.tool_calls
                 ]
         else:
-            out["content"] = chat_content(message.content)
+            out["content"] = self._content(message.content)
         if message.name is not None:
             out["name"] = message.name
         if message.tool_call_id is not None:
@@ -190,21 +263,58 @@ class ChatCompletionsProvider(HTTPProvider):
 
     async def generate(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
-    ) -> ChatCompletionsStream:
-        """Send the request and return the answer's stream.
+    ) -> ChatCompletionsStream | CompletedMessage:
+        """Send the request and return the answer (streamed, or whole with `stream=False`).
 
         Raises:
             DialectError: the service would reject one of the tool definitions (not sent).
+            ValueError: `tool_choice` names no tool of the request (not sent).
             ChatProviderError: the request failed.
         """
         body = self.request_body(system_prompt, tools, history)
+        url = self._url("chat/completions")
+        known = {k: body[k] for k in ("model", "messages", "stream") if k in body}
+        rest = {k: v for k, v in body.items() if k not in known}
+        completions = self.client.chat.completions
         try:
-            stream = cast(Any, await self.client.chat.completions.create(**body))
-        except openai.OpenAIError as e:
-            raise convert_error(e) from e
-        except httpx2.HTTPError as e:
-            raise convert_error(e) from e
-        return ChatCompletionsStream(stream, self._reasoning_key)
+            if self._stream:
+                stream = cast(Any, await completions.create(**known, extra_body=rest))
+                return ChatCompletionsStream(
+                    stream, self._reasoning_key, lambda e: self._error(e, url)
+                )
+            raw = cast(Any, await completions.with_raw_response.create(**known, extra_body=rest))
+            return self._completed(raw.parse(), raw)
+        except (openai.OpenAIError, httpx2.HTTPError) as e:
+            raise self._error(e, url) from e
+
+    def _completed(self, completion: Any, raw: Any) -> CompletedMessage:
+        parts: list[StreamedMessagePart] = []
+        finish_reason: str | None = None
+        for choice in completion.choices[:1]:
+            message = choice.message
+            finish_reason = choice.finish_reason
+            if self._reasoning_key and _has_field(message, self._reasoning_key):
+                parts.append(ThinkPart(think=field_of(message, self._reasoning_key) or ""))
+            if message.content:
+                parts.append(TextPart(text=message.content))
+            for index, call in enumerate(message.tool_calls or ()):
+                function = call.function
+                parts.append(
+                    ToolCall(
+                        id=call.id or f"call_{index}",
+                        function=ToolCall.FunctionBody(
+                            name=function.name, arguments=function.arguments
+                        ),
+                    )
+                )
+        return CompletedMessage(
+            parts,
+            id=completion.id,
+            usage=usage_of(completion.usage),
+            finish_reason=finish_reason,
+            request_id=header_of(raw, "x-request-id", "request-id"),
+            provider_trace_id=header_of(raw, "x-trace-id"),
+        )
 
 
 class _Call:
@@ -322,18 +432,6 @@ class ToolCallAssembler:
         yield ToolCallPart(last=True)
 
 
-def _field(model: Any, name: str) -> Any:
-    """A declared or extra field of an SDK model, or None.
-
-    Not `getattr(model, name, None)`: on a pydantic model a missing attribute raises inside
-    `__getattr__`, about 12 µs, and this runs for every chunk.
-    """
-    value = model.__dict__.get(name)
-    if value is None and model.model_extra:
-        value = model.model_extra.get(name)
-    return value
-
-
 def usage_of(raw: Any) -> TokenUsage | None:
     """`TokenUsage` from a Chat Completions `usage` object or dict."""
     if raw is None:
@@ -352,17 +450,26 @@ def usage_of(raw: Any) -> TokenUsage | None:
 class ChatCompletionsStream:
     """A Chat Completions answer as `StreamedMessagePart`s."""
 
-    def __init__(self, stream: Any, reasoning_key: str | None) -> None:
+    def __init__(
+        self,
+        stream: Any,
+        reasoning_key: str | None,
+        convert: Callable[[BaseException], ChatProviderError],
+    ) -> None:
         self._stream = stream
         self._reasoning_key = reasoning_key
+        self._convert = convert
         self.id: str | None = None
         self.usage: TokenUsage | None = None
         self.finish_reason: str | None = None
-        self.request_id = request_id_of(stream, "x-request-id", "request-id")
+        response = getattr(stream, "response", None)
+        self.request_id = header_of(response, "x-request-id", "request-id")
+        self.provider_trace_id = header_of(response, "x-trace-id")
 
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
         calls = ToolCallAssembler()
         reasoning_key = self._reasoning_key
+        reasoning_seen = False
         try:
             async for chunk in self._stream:
                 self.id = chunk.id or self.id
@@ -371,14 +478,17 @@ class ChatCompletionsStream:
                 for choice in chunk.choices:
                     delta = choice.delta
                     if reasoning_key is not None:
-                        thinking = _field(delta, reasoning_key)
-                        if thinking:
+                        thinking = field_of(delta, reasoning_key)
+                        # The first reasoning field is kept even when empty: it says the
+                        # backend thinks, and the field must go back on the next turn.
+                        if thinking or (thinking is not None and not reasoning_seen):
+                            reasoning_seen = True
                             yield ThinkPart(think=thinking)
                     if delta.content:
                         yield TextPart(text=delta.content)
                     for tc in delta.tool_calls or ():
                         function = tc.function
-                        index = _field(tc, "index")
+                        index = field_of(tc, "index")
                         for part in calls.feed(
                             calls.index_for(tc.id) if index is None else index,
                             tc.id,
@@ -386,7 +496,7 @@ class ChatCompletionsStream:
                             function.arguments if function else None,
                         ):
                             yield part
-                    extra_usage = _field(choice, "usage")  # Moonshot puts it here
+                    extra_usage = field_of(choice, "usage")  # Moonshot puts it here
                     if extra_usage is not None:
                         self.usage = usage_of(extra_usage)
                     if choice.finish_reason is not None:
@@ -394,6 +504,6 @@ class ChatCompletionsStream:
                         for part in calls.finish():
                             yield part
         except (openai.OpenAIError, httpx2.HTTPError) as e:
-            raise convert_error(e) from e
+            raise self._convert(e) from e
         for part in calls.finish():
             yield part

@@ -2,29 +2,32 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, cast
 
 from kosong.chat_provider import ChatProviderError, StreamedMessagePart, TokenUsage
 from kosong.chat_provider._base import (
+    CompletedMessage,
     HTTPProvider,
     api_key_from,
     check_dialect,
+    check_tool_choice,
+    header_of,
     model_from,
-    request_id_of,
 )
+from kosong.chat_provider._media import media_placeholder
 from kosong.chat_provider._openai_common import (
     ToolCallAssembler,
     ToolMessageConversion,
-    convert_error,
     httpx2,
     openai,
-    part_as_text,
+    openai_effort,
 )
 from kosong.dialects import Dialect
 from kosong.formats import to_openai_responses_tool
-from kosong.message import ContentPart, ImageURLPart, Message, TextPart, ThinkPart
+from kosong.message import ContentPart, ImageURLPart, Message, TextPart, ThinkPart, ToolCall
 from kosong.tooling import Tool
 
 __all__ = ["OpenAIResponses"]
@@ -35,10 +38,17 @@ class OpenAIResponses(HTTPProvider):
 
     - `model`: required (or `OPENAI_MODEL`); `api_key`: default `OPENAI_API_KEY`;
       `base_url`: default `OPENAI_BASE_URL`, else OpenAI's.
+    - `stream=False` makes one plain request instead of a streamed one (same parts).
     - The system prompt and system messages go as `developer` messages; tool calls as
-      `function_call` items, tool results as `function_call_output` (text and images).
-    - Thinking streams back as `ThinkPart`s (reasoning summaries); `with_thinking(effort)`
-      sends `reasoning.effort`. Reasoning is not sent back on later turns.
+      `function_call` items, tool results as `function_call_output` (a string for one text,
+      else a list of `input_text` / `input_image` parts; audio and video as a placeholder).
+    - `with_thinking(effort)` sends `reasoning: {"effort", "summary": "auto"}` and asks for
+      `include: ["reasoning.encrypted_content"]`: the summaries stream back as `ThinkPart`s
+      and each reasoning item (its id and encrypted content, kept in the part's `encrypted`)
+      goes back on later turns, so a reasoning model keeps its chain of thought across tool
+      turns without server-side storage. "off" leaves `reasoning` out.
+    - `with_tool_choice`: "auto", "none", "required", or `{"type": "function", "name": ...}`.
+    - `max_tokens` in the generation kwargs goes as `max_output_tokens`.
     - Every tool states `strict` (the API makes a function strict when it is left out);
       a strict tool is checked against strict mode's rules before the request is sent.
 
@@ -46,6 +56,10 @@ class OpenAIResponses(HTTPProvider):
     """
 
     name = "openai-responses"
+    _key_variable = "OPENAI_API_KEY"
+    _sdk = openai
+    _transport = httpx2
+    _managed_fields = frozenset({"model", "input", "stream", "store", "tools", "tool_choice"})
 
     def __init__(
         self,
@@ -53,6 +67,7 @@ class OpenAIResponses(HTTPProvider):
         model: str | None = None,
         api_key: str | None = None,
         base_url: str | None = None,
+        stream: bool = True,
         tool_message_conversion: ToolMessageConversion = None,
         generation_kwargs: Mapping[str, Any] | None = None,
         **client_kwargs: Any,
@@ -62,7 +77,9 @@ class OpenAIResponses(HTTPProvider):
         Raises:
             ValueError: no model, or no API key, was given or found in the environment.
         """
-        super().__init__(model_from(model, "OPENAI_MODEL", "OpenAIResponses"), generation_kwargs)
+        super().__init__(
+            model_from(model, "OPENAI_MODEL", "OpenAIResponses"), generation_kwargs, stream=stream
+        )
         self._tool_message_conversion = tool_message_conversion
         self.client: openai.AsyncOpenAI = openai.AsyncOpenAI(
             api_key=api_key_from(api_key, "OPENAI_API_KEY", "OpenAIResponses"),
@@ -74,28 +91,42 @@ class OpenAIResponses(HTTPProvider):
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        """The request body this provider sends."""
+        """The request body this provider sends.
+
+        Raises:
+            DialectError: the API would reject one of the tool definitions.
+            ValueError: `tool_choice` names no tool of the request.
+        """
         dialects: dict[str, Dialect] = {
             t.name: "openai-strict" if t.strict else "openai" for t in tools
         }
         check_dialect("OpenAIResponses", tools, dialects)
+        check_tool_choice(self._tool_choice, tools, "OpenAIResponses")
         items: list[dict[str, Any]] = []
         if system_prompt:
             items.append({"role": "developer", "content": system_prompt})
         for message in history:
             items.extend(self._items(message))
-        body: dict[str, Any] = {
-            "model": self._model,
-            "input": items,
-            "stream": True,
-            "store": False,
-            **self._generation_kwargs,
-        }
+        body: dict[str, Any] = {"model": self._model, "input": items, "store": False}
+        if self._stream:
+            body["stream"] = True
         if tools:
             body["tools"] = [to_openai_responses_tool(t) for t in tools]
-        if self._thinking is not None:
-            effort = "none" if self._thinking == "off" else self._thinking
+        if self._tool_choice is not None:
+            choice = self._tool_choice
+            body["tool_choice"] = (
+                choice
+                if choice in ("auto", "none", "required")
+                else {"type": "function", "name": choice}
+            )
+        if self._thinking is not None and self._thinking != "off":
+            effort = openai_effort(self._thinking, self.model_name)
             body["reasoning"] = {"effort": effort, "summary": "auto"}
+            body["include"] = ["reasoning.encrypted_content"]
+        fields = dict(self._generation_kwargs)
+        if "max_tokens" in fields:
+            fields.setdefault("max_output_tokens", fields.pop("max_tokens"))
+        body.update(fields)
         return body
 
     def _items(self, message: Message) -> list[dict[str, Any]]:
@@ -108,7 +139,11 @@ class OpenAIResponses(HTTPProvider):
                 }
             ]
         if message.role == "assistant":
-            out: list[dict[str, Any]] = []
+            out: list[dict[str, Any]] = [
+                item
+                for part in message.content
+                if isinstance(part, ThinkPart) and (item := _reasoning_item(part)) is not None
+            ]
             text = "".join(p.text for p in message.content if isinstance(p, TextPart))
             if text.strip():
                 out.append({"role": "assistant", "content": text})
@@ -126,27 +161,76 @@ class OpenAIResponses(HTTPProvider):
         return [{"role": role, "content": _input_content(message.content)}]
 
     def _tool_output(self, parts: Sequence[ContentPart]) -> str | list[dict[str, Any]]:
-        if self._tool_message_conversion == "extract_text" or all(
-            isinstance(p, TextPart) for p in parts
-        ):
-            return "".join(part_as_text(p) for p in parts)
-        return _input_content(parts)
+        if self._tool_message_conversion == "extract_text":
+            return "\n".join(p.text for p in parts if isinstance(p, TextPart))
+        content = _input_content(parts)
+        if len(content) == 1 and content[0]["type"] == "input_text":
+            return content[0]["text"]
+        return content or ""
 
     async def generate(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
-    ) -> ResponsesStream:
-        """Send the request and return the answer's stream.
+    ) -> ResponsesStream | CompletedMessage:
+        """Send the request and return the answer (streamed, or whole with `stream=False`).
 
         Raises:
             DialectError: the API would reject one of the tool definitions (not sent).
+            ValueError: `tool_choice` names no tool of the request (not sent).
             ChatProviderError: the request failed.
         """
         body = self.request_body(system_prompt, tools, history)
+        url = self._url("responses")
+        known = {k: body[k] for k in ("model", "input", "stream") if k in body}
+        rest = {k: v for k, v in body.items() if k not in known}
         try:
-            stream = cast(Any, await self.client.responses.create(**body))
+            if self._stream:
+                stream = cast(Any, await self.client.responses.create(**known, extra_body=rest))
+                where = {"provider": self.name, "model": self._model, "url": url}
+                return ResponsesStream(stream, lambda e: self._error(e, url), where)
+            raw = cast(
+                Any, await self.client.responses.with_raw_response.create(**known, extra_body=rest)
+            )
         except (openai.OpenAIError, httpx2.HTTPError) as e:
-            raise convert_error(e) from e
-        return ResponsesStream(stream)
+            raise self._error(e, url) from e
+        response = raw.parse()
+        parts: list[StreamedMessagePart] = []
+        for item in response.output:
+            parts.extend(_item_parts(item))
+        failed = _failure(response)
+        if failed is not None:
+            raise ChatProviderError(failed, provider=self.name, model=self._model, url=url)
+        return CompletedMessage(
+            parts,
+            id=response.id,
+            usage=_usage(response.usage),
+            finish_reason=_finish_reason(response),
+            request_id=header_of(raw, "x-request-id"),
+            provider_trace_id=None,
+        )
+
+
+def _pack_reasoning(item: Any) -> str | None:
+    """A reasoning item's id and encrypted content, as one opaque `ThinkPart.encrypted`."""
+    encrypted = getattr(item, "encrypted_content", None)
+    if not encrypted:
+        return None
+    return json.dumps({"id": item.id, "encrypted_content": encrypted}, separators=(",", ":"))
+
+
+def _reasoning_item(part: ThinkPart) -> dict[str, Any] | None:
+    """The Responses reasoning item a `ThinkPart` came from; None for another provider's."""
+    try:
+        packed = json.loads(part.encrypted or "")
+    except ValueError:
+        return None
+    if not isinstance(packed, dict):
+        return None
+    packed = cast(dict[str, Any], packed)
+    item_id, encrypted = packed.get("id"), packed.get("encrypted_content")
+    if not isinstance(item_id, str) or not isinstance(encrypted, str):
+        return None
+    summary = [{"type": "summary_text", "text": part.think}] if part.think else []
+    return {"type": "reasoning", "id": item_id, "summary": summary, "encrypted_content": encrypted}
 
 
 def _input_content(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
@@ -157,19 +241,71 @@ def _input_content(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
         elif isinstance(part, ImageURLPart):
             out.append({"type": "input_image", "image_url": part.image_url.url, "detail": "auto"})
         elif not isinstance(part, ThinkPart):
-            out.append({"type": "input_text", "text": part_as_text(part)})
+            out.append({"type": "input_text", "text": media_placeholder(part)})
     return out
+
+
+def _item_parts(item: Any) -> list[StreamedMessagePart]:
+    """The parts of one output item of a whole response."""
+    if item.type == "reasoning":
+        think = "".join(s.text for s in item.summary or ())
+        return [ThinkPart(think=think, encrypted=_pack_reasoning(item))]
+    if item.type == "message":
+        text = "".join(c.text for c in item.content if c.type == "output_text")
+        return [TextPart(text=text)] if text else []
+    if item.type == "function_call":
+        return [
+            ToolCall(
+                id=item.call_id,
+                function=ToolCall.FunctionBody(name=item.name, arguments=item.arguments),
+            )
+        ]
+    return []
+
+
+def _usage(usage: Any) -> TokenUsage | None:
+    if usage is None:
+        return None
+    details = usage.input_tokens_details
+    cached = (details.cached_tokens if details else 0) or 0
+    return TokenUsage(
+        input_other=usage.input_tokens - cached,
+        output=usage.output_tokens,
+        input_cache_read=cached,
+    )
+
+
+def _finish_reason(response: Any) -> str | None:
+    if response.status in (None, "in_progress"):
+        return None
+    details = getattr(response, "incomplete_details", None)
+    return getattr(details, "reason", None) or response.status
+
+
+def _failure(response: Any) -> str | None:
+    if response.status != "failed":
+        return None
+    error = response.error
+    return f"the response failed: {error.message if error else 'no reason given'}"
 
 
 class ResponsesStream:
     """A Responses API answer as `StreamedMessagePart`s."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(
+        self,
+        stream: Any,
+        convert: Callable[[BaseException], ChatProviderError],
+        where: dict[str, str],
+    ) -> None:
         self._stream = stream
+        self._convert = convert
+        self._where = where
         self.id: str | None = None
         self.usage: TokenUsage | None = None
         self.finish_reason: str | None = None
-        self.request_id = request_id_of(stream, "x-request-id")
+        self.request_id = header_of(getattr(stream, "response", None), "x-request-id")
+        self.provider_trace_id: str | None = None
 
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
         calls = ToolCallAssembler()
@@ -192,35 +328,34 @@ class ResponsesStream:
                 elif kind == "response.function_call_arguments.delta":
                     for part in calls.feed(event.output_index, None, None, event.delta):
                         yield part
-                elif kind == "response.output_item.done" and event.item.type == "function_call":
-                    for part in calls.done(event.output_index):
-                        yield part
+                elif kind == "response.output_item.done":
+                    item = event.item
+                    if item.type == "function_call":
+                        for part in calls.done(event.output_index):
+                            yield part
+                    elif item.type == "reasoning":
+                        # The done event holds the whole encrypted content (the added one
+                        # may not): it closes the reasoning summary streamed before it.
+                        packed = _pack_reasoning(item)
+                        if packed is not None:
+                            yield ThinkPart(think="", encrypted=packed)
                 elif kind in ("response.completed", "response.incomplete", "response.created"):
                     self._read_response(event.response)
                 elif kind == "response.failed":
                     self._read_response(event.response)
-                    error = event.response.error
-                    raise ChatProviderError(
-                        f"the response failed: {error.message if error else 'no reason given'}"
-                    )
+                    failure = _failure(event.response) or "the response failed"
+                    raise ChatProviderError(failure, **self._where)
                 elif kind == "error":
-                    raise ChatProviderError(f"the API reported an error: {event.message}")
+                    message = f"the API reported an error: {event.message}"
+                    raise ChatProviderError(message, **self._where)
         except (openai.OpenAIError, httpx2.HTTPError) as e:
-            raise convert_error(e) from e
+            raise self._convert(e) from e
         for part in calls.finish():
             yield part
 
     def _read_response(self, response: Any) -> None:
         self.id = response.id or self.id
-        if response.status not in (None, "in_progress"):
-            details = getattr(response, "incomplete_details", None)
-            self.finish_reason = getattr(details, "reason", None) or response.status
-        usage = response.usage
+        self.finish_reason = _finish_reason(response) or self.finish_reason
+        usage = _usage(response.usage)
         if usage is not None:
-            details = usage.input_tokens_details
-            cached = (details.cached_tokens if details else 0) or 0
-            self.usage = TokenUsage(
-                input_other=usage.input_tokens - cached,
-                output=usage.output_tokens,
-                input_cache_read=cached,
-            )
+            self.usage = usage

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Literal, cast
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, Literal, NamedTuple, cast
 
 from kosong.chat_provider import (
     ChatProviderError,
@@ -18,13 +18,15 @@ from kosong.chat_provider import (
     TokenUsage,
 )
 from kosong.chat_provider._base import (
+    CompletedMessage,
     HTTPProvider,
     api_key_from,
     check_dialect,
+    check_tool_choice,
+    header_of,
     model_from,
-    request_id_of,
-    sdk_error,
 )
+from kosong.chat_provider._media import data_url, media_placeholder
 from kosong.formats import to_anthropic_tool
 from kosong.message import (
     ContentPart,
@@ -45,7 +47,7 @@ except ImportError as e:  # pragma: no cover - the extra is missing
         "the Anthropic provider needs the `anthropic` package: pip install 'kosong[anthropic]'"
     ) from e
 
-__all__ = ["THINKING_BUDGETS", "Anthropic"]
+__all__ = ["THINKING_BUDGETS", "THINKING_MODELS", "Anthropic", "ThinkingSpec", "thinking_spec"]
 
 THINKING_BUDGETS: dict[ThinkingEffort, int] = {
     "low": 1024,
@@ -54,7 +56,68 @@ THINKING_BUDGETS: dict[ThinkingEffort, int] = {
     "xhigh": 32000,
     "max": 64000,
 }
-"""The thinking budget (tokens) each effort asks for."""
+"""The thinking budget (tokens) each effort asks for, on models that take `budget_tokens`."""
+
+_EFFORTS: tuple[ThinkingEffort, ...] = ("low", "medium", "high", "xhigh", "max")
+
+
+class ThinkingSpec(NamedTuple):
+    """How a model family thinks: how thinking is asked for, which efforts, how it stops."""
+
+    mode: Literal["adaptive", "budget"]
+    """`adaptive`: `thinking: {"type": "adaptive"}` and `output_config.effort`; `budget`:
+    `thinking: {"type": "enabled", "budget_tokens": N}` (`THINKING_BUDGETS`)."""
+    efforts: tuple[ThinkingEffort, ...]
+    """The `output_config.effort` values the model takes (empty: the field is not sent)."""
+    off: Literal["disabled", "omit", "refuse"]
+    """What "off" sends: `thinking: {"type": "disabled"}`, no `thinking` field at all (the
+    model does not think by default), or nothing: the model always thinks (a ValueError)."""
+
+
+_ALL = _EFFORTS
+_NO_XHIGH: tuple[ThinkingEffort, ...] = ("low", "medium", "high", "max")
+
+# Sources: https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking (which
+# models take adaptive thinking, which refuse budget_tokens or "disabled"),
+# https://platform.claude.com/docs/en/build-with-claude/effort (the effort levels of each
+# model: "max" from Opus 4.6 / Sonnet 4.6 on, "xhigh" from Opus 4.7 on; Sonnet 4.5 and older
+# take no effort) and https://platform.claude.com/docs/en/build-with-claude/extended-thinking.
+# The first row whose prefix the model id starts with wins; a model found in none (older
+# Claude models, unknown ids behind proxies) takes budget_tokens and no effort.
+THINKING_MODELS: tuple[tuple[str, ThinkingSpec], ...] = (
+    ("claude-mythos-preview", ThinkingSpec("adaptive", _NO_XHIGH, "refuse")),
+    ("claude-mythos-5", ThinkingSpec("adaptive", _ALL, "refuse")),
+    ("claude-fable-5", ThinkingSpec("adaptive", _ALL, "refuse")),
+    ("claude-opus-5", ThinkingSpec("adaptive", _ALL, "omit")),
+    ("claude-sonnet-5", ThinkingSpec("adaptive", _ALL, "omit")),
+    ("claude-opus-4-8", ThinkingSpec("adaptive", _ALL, "omit")),
+    ("claude-opus-4-7", ThinkingSpec("adaptive", _ALL, "omit")),
+    ("claude-opus-4-6", ThinkingSpec("adaptive", _NO_XHIGH, "disabled")),
+    ("claude-sonnet-4-6", ThinkingSpec("adaptive", _NO_XHIGH, "disabled")),
+    ("claude-opus-4-5", ThinkingSpec("budget", ("low", "medium", "high"), "disabled")),
+)
+"""Model family (an id prefix) → how it thinks; see the sources in the module."""
+
+_DEFAULT_SPEC = ThinkingSpec("budget", (), "disabled")
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def thinking_spec(model: str) -> ThinkingSpec:
+    """The `ThinkingSpec` of a model id (a cloud prefix such as `us.anthropic.` is skipped)."""
+    name = model.lower()
+    name = name[name.find("claude-") :] if "claude-" in name else name
+    return next(
+        (spec for prefix, spec in THINKING_MODELS if name.startswith(prefix)), _DEFAULT_SPEC
+    )
+
+
+def _clamp_effort(effort: ThinkingEffort, accepted: Sequence[ThinkingEffort]) -> ThinkingEffort:
+    """The highest accepted effort not above `effort` (the lowest accepted if none is)."""
+    rank = _EFFORTS.index(effort)
+    ordered: list[ThinkingEffort] = [e for e in _EFFORTS if e in accepted]
+    below: list[ThinkingEffort] = [e for e in ordered if _EFFORTS.index(e) <= rank]
+    chosen: ThinkingEffort = below[-1] if below else ordered[0]
+    return chosen
 
 
 class Anthropic(HTTPProvider):
@@ -62,13 +125,25 @@ class Anthropic(HTTPProvider):
 
     - `model`: required (or `ANTHROPIC_MODEL`); `api_key`: default `ANTHROPIC_API_KEY`;
       `base_url`: default `ANTHROPIC_BASE_URL`, else Anthropic's.
-    - `default_max_tokens`: the answer's token limit (the API requires one).
+    - `default_max_tokens`: the answer's token limit (the API requires one); `max_tokens` in
+      the generation kwargs replaces it.
+    - `stream=False` makes one plain request instead of a streamed one (same parts).
+    - `prompt_cache=True` (the default) asks for prompt caching: `cache_control: {"type":
+      "ephemeral"}` on the system prompt, the last tool and the last block of the last
+      message, so each turn of an agent loop reads the conversation so far from the cache.
+      Cache reads and writes are counted in `TokenUsage`.
     - Tools go as `{name, description, input_schema}`, checked first against the API's rules;
       tool calls come and go as `tool_use` blocks with an object `input`; tool results as
-      `tool_result` blocks, consecutive ones merged into one user message.
+      `tool_result` blocks (text and images), consecutive ones merged into one user message.
     - Thinking streams back as `ThinkPart`s with their signature (`encrypted`) and goes back
-      as `thinking` blocks on later turns. `with_thinking(effort)` sets a budget
-      (`THINKING_BUDGETS`); "off" disables thinking.
+      as `thinking` blocks on later turns. `with_thinking(effort)` asks for it as the model
+      family takes it (`THINKING_MODELS`): adaptive thinking with `output_config.effort`
+      (clamped to the efforts the model takes), or `budget_tokens` (`THINKING_BUDGETS`).
+    - `with_tool_choice`: "auto" → `{"type": "auto"}`, "none" → `{"type": "none"}`,
+      "required" → `{"type": "any"}`, a name → `{"type": "tool", "name": ...}`; a forced call
+      while thinking is a ValueError (the API takes only auto or none then).
+    - Generation kwargs (`temperature`, `top_k`...) go in the request body, whether or not
+      the SDK's method names them.
     - A system message in the middle of the history goes as a user message in
       `<system>...</system>`.
 
@@ -77,6 +152,12 @@ class Anthropic(HTTPProvider):
     """
 
     name = "anthropic"
+    _key_variable = "ANTHROPIC_API_KEY"
+    _sdk = anthropic
+    _transport = httpx2
+    _managed_fields = frozenset(
+        {"model", "messages", "system", "stream", "tools", "tool_choice", "thinking"}
+    )
 
     def __init__(
         self,
@@ -85,6 +166,8 @@ class Anthropic(HTTPProvider):
         api_key: str | None = None,
         base_url: str | None = None,
         default_max_tokens: int = 8192,
+        stream: bool = True,
+        prompt_cache: bool = True,
         tool_message_conversion: Literal["extract_text"] | None = None,
         metadata: Mapping[str, Any] | None = None,
         generation_kwargs: Mapping[str, Any] | None = None,
@@ -95,15 +178,53 @@ class Anthropic(HTTPProvider):
         Raises:
             ValueError: no model, or no API key, was given or found in the environment.
         """
-        super().__init__(model_from(model, "ANTHROPIC_MODEL", "Anthropic"), generation_kwargs)
+        super().__init__(
+            model_from(model, "ANTHROPIC_MODEL", "Anthropic"), generation_kwargs, stream=stream
+        )
         key = api_key_from(api_key, "ANTHROPIC_API_KEY", "Anthropic")
         self._max_tokens = default_max_tokens
+        self._prompt_cache = prompt_cache
         self._tool_message_conversion = tool_message_conversion
         self._metadata = dict(metadata) if metadata else None
         self.client: anthropic.AsyncAnthropic = anthropic.AsyncAnthropic(
             api_key=key, base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"), **client_kwargs
         )
         """The `anthropic.AsyncAnthropic` client (transport, retries, timeouts)."""
+
+    def _check_options(self) -> None:
+        spec = thinking_spec(self._model)
+        if self._thinking == "off" and spec.off == "refuse":
+            raise ValueError(
+                f'Anthropic: with_thinking("off") cannot be sent to {self._model}, which '
+                "always thinks (the API refuses thinking disabled there)"
+            )
+        thinks = (self._thinking not in (None, "off")) or spec.off == "refuse"
+        if thinks and self._tool_choice not in (None, "auto", "none"):
+            raise ValueError(
+                f"Anthropic: tool_choice={self._tool_choice!r} forces a tool call, which the "
+                "API refuses while thinking (only auto or none then): use "
+                'with_thinking("off") or tool_choice="auto"'
+            )
+
+    def _thinking_fields(self, max_tokens: int) -> tuple[dict[str, Any], int]:
+        effort = self._thinking
+        spec = thinking_spec(self._model)
+        if effort is None:
+            return {}, max_tokens
+        if effort == "off":
+            return (
+                {"thinking": {"type": "disabled"}} if spec.off == "disabled" else {}
+            ), max_tokens
+        fields: dict[str, Any] = {}
+        if spec.mode == "adaptive":
+            fields["thinking"] = {"type": "adaptive"}
+        else:
+            budget = THINKING_BUDGETS[effort]
+            fields["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            max_tokens = max(max_tokens, budget + 4096)  # budget_tokens must be below it
+        if spec.efforts:
+            fields["output_config"] = {"effort": _clamp_effort(effort, spec.efforts)}
+        return fields, max_tokens
 
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
@@ -112,25 +233,39 @@ class Anthropic(HTTPProvider):
 
         Raises:
             DialectError: the API would reject one of the tool definitions.
+            ValueError: `tool_choice` names no tool of the request.
         """
         check_dialect("Anthropic", tools, dict.fromkeys((t.name for t in tools), "anthropic"))
-        max_tokens = self._max_tokens
-        body: dict[str, Any] = {"model": self._model, "messages": self._messages(history)}
+        check_tool_choice(self._tool_choice, tools, "Anthropic")
+        extra = dict(self._generation_kwargs)
+        max_tokens = int(extra.pop("max_tokens", self._max_tokens))
+        thinking, max_tokens = self._thinking_fields(max_tokens)
+        messages = self._messages(history)
+        body: dict[str, Any] = {
+            "model": self._model,
+            "max_tokens": max_tokens,
+            "messages": messages,
+        }
         if system_prompt:
-            body["system"] = system_prompt
+            body["system"] = (
+                [{"type": "text", "text": system_prompt, "cache_control": _EPHEMERAL}]
+                if self._prompt_cache
+                else system_prompt
+            )
         if tools:
             body["tools"] = [to_anthropic_tool(t) for t in tools]
-        if self._thinking == "off":
-            body["thinking"] = {"type": "disabled"}
-        elif self._thinking is not None:
-            budget = THINKING_BUDGETS[self._thinking]
-            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-            max_tokens = max(max_tokens, budget + 4096)
+            if self._prompt_cache:
+                body["tools"][-1]["cache_control"] = _EPHEMERAL
+        if self._tool_choice is not None:
+            body["tool_choice"] = _tool_choice(self._tool_choice)
+        if self._prompt_cache:
+            _mark_last_block(messages)
+        body.update(thinking)
         if self._metadata:
             body["metadata"] = self._metadata
-        body["max_tokens"] = max_tokens
-        body["stream"] = True
-        body.update(self._generation_kwargs)
+        if self._stream:
+            body["stream"] = True
+        body.update(extra)
         return body
 
     def _messages(self, history: Sequence[Message]) -> list[dict[str, Any]]:
@@ -170,25 +305,87 @@ class Anthropic(HTTPProvider):
 
     def _tool_content(self, parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
         if self._tool_message_conversion == "extract_text":
-            text = "".join(p.text for p in parts if isinstance(p, TextPart))
+            text = "\n".join(p.text for p in parts if isinstance(p, TextPart) and p.text)
             return [{"type": "text", "text": text}] if text else []
         return _blocks(parts)
 
     async def generate(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
-    ) -> AnthropicStream:
-        """Send the request and return the answer's stream.
+    ) -> AnthropicStream | CompletedMessage:
+        """Send the request and return the answer (streamed, or whole with `stream=False`).
 
         Raises:
             DialectError: the API would reject one of the tool definitions (not sent).
+            ValueError: `tool_choice` names no tool of the request (not sent).
             ChatProviderError: the request failed.
         """
         body = self.request_body(system_prompt, tools, history)
+        url = self._url("v1/messages")
+        known = {k: body[k] for k in ("model", "max_tokens", "messages", "stream") if k in body}
+        rest = {k: v for k, v in body.items() if k not in known}
+        messages = self.client.messages
         try:
-            stream = cast(Any, await self.client.messages.create(**body))
+            if self._stream:
+                stream = cast(Any, await messages.create(**known, extra_body=rest))
+                return AnthropicStream(stream, lambda e: self._error(e, url))
+            # An explicit timeout: the SDK refuses a plain request it guesses may take long.
+            raw = cast(
+                Any,
+                await messages.with_raw_response.create(
+                    **known, extra_body=rest, timeout=self.client.timeout
+                ),
+            )
         except (anthropic.AnthropicError, httpx2.HTTPError) as e:
-            raise _convert_error(e) from e
-        return AnthropicStream(stream)
+            raise self._error(e, url) from e
+        message = await raw.parse()  # the anthropic SDK's raw response parses asynchronously
+        usage = message.usage
+        return CompletedMessage(
+            [part for block in message.content for part in _block_parts(block)],
+            id=message.id,
+            usage=TokenUsage(
+                input_other=usage.input_tokens or 0,
+                output=usage.output_tokens or 0,
+                input_cache_read=getattr(usage, "cache_read_input_tokens", None) or 0,
+                input_cache_creation=getattr(usage, "cache_creation_input_tokens", None) or 0,
+            ),
+            finish_reason=message.stop_reason,
+            request_id=header_of(raw, "request-id"),
+            provider_trace_id=None,
+        )
+
+
+def _tool_choice(choice: str) -> dict[str, Any]:
+    if choice == "required":
+        return {"type": "any"}
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    return {"type": "tool", "name": choice}
+
+
+def _mark_last_block(messages: list[dict[str, Any]]) -> None:
+    """Put the cache breakpoint on the last block that can hold one (not a thinking block)."""
+    if not messages:
+        return
+    for block in reversed(messages[-1]["content"]):
+        if block.get("type") not in ("thinking", "redacted_thinking"):
+            block["cache_control"] = _EPHEMERAL
+            return
+
+
+def _block_parts(block: Any) -> list[StreamedMessagePart]:
+    """The parts of one content block of a whole (non-streamed) message."""
+    if block.type == "text":
+        return [TextPart(text=block.text)] if block.text else []
+    if block.type == "thinking":
+        return [ThinkPart(think=block.thinking, encrypted=block.signature or None)]
+    if block.type == "tool_use":
+        arguments = json.dumps(block.input, ensure_ascii=False)
+        return [
+            ToolCall(
+                id=block.id, function=ToolCall.FunctionBody(name=block.name, arguments=arguments)
+            )
+        ]
+    return []
 
 
 def _blocks(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
@@ -200,14 +397,14 @@ def _blocks(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
         elif isinstance(part, ImageURLPart):
             out.append({"type": "image", "source": _image_source(part.image_url.url)})
         elif not isinstance(part, ThinkPart):
-            out.append({"type": "text", "text": f"[{part.type} part]"})
+            out.append({"type": "text", "text": media_placeholder(part)})
     return out
 
 
 def _image_source(url: str) -> dict[str, Any]:
-    if url.startswith("data:") and ";base64," in url:
-        header, data = url[5:].split(";base64,", 1)
-        return {"type": "base64", "media_type": header, "data": data}
+    inline = data_url(url)
+    if inline is not None:
+        return {"type": "base64", "media_type": inline[0], "data": inline[1]}
     return {"type": "url", "url": url}
 
 
@@ -240,19 +437,17 @@ def _input(call: ToolCall) -> dict[str, Any]:
     return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
-def _convert_error(error: BaseException) -> ChatProviderError:
-    return sdk_error(error, anthropic, httpx2)
-
-
 class AnthropicStream:
     """A Messages API answer as `StreamedMessagePart`s."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, convert: Callable[[BaseException], ChatProviderError]) -> None:
         self._stream = stream
+        self._convert = convert
         self.id: str | None = None
         self.usage: TokenUsage | None = None
         self.finish_reason: str | None = None
-        self.request_id = request_id_of(stream, "request-id")
+        self.request_id = header_of(getattr(stream, "response", None), "request-id")
+        self.provider_trace_id: str | None = None
         self._input = (0, 0, 0)
 
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
@@ -297,7 +492,7 @@ class AnthropicStream:
                     self.finish_reason = event.delta.stop_reason or self.finish_reason
                     self._set_usage(event.usage.output_tokens or 0)
         except (anthropic.AnthropicError, httpx2.HTTPError) as e:
-            raise _convert_error(e) from e
+            raise self._convert(e) from e
 
     def _set_usage(self, output: int) -> None:
         other, read, created = self._input

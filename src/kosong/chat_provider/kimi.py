@@ -5,12 +5,14 @@ Needs the `openai` extra (`pip install 'kosong[openai]'`).
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from kosong.chat_provider._openai_common import ChatCompletionsProvider, ToolMessageConversion
 from kosong.dialects import Dialect, fix_tool
+from kosong.message import ContentPart, VideoURLPart
 from kosong.tooling import Tool
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "Kimi"]
@@ -25,13 +27,31 @@ class Kimi(ChatCompletionsProvider):
     """Kimi through Moonshot's API: `Kimi(api_key="...")` is enough.
 
     - `model`: default `KIMI_MODEL`, else `DEFAULT_MODEL`.
-    - `api_key`: default `KIMI_API_KEY` (a `ValueError` names it when neither is there).
+    - `api_key`: default `KIMI_API_KEY` (a `ValueError` names it when neither is there);
+      after a 401, `on_retryable_error` reads it again and rebuilds the client.
     - `base_url`: default `KIMI_BASE_URL`, else `DEFAULT_BASE_URL`.
-    - Thinking comes back as `ThinkPart`s and goes out again as `reasoning_content`;
-      `with_thinking("off")` turns it off, any other effort on.
+    - `stream=False` makes one plain request instead of a streamed one (same parts).
+    - Thinking comes back as `ThinkPart`s and goes out again as `reasoning_content` (even
+      empty: Moonshot wants the field back on assistant messages when thinking is on);
+      `with_thinking("off")` sends `thinking: {"type": "disabled"}`, any other effort
+      `{"type": "enabled"}` (Moonshot has no effort levels). Other `thinking` fields given with
+      `with_extra_body` (say `keep`) are kept, whichever is called first.
+    - `with_extra_body({...})` (or keywords) adds Moonshot-specific fields to the body; a
+      nested object is merged into the one already set.
+    - Images and videos go as `image_url` / `video_url` parts, in tool messages too.
+    - A `Tool` named `$...` (`Tool(name="$web_search", description="", parameters={})`) is one
+      of Moonshot's builtin functions, sent as `{"type": "builtin_function", "function":
+      {"name": "$web_search"}}`; the model's call of it is answered with its arguments, as
+      Moonshot's guide says (the toolset does not run it).
     - Tool schemas get Moonshot's safe fixes (an explicit `type` where the schema implies one,
       `type` moved into `anyOf` branches, local `$ref`s inlined: see `kosong.dialects`); a
       schema Moonshot would still reject raises `DialectError` before the request is sent.
+    - `with_tool_choice`: "auto", "none", "required" or a tool's name, in the OpenAI format.
+      Moonshot refuses a forced tool call ("required", a name) while thinking is on, and its
+      Kimi models think unless told not to: with those, `with_thinking("off")` first, or the
+      `with_tool_choice` call is a `ValueError`.
+    - `max_tokens` in the generation kwargs goes as `max_completion_tokens` (Moonshot's
+      reference marks `max_tokens` deprecated).
 
     Other keyword arguments go to `openai.AsyncOpenAI` (`timeout`, `max_retries`,
     `default_headers`, `http_client`...).
@@ -41,6 +61,7 @@ class Kimi(ChatCompletionsProvider):
     _dialect: Dialect = "moonshot"
     _key_variable = "KIMI_API_KEY"
     _provider_title = "Kimi"
+    _tool_media = True
 
     def __init__(
         self,
@@ -48,6 +69,7 @@ class Kimi(ChatCompletionsProvider):
         model: str | None = None,
         api_key: str | None = None,
         base_url: str | None = None,
+        stream: bool = True,
         tool_message_conversion: ToolMessageConversion = None,
         generation_kwargs: Mapping[str, Any] | None = None,
         **client_kwargs: Any,
@@ -64,21 +86,75 @@ class Kimi(ChatCompletionsProvider):
             reasoning_key="reasoning_content",
             tool_message_conversion=tool_message_conversion,
             generation_kwargs=generation_kwargs,
+            stream=stream,
             client_kwargs=client_kwargs,
         )
         self._extra_body: dict[str, Any] = {}
 
-    def with_extra_body(self, **extra_body: Any) -> Self:
-        """A copy that adds these fields to the request body (Moonshot-specific options)."""
-        clone = self.with_generation_kwargs()
-        clone._extra_body = {**self._extra_body, **extra_body}
-        return clone
+    @property
+    def extra_body(self) -> dict[str, Any]:
+        """A copy of the extra body fields set with `with_extra_body`."""
+        return copy.deepcopy(self._extra_body)
+
+    def with_extra_body(
+        self, extra_body: Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> Self:
+        """A copy that adds these fields to the request body (Moonshot-specific options).
+
+        Takes a dict (as the published package does), keywords, or both. A field holding an
+        object is merged into the object already set (`{"thinking": {"keep": "all"}}` keeps
+        the thinking type `with_thinking` set, and the other way round).
+
+        Raises:
+            ValueError: a field the provider sets itself (`model`, `messages`, `tools`...).
+        """
+        added = {**(extra_body or {}), **fields}
+        self._refuse_managed(added)
+        return self._copy_with(_extra_body=_merged(self._extra_body, added))
+
+    def _check_options(self) -> None:
+        forced = self._tool_choice not in (None, "auto", "none")
+        thinks = self._thinking != "off" and not self._model.startswith("moonshot-v1")
+        if forced and thinks:
+            raise ValueError(
+                f"Kimi: tool_choice={self._tool_choice!r} forces a tool call, which Moonshot "
+                "refuses while thinking is on (and Kimi models think unless told not to): call "
+                'with_thinking("off") first, or use tool_choice="auto"'
+            )
 
     def _prepare_tools(self, tools: Sequence[Tool]) -> list[Tool]:
-        return [fix_tool(tool, "moonshot") for tool in tools]
+        return [tool if _is_builtin(tool) else fix_tool(tool, "moonshot") for tool in tools]
+
+    def _tool_entry(self, tool: Tool) -> dict[str, Any]:
+        if _is_builtin(tool):
+            return {"type": "builtin_function", "function": {"name": tool.name}}
+        return super()._tool_entry(tool)
+
+    def _media_part(self, part: ContentPart) -> dict[str, Any] | None:
+        if isinstance(part, VideoURLPart):
+            return {"type": "video_url", "video_url": {"url": part.video_url.url}}
+        return super()._media_part(part)
 
     def _thinking_fields(self) -> dict[str, Any]:
-        fields = dict(self._extra_body)
+        fields = copy.deepcopy(self._extra_body)
         if self._thinking is not None:
-            fields["thinking"] = {"type": "disabled" if self._thinking == "off" else "enabled"}
-        return {"extra_body": fields} if fields else {}
+            kind = "disabled" if self._thinking == "off" else "enabled"
+            thinking = fields.get("thinking")
+            fields["thinking"] = {**(thinking if isinstance(thinking, dict) else {}), "type": kind}
+        return fields
+
+
+def _is_builtin(tool: Tool) -> bool:
+    """Whether `tool` declares one of Moonshot's builtin functions (its name starts with `$`)."""
+    return tool.name.startswith("$")
+
+
+def _merged(base: Mapping[str, Any], added: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(base))
+    for key, value in added.items():
+        current = out.get(key)
+        if isinstance(current, dict) and isinstance(value, Mapping):
+            out[key] = _merged(cast(dict[str, Any], current), cast(Mapping[str, Any], value))
+        else:
+            out[key] = copy.deepcopy(value)
+    return out

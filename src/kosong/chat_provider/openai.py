@@ -10,8 +10,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from kosong.chat_provider._base import model_from
+from kosong.chat_provider._media import data_url
 from kosong.chat_provider._openai_common import ChatCompletionsProvider, ToolMessageConversion
 from kosong.chat_provider._openai_responses import OpenAIResponses
+from kosong.message import AudioURLPart, ContentPart
 
 __all__ = ["OpenAIChat", "OpenAIResponses"]
 
@@ -24,8 +26,19 @@ class OpenAIChat(ChatCompletionsProvider):
     - `base_url`: default `OPENAI_BASE_URL`, else OpenAI's.
     - `reasoning_key`: the delta field a compatible server streams its thinking in (say
       `"reasoning_content"`); it comes back as `ThinkPart`s and goes out again in that field.
-    - `tool_message_conversion="extract_text"` sends tool results as plain text.
-    - `with_thinking(effort)` sends `reasoning_effort`.
+    - `stream=False` makes one plain request instead of a streamed one (same parts).
+    - Tool messages take text only (the API's rule): several text parts go as a list of text
+      parts, an image or other medium as a short placeholder (`[image: image/png, 146.5 KB,
+      not shown]`); `tool_message_conversion="extract_text"` sends their text alone.
+      Images in user messages go as `image_url` parts, a `data:audio/wav|mp3` clip as
+      `input_audio`.
+    - `with_thinking(effort)` sends `reasoning_effort` (the effort as named: "low" ...
+      "xhigh"; "max" where the model takes it, GPT-5.6 and later, else "xhigh", the highest
+      value before them); "off" leaves the field out, as the published package does.
+    - `with_tool_choice(choice)` sends `tool_choice` ("auto", "none", "required", or
+      `{"type": "function", "function": {"name": ...}}` for a tool's name).
+    - `max_tokens` in the generation kwargs goes as `max_completion_tokens` (`max_tokens` is
+      deprecated and refused by reasoning models).
     - A tool declaring `strict=True` is sent strict, and checked against strict mode's rules
       first: a schema the API would reject raises `DialectError` before the request is sent.
 
@@ -45,6 +58,7 @@ class OpenAIChat(ChatCompletionsProvider):
         reasoning_key: str | None = None,
         tool_message_conversion: ToolMessageConversion = None,
         generation_kwargs: Mapping[str, Any] | None = None,
+        stream: bool = True,
         **client_kwargs: Any,
     ) -> None:
         """Talk to `model` at `base_url` (see the class doc for defaults).
@@ -59,5 +73,19 @@ class OpenAIChat(ChatCompletionsProvider):
             reasoning_key=reasoning_key,
             tool_message_conversion=tool_message_conversion,
             generation_kwargs=generation_kwargs,
+            stream=stream,
             client_kwargs=client_kwargs,
         )
+
+    def _media_part(self, part: ContentPart) -> dict[str, Any] | None:
+        if isinstance(part, AudioURLPart):
+            inline = data_url(part.audio_url.url)
+            kind = inline[0].removeprefix("audio/") if inline else ""
+            if inline and kind in ("wav", "mp3", "mpeg"):
+                audio_format = "mp3" if kind == "mpeg" else kind
+                return {
+                    "type": "input_audio",
+                    "input_audio": {"data": inline[1], "format": audio_format},
+                }
+            return None
+        return super()._media_part(part)

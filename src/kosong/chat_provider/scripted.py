@@ -33,6 +33,7 @@ from kosong.chat_provider import (
     ChatProviderError,
     StreamedMessagePart,
     TokenUsage,
+    ToolChoice,
 )
 from kosong.chat_provider._base import ProviderBase
 from kosong.message import ContentPart, Message, TextPart, ThinkPart, ToolCall, ToolCallPart
@@ -72,6 +73,10 @@ class ScriptedRequest:
     """The tool definitions."""
     history: list[Message]
     """A copy of the history."""
+    tool_choice: ToolChoice | None = None
+    """The tool choice asked for (`with_tool_choice`, or `step(..., tool_choice=...)`)."""
+    generation_kwargs: dict[str, Any] = field(default_factory=dict[str, Any])
+    """The generation kwargs asked for (`with_generation_kwargs`, or per-call overrides)."""
 
 
 @dataclass(slots=True)
@@ -84,8 +89,10 @@ class _Script:
 class ScriptedChatProvider(ProviderBase):
     """An offline, deterministic model that plays `turns`, one per `generate()` call.
 
-    Copies made by `with_thinking` share the script, so a conversation can switch effort.
-    With the effort "off", thinking items are not streamed.
+    Copies made by `with_thinking` (and `with_tool_choice`, `with_generation_kwargs`) share
+    the script, so a conversation can switch options; each request records the tool choice
+    and generation kwargs it was made with. With the effort "off", thinking items are not
+    streamed.
     """
 
     name = "scripted"
@@ -138,7 +145,13 @@ class ScriptedChatProvider(ProviderBase):
         """
         script = self._script
         script.requests.append(
-            ScriptedRequest(system_prompt, list(tools), [m.model_copy(deep=True) for m in history])
+            ScriptedRequest(
+                system_prompt,
+                list(tools),
+                [m.model_copy(deep=True) for m in history],
+                self._tool_choice,
+                dict(self._generation_kwargs),
+            )
         )
         if script.played >= len(script.turns):
             raise ChatProviderError(

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from kosong.utils.jsonschema import check_offline, deref_json_schema
 
 __all__ = [
+    "BUILTIN_TOOL_NAME_PATTERN",
     "TOOL_NAME_PATTERN",
     "check_json_schema",
     "check_tool_name",
@@ -24,13 +25,36 @@ TOOL_NAME_PATTERN = re.compile(r"\A[a-zA-Z_][a-zA-Z0-9_-]{0,63}\Z")
 """What every model API accepts as a tool name (OpenAI, Anthropic, MCP clients)."""
 
 
-def check_tool_name(name: str) -> None:
-    """Raise ValueError unless `name` is a usable tool name."""
-    if not TOOL_NAME_PATTERN.match(name):
+BUILTIN_TOOL_NAME_PATTERN = re.compile(r"\A\$[a-zA-Z_][a-zA-Z0-9_-]{0,62}\Z")
+"""A provider's builtin function, declared by name (Moonshot's `$web_search`)."""
+
+
+def check_tool_name(name: str, *, builtin: bool = False) -> None:
+    """Raise ValueError unless `name` is a usable tool name.
+
+    With `builtin`, a name starting with `$` (a provider's builtin function, such as Kimi's
+    `$web_search`) is accepted too: a plain `Tool` may declare one, a tool kosong runs may not.
+    """
+    if TOOL_NAME_PATTERN.match(name):
+        return
+    if name.startswith("$"):
+        if not builtin:
+            raise ValueError(
+                f"tool name {name!r} starts with '$', which marks a provider's builtin "
+                "function (Kimi's '$web_search'): the provider runs it, so it is declared "
+                "with a plain Tool(name=..., description='', parameters={}), never as a tool "
+                "kosong runs"
+            )
+        if BUILTIN_TOOL_NAME_PATTERN.match(name):
+            return
         raise ValueError(
-            f"tool name {name!r} is not valid: use 1 to 64 letters, digits, '_' or '-', "
-            "starting with a letter or '_' (e.g. 'get_weather')"
+            f"builtin function name {name!r} is not valid: '$' then 1 to 63 letters, digits, "
+            "'_' or '-', starting with a letter or '_' (e.g. '$web_search')"
         )
+    raise ValueError(
+        f"tool name {name!r} is not valid: use 1 to 64 letters, digits, '_' or '-', "
+        "starting with a letter or '_' (e.g. 'get_weather')"
+    )
 
 
 def check_json_schema(schema: dict[str, Any], owner: str) -> None:

@@ -47,7 +47,7 @@ class Tool(ToolMetadata):
 
     @model_validator(mode="after")
     def _check_definition(self) -> Self:
-        check_tool_name(self.name)
+        check_tool_name(self.name, builtin=type(self) is Tool)  # only a declaration may be `$...`
         check_json_schema(self.parameters, f"the `parameters` of tool `{self.name}`")
         if self.strict or self.cache_key_params is not None or self.replacement is not None:
             self.parameters = check_metadata_against_definition(self, self.name, self.parameters)
