@@ -125,11 +125,20 @@ def toolset(*tools: Any) -> SimpleToolset:
 
 
 def standard_data(value: ToolReturnValue | ToolResult) -> Any:
-    """The standard's data a result carries (`extras["standard"]`), untyped for tests."""
+    """The standard's data of a result, untyped for tests: the call's `metadata` and
+    `debug_info` (`ToolResult.metadata`), and the `error` details its value carries."""
+    data: dict[str, Any] = {}
     if isinstance(value, ToolResult):
+        if value.metadata is not None:
+            metadata = dict(value.metadata)
+            if "debug_info" in metadata:
+                data["debug_info"] = metadata.pop("debug_info")
+            data["metadata"] = metadata
         value = value.return_value
-    assert value.extras is not None
-    return value.extras["standard"]
+    part = (value.extras or {}).get("standard")
+    if isinstance(part, dict) and "error" in part:
+        data["error"] = part["error"]
+    return data
 
 
 def output_json(value: ToolReturnValue | ToolResult) -> Any:

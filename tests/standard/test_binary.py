@@ -13,7 +13,6 @@ from kosong.standard import (
     BinaryStore,
     FileBinaryStore,
     StoredObject,
-    attach_metadata,
     binary_data,
     binary_ok,
     decode_binary,
@@ -30,8 +29,8 @@ META = {
 
 async def test_small_files_are_inline_base64_in_the_standards_shape() -> None:
     pdf = b"%PDF-1.4\n%\xd3\xf4\x83..."
-    value = attach_metadata(await binary_ok(pdf, filename="report.pdf"), META)
-    assert to_envelope(value).dump() == {
+    value = await binary_ok(pdf, filename="report.pdf")
+    assert to_envelope(value, metadata=META).dump() == {
         "success": True,
         "status": "success",
         "data": {

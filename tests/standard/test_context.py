@@ -28,7 +28,9 @@ from tests.tooling._strategies import json_values
 
 
 class Keys(Policy):
-    """Notes the arguments key of every call."""
+    """Notes the arguments key of every call, refused ones included."""
+
+    observes_refusals = True
 
     def __init__(self) -> None:
         self.keys: list[str | None] = []

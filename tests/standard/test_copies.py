@@ -1,8 +1,9 @@
 """No result is shared by reference between callers.
 
-Every caller of a pipeline gets a copy of its own: a cache hit (memory or Redis), a
-single-flight follower and a retried call each hand out results that share nothing mutable, so
-changing a result you received changes nothing any other caller gets.
+Where a pipeline hands one value to several callers, each gets a copy of its own: a cache hit
+(memory or Redis) and a single-flight follower share nothing mutable with any other caller, so
+changing a result you received changes nothing any other caller gets. A call's metadata is its
+own and read-only. A call no one shares is handed the value its tool made, without a copy.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pydantic import PrivateAttr
 
 from kosong.message import TextPart
 from kosong.standard import with_policies
-from kosong.standard._values import detached
+from kosong.standard._values import shared_copy
 from kosong.standard.policies import CachePolicy, RedisCache, RetryPolicy, SingleFlightPolicy
 from kosong.testing import ScriptedTool
 from kosong.tooling import BriefDisplayBlock, ToolError, ToolOk, ToolResult, ToolReturnValue
@@ -44,7 +45,6 @@ def vandalise(result: ToolResult) -> None:
     assert value.extras is not None
     value.extras["rows"].append({"id": 2})  # type: ignore[union-attr]
     value.extras["source"]["name"] = "vandalised"  # type: ignore[index]
-    value.extras["standard"]["metadata"]["tool_name"] = "vandalised"  # type: ignore[index]
     value.artifact["frame"].append(4)
 
 
@@ -54,7 +54,7 @@ def assert_pristine(result: ToolResult) -> None:
     assert value.brief == "done" and len(value.display) == 1
     assert value.extras is not None
     assert value.extras["rows"] == [{"id": 1}] and value.extras["source"] == {"name": "db"}
-    assert value.extras["standard"]["metadata"]["tool_name"] == "lookup"  # type: ignore[index]
+    assert result.metadata is not None and result.metadata["tool_name"] == "lookup"
     assert value.artifact == {"frame": [1, 2, 3]}
 
 
@@ -72,7 +72,7 @@ async def test_no_result_is_shared_between_cache_hits_in_memory() -> None:
     first = await pipeline.handle(make_call("lookup", {"q": 1}))
     vandalise(first)
     second = await pipeline.handle(make_call("lookup", {"q": 1}))
-    assert second.return_value.extras["standard"]["metadata"]["cache"]["hit"]  # type: ignore[index]
+    assert second.metadata is not None and second.metadata["cache"]["hit"]  # type: ignore[index]
     assert_pristine(second)
     vandalise(second)
     assert_pristine(await pipeline.handle(make_call("lookup", {"q": 1})))
@@ -117,16 +117,25 @@ async def test_no_result_is_shared_between_single_flight_followers() -> None:
     assert_pristine(results[2])
 
 
-async def test_a_retried_call_hands_out_a_result_of_its_own() -> None:
-    answers = [ToolNetworkError("flaky"), rich_result()]
-    tool = lookup(lambda n: answers[min(n, 1)])
+async def test_a_retried_call_hands_out_the_value_of_its_last_attempt_uncopied() -> None:
+    made: list[ToolReturnValue] = []
+
+    def script(n: int) -> ToolReturnValue:
+        made.append(ToolNetworkError("flaky") if n == 0 else rich_result())
+        return made[-1]
+
+    tool = lookup(script)
     pipeline = with_policies(toolset(tool), RetryPolicy(base_delay=0.001))
     first = await pipeline.handle(make_call("lookup", {"q": 1}))
     assert tool.calls == 2
+    # Nobody else holds the value the last attempt made: it is handed out as it is.
+    assert first.return_value is made[1]
+    assert_pristine(first)
+    # The next call's tool makes a value of its own, which the first caller cannot touch.
     vandalise(first)
-    # The value the tool returned (and might return again) is untouched.
-    assert answers[1].output == [TextPart(text="a picture")]
-    assert answers[1].extras == {"rows": [{"id": 1}], "source": {"name": "db"}}
+    second = await pipeline.handle(make_call("lookup", {"q": 1}))
+    assert second.return_value is made[2]
+    assert_pristine(second)
 
 
 @pytest.mark.parametrize(
@@ -138,23 +147,23 @@ async def test_a_retried_call_hands_out_a_result_of_its_own() -> None:
         ToolNetworkError("down"),
     ],
 )
-def test_the_copy_a_caller_gets_equals_what_model_copy_would_give(value: ToolReturnValue) -> None:
-    standard: dict[str, Any] = {"metadata": {"tool_name": "t"}}
-    copied = detached(value, standard, copy_artifact=False)
-    extras: dict[str, Any] = dict(value.extras or {})
-    expected_extras = {**extras, "standard": {**extras.get("standard", {}), **standard}}
-    reference = value.model_copy(update={"extras": expected_extras})
+def test_a_shared_copy_equals_the_value_and_shares_nothing_mutable(
+    value: ToolReturnValue,
+) -> None:
+    copied = shared_copy(value)
     assert type(copied) is type(value)
-    assert copied == reference
-    assert copied.model_fields_set == reference.model_fields_set
-    assert copied.model_dump() == reference.model_dump()
+    assert copied == value
+    assert copied.model_fields_set == value.model_fields_set
+    assert copied.model_dump() == value.model_dump()
     assert copied is not value and copied.display is not value.display
+    assert copied.extras is None or copied.extras is not value.extras
+    assert copied.artifact == value.artifact
 
 
-def test_a_result_with_private_attributes_is_copied_by_pydantic_itself() -> None:
+def test_a_result_with_private_attributes_is_copied_with_them() -> None:
     class WithState(ToolOk):
         _secret: int = PrivateAttr(default=7)
 
     value = WithState(output="x")  # pyright: ignore[reportCallIssue] - ToolOk.__init__ applies
-    copied = detached(value, {"metadata": {}}, copy_artifact=False)
+    copied = shared_copy(value)
     assert copied._secret == 7 and copied.output == "x"

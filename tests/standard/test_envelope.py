@@ -13,7 +13,6 @@ from pydantic import ValidationError
 from kosong.message import ImageURLPart, TextPart
 from kosong.standard import (
     Envelope,
-    attach_metadata,
     coded_error,
     from_envelope,
     to_envelope,
@@ -45,13 +44,13 @@ def weather_ok() -> ToolOk:
 
 def test_success_example_of_the_standard() -> None:
     expected = {"success": True, "status": "success", "data": WEATHER, "metadata": META}
-    value = attach_metadata(weather_ok(), META)
-    assert to_envelope(value).dump() == expected
-    # A result without recorded metadata: given by argument, and (losslessly) noted as absent.
+    value = weather_ok()
+    assert to_envelope(value, metadata=META).dump() == expected
+    # A result without recorded metadata: given by argument; the value needs no extension.
     assert to_envelope(weather_ok(), **META, lossless=False).dump() == expected
-    assert to_envelope(weather_ok(), **META).dump() == expected | {"kosong": {"metadata": None}}
+    assert to_envelope(weather_ok(), **META).dump() == expected
     assert from_envelope(to_envelope(weather_ok(), **META)).return_value == weather_ok()
-    assert json.loads(to_envelope(value).to_json()) == expected
+    assert json.loads(to_envelope(value, metadata=META).to_json()) == expected
 
 
 def test_error_example_of_the_standard() -> None:
@@ -63,7 +62,7 @@ def test_error_example_of_the_standard() -> None:
     }
     value = coded_error("CITY_NOT_FOUND", "城市'XYZ'未收录")
     metadata = {k: v for k, v in META.items() if k != "execution_time_ms"}
-    assert to_envelope(attach_metadata(value, metadata)).dump() == expected
+    assert to_envelope(value, metadata=metadata).dump() == expected
 
 
 def test_cache_hit_example_of_the_standard() -> None:
@@ -74,7 +73,7 @@ def test_cache_hit_example_of_the_standard() -> None:
         "cache": {"hit": True, "cached_at": "2024-01-01T00:00:00Z", "ttl_remaining": 300},
     }
     expected = {"success": True, "status": "success", "data": WEATHER, "metadata": metadata}
-    assert to_envelope(attach_metadata(weather_ok(), metadata)).dump() == expected
+    assert to_envelope(weather_ok(), metadata=metadata).dump() == expected
 
 
 def test_latency_metadata_example_of_the_standard() -> None:
@@ -83,7 +82,7 @@ def test_latency_metadata_example_of_the_standard() -> None:
         "trace_id": "trace_abc123",
         "performance": {"validation_ms": 2, "network_ms": 115, "processing_ms": 10},
     }
-    assert to_envelope(attach_metadata(weather_ok(), metadata)).dump()["metadata"] == metadata
+    assert to_envelope(weather_ok(), metadata=metadata).dump()["metadata"] == metadata
 
 
 def test_debug_example_of_the_standard() -> None:
@@ -93,10 +92,8 @@ def test_debug_example_of_the_standard() -> None:
         "query_duration_ms": 45,
     }
     metadata = {**META, "trace_id": "trace_abc123"}
-    value = attach_metadata(weather_ok(), metadata)
-    standard: Any = (value.extras or {})["standard"]
-    standard["debug_info"] = debug
-    assert to_envelope(value).dump() == {
+    value = weather_ok()
+    assert to_envelope(value, metadata={**metadata, "debug_info": debug}).dump() == {
         "success": True,
         "status": "success",
         "data": WEATHER,
@@ -180,9 +177,9 @@ def test_inconsistent_envelopes_are_refused(data: dict[str, Any]) -> None:
 
 
 def test_bare_standard_shape_leaves_the_extension_out() -> None:
-    value = attach_metadata(ToolOk(output="x", message="note", brief="Done"), META)
-    assert to_envelope(value).kosong is not None
-    assert "kosong" not in to_envelope(value, lossless=False).dump()
+    value = ToolOk(output="x", message="note", brief="Done")
+    assert to_envelope(value, metadata=META).kosong is not None
+    assert "kosong" not in to_envelope(value, metadata=META, lossless=False).dump()
 
 
 def test_from_envelope_accepts_json_text_and_dicts() -> None:
@@ -269,8 +266,7 @@ def results(draw: st.DrawFn) -> ToolResult:
         metadata["execution_time_ms"] = draw(st.integers(0, 10_000) | st.floats(0, 10_000))
     if draw(st.booleans()):
         metadata["cache"] = {"hit": True, "cached_at": "2024-01-01T00:00:00Z", "ttl_remaining": 3}
-    value = attach_metadata(value, metadata)
-    return ToolResult(draw(st.text(max_size=8)), value)
+    return ToolResult(draw(st.text(max_size=8)), value, metadata=metadata)
 
 
 @given(results())
@@ -281,6 +277,7 @@ def test_any_result_survives_the_round_trip_through_json(result: ToolResult) -> 
     assert back.tool_call_id == result.tool_call_id
     assert type(back.return_value) is type(result.return_value)
     assert back.return_value == result.return_value
+    assert back.metadata == result.metadata
     assert to_envelope(back).dump() == envelope.dump()
 
 
@@ -296,9 +293,7 @@ def test_bare_envelope_still_has_the_standard_fields(result: ToolResult) -> None
 
 
 def test_display_and_message_are_kept_through_the_extension() -> None:
-    value = attach_metadata(
-        ToolOk(output="x", message="for the model", display=[BriefDisplayBlock(text="Done")]), META
-    )
-    back = from_envelope(to_envelope(ToolResult("c", value)).to_json()).return_value
+    value = ToolOk(output="x", message="for the model", display=[BriefDisplayBlock(text="Done")])
+    back = from_envelope(to_envelope(ToolResult("c", value, metadata=META)).to_json()).return_value
     assert back == value
     assert back.brief == "Done"

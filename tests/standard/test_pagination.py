@@ -15,7 +15,6 @@ from kosong.standard import (
     Page,
     PageFetchError,
     PageInfo,
-    attach_metadata,
     decode_cursor,
     encode_cursor,
     fetch_all_pages,
@@ -52,16 +51,14 @@ def test_the_standards_pagination_response() -> None:
         items=page.items,
         pagination=PageInfo(has_more=True, next_cursor="eyJvZmZzZXQiOjEwfQ==", total_count=100),
     )
-    value = attach_metadata(
-        ToolOk(output=json.dumps(page.to_data())),
-        {
-            "tool_name": "search_items",
-            "execution_time_ms": 45,
-            "timestamp": "2024-01-01T00:00:00Z",
-            "trace_id": "trace_abc123",
-        },
-    )
-    assert to_envelope(value).dump() == {
+    value = ToolOk(output=json.dumps(page.to_data()))
+    metadata = {
+        "tool_name": "search_items",
+        "execution_time_ms": 45,
+        "timestamp": "2024-01-01T00:00:00Z",
+        "trace_id": "trace_abc123",
+    }
+    assert to_envelope(value, metadata=metadata).dump() == {
         "success": True,
         "status": "success",
         "data": {

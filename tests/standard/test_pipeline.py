@@ -79,15 +79,20 @@ class Answering(Policy):
         return ToolResult(call.id, ToolOk(output="answered"))
 
 
+PLAIN_TOOL = Tool(
+    name="x", description="A tool of a toolset that only has `handle`.", parameters={}
+)
+
+
 class RaisingToolset:
-    tools: list[Tool] = []
+    tools: list[Tool] = [PLAIN_TOOL]
 
     def handle(self, tool_call: ToolCall) -> HandleResult:
         raise RuntimeError("contract broken")
 
 
 class WrongTypeToolset:
-    tools: list[Tool] = []
+    tools: list[Tool] = [PLAIN_TOOL]
 
     def handle(self, tool_call: ToolCall) -> Any:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -294,21 +299,29 @@ async def test_a_simple_toolset_at_the_core_runs_the_call_in_the_pipelines_own_t
 
 
 class CountingToolset(SimpleToolset):
-    """A SimpleToolset whose handle() does more than call() would."""
+    """A SimpleToolset that changes how calls run: it overrides the one method, call_tool."""
 
     handled = 0
 
-    def handle(self, tool_call: ToolCall) -> HandleResult:
+    async def call_tool(self, call: ToolCall, tool: Tool, arguments: Any) -> ToolResult:
         CountingToolset.handled += 1
-        return super().handle(tool_call)
+        return await super().call_tool(call, tool, arguments)
 
 
-async def test_a_simple_toolset_that_changes_handle_is_asked_to_handle_each_call() -> None:
+async def test_a_simple_toolset_that_changes_call_tool_is_asked_for_each_call() -> None:
     CountingToolset.handled = 0
     pipeline = standard(CountingToolset([Weather()]))
     result = await pipeline.handle(make_call("get_weather", {"location": "x"}))
     assert not result.return_value.is_error
     assert CountingToolset.handled == 1
+
+
+def test_a_toolset_built_on_the_dispatcher_cannot_override_handle() -> None:
+    with pytest.raises(TypeError, match="call_tool"):
+
+        class Overriding(SimpleToolset):
+            def handle(self, tool_call: ToolCall) -> HandleResult:  # pyright: ignore[reportIncompatibleMethodOverride]
+                return super().handle(tool_call)
 
 
 class FindingToolset:
@@ -330,15 +343,17 @@ class FindingToolset:
         return ToolResult(tool_call.id, ToolOk(output="handled"))
 
 
-async def test_other_toolsets_are_asked_to_handle_and_to_find_their_tools() -> None:
+async def test_other_toolsets_are_asked_to_handle_the_calls_to_their_tools() -> None:
     tool = Weather().base
     core = FindingToolset(tool)
     recorder = Recorder("r", [])
     pipeline = with_policies(core, recorder)
     result = await pipeline.handle(make_call("get_weather", {}))
     assert result.return_value.output == "handled" and core.handled == 1
-    await pipeline.handle(make_call("other", {}))
-    assert [ctx.tool for ctx in recorder.contexts] == [tool, None]  # "not a tool" is no tool
+    # A name its `tools` does not list is no tool (whatever its own find_tool says).
+    other = await pipeline.handle(make_call("other", {}))
+    assert error_code(other) == "TOOL_NOT_FOUND" and core.handled == 1
+    assert [ctx.tool for ctx in recorder.contexts] == [tool]
 
 
 class Observer(Policy):
@@ -417,7 +432,14 @@ async def test_no_policy_sees_arguments_the_toolset_refuses() -> None:
     result = await pipeline.handle(make_call("get_weather", {"location": "x" * 50}))
     assert error_code(result.return_value) == "INVALID_PARAMS"
     assert "limit is 40" in result.return_value.message
-    assert peek.seen == [None] and tool.calls == []
+    # The refused call never reaches an ordinary policy; one that observes refusals sees it
+    # without arguments.
+    assert peek.seen == [] and tool.calls == []
+    observer = Peeking()
+    observer.observes_refusals = True
+    watched = with_policies(SimpleToolset([tool], limits=ArgumentLimits(max_length=40)), observer)
+    await watched.handle(make_call("get_weather", {"location": "x" * 50}))
+    assert observer.seen == [None] and tool.calls == []
 
 
 async def test_policies_see_arguments_the_toolset_accepts_past_the_default_limits() -> None:

@@ -426,7 +426,7 @@ def test_find_tool_returns_the_definition_or_none() -> None:
     assert toolset.find_tool("missing") is None
 
 
-async def test_call_runs_in_the_current_task_with_handles_guarantees() -> None:
+async def test_run_call_runs_a_resolved_call_in_the_current_task_and_never_raises() -> None:
     seen: list[asyncio.Task[Any] | None] = []
 
     class WhichTask(CallableTool):
@@ -439,13 +439,14 @@ async def test_call_runs_in_the_current_task_with_handles_guarantees() -> None:
             return ToolOk(output="ok")
 
     toolset = SimpleToolset([Echo(), WhichTask()])
-    ok = await toolset.call(make_call("echo", '{"text": "hi"}'))
+    echo, which = toolset.find_tool("echo"), toolset.find_tool("which_task")
+    assert echo is not None and which is not None
+    ok = await toolset.run_call(make_call("echo", '{"text": "hi"}'), echo, {"text": "hi"})
     assert ok.return_value.extras == {"arguments": {"text": "hi"}}
-    await toolset.call(make_call("which_task", "{}"))
+    await toolset.run_call(make_call("which_task", "{}"), which, {})
     assert seen == [asyncio.current_task()]  # no task of its own
-    missing = await toolset.call(make_call("nope", "{}"))
+    invalid = await toolset.run_call(make_call("echo", "[3]"), echo, [3])
+    assert isinstance(invalid.return_value, ToolValidateError)
+    toolset.remove("echo")  # removed after the call was resolved
+    missing = await toolset.run_call(make_call("echo", "{}"), echo, {"text": "hi"})
     assert isinstance(missing.return_value, ToolNotFoundError)
-    broken = await toolset.call(make_call("echo", "{"))
-    assert isinstance(broken.return_value, ToolParseError)
-    garbage = await toolset.call(object())  # pyright: ignore[reportArgumentType]
-    assert isinstance(garbage.return_value, ToolRuntimeError)

@@ -42,6 +42,7 @@ from kosong.standard._compat import Change, ChangeKind, CompatibilityReport, che
 from kosong.standard._context import (
     RESERVED_METADATA,
     CallContext,
+    CallMetadata,
     PolicyContext,
     arguments_digest,
     canonical_json,
@@ -53,7 +54,6 @@ from kosong.standard._envelope import (
     Envelope,
     EnvelopeError,
     EnvelopeMetadata,
-    attach_metadata,
     from_envelope,
     to_envelope,
 )
@@ -107,6 +107,7 @@ __all__ = [
     "BinaryStore",
     "CacheInfo",
     "CallContext",
+    "CallMetadata",
     "CallStream",
     "Change",
     "ChangeKind",
@@ -134,7 +135,6 @@ __all__ = [
     "TokenCount",
     "ToolEvent",
     "arguments_digest",
-    "attach_metadata",
     "binary_data",
     "binary_ok",
     "canonical_json",

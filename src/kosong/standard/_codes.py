@@ -1,11 +1,11 @@
 """The error codes of the Tool Use standard (appendix A), and the code of any result.
 
-Every catalog entry has its HTTP status and whether a retry may help. `error_code(value)` gives
-the code of a result: the code the result carries in its extras (`coded_error` and the error
-classes of `kosong.tooling.error` set one), else the code of its class (a validation error is
-INVALID_PARAMS, an unknown tool TOOL_NOT_FOUND...), else EXECUTION_ERROR. Tools may use codes of
-their own (the standard's examples use CITY_NOT_FOUND); those are not retryable unless the
-error says so.
+`CATALOG` is the one table of codes: each entry's HTTP status, whether a retry may help, and
+the result class that stands for it. A result's code is its class's `code` (a validation
+error is INVALID_PARAMS, an unknown tool TOOL_NOT_FOUND...), unless it carries a code of its
+own (`coded_error`: tools may use codes outside the catalog, as the standard's examples use
+CITY_NOT_FOUND; those are not retryable unless the error says so). `error_code` and
+`is_retryable` are the only readers: the envelope, the server and the MCP server ask them.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from kosong.standard._values import STANDARD_KEY, standard_part
-from kosong.tooling import ToolError, ToolReturnValue
+from kosong.tooling import ToolError, ToolResult, ToolReturnValue
 from kosong.tooling import error as errors
 from kosong.tooling.error import (
+    ToolCancelledError,
     ToolNotFoundError,
-    ToolParseError,
     ToolRuntimeError,
     ToolValidateError,
 )
@@ -56,6 +56,8 @@ class ErrorCode(StrEnum):
     QUOTA_EXCEEDED = "QUOTA_EXCEEDED"
     REPEATED_CALL = "REPEATED_CALL"
     """kosong's extension: the repeat guard stopped a call the model keeps making."""
+    CANCELLED = "CANCELLED"
+    """kosong's extension: the call was cancelled before it finished."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,47 +109,43 @@ CATALOG: Mapping[str, ErrorSpec] = MappingProxyType(
                   errors.ToolQuotaExceededError),
             ErrorSpec(ErrorCode.REPEATED_CALL, "the same call was repeated too often", 429,
                       False, errors.ToolRepeatedCallError, in_standard=False),
+            # 499: nginx's "client closed request"; no standard status says "cancelled".
+            ErrorSpec(ErrorCode.CANCELLED, "the call was cancelled", 499, False,
+                      ToolCancelledError, in_standard=False),
         )
     }
 )  # fmt: skip
-"""Every code of appendix A (and REPEATED_CALL, kosong's extension), by code."""
-
-# Classes that carry no code in their extras (the foundation's four), most specific first.
-_CLASS_CODES: tuple[tuple[type[ToolError], ErrorCode], ...] = (
-    (ToolNotFoundError, ErrorCode.TOOL_NOT_FOUND),
-    (ToolParseError, ErrorCode.INVALID_PARAMS),
-    (ToolValidateError, ErrorCode.INVALID_PARAMS),
-    (ToolRuntimeError, ErrorCode.EXECUTION_ERROR),
-)
+"""Every code of appendix A (and kosong's extensions REPEATED_CALL and CANCELLED), by code."""
 
 
-def error_code(value: ToolReturnValue) -> str | None:
-    """The error code of a result; None for a success."""
+def error_code(value: ToolReturnValue | ToolResult) -> str | None:
+    """The error code of a result (None for a success): its own code, else its class's."""
+    if isinstance(value, ToolResult):
+        value = value.return_value
     if not value.is_error:
         return None
     error = standard_part(value).get("error")
     code = cast(dict[str, Any], error).get("code") if isinstance(error, dict) else None
     if isinstance(code, str) and code:
         return code
-    for cls, class_code in _CLASS_CODES:
-        if isinstance(value, cls):
-            return class_code.value
-    own: Any = getattr(type(value), "code", None)
-    if isinstance(own, str):
-        return own
-    return ErrorCode.EXECUTION_ERROR.value
+    own: object = getattr(type(value), "code", None)
+    return own if isinstance(own, str) else ErrorCode.EXECUTION_ERROR.value
 
 
-def error_details(value: ToolReturnValue) -> dict[str, JsonType]:
+def error_details(value: ToolReturnValue | ToolResult) -> dict[str, JsonType]:
     """The details an error carries besides its code (retry_after, replacement, reason...)."""
+    if isinstance(value, ToolResult):
+        value = value.return_value
     error = standard_part(value).get("error")
     if not isinstance(error, dict):
         return {}
     return {k: v for k, v in error.items() if k != "code"}  # pyright: ignore[reportUnknownVariableType]
 
 
-def is_retryable(value: ToolReturnValue) -> bool:
+def is_retryable(value: ToolReturnValue | ToolResult) -> bool:
     """Whether calling again may succeed: the error's own `retryable`, else its catalog entry."""
+    if isinstance(value, ToolResult):
+        value = value.return_value
     if not value.is_error:
         return False
     own = error_details(value).get("retryable")
@@ -157,7 +155,7 @@ def is_retryable(value: ToolReturnValue) -> bool:
     return spec.retryable if spec is not None else False
 
 
-def retry_after(value: ToolReturnValue) -> float | None:
+def retry_after(value: ToolReturnValue | ToolResult) -> float | None:
     """The seconds an error asks the caller to wait before retrying, if it says."""
     seconds = error_details(value).get("retry_after")
     if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds >= 0:

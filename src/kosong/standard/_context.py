@@ -7,9 +7,9 @@
   definition, the arguments (parsed once, the way the toolset parses them), what the policies
   record (retries, cache information...) and the call's event listeners. Tools never see it.
 
-A call's contexts are made when it enters a pipeline (`PolicyToolset.handle`) and live until
-its result leaves it. On the way out, what was recorded becomes the result's metadata
-(`extras["standard"]["metadata"]`) and the final event.
+A call's contexts are made when it enters a pipeline (`PolicyToolset.call_tool`) and live
+until its result leaves it. On the way out, what was recorded becomes the result's metadata
+(`ToolResult.metadata`, a `CallMetadata` written out only when read) and the final event.
 """
 
 from __future__ import annotations
@@ -20,21 +20,23 @@ import hashlib
 import json
 import logging
 import math
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Final, cast
 
 from kosong.message import ToolCall
 from kosong.standard._events import EventSink, EventType, ToolEvent, final_event
 from kosong.standard._trace import format_epoch, new_event_id, now_timestamp
-from kosong.standard._values import detached, round3
+from kosong.standard._values import round3
 from kosong.tooling import Tool, ToolError, ToolResult
-from kosong.tooling.error import ToolParseError
+from kosong.tooling.error import ToolCancelledError
 from kosong.utils.typing import JsonType
 
 __all__ = [
     "RESERVED_METADATA",
     "CallContext",
+    "CallMetadata",
     "PolicyContext",
     "arguments_digest",
     "canonical_json",
@@ -51,7 +53,7 @@ _CURRENT: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
 RESERVED_METADATA: Final = frozenset(
     {
         "tool_name", "execution_time_ms", "timestamp", "trace_id", "tool_call_id",
-        "performance", "cache", "warnings",
+        "performance", "cache", "warnings", "debug_info",
     }
 )  # fmt: skip
 """Metadata keys the pipeline writes itself; `set_metadata` refuses them."""
@@ -186,60 +188,63 @@ class CallContext:
 class PolicyContext:
     """A call as the policies of a pipeline share it; see the module doc.
 
-    Policies read `tool_call`, `tool` (None for an unknown tool), `arguments` (None when the
-    tool is unknown or the toolset refuses the arguments, in which case the call's result is
-    that refusal), `arguments_key`, `trace_id`; they record `retry_count`, `attempt_codes`,
-    `cache`, `shared`, and what `call` (the tool's view) takes; they send events with `emit`.
+    Policies read `tool_call`, `tool`, `arguments` (parsed once, as the toolset parses them),
+    `arguments_key`, `trace_id`; they record `retry_count`, `attempt_codes`, `cache`, `shared`,
+    and what `call_context` (the tool's view) takes; they send events with `emit`.
+
+    A policy that observes every call (`Policy.observes_refusals`) also sees calls the
+    toolset refuses before they run: then `refusal` is the error the call ends with,
+    `arguments` is None, and for an unknown tool there is no `tool` (`has_tool` is False).
     """
 
     __slots__ = (
         "_events",
         "_key",
+        "_tool",
         "arguments",
         "attempt_codes",
         "cache",
-        "call",
+        "call_context",
         "processing_ms",
         "refusal",
-        "retained",
         "retry_count",
         "shared",
-        "tool",
         "tool_call",
         "tool_name",
         "trace_id",
-        "written_as_string",
     )
 
     def __init__(
         self,
         tool_call: ToolCall,
         tool: Tool | None,
+        arguments: JsonType | None,
         trace_id: str,
         *,
+        refusal: ToolError | None = None,
         sink: EventSink | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
-        """Start the context of `tool_call` to `tool` (None: no such tool)."""
+        """Start the context of `tool_call` to `tool` with its parsed `arguments`.
+
+        For a call the toolset refuses, `refusal` is why (and `tool` None for an unknown tool).
+        """
         self.tool_call = tool_call
         """The call."""
-        self.tool = tool
-        """The tool's definition, or None when no tool has the call's name."""
+        self._tool = tool
         self.tool_name = tool_call.function.name
         """The name the call asks for."""
+        self.arguments = arguments
+        """The parsed arguments (None only for a refused call)."""
+        self.refusal = refusal
+        """Why the toolset refuses the call, for a call that never runs (else None)."""
         self.trace_id = trace_id
         """The trace the call belongs to."""
         self._events = _Events(tool_call, trace_id, sink, loop)
-        self.call = CallContext(
+        self.call_context = CallContext(
             tool_call.id, tool_call.function.name, trace_id, progress=self._events.progress
         )
         """The call as the tool sees it; record warnings, metadata, debug details there."""
-        self.arguments: JsonType | None = None
-        """The parsed arguments, once read (None: unknown tool, or refused)."""
-        self.refusal: ToolParseError | None = None
-        """Why the toolset refuses the arguments, when it does."""
-        self.written_as_string = False
-        """Whether the arguments were written as a JSON string holding the object."""
         self.retry_count = 0
         """How many times the call was retried."""
         self.attempt_codes: list[str] = []
@@ -248,19 +253,40 @@ class PolicyContext:
         """Set by the cache policy on a hit: `{hit, cached_at, ttl_remaining}`."""
         self.shared = False
         """True when the result is another identical call's (single-flight)."""
-        self.retained = False
-        """Set by a policy that keeps the result or hands it to other calls (a cache, a
-        shared run): this caller's copy then gets a copy of the artifact too."""
         self.processing_ms = 0.0
         """Time spent in the wrapped toolset, over all attempts."""
         self._key: str | None = None
+
+    @property
+    def tool(self) -> Tool:
+        """The definition of the tool called.
+
+        Raises:
+            LookupError: the call is a refused call to an unknown tool (only policies that
+                observe refusals see those; they check `has_tool` first).
+        """
+        tool = self._tool
+        if tool is None:
+            raise LookupError(f"no tool is named `{self.tool_name}`; see ctx.refusal")
+        return tool
+
+    @property
+    def has_tool(self) -> bool:
+        """Whether the call names a tool of the toolset (False only for an unknown tool)."""
+        return self._tool is not None
+
+    @property
+    def written_as_string(self) -> bool:
+        """Whether the arguments were written as a JSON string holding the object."""
+        raw = self.tool_call.function.arguments
+        return raw is not None and _STRING_START.match(raw) is not None
 
     @property
     def arguments_key(self) -> str | None:
         """A digest of the arguments: equal for equal values however written, else None.
 
         Key order and spacing do not count; a JSON string holding an object and the object
-        itself differ. None when there are no arguments to digest (see `arguments`).
+        itself differ. None for a refused call (see `arguments`).
         """
         if self._key is None and self.arguments is not None:
             self._key = arguments_digest(self.arguments, self.written_as_string)
@@ -272,8 +298,8 @@ class PolicyContext:
 
     def enable_debug(self) -> None:
         """Turn debug mode on for this call: the result gets `debug_info`."""
-        if self.call._debug is None:  # pyright: ignore[reportPrivateUsage]
-            self.call._debug = {}  # pyright: ignore[reportPrivateUsage]
+        if self.call_context._debug is None:  # pyright: ignore[reportPrivateUsage]
+            self.call_context._debug = {}  # pyright: ignore[reportPrivateUsage]
 
     # --- events ----------------------------------------------------------------------------
 
@@ -298,47 +324,15 @@ class PolicyContext:
 
     def enter(self) -> None:
         """Make this call the current one (`current_call()`) in the running task."""
-        _CURRENT.set(self.call)
+        _CURRENT.set(self.call_context)
 
     def finish(self, result: ToolResult) -> ToolResult:
-        """The call's result with its metadata, after the final event went to the listeners."""
-        call = self.call
-        elapsed = round3(call.elapsed_ms)
-        metadata: dict[str, JsonType] = {
-            "tool_name": self.tool_name,
-            "execution_time_ms": elapsed,
-            "timestamp": format_epoch(time.time()),
-            "trace_id": self.trace_id,
-        }
-        timings = call._timings  # pyright: ignore[reportPrivateUsage]
-        if self.processing_ms or timings:
-            performance: dict[str, JsonType] = {}
-            if self.processing_ms:
-                performance["processing_ms"] = round3(self.processing_ms)
-            if timings:
-                performance.update({k: round3(v) for k, v in timings.items()})
-            metadata["performance"] = performance
-        if self.cache is not None:
-            metadata["cache"] = self.cache
-        if call._warnings:  # pyright: ignore[reportPrivateUsage]
-            metadata["warnings"] = list(call._warnings)  # pyright: ignore[reportPrivateUsage]
-        if call._metadata:  # pyright: ignore[reportPrivateUsage]
-            metadata.update(call._metadata)  # pyright: ignore[reportPrivateUsage]
-        standard: dict[str, JsonType] = {"metadata": metadata}
-        if call._debug is not None:  # pyright: ignore[reportPrivateUsage]
-            standard["debug_info"] = {
-                "cache_hit": bool(self.cache and self.cache.get("hit")),
-                "retry_count": self.retry_count,
-                "attempt_codes": list(self.attempt_codes),
-                "shared_execution": self.shared,
-                "execution_time_ms": elapsed,
-                "trace_id": self.trace_id,
-                **call._debug,  # pyright: ignore[reportPrivateUsage]
-            }
-        # Every caller gets a copy of its own: the value may also sit in a cache, or be
-        # another call's (single-flight), which then say so (`retained`).
-        value = detached(result.return_value, standard, copy_artifact=self.retained)
-        final = ToolResult(result.tool_call_id, value)
+        """The call's result with its metadata, after the final event went to the listeners.
+
+        The value is the one the policies passed out, not a copy: a policy that hands one
+        value to several calls (a cache, single-flight) gives each its own copy.
+        """
+        final = ToolResult(result.tool_call_id, result.return_value, metadata=CallMetadata(self))
         self._events.end(final)
         return final
 
@@ -347,9 +341,89 @@ class PolicyContext:
 
         `reason` is the cancellation's message (`task.cancel(msg)`), when it had one.
         """
-        text = f"The call to `{self.tool_name}` was cancelled before it finished"
-        value = ToolError(message=f"{text}: {reason}" if reason else text, brief="Cancelled")
-        self._events.end(ToolResult(self.tool_call.id, value))
+        value = ToolCancelledError(self.tool_name, reason)
+        self._events.end(ToolResult(self.tool_call.id, value, metadata=CallMetadata(self)))
+
+
+class CallMetadata(Mapping[str, JsonType]):
+    """The standard's metadata of one call, as a read-only mapping, written out when first read.
+
+    `tool_name`, `execution_time_ms`, `timestamp` (ISO 8601), `trace_id`, then what was
+    recorded: `performance`, `cache`, `warnings`, the keys set with `set_metadata`, and in
+    debug mode `debug_info`. A pipeline records the numbers as a call ends and formats them
+    only when someone reads them (an envelope, an event, a test), which most calls never need.
+    """
+
+    __slots__ = ("_context", "_data", "_debug", "_elapsed_ms", "_epoch", "_policy")
+
+    def __init__(self, ctx: PolicyContext) -> None:
+        """Take what `ctx` recorded, as the call ends."""
+        call = ctx.call_context
+        self._context = call
+        self._policy: tuple[str, str, float, dict[str, JsonType] | None] = (
+            ctx.tool_name,
+            ctx.trace_id,
+            ctx.processing_ms,
+            ctx.cache,
+        )
+        self._elapsed_ms = call.elapsed_ms
+        self._epoch = time.time()
+        self._debug: dict[str, JsonType] | None = None
+        if call._debug is not None:  # pyright: ignore[reportPrivateUsage]
+            self._debug = {
+                "cache_hit": bool(ctx.cache and ctx.cache.get("hit")),
+                "retry_count": ctx.retry_count,
+                "attempt_codes": list(ctx.attempt_codes),
+                "shared_execution": ctx.shared,
+                "execution_time_ms": round3(self._elapsed_ms),
+                "trace_id": ctx.trace_id,
+                **call._debug,  # pyright: ignore[reportPrivateUsage]
+            }
+        self._data: dict[str, JsonType] | None = None
+
+    def _written(self) -> dict[str, JsonType]:
+        if self._data is None:
+            tool_name, trace_id, processing_ms, cache = self._policy
+            call = self._context
+            data: dict[str, JsonType] = {
+                "tool_name": tool_name,
+                "execution_time_ms": round3(self._elapsed_ms),
+                "timestamp": format_epoch(self._epoch),
+                "trace_id": trace_id,
+            }
+            timings = call._timings  # pyright: ignore[reportPrivateUsage]
+            if processing_ms or timings:
+                performance: dict[str, JsonType] = {}
+                if processing_ms:
+                    performance["processing_ms"] = round3(processing_ms)
+                if timings:
+                    performance.update({k: round3(v) for k, v in timings.items()})
+                data["performance"] = performance
+            if cache is not None:
+                data["cache"] = dict(cache)
+            if call._warnings:  # pyright: ignore[reportPrivateUsage]
+                data["warnings"] = list(call._warnings)  # pyright: ignore[reportPrivateUsage]
+            if call._metadata:  # pyright: ignore[reportPrivateUsage]
+                data.update(call._metadata)  # pyright: ignore[reportPrivateUsage]
+            if self._debug is not None:
+                data["debug_info"] = self._debug
+            self._data = data
+        return self._data
+
+    def __getitem__(self, key: str) -> JsonType:
+        return self._written()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._written())
+
+    def __len__(self) -> int:
+        return len(self._written())
+
+    def __repr__(self) -> str:
+        return f"CallMetadata({self._written()!r})"
+
+
+_STRING_START = re.compile(r"\s*\"")
 
 
 class _Events:

@@ -21,8 +21,9 @@ How a result maps:
 - `error.code` is `codes.error_code(value)`, `error.message` the result's message, and
   `error.retryable` the catalog's answer unless the error says otherwise; the error's details
   (`retry_after`, `replacement`...) sit next to them.
-- `metadata` is what the pipeline recorded in the result (`extras["standard"]["metadata"]`),
-  with the gaps filled from the arguments of `to_envelope`; `debug_info` likewise.
+- `metadata` is what the pipeline recorded about the call (`ToolResult.metadata`), with the
+  gaps filled from the arguments of `to_envelope`; `debug_info` likewise. `from_envelope`
+  gives it back as the result's `metadata`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,14 @@ from typing import Any, Literal, Self, cast
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from kosong.message import ContentPart
-from kosong.standard._codes import CATALOG, ErrorCode, error_class_for, error_code, error_details
+from kosong.standard._codes import (
+    CATALOG,
+    ErrorCode,
+    error_class_for,
+    error_code,
+    error_details,
+    is_retryable,
+)
 from kosong.standard._trace import current_trace_id, format_timestamp, new_trace_id
 from kosong.standard._values import RESULT_CLASSES, restore_value, standard_part
 from kosong.tooling import DisplayBlock, ToolError, ToolOk, ToolResult, ToolReturnValue
@@ -46,7 +54,6 @@ __all__ = [
     "Envelope",
     "EnvelopeError",
     "EnvelopeMetadata",
-    "attach_metadata",
     "from_envelope",
     "to_envelope",
 ]
@@ -208,18 +215,10 @@ _DISPLAY = TypeAdapter(list[DisplayBlock])
 _PARTS = TypeAdapter(list[ContentPart])
 
 
-def attach_metadata(value: ToolReturnValue, metadata: Mapping[str, JsonType]) -> ToolReturnValue:
-    """A copy of `value` that carries `metadata` as its standard metadata (see the module doc)."""
-    extras: dict[str, JsonType] = dict(value.extras or {})
-    part: dict[str, JsonType] = dict(standard_part(value))
-    part["metadata"] = dict(metadata)
-    extras["standard"] = part
-    return value.model_copy(update={"extras": extras})
-
-
 def to_envelope(
     result: ToolResult | ToolReturnValue,
     *,
+    metadata: Mapping[str, JsonType] | None = None,
     tool_name: str | None = None,
     trace_id: str | None = None,
     timestamp: str | None = None,
@@ -229,12 +228,14 @@ def to_envelope(
     """The envelope of a result.
 
     Args:
-        result: A `ToolResult` (its call id goes into the metadata) or a bare return value.
-        tool_name: The tool's name, when the result does not carry its metadata.
-        trace_id: The trace id, when the result does not carry one (default: the current
+        result: A `ToolResult` (its metadata and call id go into the envelope's metadata) or a
+            bare return value.
+        metadata: The call's metadata, when `result` carries none (a bare value).
+        tool_name: The tool's name, when the metadata does not give it.
+        trace_id: The trace id, when the metadata does not give one (default: the current
             trace, else a new id).
-        timestamp: When the result was produced, when the result does not say (default: now).
-        execution_time_ms: How long the call took, when the result does not say.
+        timestamp: When the result was produced, when the metadata does not say (default: now).
+        execution_time_ms: How long the call took, when the metadata does not say.
         lossless: Add the `kosong` extension when the standard's shape cannot hold everything;
             False gives the bare standard shape.
 
@@ -243,48 +244,41 @@ def to_envelope(
     """
     if isinstance(result, ToolResult):
         value, call_id = result.return_value, result.tool_call_id
+        metadata = result.metadata if result.metadata is not None else metadata
     else:
         value, call_id = result, None
-    part = standard_part(value)
-    raw_metadata = part.get("metadata")
-    recorded = cast(dict[str, Any], raw_metadata) if isinstance(raw_metadata, dict) else None
-    metadata: dict[str, Any] = dict(recorded or {})
+    fields: dict[str, Any] = {}
+    written: dict[str, Any] = dict(metadata or {})
+    debug = written.pop("debug_info", None)
+    if isinstance(debug, dict):
+        fields["debug_info"] = debug
     for key, given in (
         ("tool_name", tool_name),
         ("execution_time_ms", execution_time_ms),
         ("timestamp", timestamp),
         ("trace_id", trace_id),
     ):
-        if key not in metadata and given is not None:
-            metadata[key] = given
-    if "tool_name" not in metadata:
+        if key not in written and given is not None:
+            written[key] = given
+    if "tool_name" not in written:
         raise ValueError("the result carries no metadata: pass tool_name= to to_envelope")
-    if "timestamp" not in metadata:  # made only when missing: a result leaving a pipeline has it
-        metadata["timestamp"] = format_timestamp(datetime.now(UTC))
-    if "trace_id" not in metadata:
-        metadata["trace_id"] = current_trace_id() or new_trace_id()
+    if "timestamp" not in written:  # made only when missing: a result leaving a pipeline has it
+        written["timestamp"] = format_timestamp(datetime.now(UTC))
+    if "trace_id" not in written:
+        written["trace_id"] = current_trace_id() or new_trace_id()
     if call_id is not None:
-        metadata.setdefault("tool_call_id", call_id)
-
-    fields: dict[str, Any] = {"metadata": metadata}
-    debug = part.get("debug_info")
-    if isinstance(debug, dict):
-        fields["debug_info"] = debug
+        written.setdefault("tool_call_id", call_id)
+    fields["metadata"] = written
     json_form: str | None = None
     if value.is_error:
-        code = error_code(value) or ErrorCode.EXECUTION_ERROR.value
         details = error_details(value)
-        retryable = details.get("retryable")
-        if not isinstance(retryable, bool):
-            spec = CATALOG.get(code)
-            retryable = spec.retryable if spec is not None else False
         fields.update(
             success=False,
             status="error",
             error={
-                "code": code,
+                "code": error_code(value),
                 "message": value.message,
-                "retryable": retryable,
+                "retryable": is_retryable(value),
                 # code and message are the envelope's own: a detail cannot replace them
                 **{k: v for k, v in details.items() if k not in ("retryable", "message")},
             },
@@ -298,7 +292,7 @@ def to_envelope(
         else:
             envelope.data = _PARTS.dump_python(value.output, mode="json")
     if lossless:
-        extension = _extension(value, envelope, recorded, json_form, call_id)
+        extension = _extension(value, envelope, json_form)
         if extension:
             envelope.kosong = extension
     return envelope
@@ -323,7 +317,11 @@ def from_envelope(
     call_id = tool_call_id
     if call_id is None:
         call_id = envelope.metadata.tool_call_id or ""
-    return ToolResult(call_id, value)
+    metadata: dict[str, JsonType] = envelope.metadata.model_dump(mode="json", exclude_none=True)
+    metadata.pop("tool_call_id", None)  # the result's own field
+    if envelope.debug_info is not None:
+        metadata["debug_info"] = envelope.debug_info
+    return ToolResult(call_id, value, metadata=metadata)
 
 
 # --- the extension: what the default restoration would get wrong -------------------------------
@@ -356,12 +354,6 @@ def _default_error_part(envelope: Envelope, cls: type[ToolReturnValue]) -> dict[
         if implied == error.code:
             return None
     return part
-
-
-def _default_metadata(envelope: Envelope) -> dict[str, Any]:
-    metadata = envelope.metadata.model_dump(mode="json", exclude_none=True)
-    metadata.pop("tool_call_id", None)
-    return metadata
 
 
 def _default_output(envelope: Envelope, form: str | None) -> str:
@@ -403,14 +395,9 @@ def _restored_extras(
     if ext.get("extras_verbatim"):
         return cast("dict[str, Any] | None", ext.get("extras"))
     standard: dict[str, Any] = {}
-    metadata = ext["metadata"] if "metadata" in ext else _default_metadata(envelope)
-    if metadata is not None:
-        standard["metadata"] = metadata
     error = ext["error"] if "error" in ext else _default_error_part(envelope, cls)
     if error is not None:
         standard["error"] = error
-    if envelope.debug_info is not None:
-        standard["debug_info"] = envelope.debug_info
     extras: dict[str, Any] | None = None
     if "extras" in ext:
         extras = dict(cast(dict[str, Any], ext["extras"]))
@@ -422,11 +409,7 @@ def _restored_extras(
 
 
 def _extension(
-    value: ToolReturnValue,
-    envelope: Envelope,
-    recorded: dict[str, Any] | None,
-    json_form: str | None,
-    call_id: str | None,
+    value: ToolReturnValue, envelope: Envelope, json_form: str | None
 ) -> dict[str, JsonType]:
     """What `_restore` needs beyond the envelope to rebuild exactly `value`."""
     ext: dict[str, JsonType] = {}
@@ -449,14 +432,11 @@ def _extension(
     if value.display:
         ext["display"] = _DISPLAY.dump_python(value.display, mode="json")
     part = standard_part(value)
-    default_metadata = _default_metadata(envelope)
-    if recorded != default_metadata:
-        ext["metadata"] = recorded
     if part.get("error") != _default_error_part(envelope, cls):
         ext["error"] = cast(JsonType, part.get("error"))
     others = {k: v for k, v in (value.extras or {}).items() if k != "standard"}
-    # Anything in the standard part besides metadata, error and debug_info rides along too.
-    rest = {k: v for k, v in part.items() if k not in ("metadata", "error", "debug_info")}
+    # Anything in the standard part besides the error rides along too.
+    rest = {k: v for k, v in part.items() if k != "error"}
     if rest:
         others["standard"] = rest
     if others:

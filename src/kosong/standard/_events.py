@@ -24,7 +24,7 @@ from typing import Any, Literal, Self
 from kosong.standard._envelope import to_envelope
 from kosong.standard._trace import new_event_id
 from kosong.tooling import ToolError, ToolResult
-from kosong.tooling.error import describe_exception
+from kosong.tooling.error import ToolCancelledError, describe_exception
 from kosong.utils.typing import JsonType
 
 __all__ = ["CallStream", "EventSink", "EventType", "ToolEvent", "final_event"]
@@ -106,16 +106,16 @@ class CallStream:
     """
 
     def __init__(
-        self, start: Callable[[EventSink], asyncio.Task[ToolResult]], *, tool_name: str = ""
+        self, start: Callable[[EventSink], asyncio.Future[ToolResult]], *, tool_name: str = ""
     ) -> None:
         """Prepare a stream; `start(sink)` starts the call, sending its events to `sink`."""
         self._start = start
         self._tool_name = tool_name
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
-        self._task: asyncio.Task[ToolResult] | None = None
+        self._task: asyncio.Future[ToolResult] | None = None
         self._finished = False
 
-    def _ensure_started(self) -> asyncio.Task[ToolResult]:
+    def _ensure_started(self) -> asyncio.Future[ToolResult]:
         if self._task is None:
             self._task = self._start(self._queue.put_nowait)
             self._task.add_done_callback(lambda _: self._queue.put_nowait(_END))
@@ -137,15 +137,15 @@ class CallStream:
             self._finished = True
         return event
 
-    def _missing_final(self, task: asyncio.Task[ToolResult]) -> ToolEvent:
+    def _missing_final(self, task: asyncio.Future[ToolResult]) -> ToolEvent:
+        value: ToolError
         if task.cancelled():
-            text = f"The call to `{self._tool_name}` was cancelled before it finished"
+            value = ToolCancelledError(self._tool_name)
         else:
             error = task.exception()
             text = f"The call failed: {describe_exception(error)}" if error else "No result"
-        return final_event(
-            ToolResult("", ToolError(message=text, brief="Cancelled")), self._tool_name
-        )
+            value = ToolError(message=text, brief="No result")
+        return final_event(ToolResult("", value), self._tool_name)
 
     async def result(self) -> ToolResult:
         """The call's result (starting the call if needed)."""

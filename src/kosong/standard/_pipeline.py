@@ -12,28 +12,30 @@ with `await forward(call, ctx)` or answers it itself. A policy that only looks a
 its way in and/or its result on the way out overrides `before` and/or `after` instead.
 
 `with_policies(toolset, *policies)` builds one `PolicyToolset`, once: the policies listed from
-the outside in, the way a call passes through them, and the toolset at the core. `handle()`
-keeps the `Toolset` contract (it never waits for a call and never raises but
-`asyncio.CancelledError`; every failure is a `ToolError` result) and runs each call in one
-task: first the arguments are read, once, the way the core toolset reads them (its
-`ArgumentLimits`, long ones in a worker thread), so that every policy sees exactly what the
-tool will get, and no policy sees arguments the toolset refuses; then the policies, each
-awaiting the next; then the core (`SimpleToolset.call` in the same task, or `handle()` of any
-other toolset). On Python 3.12+ the task starts eagerly: a call answered without waiting (a
-cache hit, a refusal, a tool that never awaits) is done when `handle()` returns.
+the outside in, the way a call passes through them, and the toolset at the core. It is a
+`BaseToolset`, so kosong's one dispatcher handles each call: the tool is resolved and the
+arguments parsed once, with the core toolset's `ArgumentLimits`, before any policy runs.
+Policies therefore see only calls that can run (`ctx.tool` and `ctx.arguments` are set),
+except the few that say they observe every call (`Policy.observes_refusals`: metrics,
+tracing, debug, event hooks), which also see the calls the dispatcher refuses. After the
+policies, the core runs the call: a `BaseToolset` core through its `call_tool` (no second
+parse), any other toolset through its `handle()`. On Python 3.12+ the call's task starts
+eagerly: a call answered without waiting (a cache hit, a refusal, a tool that never awaits) is
+done when `handle()` returns.
 
 Every result leaves with its metadata (tool name, time taken, timestamp, trace id...) in
-`extras["standard"]`; `to_envelope` turns it into the standard's JSON.
+`ToolResult.metadata`; `to_envelope` turns it into the standard's JSON.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import TypeVar, cast
+from typing import ClassVar, TypeVar, cast
 
 from kosong._threads import run_parsing, start_task
 from kosong.message import ToolCall
@@ -41,22 +43,19 @@ from kosong.standard._context import PolicyContext, arguments_digest
 from kosong.standard._events import CallStream, EventSink
 from kosong.standard._trace import current_trace_id, new_trace_id, use_trace_id
 from kosong.tooling import (
+    UNPARSED,
     ArgumentLimits,
-    ArgumentsError,
+    BaseToolset,
     HandleResult,
     Tool,
+    ToolError,
     ToolResult,
     ToolReturnValue,
     Toolset,
-    parse_arguments,
+    Unparsed,
+    dispatch,
 )
-from kosong.tooling.error import (
-    ToolParseError,
-    ToolRuntimeError,
-    describe_exception,
-    unhandled_result,
-)
-from kosong.tooling.simple import SimpleToolset
+from kosong.tooling.error import ToolNotFoundError, ToolRuntimeError, describe_exception
 from kosong.utils.typing import JsonType
 
 __all__ = ["Forward", "HookPolicy", "Policy", "PolicyToolset", "with_policies"]
@@ -77,6 +76,12 @@ class Policy:
     every call through it. None of its methods may raise: a failure is a `ToolError` result
     (the pipeline turns an escaping exception into one, and logs it).
     """
+
+    observes_refusals: ClassVar[bool] = False
+    """Whether this policy also sees calls refused before they could run (an unknown tool,
+    unreadable arguments): then `ctx.refusal` is set, `ctx.arguments` is None (and `ctx.tool`
+    too for an unknown tool), and `forward` answers with the refusal. Policies that count or
+    trace every call say True; the others only ever see calls that can run."""
 
     async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Handle `call`: pass it on with `await forward(call, ctx)`, or answer it yourself.
@@ -105,7 +110,13 @@ HookPolicy = Policy
 """The older name of a policy that overrides `before` / `after`: any `Policy` may."""
 
 
-class PolicyToolset(Toolset):
+_LISTENER: contextvars.ContextVar[EventSink | None] = contextvars.ContextVar(
+    "kosong_standard_listener", default=None
+)
+"""The listener of the call `PolicyToolset.stream` is starting, read by the call's task."""
+
+
+class PolicyToolset(BaseToolset):
     """A `Toolset` that applies policies around the calls to the toolset it wraps."""
 
     def __init__(self, toolset: Toolset, *policies: Policy) -> None:
@@ -122,9 +133,8 @@ class PolicyToolset(Toolset):
             core = toolset.wrapped
         self._core: Toolset = core
         self._policies: tuple[Policy, ...] = policies
-        toolset = core
         self._added: dict[str, Tool] = {}
-        core_names = {tool.name for tool in toolset.tools}
+        core_names = {tool.name for tool in core.tools}
         for policy in policies:
             for tool in policy.added_tools():
                 if tool.name in core_names or tool.name in self._added:
@@ -133,15 +143,9 @@ class PolicyToolset(Toolset):
                         "toolset already has one; give one of them another name"
                     )
                 self._added[tool.name] = tool
-        self._simple = _runs_in_caller_task(toolset)
-        self._find_in_core = _finder(toolset)
-        self._limits: ArgumentLimits = (
-            toolset.limits if isinstance(toolset, SimpleToolset) else ArgumentLimits()
-        )
-        forward: Forward = self._call_core
-        for policy in reversed(policies):
-            forward = _layer(policy, forward)
-        self._enter = forward
+        self._enter = _chain(policies, self._call_core)
+        observers = tuple(policy for policy in policies if policy.observes_refusals)
+        self._observe = _chain(observers, self._call_core) if observers else None
 
     @property
     def wrapped(self) -> Toolset:
@@ -158,13 +162,24 @@ class PolicyToolset(Toolset):
         """The core toolset's tools, and any the policies add."""
         return [*self._core.tools, *self._added.values()]
 
+    @property
+    def limits(self) -> ArgumentLimits:
+        """The core toolset's caps on arguments (the defaults for a toolset without them)."""
+        core = self._core
+        return core.limits if isinstance(core, BaseToolset) else super().limits
+
     def find_tool(self, name: str) -> Tool | None:
         """The definition of the tool called `name`, or None.
 
         Asked on every call: a toolset may gain and lose tools at any time.
         """
         tool = self._added.get(name)
-        return tool if tool is not None else self._find_in_core(name)
+        if tool is not None:
+            return tool
+        core = self._core
+        if isinstance(core, BaseToolset):
+            return core.find_tool(name)
+        return next((tool for tool in core.tools if tool.name == name), None)
 
     def find_policy(self, kind: type[P]) -> P | None:
         """The outermost policy of type `kind`, or None."""
@@ -174,17 +189,10 @@ class PolicyToolset(Toolset):
         """A new pipeline with `policy` outside this one's policies."""
         return PolicyToolset(self._core, policy, *self._policies)
 
-    def handle(self, tool_call: ToolCall) -> HandleResult:
-        """Handle one call through the policies; see the module doc for the guarantees."""
-        try:
-            # First: outside a running loop this raises before a coroutine exists to leak.
-            loop = asyncio.get_running_loop()
-            return start_task(loop, self._run(self._context(tool_call, None, loop)))
-        except Exception as e:  # the contract: handle() reports, it does not raise
-            return unhandled_result(tool_call, e)
-
-    def stream(self, tool_call: ToolCall) -> CallStream:
+    def stream(self, tool_call: ToolCall, arguments: JsonType | Unparsed = UNPARSED) -> CallStream:
         """The events of one call: progress and retries as they happen, then the result.
+
+        `arguments`, when given, are the call's arguments already parsed (see `dispatch`).
 
         Example:
             ```python skip
@@ -193,36 +201,71 @@ class PolicyToolset(Toolset):
                     print(event.to_sse())
             ```
         """
-        return CallStream(partial(self._start, tool_call), tool_name=tool_call.function.name)
+        return CallStream(
+            partial(self._start, tool_call, arguments), tool_name=tool_call.function.name
+        )
 
-    def _start(self, tool_call: ToolCall, sink: EventSink | None) -> asyncio.Task[ToolResult]:
-        loop = asyncio.get_running_loop()
-        return start_task(loop, self._run(self._context(tool_call, sink, loop)))
+    def _start(
+        self, tool_call: ToolCall, arguments: JsonType | Unparsed, sink: EventSink | None
+    ) -> asyncio.Future[ToolResult]:
+        token = _LISTENER.set(sink)
+        try:
+            answer = self.dispatch(tool_call, arguments)
+        finally:
+            _LISTENER.reset(token)
+        if isinstance(answer, ToolResult):  # refused at once: a finished future
+            done = asyncio.get_running_loop().create_future()
+            done.set_result(answer)
+            return done
+        return answer
+
+    async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
+        """Run the call through the policies, then the core toolset."""
+        ctx = self._context(call, tool, arguments, None)
+        raw = call.function.arguments
+        if raw is not None and self.limits.parses_in_thread(raw):
+            # The digest of long arguments is made off the loop too, as they were parsed.
+            ctx.arguments_key = await run_parsing(
+                arguments_digest, arguments, ctx.written_as_string
+            )
+        return await self._run(ctx, self._enter)
+
+    def refuse(self, call: ToolCall, error: ToolError) -> HandleResult:
+        """A refused call: seen by the policies that observe every call, with its metadata."""
+        ctx = self._context(call, self.find_tool(call.function.name), None, error)
+        if self._observe is None:
+            return ctx.finish(ToolResult(call.id, error))
+        return start_task(asyncio.get_running_loop(), self._run(ctx, self._observe))
 
     def _context(
-        self, tool_call: ToolCall, sink: EventSink | None, loop: asyncio.AbstractEventLoop
+        self, call: ToolCall, tool: Tool | None, arguments: JsonType, refusal: ToolError | None
     ) -> PolicyContext:
-        extras = tool_call.extras
+        extras = call.extras
         given = extras.get("trace_id") if extras else None
         trace_id = (
             given
             if isinstance(given, str) and 0 < len(given) <= 128
             else current_trace_id() or new_trace_id()
         )
-        tool = self.find_tool(tool_call.function.name)
-        return PolicyContext(tool_call, tool, trace_id, sink=sink, loop=loop)
+        sink = _LISTENER.get()
+        if sink is not None:
+            _LISTENER.set(None)  # in this call's own context: calls it makes are not streamed
+        return PolicyContext(
+            call,
+            tool,
+            None if refusal is not None else arguments,
+            trace_id,
+            refusal=refusal,
+            sink=sink,
+            loop=asyncio.get_running_loop(),
+        )
 
-    async def _run(self, ctx: PolicyContext) -> ToolResult:
-        # The task runs in its own copy of the context: these end with it.
+    async def _run(self, ctx: PolicyContext, enter: Forward) -> ToolResult:
         ctx.enter()
         use_trace_id(ctx.trace_id)
         call = ctx.tool_call
         try:
-            if ctx.tool is not None:
-                waiting = self._read_arguments(ctx, ctx.tool, call.function.arguments)
-                if waiting is not None:  # long arguments, parsed off the loop
-                    await waiting
-            result = cast(object, await self._enter(call, ctx))
+            result = cast(object, await enter(call, ctx))
             if not isinstance(result, ToolResult):
                 raise TypeError(f"a policy returned {type(result).__name__}, not a ToolResult")
         except asyncio.CancelledError as e:
@@ -236,52 +279,38 @@ class PolicyToolset(Toolset):
             result = ToolResult(call.id, _failed(call, describe_exception(e)))
         return ctx.finish(result)
 
-    def _read_arguments(
-        self, ctx: PolicyContext, tool: Tool, raw: str | None
-    ) -> Awaitable[None] | None:
-        """Parse the arguments as the core will: with the toolset's limits and rules.
-
-        Returns an awaitable for long ones, parsed (and digested) in a worker thread.
-        """
-        if raw is not None and self._limits.parses_in_thread(raw):
-            return self._read_long_arguments(ctx, tool, raw)
-        try:
-            ctx.arguments = parse_arguments(raw, self._limits, expects_object=tool.expects_object)
-        except ArgumentsError as e:
-            ctx.refusal = ToolParseError(str(e))
-        else:
-            ctx.written_as_string = raw is not None and raw.lstrip()[:1] == '"'
-        return None
-
-    async def _read_long_arguments(self, ctx: PolicyContext, tool: Tool, raw: str) -> None:
-        try:
-            ctx.arguments, ctx.arguments_key = await run_parsing(
-                _parse_and_digest, raw, self._limits, tool.expects_object
-            )
-        except ArgumentsError as e:
-            ctx.refusal = ToolParseError(str(e))
-        else:
-            ctx.written_as_string = raw.lstrip()[:1] == '"'
-
     async def _call_core(self, call: ToolCall, ctx: PolicyContext) -> ToolResult:
         if ctx.refusal is not None:
             return ToolResult(call.id, ctx.refusal)
+        tool, arguments = ctx.tool, ctx.arguments
+        if tool.name in self._added:
+            # No policy answered a call to one of the policies' own tools.
+            return ToolResult(call.id, ToolNotFoundError(call.function.name))
         started = time.perf_counter()
+        core = self._core
         result: object
-        try:
-            if self._simple is not None and ctx.arguments is not None:
-                result = await self._simple.call(call, arguments=ctx.arguments)
-            else:
-                result = cast(object, await self._core.handle(call))
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # the core broke the Toolset contract; report it as a value
-            result = ToolResult(call.id, ToolRuntimeError(describe_exception(e)))
+        if isinstance(core, BaseToolset):
+            result = cast(object, await core.run_call(call, tool, arguments))
+        else:
+            try:
+                result = await dispatch(core, call, arguments)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # the core broke the Toolset contract; report it as a value
+                result = ToolResult(call.id, ToolRuntimeError(describe_exception(e)))
         ctx.processing_ms += (time.perf_counter() - started) * 1000
         if not isinstance(result, ToolResult):
             text = f"the toolset returned {type(result).__name__}, not a ToolResult"
             return ToolResult(call.id, ToolRuntimeError(text))
         return result
+
+
+def _chain(policies: Sequence[Policy], core: Forward) -> Forward:
+    """`forward` of the outermost of `policies`, each passing on to the next, then to `core`."""
+    forward = core
+    for policy in reversed(policies):
+        forward = _layer(policy, forward)
+    return forward
 
 
 def _layer(policy: Policy, forward: Forward) -> Forward:
@@ -292,45 +321,6 @@ def _layer(policy: Policy, forward: Forward) -> Forward:
         return run(call, ctx, forward)
 
     return enter
-
-
-def _parse_and_digest(
-    raw: str, limits: ArgumentLimits, expects_object: bool
-) -> tuple[JsonType, str]:
-    """Long arguments and their digest, both made in a worker thread."""
-    arguments = parse_arguments(raw, limits, expects_object=expects_object)
-    return arguments, arguments_digest(arguments, raw.lstrip()[:1] == '"')
-
-
-def _finder(core: Toolset) -> Callable[[str], Tool | None]:
-    """How to find a tool of `core` by name: its own `find_tool` if it has one, else a scan.
-
-    Either is asked on every call: a toolset may gain and lose tools at any time.
-    """
-    if isinstance(core, SimpleToolset):
-        return core.find_tool  # typed: nothing to check
-    own = getattr(core, "find_tool", None)
-    if callable(own):
-
-        def find(name: str) -> Tool | None:
-            found: object = own(name)
-            return found if isinstance(found, Tool) else None
-
-        return find
-    return lambda name: next((tool for tool in core.tools if tool.name == name), None)
-
-
-def _runs_in_caller_task(toolset: Toolset) -> SimpleToolset | None:
-    """`toolset` when its `call()` handles a call as `handle()` would, in the caller's task.
-
-    A subclass that changes `handle()` but not `call()` is asked to `handle()` calls, so its
-    change still applies.
-    """
-    if isinstance(toolset, SimpleToolset):
-        cls = type(toolset)
-        if cls.handle is SimpleToolset.handle or cls.call is not SimpleToolset.call:
-            return toolset
-    return None
 
 
 def _failed(call: ToolCall, what: str) -> ToolReturnValue:

@@ -2,9 +2,11 @@
 
 A result carries the Tool Use standard's data under one key of `extras`, `"standard"`:
 
-    {"standard": {"metadata": {...}, "error": {"code": ..., ...}, "debug_info": {...}}}
+    {"standard": {"error": {"code": ..., "retry_after": ..., ...}}}
 
 so it travels with the `ToolReturnValue` (which has no field for it) and survives its JSON.
+What a pipeline records about one call (time, trace id...) is the call's, not the value's: it
+is `ToolResult.metadata`.
 """
 
 from __future__ import annotations
@@ -16,14 +18,13 @@ from typing import Any, TypeVar, cast
 from kosong.tooling import ToolError, ToolOk, ToolReturnValue
 from kosong.tooling import error as errors
 from kosong.tooling.error import STANDARD_KEY
-from kosong.utils.typing import JsonType
 
 __all__ = [
     "RESULT_CLASSES",
     "STANDARD_KEY",
-    "detached",
     "restore_value",
     "round3",
+    "shared_copy",
     "standard_part",
 ]
 
@@ -55,26 +56,21 @@ def standard_part(value: ToolReturnValue) -> dict[str, Any]:
 _EMPTY: dict[str, Any] = {}
 
 
-def detached(value: V, standard: dict[str, JsonType], *, copy_artifact: bool) -> V:
-    """A copy of `value` for one caller, carrying `standard` as its standard data.
+def shared_copy(value: V) -> V:
+    """A copy of `value` that shares nothing mutable with it, for a value handed to more calls.
 
-    It shares nothing mutable with `value`: content parts, display blocks and extras are
-    copied. The artifact is kept as is unless `copy_artifact` (the value is handed to several
-    callers: a cache hit, a shared run), in which case it is copied with `copy.deepcopy`, or
-    left out (None, with a warning) when it cannot be.
+    A cache (each hit) and single-flight (each waiting call) hand one value to several
+    callers; each gets one of these, so changing a result you got changes nothing another
+    caller gets. Content parts, display blocks and extras are copied; the artifact is copied
+    with `copy.deepcopy`, or left out (None, with a warning) when it cannot be.
     """
-    extras: dict[str, JsonType] = _json_copy(value.extras) if value.extras else {}
-    old = extras.get(STANDARD_KEY)
-    part: dict[str, JsonType] = cast(dict[str, JsonType], old) if isinstance(old, dict) else {}
-    part.update(standard)
-    extras[STANDARD_KEY] = part
     update: dict[str, Any] = {
-        "extras": extras,
+        "extras": _json_copy(value.extras) if value.extras is not None else None,
         "display": [block.model_copy(deep=True) for block in value.display],
     }
     if not isinstance(value.output, str):
         update["output"] = [item.model_copy(deep=True) for item in value.output]
-    if copy_artifact and value.artifact is not None:
+    if value.artifact is not None:
         try:
             update["artifact"] = copy.deepcopy(value.artifact)
         except Exception as e:
@@ -84,32 +80,7 @@ def detached(value: V, standard: dict[str, JsonType], *, copy_artifact: bool) ->
                 errors.describe_exception(e),
             )
             update["artifact"] = None
-    return _replaced(value, update)
-
-
-_set = object.__setattr__
-
-
-def _replaced(value: V, update: dict[str, Any]) -> V:
-    """`value.model_copy(update=update)` for a result, at under half the cost.
-
-    Every call's result is copied once on its way out, and pydantic's general `model_copy`
-    (which also copies private attributes and extra fields, that results do not have) cost more
-    than building the result in the first place (22.8k against 17.8k instructions; this copy
-    10.6k, by callgrind). A result that does have private or extra fields (a subclass of one's
-    own) gets `model_copy` itself. The attributes set are pydantic's documented ones, as its
-    own `__copy__` sets them.
-    """
-    if value.__pydantic_private__ is not None or value.__pydantic_extra__ is not None:
-        return value.model_copy(update=update)
-    copied = object.__new__(type(value))
-    fields = value.__dict__.copy()
-    fields.update(update)
-    _set(copied, "__dict__", fields)
-    _set(copied, "__pydantic_fields_set__", value.__pydantic_fields_set__ | update.keys())
-    _set(copied, "__pydantic_extra__", None)
-    _set(copied, "__pydantic_private__", None)
-    return copied
+    return value.model_copy(update=update)
 
 
 def _json_copy(value: Any) -> Any:

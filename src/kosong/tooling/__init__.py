@@ -6,6 +6,8 @@
 - `ToolReturnValue` (`ToolOk`, `ToolError`): what a tool returns; failures are values.
 - `DisplayBlock`: what a tool shows the user, apart from what the model reads.
 - `Toolset`, `ToolResult`: the protocol that turns a `ToolCall` into a result, and the result.
+- `BaseToolset`: kosong's one dispatcher (resolve, parse once, run in a task, failures as
+  values); toolsets that run or wrap calls implement its `call_tool`.
 - `ToolMetadata`: the optional fields of the Tool Use standard (strict, version, cacheable,
   deprecation, MCP's behaviour hints...) that `Tool` and `CallableTool2` accept.
 - `FunctionTool`, `tool`, `ToolException`: tools from plain functions.
@@ -17,6 +19,7 @@ the errors a toolset reports on its own.
 from kosong.tooling._arguments import ArgumentLimits, ArgumentsError, parse_arguments
 from kosong.tooling._callable import CallableTool
 from kosong.tooling._callable2 import CallableTool2
+from kosong.tooling._dispatch import UNPARSED, BaseToolset, Unparsed, dispatch, with_json_arguments
 from kosong.tooling._display import BriefDisplayBlock, DisplayBlock, UnknownDisplayBlock
 from kosong.tooling._function import (
     FunctionTool,
@@ -33,8 +36,10 @@ from kosong.tooling._return import ToolError, ToolOk, ToolOutput, ToolReturnType
 from kosong.tooling._tool import ParametersType, Tool
 
 __all__ = [
+    "UNPARSED",
     "ArgumentLimits",
     "ArgumentsError",
+    "BaseToolset",
     "BriefDisplayBlock",
     "CallableTool",
     "CallableTool2",
@@ -60,6 +65,9 @@ __all__ = [
     "ToolReturnValue",
     "Toolset",
     "UnknownDisplayBlock",
+    "Unparsed",
+    "dispatch",
     "parse_arguments",
     "tool",
+    "with_json_arguments",
 ]

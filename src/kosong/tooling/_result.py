@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator
-from dataclasses import dataclass
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from kosong.message import ToolCall
 from kosong.tooling._return import ToolReturnValue
 from kosong.tooling._tool import Tool
+from kosong.utils.typing import JsonType
 
 __all__ = ["HandleResult", "ToolResult", "ToolResultFuture", "Toolset"]
 
@@ -25,12 +26,19 @@ class ToolResult:
     `ToolResult(tool_call_id=..., result=...)` builds one as well. A ToolResult can be awaited
     (it gives itself), so `await toolset.handle(call)` works whether `handle` returned a
     finished result or a future.
+
+    `metadata` is what a policy pipeline (`kosong.standard`) recorded about the call: tool
+    name, time taken, timestamp, trace id... (None for a call that went through none). It
+    belongs to this call; the return value is what the tool said, and may be handed to other
+    calls as a copy (a cache hit).
     """
 
     tool_call_id: str
     """The id of the tool call this answers."""
     return_value: ToolReturnValue
     """What the tool returned (or the error that stands for it)."""
+    metadata: Mapping[str, JsonType] | None = field(default=None, compare=False)
+    """The call's metadata as the Tool Use standard names it, when a pipeline recorded it."""
 
     def __init__(
         self,
@@ -38,6 +46,7 @@ class ToolResult:
         return_value: ToolReturnValue | None = None,
         *,
         result: ToolReturnValue | None = None,
+        metadata: Mapping[str, JsonType] | None = None,
     ) -> None:
         """Build a result from `return_value` (or its older name, `result`)."""
         value = return_value if return_value is not None else result
@@ -45,6 +54,7 @@ class ToolResult:
             raise TypeError("ToolResult needs exactly one of `return_value` and `result`")
         _set(self, "tool_call_id", tool_call_id)
         _set(self, "return_value", value)
+        _set(self, "metadata", metadata)
 
     def __hash__(self) -> int:
         # Equal results share an id; hashing the id keeps results usable in sets and in

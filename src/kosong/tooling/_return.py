@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -94,9 +94,15 @@ class ToolOk(ToolReturnValue):
 class ToolError(ToolReturnValue):
     """A failed result. It is a value the model reads, not an exception.
 
+    Its class's `code` is its error code in the Tool Use standard's catalog (EXECUTION_ERROR
+    here; each error class of `kosong.tooling.error` has its own).
+
     Example:
         `ToolError(message="the weather API is unreachable", brief="Weather lookup failed")`
     """
+
+    code: ClassVar[str] = "EXECUTION_ERROR"
+    """The error code of this kind of failure."""
 
     def __init__(
         self,
@@ -122,15 +128,12 @@ def _init(
     extras: dict[str, JsonType] | None,
     more: dict[str, Any],
 ) -> None:
-    # Validates like BaseModel.__init__, minus a layer: every tool call builds one of these.
-    self.__pydantic_validator__.validate_python(
-        {
-            "is_error": is_error,
-            "output": _output(output),
-            "message": message,
-            "display": _display(brief, display),
-            "extras": extras,
-            **more,
-        },
-        self_instance=self,
+    ToolReturnValue.__init__(
+        self,
+        is_error=is_error,
+        output=_output(output),
+        message=message,
+        display=_display(brief, display),
+        extras=extras,
+        **more,
     )

@@ -1,13 +1,14 @@
 """The errors a toolset returns on its own, as values (each one is a `ToolError`).
 
-ToolError
-├── ToolNotFoundError           the model named a tool that is not in the toolset
-├── ToolParseError              the arguments are not acceptable JSON
-├── ToolValidateError           the arguments do not fit the tool's parameters
-├── ToolRuntimeError            the tool raised instead of returning
+ToolError                       EXECUTION_ERROR: any failure a tool reports
+├── ToolNotFoundError           TOOL_NOT_FOUND: the model named a tool that is not in the toolset
+├── ToolParseError              INVALID_PARAMS: the arguments are not acceptable JSON
+├── ToolValidateError           INVALID_PARAMS: the arguments do not fit the tool's parameters
+├── ToolRuntimeError            EXECUTION_ERROR: the tool raised instead of returning
+├── ToolCancelledError          CANCELLED: the call was cancelled before it finished
 │
-│   and the failures of the Tool Use standard's error catalog (`kosong.standard.codes`),
-│   each carrying its code in `extras["standard"]["error"]["code"]`:
+│   and the other failures of the Tool Use standard's error catalog (`kosong.standard`'s
+│   `CATALOG` gives each code's HTTP status and whether a retry may help):
 ├── ToolTimeoutError            TIMEOUT: the call took too long and was stopped
 ├── ToolRateLimitedError        RATE_LIMITED: too many calls; may say when to retry
 ├── ToolNetworkError            NETWORK_ERROR: a service the tool needs is unreachable
@@ -17,6 +18,11 @@ ToolError
 ├── ToolQuotaExceededError      QUOTA_EXCEEDED: a usage quota is spent
 ├── ToolDeprecatedError         TOOL_DEPRECATED: the tool is past its sunset date
 └── ToolRepeatedCallError       REPEATED_CALL: the same call, again and again (a loop)
+
+A result's error code is its class's `code`; a tool may give one of its own with
+`kosong.standard.coded_error` (then it travels in `extras["standard"]["error"]["code"]`). The
+details an error carries for the envelope (`retry_after`, `replacement`...) travel in
+`extras["standard"]["error"]`.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from kosong.utils.typing import JsonType
 
 __all__ = [
     "STANDARD_KEY",
+    "ToolCancelledError",
     "ToolDeprecatedError",
     "ToolNetworkError",
     "ToolNotFoundError",
@@ -50,6 +57,8 @@ __all__ = [
 class ToolNotFoundError(ToolError):
     """The model called a tool the toolset does not have."""
 
+    code: ClassVar[str] = "TOOL_NOT_FOUND"
+
     def __init__(self, tool_name: str) -> None:
         """Say which tool was not found."""
         text = f"Tool `{tool_name}` not found"
@@ -58,6 +67,8 @@ class ToolNotFoundError(ToolError):
 
 class ToolParseError(ToolError):
     """The tool call's arguments could not be parsed as JSON (or broke a parsing limit)."""
+
+    code: ClassVar[str] = "INVALID_PARAMS"
 
     def __init__(self, message: str) -> None:
         """Wrap the parser's explanation."""
@@ -69,6 +80,8 @@ class ToolParseError(ToolError):
 class ToolValidateError(ToolError):
     """The arguments parsed but do not fit the tool's parameters."""
 
+    code: ClassVar[str] = "INVALID_PARAMS"
+
     def __init__(self, message: str) -> None:
         """Wrap the validator's explanation, which names the offending field."""
         super().__init__(
@@ -79,9 +92,26 @@ class ToolValidateError(ToolError):
 class ToolRuntimeError(ToolError):
     """The tool raised an exception instead of returning a value."""
 
+    code: ClassVar[str] = "EXECUTION_ERROR"
+
     def __init__(self, message: str) -> None:
         """Wrap a description of what the tool raised (see `describe_exception`)."""
         super().__init__(message=f"Error running tool: {message}", brief="Tool runtime error")
+
+
+class ToolCancelledError(ToolError):
+    """The call was cancelled before it finished (CANCELLED, kosong's extension).
+
+    Whoever cancels a call (its caller, a client that cancels a run, a server shutting down)
+    ends it with this one error. The tool may or may not have done its work.
+    """
+
+    code: ClassVar[str] = "CANCELLED"
+
+    def __init__(self, tool_name: str, reason: str | None = None) -> None:
+        """Say which call was cancelled, and why when known."""
+        text = f"The call to `{tool_name}` was cancelled before it finished"
+        super().__init__(message=f"{text}: {reason}" if reason else text, brief="Cancelled")
 
 
 def unhandled_result(tool_call: object, error: BaseException) -> ToolResult:
@@ -115,20 +145,16 @@ STANDARD_KEY = "standard"
 """The key of `extras` under which the Tool Use standard's data travels with a result."""
 
 
-def _error_extras(code: str, details: dict[str, JsonType]) -> dict[str, JsonType]:
-    error: dict[str, JsonType] = {"code": code}
-    error.update({k: v for k, v in details.items() if v is not None})
-    return {STANDARD_KEY: {"error": error}}
+def _error_extras(details: dict[str, JsonType]) -> dict[str, JsonType] | None:
+    error: dict[str, JsonType] = {k: v for k, v in details.items() if v is not None}
+    return {STANDARD_KEY: {"error": error}} if error else None
 
 
 class _CodedError(ToolError):
-    """A ToolError of the standard's catalog; `code` is its error code."""
-
-    code: ClassVar[str] = "EXECUTION_ERROR"
-    """The catalog code of this kind of failure."""
+    """A ToolError of the standard's catalog with details for the envelope's `error`."""
 
     def __init__(self, message: str, brief: str, **details: JsonType) -> None:
-        super().__init__(message=message, brief=brief, extras=_error_extras(self.code, details))
+        super().__init__(message=message, brief=brief, extras=_error_extras(details))
 
 
 class ToolTimeoutError(_CodedError):

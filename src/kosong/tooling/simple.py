@@ -2,46 +2,31 @@
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import typing
 import weakref
-from collections.abc import Coroutine, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from types import UnionType
 from typing import Any, Self, TypeAlias, Union
 
-from kosong._threads import run_parsing, start_task
 from kosong.message import ToolCall
-from kosong.tooling._arguments import (
-    DEFAULT_LIMITS,
-    ArgumentLimits,
-    ArgumentsError,
-    parse_arguments,
-)
+from kosong.tooling._arguments import DEFAULT_LIMITS, ArgumentLimits
 from kosong.tooling._callable import CallableTool
 from kosong.tooling._callable2 import CallableTool2
 from kosong.tooling._calling import checked_return
-from kosong.tooling._result import HandleResult, ToolResult, Toolset
+from kosong.tooling._dispatch import BaseToolset
+from kosong.tooling._result import ToolResult
 from kosong.tooling._return import ToolError, ToolOk, ToolReturnValue
 from kosong.tooling._tool import Tool
-from kosong.tooling.error import (
-    ToolNotFoundError,
-    ToolParseError,
-    ToolRuntimeError,
-    describe_exception,
-    unhandled_result,
-)
+from kosong.tooling.error import ToolNotFoundError
 from kosong.utils.typing import JsonType
 
 __all__ = ["SimpleToolset", "ToolType"]
-
-logger = logging.getLogger(__name__)
 
 ToolType: TypeAlias = CallableTool | CallableTool2[Any]
 """A tool a `SimpleToolset` can run."""
 
 
-class SimpleToolset(Toolset):
+class SimpleToolset(BaseToolset):
     """A toolset that runs each call in its own asyncio task, so calls overlap.
 
     `handle()` never blocks and never raises (except `asyncio.CancelledError`):
@@ -72,10 +57,9 @@ class SimpleToolset(Toolset):
     ) -> None:
         """Create a toolset holding `tools`, with optional caps on call arguments."""
         self._tools: dict[str, ToolType] = {}
-        # Per tool name: whether its schema asks for an object, so that a JSON string holding
-        # an object is unwrapped (see `parse_arguments`). Decided once, when the tool is added
-        # (as the tool's validator is built once), to keep `tool.base` off the hot path.
-        self._expects_object: dict[str, bool] = {}
+        # The definitions by name, taken once when a tool is added: a CallableTool2 builds its
+        # definition, and `find_tool` runs on every call.
+        self._definitions: dict[str, Tool] = {}
         self._limits = limits or DEFAULT_LIMITS
         for tool in tools or ():
             self.add(tool)
@@ -100,7 +84,7 @@ class SimpleToolset(Toolset):
                 f"remove it first (toolset.remove({tool.name!r})) or give the new one another name"
             )
         self._tools[tool.name] = tool
-        self._expects_object[tool.name] = tool.base.expects_object
+        self._definitions[tool.name] = tool.base
         return self
 
     def remove(self, name: str) -> ToolType:
@@ -113,7 +97,7 @@ class SimpleToolset(Toolset):
             tool = self._tools.pop(name)
         except KeyError:
             raise KeyError(f"no tool named `{name}` in this toolset") from None
-        del self._expects_object[name]
+        del self._definitions[name]
         return tool
 
     def __iadd__(self, tool: ToolType) -> Self:
@@ -140,97 +124,19 @@ class SimpleToolset(Toolset):
     @property
     def tools(self) -> list[Tool]:
         """The tools' definitions, in the order they were added."""
-        return [tool.base for tool in self._tools.values()]
+        return list(self._definitions.values())
 
     def find_tool(self, name: str) -> Tool | None:
         """The definition of the tool called `name`, or None (a dict lookup, not a scan)."""
-        tool = self._tools.get(name)
-        return None if tool is None else tool.base
+        return self._definitions.get(name)
 
-    async def call(self, tool_call: ToolCall, *, arguments: JsonType = None) -> ToolResult:
-        """Handle one call in the current task and return its result.
-
-        `handle()` without the task: for a caller that already runs in a task of its own
-        (a policy pipeline, say) and would otherwise pay for a second one. Same guarantees:
-        it never raises but `asyncio.CancelledError`.
-
-        `arguments`, when given, are the call's arguments already parsed the way this toolset
-        parses them (`parse_arguments` with its `limits`, and `expects_object` for the tool):
-        the call's text is then not parsed again.
-        """
-        try:
-            work = self._prepare(tool_call, arguments)
-        except Exception as e:
-            return unhandled_result(tool_call, e)
-        return work if isinstance(work, ToolResult) else await work
-
-    def handle(self, tool_call: ToolCall) -> HandleResult:
-        """Handle one call: a finished `ToolResult` for an error found at once, else a task."""
-        try:
-            # Looked up first: outside a running loop this raises before a coroutine exists
-            # that nobody would await (a RuntimeWarning when it is collected).
-            loop = asyncio.get_running_loop()
-            work = self._prepare(tool_call, None)
-            return work if isinstance(work, ToolResult) else start_task(loop, work)
-        except Exception as e:  # the contract: handle() reports, it does not raise
-            return unhandled_result(tool_call, e)
-
-    def _prepare(
-        self, tool_call: ToolCall, arguments: JsonType
-    ) -> ToolResult | Coroutine[Any, Any, ToolResult]:
-        """A result found at once (unknown tool, bad JSON), or the coroutine that runs the call."""
-        function = tool_call.function
-        tool = self._tools.get(function.name)
-        if tool is None:
-            return ToolResult(tool_call.id, ToolNotFoundError(function.name))
-        if arguments is not None:
-            return _run(tool, tool_call.id, arguments)
-        raw = function.arguments
-        # Only a tool whose schema asks for an object gets a twice-encoded object unwrapped;
-        # for a string schema, a string that happens to hold JSON is the argument itself.
-        expects_object = self._expects_object[function.name]
-        if raw is not None and self._limits.parses_in_thread(raw):
-            return self._parse_and_run(tool, tool_call.id, raw, expects_object)
-        try:
-            arguments = parse_arguments(raw, self._limits, expects_object=expects_object)
-        except ArgumentsError as e:
-            return ToolResult(tool_call.id, ToolParseError(str(e)))
-        return _run(tool, tool_call.id, arguments)
-
-    async def _parse_and_run(
-        self, tool: ToolType, call_id: str, raw: str, expects_object: bool
-    ) -> ToolResult:
-        try:
-            arguments = await run_parsing(_parse, raw, self._limits, expects_object)
-        except ArgumentsError as e:
-            return ToolResult(call_id, ToolParseError(str(e)))
-        return await _run(tool, call_id, arguments)
-
-
-def _parse(raw: str, limits: ArgumentLimits, expects_object: bool) -> JsonType:
-    return parse_arguments(raw, limits, expects_object=expects_object)
-
-
-async def _run(tool: ToolType, call_id: str, arguments: JsonType) -> ToolResult:
-    try:
-        value = await tool.call(arguments)
-    except KeyboardInterrupt:  # the user stopping the program
-        raise
-    except asyncio.CancelledError:
-        task = asyncio.current_task()
-        if task is None or task.cancelling():  # the caller's cancellation: it wins
-            raise
-        # The tool raised CancelledError on its own (say it awaited something that was
-        # cancelled): a failure of the tool, not a cancellation of the call.
-        logger.info("Tool %r raised CancelledError without being cancelled", tool.name)
-        return ToolResult(call_id, ToolRuntimeError("CancelledError: the tool was cancelled"))
-    except BaseException as e:  # SystemExit, GeneratorExit too: a tool must not stop the agent
-        # INFO, not WARNING: the failure is handled (the model gets it as a result), but a
-        # developer who turns logging on wants the traceback.
-        logger.info("Tool %r raised %s", tool.name, type(e).__name__, exc_info=e)
-        return ToolResult(call_id, ToolRuntimeError(describe_exception(e)))
-    # A custom `call` may return anything, whatever its annotation says.
-    return ToolResult(call_id, checked_return(tool.name, value))
+    async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
+        """Run the tool named `tool.name` with `arguments`: its result, checked."""
+        runnable = self._tools.get(tool.name)
+        if runnable is None:  # removed since the call was resolved
+            return ToolResult(call.id, ToolNotFoundError(tool.name))
+        # A custom `call` may return anything, whatever its annotation says.
+        return ToolResult(call.id, checked_return(tool.name, await runnable.call(arguments)))
 
 
 _CHECKED: weakref.WeakSet[type] = weakref.WeakSet()

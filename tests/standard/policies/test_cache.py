@@ -202,7 +202,9 @@ async def test_a_cached_result_is_never_modified_by_later_hits() -> None:
     hit = await call(pipeline, {"location": "x"})
     (entry,) = [await backend.get(k) for k in list(backend._entries)]
     assert entry is not None and entry.value.extras is None
-    assert hit.return_value.extras is not None
+    # The hit's metadata is the call's own; the value it got is a copy of the entry.
+    assert hit.metadata is not None and hit.metadata["cache"]["hit"] is True  # type: ignore[index]
+    assert hit.return_value is not entry.value
     assert output_json(hit)["temperature"] == 25
 
 

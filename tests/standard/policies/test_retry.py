@@ -10,7 +10,7 @@ import pytest
 
 from kosong.standard import coded_error, error_code, with_policies
 from kosong.standard.policies import DebugPolicy, RetryPolicy, RetryRule
-from kosong.tooling import ToolOk, ToolReturnValue
+from kosong.tooling import ToolResult, ToolOk, ToolReturnValue
 from kosong.tooling.error import (
     ToolNetworkError,
     ToolPermissionDeniedError,
@@ -29,9 +29,9 @@ def failing(error: ToolReturnValue, *, times: int = 100, **hints: Any) -> Script
     return Scripted(lambda n: error if n < times else ToolOk(output="recovered"), **hints)
 
 
-async def run(tool: Scripted, policy: RetryPolicy | None = None) -> ToolReturnValue:
+async def run(tool: Scripted, policy: RetryPolicy | None = None) -> ToolResult:
     pipeline = with_policies(toolset(tool), DebugPolicy(), policy or RetryPolicy(**FAST))
-    return (await asyncio.wait_for(pipeline.handle(make_call("scripted", {})), 10)).return_value
+    return await asyncio.wait_for(pipeline.handle(make_call("scripted", {})), 10)
 
 
 @pytest.mark.parametrize(
@@ -51,7 +51,7 @@ async def test_retries_follow_the_standards_rules(error: ToolReturnValue, attemp
     tool = failing(error, read_only_hint=True)
     result = await run(tool)
     assert tool.calls == attempts
-    assert error_code(result) == error_code(error)
+    assert error_code(result.return_value) == error_code(error)
     debug = standard_data(result)["debug_info"]
     assert debug["retry_count"] == attempts - 1
     assert debug["attempt_codes"] == [error_code(error)] * attempts
@@ -60,7 +60,7 @@ async def test_retries_follow_the_standards_rules(error: ToolReturnValue, attemp
 async def test_a_retry_that_succeeds_returns_the_success() -> None:
     tool = failing(ToolNetworkError("flaky"), times=2, idempotent_hint=True)
     result = await run(tool)
-    assert result.output == "recovered" and tool.calls == 3
+    assert result.return_value.output == "recovered" and tool.calls == 3
 
 
 async def test_an_error_that_says_it_is_retryable_gets_the_fallback_rule() -> None:
@@ -87,7 +87,7 @@ async def test_tools_not_safe_to_repeat_are_not_retried() -> None:
 async def test_tools_named_in_allow_are_retried_anyway() -> None:
     tool = failing(ToolNetworkError("down"), times=1)
     result = await run(tool, RetryPolicy(allow={"scripted"}, **FAST))
-    assert result.output == "recovered" and tool.calls == 2
+    assert result.return_value.output == "recovered" and tool.calls == 2
 
 
 async def test_rate_limits_wait_retry_after() -> None:
@@ -99,7 +99,7 @@ async def test_rate_limits_wait_retry_after() -> None:
     result = await run(
         tool, RetryPolicy(base_delay=10, max_delay=10)
     )  # the backoff would be 5-10 s
-    assert result.output == "recovered"
+    assert result.return_value.output == "recovered"
     assert 0.05 <= loop.time() - started < 2
 
 
@@ -135,7 +135,7 @@ async def test_a_retry_still_running_at_the_deadline_is_stopped() -> None:
     )
     result = await run(tool, RetryPolicy(base_delay=0.001, max_delay=0.001, deadline=0.1))
     assert error_code(result) == "TIMEOUT"
-    assert "retry deadline of 0.1 seconds" in result.message
+    assert "retry deadline of 0.1 seconds" in result.return_value.message
     await asyncio.wait_for(cancelled.wait(), 5)
 
 

@@ -98,8 +98,6 @@ class ApprovalPolicy(Policy):
     async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Ask the hook when the tool needs it; run the call only if approved."""
         tool = ctx.tool
-        if tool is None or ctx.arguments is None:
-            return await forward(call, ctx)
         try:
             needed = self._needs(tool)
         except Exception:  # fail closed: when in doubt, ask
@@ -109,8 +107,10 @@ class ApprovalPolicy(Policy):
             return await forward(call, ctx)
         started = time.perf_counter()
         decision = await self._decide(ApprovalRequest(tool, call, ctx.arguments, ctx.trace_id))
-        ctx.call.record_timing("approval_ms", (time.perf_counter() - started) * 1000)
-        ctx.call.add_debug("approval", {"approved": decision.approved, "reason": decision.reason})
+        ctx.call_context.record_timing("approval_ms", (time.perf_counter() - started) * 1000)
+        ctx.call_context.add_debug(
+            "approval", {"approved": decision.approved, "reason": decision.reason}
+        )
         if decision.approved is not True:
             reason = decision.reason or "the call was not approved"
             return ToolResult(call.id, ToolPermissionDeniedError(tool.name, reason))

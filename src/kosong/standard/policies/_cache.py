@@ -28,7 +28,7 @@ from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext, arguments_digest
 from kosong.standard._pipeline import Forward, Policy
 from kosong.standard._trace import format_epoch
-from kosong.standard._values import restore_value, round3
+from kosong.standard._values import restore_value, round3, shared_copy
 from kosong.tooling import Tool, ToolResult, ToolReturnValue
 from kosong.tooling.error import describe_exception
 
@@ -49,7 +49,7 @@ class CacheEntry:
     """A stored result and its lifetime (epoch seconds)."""
 
     value: ToolReturnValue
-    """The result. Never handed out as it is: the pipeline gives every caller a copy."""
+    """The result. Never handed out as it is: every hit gets a copy."""
     cached_at: float
     """When it was stored."""
     expires_at: float
@@ -159,10 +159,8 @@ class CachePolicy(Policy):
         self._namespace = namespace
         self._outage = False
 
-    def key_for(self, tool: Tool, ctx: PolicyContext) -> str | None:
-        """The cache key of this call, or None when its arguments cannot be keyed."""
-        if ctx.arguments is None:
-            return None  # the toolset refuses these arguments; nothing to cache
+    def key_for(self, tool: Tool, ctx: PolicyContext) -> str:
+        """The cache key of this call."""
         params = tool.cache_key_params
         args = ctx.arguments
         if params is not None and isinstance(args, dict):
@@ -175,10 +173,10 @@ class CachePolicy(Policy):
     async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Answer from the cache when possible; store what a cacheable tool returns."""
         tool = ctx.tool
-        key = self.key_for(tool, ctx) if tool is not None and tool.cacheable is True else None
-        if tool is None or key is None:
+        if tool.cacheable is not True:
             return await forward(call, ctx)
-        ctx.call.add_debug("cache_key", key)
+        key = self.key_for(tool, ctx)
+        ctx.call_context.add_debug("cache_key", key)
         entry = await self._backend("lookup", self.backend.get(key))
         now = self._clock()
         if entry is not None and entry.expires_at > now:
@@ -187,16 +185,15 @@ class CachePolicy(Policy):
                 "cached_at": format_epoch(entry.cached_at),
                 "ttl_remaining": round3(entry.expires_at - now),
             }
-            ctx.retained = True  # the pipeline hands each caller a copy of its own
-            return ToolResult(call.id, entry.value)
+            return ToolResult(call.id, shared_copy(entry.value))  # each hit, a copy of its own
         result = await forward(call, ctx)
         value = result.return_value
         # A result shared from another identical call (single-flight) is stored by that call.
         if not value.is_error and not ctx.shared:
             stored_at = self._clock()
             ttl = tool.cache_ttl if tool.cache_ttl is not None else self._ttl
-            entry = CacheEntry(value, stored_at, stored_at + ttl)
-            ctx.retained = True
+            # The caller gets the value the tool made; the cache keeps a copy of its own.
+            entry = CacheEntry(shared_copy(value), stored_at, stored_at + ttl)
             await self._backend("store", self.backend.set(key, entry))
         return result
 

@@ -23,6 +23,8 @@ _SHOWN = 4096
 class DebugPolicy(Policy):
     """Turn debug mode on for every call; see the module doc."""
 
+    observes_refusals = True  # every call, refused ones too
+
     def __init__(self, *, include_arguments: bool = False) -> None:
         """Turn debug mode on.
 
@@ -38,5 +40,5 @@ class DebugPolicy(Policy):
             raw = call.function.arguments
             if raw is not None and len(raw) > _SHOWN:
                 raw = f"{raw[:_SHOWN]}... ({len(raw) - _SHOWN:,} more characters)"
-            ctx.call.add_debug("arguments", raw)
+            ctx.call_context.add_debug("arguments", raw)
         return None

@@ -62,7 +62,7 @@ class DeprecationPolicy(Policy):
     async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Refuse, warn, or pass the call on."""
         tool = ctx.tool
-        if tool is None or (tool.deprecated is not True and tool.sunset_date is None):
+        if tool.deprecated is not True and tool.sunset_date is None:
             return await forward(call, ctx)
         refusal = self._refusal(tool)
         if refusal is not None:
@@ -93,12 +93,12 @@ class DeprecationPolicy(Policy):
     def _warn(tool: Tool, ctx: PolicyContext) -> str:
         """Record the deprecation in the call's metadata; return the warning."""
         warning = deprecation_warning(tool)
-        ctx.call.add_warning(warning)
+        ctx.call_context.add_warning(warning)
         info: dict[str, JsonType] = {"deprecated": tool.deprecated is True}
         for key in ("sunset_date", "replacement", "migration_guide"):
             if (value := getattr(tool, key)) is not None:
                 info[key] = value
-        ctx.call.set_metadata("deprecation", info)
+        ctx.call_context.set_metadata("deprecation", info)
         return warning
 
 

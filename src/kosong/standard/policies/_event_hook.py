@@ -18,6 +18,8 @@ class EventHookPolicy(Policy):
     otherwise ignored. `PolicyToolset.stream` gives one call's events instead.
     """
 
+    observes_refusals = True  # every call, refused ones too
+
     def __init__(self, listener: EventSink) -> None:
         """Send events to `listener`."""
         self._listener = listener

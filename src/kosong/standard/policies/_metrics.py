@@ -244,6 +244,8 @@ class MetricsRegistry:
 class MetricsPolicy(Policy):
     """Record every call in a `MetricsRegistry`; see the module doc."""
 
+    observes_refusals = True  # an unknown tool or unreadable arguments are calls too
+
     def __init__(self, registry: MetricsRegistry | None = None) -> None:
         """Record into `registry` (a new one by default)."""
         self.registry: MetricsRegistry = registry if registry is not None else MetricsRegistry()
@@ -255,7 +257,7 @@ class MetricsPolicy(Policy):
         result = await forward(call, ctx)
         value = result.return_value
         self.registry.record(
-            call.function.name if ctx.tool is not None else UNKNOWN_TOOL,
+            call.function.name if ctx.has_tool else UNKNOWN_TOOL,
             time.perf_counter() - started,
             code=error_code(value) if value.is_error else None,
             retries=ctx.retry_count,

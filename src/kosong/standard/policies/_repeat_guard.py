@@ -68,10 +68,9 @@ class RepeatGuardPolicy(Policy):
     def before(self, call: ToolCall, ctx: PolicyContext) -> ToolReturnValue | None:
         """Refuse the call if it was made too often already, else count it and pass it on."""
         name = call.function.name
-        digest = ctx.arguments_key
-        if name in self._exempt or digest is None:
+        if name in self._exempt:
             return None
-        key = f"{name}:{digest}"
+        key = f"{name}:{ctx.arguments_key}"
         now = self._clock()
         times = self._seen.get(key)
         if times is None:

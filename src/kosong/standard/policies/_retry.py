@@ -137,8 +137,7 @@ class RetryPolicy(Policy):
         value = result.return_value
         if not value.is_error:
             return result
-        tool = ctx.tool
-        safe = ctx.tool_name in self._allow or (tool is not None and is_safe_to_repeat(tool))
+        safe = ctx.tool_name in self._allow or is_safe_to_repeat(ctx.tool)
         retries = 0
         while True:
             code = error_code(value) or ErrorCode.EXECUTION_ERROR.value
@@ -147,7 +146,7 @@ class RetryPolicy(Policy):
             if rule is None or retries >= rule.max_retries:
                 return result
             if not safe:
-                ctx.call.add_debug(
+                ctx.call_context.add_debug(
                     "retry_skipped",
                     f"{code} is retryable, but `{ctx.tool_name}` is not marked idempotent or "
                     "read-only, so it is not repeated",
@@ -160,7 +159,7 @@ class RetryPolicy(Policy):
             if self._deadline is not None:
                 remaining = started + self._deadline - loop.time()
                 if wait >= remaining:
-                    ctx.call.add_debug(
+                    ctx.call_context.add_debug(
                         "retry_stopped", f"the {self._deadline:g} s deadline is near"
                     )
                     return result

@@ -1,8 +1,8 @@
 """Single-flight: identical concurrent calls to a tool that is safe to repeat share one run.
 
 When a call arrives while an identical one (same tool, same arguments in canonical form) is
-running, it waits for that one's result instead of running the tool again (and, as every
-caller of a pipeline, gets a copy of its own). Only tools whose hints say they are read-only
+running, it waits for that one's result instead of running the tool again (and gets a copy of
+its own). Only tools whose hints say they are read-only
 or idempotent are shared (their
 result does not depend on who asked); others always run. A waiting call that is cancelled
 leaves the shared run alone; if the call that runs the tool is cancelled, a waiting call takes
@@ -18,6 +18,7 @@ from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
 from kosong.standard._metadata import is_safe_to_repeat
 from kosong.standard._pipeline import Forward, Policy
+from kosong.standard._values import shared_copy
 from kosong.tooling import ToolResult, ToolReturnValue
 
 __all__ = ["SingleFlightPolicy"]
@@ -48,22 +49,17 @@ class SingleFlightPolicy(Policy):
     async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Join an identical run in progress, or run the call and let others join it."""
         tool = ctx.tool
-        digest = ctx.arguments_key
-        if (
-            tool is None
-            or digest is None
-            or not (is_safe_to_repeat(tool) or tool.name in self._also)
-        ):
+        if not (is_safe_to_repeat(tool) or tool.name in self._also):
             return await forward(call, ctx)
-        key = f"{tool.name}:{digest}"
+        key = f"{tool.name}:{ctx.arguments_key}"
         while (flight := self._flights.get(key)) is not None:
             if flight.result is None:
                 flight.result = asyncio.get_running_loop().create_future()
             # shield: our own cancellation must not cancel the run others wait for.
             value = await asyncio.shield(flight.result)
             if value is not None:
-                ctx.shared = ctx.retained = True  # the pipeline gives this caller its own copy
-                return ToolResult(call.id, value)
+                ctx.shared = True
+                return ToolResult(call.id, shared_copy(value))  # a copy of its own
             # The call that ran it was cancelled: take over (or join whoever did first).
         flight = self._flights[key] = _Flight()
         try:
@@ -74,7 +70,6 @@ class SingleFlightPolicy(Policy):
                 flight.result.set_result(None)  # wake the waiters; one of them runs it again
             raise
         del self._flights[key]
-        if flight.result is not None:  # others wait for this run's result
-            ctx.retained = True
-            flight.result.set_result(result.return_value)
+        if flight.result is not None:  # others wait: they copy a copy this caller cannot touch
+            flight.result.set_result(shared_copy(result.return_value))
         return result

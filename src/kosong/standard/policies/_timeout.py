@@ -88,7 +88,7 @@ class TimeoutPolicy(Policy):
             return attempt.result()
         attempt.cancel()
         await self._stop(attempt, call)
-        ctx.call.add_debug("timed_out_after_s", seconds)
+        ctx.call_context.add_debug("timed_out_after_s", seconds)
         return ToolResult(call.id, ToolTimeoutError(call.function.name, seconds))
 
     async def _stop(self, attempt: asyncio.Task[ToolResult], call: ToolCall) -> None:

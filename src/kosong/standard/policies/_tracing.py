@@ -47,6 +47,8 @@ _SILENT: tuple[type, ...] = (
 class TracingPolicy(Policy):
     """Wrap every call in an OpenTelemetry span; see the module doc."""
 
+    observes_refusals = True  # every call, refused ones too
+
     def __init__(self, tracer: Any | None = None, *, recheck_every: float = 1.0) -> None:
         """Record spans with `tracer`.
 

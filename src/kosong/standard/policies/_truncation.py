@@ -213,7 +213,7 @@ class TruncationPolicy(Policy):
         cut, info = self._cut(output, key, 0, limit)
         if summary:
             info["summary"] = summary
-        ctx.call.set_metadata("truncation", info)
+        ctx.call_context.set_metadata("truncation", info)
         text = _truncated_json(cut, True, info)
         hint = (
             f"The output was cut to {len(cut)} of {len(output)} characters. To read the rest, "

@@ -1,0 +1,227 @@
+"""`BaseToolset`: the one dispatcher that every toolset kosong ships is built on.
+
+`handle(call)` is written once, here:
+
+1. the tool is resolved by name (`find_tool`); an unknown name is answered at once;
+2. the arguments are parsed once, with the toolset's `limits` (long strings on kosong's
+   parsing thread); arguments that are not acceptable JSON are answered at once;
+3. the call's task starts (eagerly on Python 3.12+) and runs `call_tool(call, tool,
+   arguments)`, turning anything it raises into a `ToolRuntimeError` result.
+
+A toolset that runs calls (`SimpleToolset`, `MCPToolset`, `RemoteToolset`) or wraps another
+toolset (the policy pipeline, the composition wrappers) implements that one method,
+`call_tool`, which receives the resolved tool and the parsed arguments. A caller that already
+holds parsed arguments (an MCP server, an HTTP route reading a query) enters with
+`dispatch(call, arguments)`, so nothing is serialised to be parsed again.
+
+A user's own `Toolset` that implements only `handle` still works everywhere kosong takes a
+toolset; it simply parses its own arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from abc import ABC, abstractmethod
+from typing import Final, cast, final
+
+from kosong._threads import run_parsing, start_task
+from kosong.message import ToolCall
+from kosong.tooling._arguments import (
+    DEFAULT_LIMITS,
+    ArgumentLimits,
+    ArgumentsError,
+    parse_arguments,
+)
+from kosong.tooling._result import HandleResult, ToolResult, Toolset
+from kosong.tooling._return import ToolError
+from kosong.tooling._tool import Tool
+from kosong.tooling.error import (
+    ToolNotFoundError,
+    ToolParseError,
+    ToolRuntimeError,
+    describe_exception,
+    unhandled_result,
+)
+from kosong.utils.typing import JsonType
+
+__all__ = ["UNPARSED", "BaseToolset", "Unparsed", "dispatch", "with_json_arguments"]
+
+logger = logging.getLogger(__name__)
+
+
+class Unparsed:
+    """The type of `UNPARSED`: "the arguments are still the call's JSON text"."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNPARSED"
+
+
+UNPARSED: Final = Unparsed()
+"""Passed as `arguments` to `dispatch`: parse the call's own argument string (the default)."""
+
+
+class BaseToolset(Toolset, ABC):
+    """A `Toolset` whose `handle()` is kosong's dispatcher; subclasses implement `call_tool`.
+
+    `handle()` never blocks and never raises (except `asyncio.CancelledError`): an unknown
+    tool is a `ToolNotFoundError` and arguments that are not acceptable JSON a
+    `ToolParseError`, both answered at once (through `refuse`); anything else is the task
+    running `call_tool`, which ends with a result whatever `call_tool` does: an exception it
+    raises becomes a `ToolRuntimeError` (only `KeyboardInterrupt`, the user stopping the
+    program, and the caller's own cancellation are let through).
+
+    Subclasses give `tools`, and may give a faster `find_tool` (the default scans `tools`)
+    and their own `limits`. They do not override `handle`: the policy pipeline and the
+    wrappers call `call_tool` directly.
+    """
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("handle", "dispatch"):
+            if name in cls.__dict__:
+                raise TypeError(
+                    f"{cls.__name__} overrides `{name}`, which is kosong's dispatcher and is "
+                    "the same for every toolset; override `call_tool` (which receives the "
+                    "resolved tool and the parsed arguments) instead"
+                )
+
+    @property
+    @abstractmethod
+    def tools(self) -> list[Tool]:
+        """The definitions of the tools, for the model."""
+
+    @property
+    def limits(self) -> ArgumentLimits:
+        """The caps on call arguments (`ArgumentLimits()` unless a subclass says otherwise)."""
+        return DEFAULT_LIMITS
+
+    def find_tool(self, name: str) -> Tool | None:
+        """The definition of the tool called `name`, or None.
+
+        Asked on every call (a toolset may gain and lose tools at any time).
+        """
+        return next((tool for tool in self.tools if tool.name == name), None)
+
+    @abstractmethod
+    async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
+        """Run one resolved call: `tool` is `find_tool(call.function.name)`, `arguments` parsed.
+
+        May raise: the dispatcher turns an exception into a `ToolRuntimeError` result. The
+        caller's cancellation must be let through.
+        """
+
+    def refuse(self, call: ToolCall, error: ToolError) -> HandleResult:
+        """Answer a call that never reaches `call_tool` (unknown tool, unreadable arguments).
+
+        By default the error itself, at once. The policy pipeline overrides it so that the
+        policies that observe every call (metrics, tracing) see these too.
+        """
+        return ToolResult(call.id, error)
+
+    @final
+    def handle(self, tool_call: ToolCall) -> HandleResult:
+        """Handle one call: a finished result, or the task computing it (see the class doc)."""
+        return self.dispatch(tool_call)
+
+    @final
+    def dispatch(
+        self, tool_call: ToolCall, arguments: JsonType | Unparsed = UNPARSED
+    ) -> HandleResult:
+        """`handle()` for a caller that may already hold the call's parsed arguments.
+
+        With `arguments` given, the call's own argument string is not read; they must be what
+        parsing would give (a JSON value), as an MCP server or a web form hands them over.
+        """
+        try:
+            # Asked first: outside a running loop this raises before a coroutine exists that
+            # nobody would await.
+            loop = asyncio.get_running_loop()
+            tool = self.find_tool(tool_call.function.name)
+            if tool is None:
+                return self.refuse(tool_call, ToolNotFoundError(tool_call.function.name))
+            if isinstance(arguments, Unparsed):
+                raw = tool_call.function.arguments
+                if raw is not None and self.limits.parses_in_thread(raw):
+                    return start_task(loop, self._parse_and_run(tool_call, tool, raw))
+                try:
+                    arguments = parse_arguments(
+                        raw, self.limits, expects_object=tool.expects_object
+                    )
+                except ArgumentsError as e:
+                    return self.refuse(tool_call, ToolParseError(str(e)))
+            elif arguments is None:  # JSON null: no arguments, as parsing gives it
+                arguments = {}
+            return start_task(loop, self.run_call(tool_call, tool, arguments))
+        except Exception as e:  # the contract: handle() reports, it does not raise
+            return unhandled_result(tool_call, e)
+
+    async def _parse_and_run(self, call: ToolCall, tool: Tool, raw: str) -> ToolResult:
+        try:
+            arguments = await run_parsing(_parse, raw, self.limits, tool.expects_object)
+        except ArgumentsError as e:
+            return await self.refuse(call, ToolParseError(str(e)))
+        return await self.run_call(call, tool, arguments)
+
+    async def run_call(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
+        """`call_tool`, with anything it raises or returns wrongly turned into a result.
+
+        What the task of `handle()` runs, and what a wrapper calls to reach the toolset it
+        wraps. Never raises but the caller's cancellation (and `KeyboardInterrupt`).
+        """
+        result: object
+        try:
+            result = cast(object, await self.call_tool(call, tool, arguments))
+        except KeyboardInterrupt:  # the user stopping the program
+            raise
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():  # the caller's cancellation: it wins
+                raise
+            # Raised without the call being cancelled (the tool awaited something that was):
+            # a failure of the tool, not a cancellation of the call.
+            logger.info("Tool %r raised CancelledError without being cancelled", tool.name)
+            return ToolResult(call.id, ToolRuntimeError("CancelledError: the tool was cancelled"))
+        except BaseException as e:  # SystemExit, GeneratorExit too: a tool must not stop the agent
+            # INFO: the failure is handled (the model gets it as a result), but a developer
+            # who turns logging on wants the traceback.
+            logger.info("Tool %r raised %s", tool.name, type(e).__name__, exc_info=e)
+            return ToolResult(call.id, ToolRuntimeError(describe_exception(e)))
+        if not isinstance(result, ToolResult):
+            text = f"call_tool returned {type(result).__name__}, not a ToolResult"
+            return ToolResult(call.id, ToolRuntimeError(text))
+        return result
+
+
+def _parse(raw: str, limits: ArgumentLimits, expects_object: bool) -> JsonType:
+    return parse_arguments(raw, limits, expects_object=expects_object)
+
+
+def dispatch(
+    toolset: Toolset, tool_call: ToolCall, arguments: JsonType | Unparsed = UNPARSED
+) -> HandleResult:
+    """Hand a call to any toolset, with its arguments already parsed when the caller has them.
+
+    A `BaseToolset` takes the parsed arguments as they are (`BaseToolset.dispatch`). Any other
+    toolset gets the call through `handle()`, which reads the call's own argument text: when
+    the call has none, `arguments` are written into it as JSON first. Never raises (except
+    `asyncio.CancelledError`).
+    """
+    if isinstance(toolset, BaseToolset):
+        return toolset.dispatch(tool_call, arguments)
+    try:
+        if not isinstance(arguments, Unparsed) and tool_call.function.arguments is None:
+            tool_call = with_json_arguments(tool_call, arguments)
+        return toolset.handle(tool_call)
+    except Exception as e:  # the contract: a failure is a result
+        return unhandled_result(tool_call, e)
+
+
+def with_json_arguments(tool_call: ToolCall, arguments: JsonType) -> ToolCall:
+    """`tool_call` with `arguments` as its argument string (compact JSON)."""
+    text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+    function = tool_call.function.model_copy(update={"arguments": text})
+    return tool_call.model_copy(update={"function": function})
