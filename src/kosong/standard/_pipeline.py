@@ -132,6 +132,10 @@ class PolicyToolset(BaseToolset):
             policies = (*policies, *toolset.policies)
             core = toolset.wrapped
         self._core: Toolset = core
+        # A core on the dispatcher is called through `run_call`, with its own limits; any
+        # other toolset through `handle()`, and its arguments read with the default limits.
+        self._base_core = core if isinstance(core, BaseToolset) else None
+        self._limits = core.limits if isinstance(core, BaseToolset) else super().limits
         self._policies: tuple[Policy, ...] = policies
         self._added: dict[str, Tool] = {}
         core_names = {tool.name for tool in core.tools}
@@ -165,8 +169,7 @@ class PolicyToolset(BaseToolset):
     @property
     def limits(self) -> ArgumentLimits:
         """The core toolset's caps on arguments (the defaults for a toolset without them)."""
-        core = self._core
-        return core.limits if isinstance(core, BaseToolset) else super().limits
+        return self._limits
 
     def find_tool(self, name: str) -> Tool | None:
         """The definition of the tool called `name`, or None.
@@ -176,10 +179,9 @@ class PolicyToolset(BaseToolset):
         tool = self._added.get(name)
         if tool is not None:
             return tool
-        core = self._core
-        if isinstance(core, BaseToolset):
-            return core.find_tool(name)
-        return next((tool for tool in core.tools if tool.name == name), None)
+        if self._base_core is not None:
+            return self._base_core.find_tool(name)
+        return next((tool for tool in self._core.tools if tool.name == name), None)
 
     def find_policy(self, kind: type[P]) -> P | None:
         """The outermost policy of type `kind`, or None."""
@@ -223,7 +225,7 @@ class PolicyToolset(BaseToolset):
         """Run the call through the policies, then the core toolset."""
         ctx = self._context(call, tool, arguments, None)
         raw = call.function.arguments
-        if raw is not None and self.limits.parses_in_thread(raw):
+        if raw is not None and self._limits.parses_in_thread(raw):
             # The digest of long arguments is made off the loop too, as they were parsed.
             ctx.arguments_key = await run_parsing(
                 arguments_digest, arguments, ctx.written_as_string
@@ -287,13 +289,12 @@ class PolicyToolset(BaseToolset):
             # No policy answered a call to one of the policies' own tools.
             return ToolResult(call.id, ToolNotFoundError(call.function.name))
         started = time.perf_counter()
-        core = self._core
         result: object
-        if isinstance(core, BaseToolset):
-            result = cast(object, await core.run_call(call, tool, arguments))
+        if self._base_core is not None:
+            result = cast(object, await self._base_core.run_call(call, tool, arguments))
         else:
             try:
-                result = await dispatch(core, call, arguments)
+                result = await dispatch(self._core, call, arguments)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the core broke the Toolset contract; report it as a value
