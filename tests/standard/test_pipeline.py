@@ -423,6 +423,12 @@ async def test_policies_see_exactly_the_arguments_the_tool_gets_parsed_once() ->
     assert got[0] is peek.seen[0]["items"]  # the very list the policies saw: not parsed again
 
 
+class ObservingPeek(Peeking):
+    """Keeps the arguments it sees, of refused calls too."""
+
+    observes_refusals = True
+
+
 async def test_no_policy_sees_arguments_the_toolset_refuses() -> None:
     peek = Peeking()
     tool = Weather()
@@ -435,8 +441,7 @@ async def test_no_policy_sees_arguments_the_toolset_refuses() -> None:
     # The refused call never reaches an ordinary policy; one that observes refusals sees it
     # without arguments.
     assert peek.seen == [] and tool.calls == []
-    observer = Peeking()
-    observer.observes_refusals = True
+    observer = ObservingPeek()
     watched = with_policies(SimpleToolset([tool], limits=ArgumentLimits(max_length=40)), observer)
     await watched.handle(make_call("get_weather", {"location": "x" * 50}))
     assert observer.seen == [None] and tool.calls == []

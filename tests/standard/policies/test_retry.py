@@ -10,7 +10,7 @@ import pytest
 
 from kosong.standard import coded_error, error_code, with_policies
 from kosong.standard.policies import DebugPolicy, RetryPolicy, RetryRule
-from kosong.tooling import ToolResult, ToolOk, ToolReturnValue
+from kosong.tooling import ToolOk, ToolResult, ToolReturnValue
 from kosong.tooling.error import (
     ToolNetworkError,
     ToolPermissionDeniedError,

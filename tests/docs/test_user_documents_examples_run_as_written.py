@@ -135,7 +135,7 @@ def doc_000() -> tuple[list[str], dict[int, str], dict[str, Any]]:
     return blocks, outputs, namespace
 
 
-def test_000_has_the_blocks_this_test_knows() -> None:
+def test_the_api_reference_has_the_blocks_this_test_knows() -> None:
     blocks = _fenced_blocks(DOC_000.read_text(encoding="utf-8"))
     assert len(blocks) == len(EXPECTED_000) == 37
     assert "generate(" in blocks[35]
@@ -143,14 +143,14 @@ def test_000_has_the_blocks_this_test_knows() -> None:
 
 
 @pytest.mark.parametrize("index", [i for i, v in EXPECTED_000.items() if v not in (None, "SCHEMA")])
-def test_000_example_prints_what_the_document_says(
+def test_each_api_reference_example_prints_what_the_document_says(
     doc_000: tuple[list[str], dict[int, str], dict[str, Any]], index: int
 ) -> None:
     _, outputs, _ = doc_000
     assert outputs[index] == EXPECTED_000[index]
 
 
-def test_000_callable_tool2_example_exports_the_documented_schema(
+def test_the_callable_tool2_example_exports_the_documented_schema(
     doc_000: tuple[list[str], dict[int, str], dict[str, Any]],
 ) -> None:
     _, outputs, _ = doc_000
@@ -161,7 +161,7 @@ def test_000_callable_tool2_example_exports_the_documented_schema(
     assert second == str(SCHEMA_21)
 
 
-def test_000_fragments_return_what_their_comments_say(
+def test_the_api_reference_fragments_return_what_their_comments_say(
     doc_000: tuple[list[str], dict[int, str], dict[str, Any]],
 ) -> None:
     _, _, ns = doc_000
@@ -189,7 +189,7 @@ def test_000_fragments_return_what_their_comments_say(
     assert not isinstance(ns["_result_of_block_19"], ToolOk)
 
 
-def test_000_custom_toolset_builds_results_with_the_old_field_name(
+def test_the_custom_toolset_example_builds_results_with_the_old_field_name(
     doc_000: tuple[list[str], dict[int, str], dict[str, Any]],
 ) -> None:
     _, _, ns = doc_000
@@ -218,7 +218,7 @@ def test_000_custom_toolset_builds_results_with_the_old_field_name(
     assert found.result.output == "执行成功"
 
 
-def test_000_aiohttp_example_defines_its_tool(
+def test_the_aiohttp_example_defines_its_tool(
     doc_000: tuple[list[str], dict[int, str], dict[str, Any]],
 ) -> None:
     pytest.importorskip("aiohttp")
@@ -228,7 +228,7 @@ def test_000_aiohttp_example_defines_its_tool(
     assert tool.parameters["required"] == ["url"]
 
 
-def test_000_example_7_generate_with_kimi_runs_as_written(
+def test_the_generate_with_kimi_example_runs_as_written(
     doc_000: tuple[list[str], dict[int, str], dict[str, Any]],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -311,7 +311,9 @@ def doc_001() -> dict[str, Any]:
     return namespace
 
 
-def test_001_callable_tool2_with_bare_class_attributes_works(doc_001: dict[str, Any]) -> None:
+def test_the_design_documents_callable_tool2_with_bare_class_attributes_works(
+    doc_001: dict[str, Any],
+) -> None:
     tool = doc_001["AddTool"]()
     assert tool.name == "add"
     assert tool.base.parameters == {
@@ -328,7 +330,7 @@ def test_001_callable_tool2_with_bare_class_attributes_works(doc_001: dict[str, 
     assert invalid.is_error and "a:" in invalid.message
 
 
-def test_001_echo_tool_rejects_unknown_properties(doc_001: dict[str, Any]) -> None:
+def test_the_design_documents_echo_tool_rejects_unknown_properties(doc_001: dict[str, Any]) -> None:
     tool = doc_001["EchoTool"]()
     ok = asyncio.run(tool.call({"text": "hi"}))
     assert (ok.output, ok.brief) == ("hi", "hi")
@@ -336,7 +338,7 @@ def test_001_echo_tool_rejects_unknown_properties(doc_001: dict[str, Any]) -> No
     assert bad.is_error and "extra" in bad.message
 
 
-def test_001_table_display_block_round_trips_and_degrades_to_unknown(
+def test_the_design_documents_table_block_round_trips_and_degrades_to_unknown(
     doc_001: dict[str, Any],
 ) -> None:
     from kosong.tooling import DisplayBlock, ToolOk, ToolReturnValue, UnknownDisplayBlock
