@@ -103,7 +103,9 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "kosong.utils.jsonschema": ["KNOWN_DRAFTS", "check_offline", "deref_json_schema"],
     "kosong.utils.typing": ["JsonType"],
-    "kosong.utils.formats": ["SEMVER_PATTERN", "SemVer", "parse_iso8601", "parse_semver"],
+    "kosong.utils.dates_and_versions": [
+        "SEMVER_PATTERN", "SemVer", "parse_iso8601", "parse_semver",
+    ],
     "kosong.server": [
         "DEFAULT_MAX_BODY", "LOCAL_HOSTS", "START", "EventStore", "MemoryEventStore",
         "MemoryRateLimiter", "RateLimit", "RateLimiter", "Server", "ServerConfig",

@@ -19,7 +19,7 @@ from kosong.tooling import (
     ToolReturnValue,
 )
 from kosong.tooling.simple import SimpleToolset
-from kosong.utils.formats import SemVer, parse_semver
+from kosong.utils.dates_and_versions import SemVer, parse_semver
 from tests.standard._std_tools import Weather, WeatherParams, make_call
 
 WEATHER_PARAMETERS = {

@@ -38,7 +38,12 @@ from kosong.standard._codes import (
     is_retryable,
     retry_after,
 )
-from kosong.standard._compat import Change, ChangeKind, CompatibilityReport, check_compatibility
+from kosong.standard._compatibility import (
+    Change,
+    ChangeKind,
+    CompatibilityReport,
+    check_compatibility,
+)
 from kosong.standard._context import (
     RESERVED_METADATA,
     CallContext,
@@ -58,7 +63,7 @@ from kosong.standard._envelope import (
     to_envelope,
 )
 from kosong.standard._events import CallStream, EventSink, EventType, ToolEvent, final_event
-from kosong.standard._metadata import is_destructive, is_read_only, is_safe_to_repeat, is_sunset
+from kosong.standard._hints import is_destructive, is_read_only, is_safe_to_repeat, is_sunset
 from kosong.standard._pagination import (
     CursorError,
     Page,

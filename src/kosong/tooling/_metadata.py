@@ -1,4 +1,6 @@
-"""The optional metadata of a tool definition (private; see `kosong.standard.metadata`).
+"""The optional metadata of a tool definition (private).
+
+`kosong.standard` asks questions of it (`is_read_only`, `is_destructive`...).
 
 The Tool Use standard's extension fields and MCP's behaviour hints.
 
@@ -32,7 +34,7 @@ from pydantic import (
 
 from kosong._model import OverridableModelMeta
 from kosong.tooling._schema import check_json_schema, check_tool_name
-from kosong.utils.formats import SEMVER_PATTERN, parse_iso8601
+from kosong.utils.dates_and_versions import SEMVER_PATTERN, parse_iso8601
 
 __all__ = [
     "HINT_ALIASES",

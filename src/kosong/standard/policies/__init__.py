@@ -1,4 +1,6 @@
-"""The policies of the pipeline, one concern each (see `kosong.standard.pipeline`).
+"""The policies of the pipeline, one concern each.
+
+See `Policy` and `with_policies` in `kosong.standard`.
 
 Every policy and its helpers are imported from here. `RedisCache` is loaded on first use, so
 the `redis` package (`pip install 'kosong[redis]'`) is only needed by those who use it.

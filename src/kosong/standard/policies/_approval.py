@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
-from kosong.standard._metadata import is_destructive
+from kosong.standard._hints import is_destructive
 from kosong.standard._pipeline import Forward, Policy
 from kosong.tooling import Tool, ToolResult
 from kosong.tooling.error import ToolPermissionDeniedError, describe_exception

@@ -17,11 +17,11 @@ from datetime import UTC, date, datetime
 
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
-from kosong.standard._metadata import is_sunset
+from kosong.standard._hints import is_sunset
 from kosong.standard._pipeline import Forward, Policy
 from kosong.tooling import Tool, ToolResult, ToolReturnValue
 from kosong.tooling.error import ToolDeprecatedError
-from kosong.utils.formats import parse_iso8601
+from kosong.utils.dates_and_versions import parse_iso8601
 from kosong.utils.typing import JsonType
 
 __all__ = ["DeprecationPolicy", "deprecation_warning"]

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
-from kosong.standard._metadata import is_safe_to_repeat
+from kosong.standard._hints import is_safe_to_repeat
 from kosong.standard._pipeline import Forward, Policy
 from kosong.standard._values import shared_copy
 from kosong.tooling import ToolResult, ToolReturnValue

@@ -1,7 +1,8 @@
 """Tracing: an OpenTelemetry span for every call, when opentelemetry-api is installed.
 
 Trace ids of the standard (`trace_YYYYMMDD_<12 hex>`) are handled by the pipeline for every
-call (see `kosong.standard.trace`); this policy adds OpenTelemetry spans
+call (see `current_trace_id` and `trace_scope` in `kosong.standard`); this policy adds
+OpenTelemetry spans
 (`pip install 'kosong[otel]'`). Each call gets a span named `execute_tool <tool name>` with the
 GenAI semantic conventions' attributes (`gen_ai.operation.name`, `gen_ai.tool.name`,
 `gen_ai.tool.call.id`), the standard's trace id (`kosong.trace_id`), the retry count and cache

@@ -1,8 +1,8 @@
 """What a tool declares about itself: the standard's extension fields and MCP's hints.
 
 The fields live on `Tool` (and `CallableTool2`, which carries them into its `base`); see
-`ToolMetadata` (in `kosong.tooling`) for the list, and `kosong.utils.formats` for semantic
-versions and ISO 8601 dates. This module gives the questions policies ask of a tool.
+`ToolMetadata` (in `kosong.tooling`) for the list, and `kosong.utils.dates_and_versions` for
+semantic versions and ISO 8601 dates. This module gives the questions policies ask of a tool.
 
 Field names: the standard's fields keep their names (`cache_ttl`, `sunset_date`...). MCP's
 hints are snake_case attributes (`read_only_hint`) written in MCP's camelCase in JSON

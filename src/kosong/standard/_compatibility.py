@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from kosong.tooling import Tool
-from kosong.utils.formats import parse_semver
+from kosong.utils.dates_and_versions import parse_semver
 from kosong.utils.jsonschema import deref_json_schema
 
 __all__ = ["Change", "ChangeKind", "CompatibilityReport", "check_compatibility"]
