@@ -14,7 +14,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+import pytest
 from aiohttp import web
+
+SDK_SUBCLASSES_AIOHTTP = pytest.mark.filterwarnings(
+    "ignore:Inheritance class AiohttpClientSession from ClientSession is discouraged"
+    ":DeprecationWarning"
+)
+"""google-genai subclasses aiohttp's ClientSession when aiohttp is installed, which aiohttp
+warns against (the SDK's matter, not ours); tests that let the Gemini client send a request
+take that one warning."""
 
 
 def sse(data: Any, event: str | None = None) -> str:
@@ -384,9 +393,8 @@ def gemini_chunk(
 
 
 def gemini_reply(*chunks: list[dict[str, Any]], **reply: Any) -> Reply:
-    """A `streamGenerateContent?alt=sse` stream: one chunk per list of parts; the last one
-    carries `finishReason: STOP` and the usage."""
-    events = [sse(gemini_chunk(parts)) for parts in chunks[:-1]]
-    if chunks:
-        events.append(sse(gemini_chunk(chunks[-1], finish_reason="STOP", usage=GEMINI_USAGE)))
+    """A `streamGenerateContent?alt=sse` stream: one chunk per list of parts, then a last
+    chunk with an empty text part, `finishReason: STOP` and the usage."""
+    events = [sse(gemini_chunk(parts)) for parts in chunks]
+    events.append(sse(gemini_chunk([{"text": ""}], finish_reason="STOP", usage=GEMINI_USAGE)))
     return Reply(events=events, **reply)

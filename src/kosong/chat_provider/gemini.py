@@ -45,7 +45,7 @@ try:
     from google import genai
     from google.genai import errors as genai_errors
     from google.genai import types as genai_types
-    from pydantic import TypeAdapter
+    from pydantic import TypeAdapter, ValidationError
 except ImportError as e:  # pragma: no cover - the extra is missing
     raise ImportError(
         "the Gemini provider needs the `google-genai` package: pip install 'kosong[google]'"
@@ -328,8 +328,8 @@ class Gemini(HTTPProvider):
         thinking = self._thinking_config()
         if thinking is not None:
             config["thinkingConfig"] = thinking
-        if config:
-            body["generationConfig"] = config
+        # Always there, empty or not: the SDK sends the object whenever a config is given.
+        body["generationConfig"] = config
         body.update(top)
         return body
 
@@ -403,7 +403,15 @@ class Gemini(HTTPProvider):
         url = self._endpoint()
         # The SDK's types check the contents; the body goes as written (`extra_body` replaces
         # the SDK's rendering of them, which names some nested fields in snake_case).
-        contents = _CONTENTS.validate_json(json.dumps(body["contents"]))
+        try:
+            contents = _CONTENTS.validate_json(json.dumps(body["contents"]))
+        except ValidationError as e:
+            problem = e.errors()[0]
+            where = ".".join(str(p) for p in problem["loc"])
+            raise ValueError(
+                f"Gemini: the history does not fit the API's Content type at contents.{where}: "
+                f"{problem['msg']}"
+            ) from e
         config = genai_types.GenerateContentConfig(
             http_options=genai_types.HttpOptions(extra_body=body)
         )
