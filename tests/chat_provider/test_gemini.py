@@ -21,7 +21,7 @@ from kosong.chat_provider import (
     APITimeoutError,
     TokenUsage,
 )
-from kosong.chat_provider.gemini import DEFAULT_MODEL, Gemini, model_spec
+from kosong.chat_provider.gemini import DEFAULT_GEMINI_MODEL, Gemini, model_spec
 from kosong.message import (
     AudioURLPart,
     ImageURLPart,
@@ -255,7 +255,7 @@ def test_gemini_reads_its_key_and_model_from_the_environment(
     with pytest.raises(ValueError, match="GEMINI_API_KEY"):
         Gemini()
     monkeypatch.setenv("GEMINI_API_KEY", "from-gemini")
-    assert Gemini().model_name == DEFAULT_MODEL
+    assert Gemini().model_name == DEFAULT_GEMINI_MODEL
     monkeypatch.setenv("GEMINI_MODEL", "gemini-3.5-flash")
     assert Gemini().model_name == "gemini-3.5-flash"
 

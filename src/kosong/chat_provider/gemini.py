@@ -64,21 +64,21 @@ def _aiohttp_errors() -> tuple[type[BaseException], ...]:
 _AIOHTTP_ERRORS = _aiohttp_errors()
 
 __all__ = [
-    "DEFAULT_BASE_URL",
-    "DEFAULT_MODEL",
+    "DEFAULT_GEMINI_BASE_URL",
+    "DEFAULT_GEMINI_MODEL",
+    "GEMINI_THINKING_BUDGETS",
     "MODELS",
-    "THINKING_BUDGETS",
     "Gemini",
     "ModelSpec",
     "model_spec",
 ]
 
-DEFAULT_MODEL = "gemini-3.8-flash"
+DEFAULT_GEMINI_MODEL = "gemini-3.8-flash"
 """The model used when none is given and `GEMINI_MODEL` is not set."""
-DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 """The API used when no `base_url` is given and `GOOGLE_GEMINI_BASE_URL` is not set."""
 
-THINKING_BUDGETS: dict[ThinkingEffort, int] = {
+GEMINI_THINKING_BUDGETS: dict[ThinkingEffort, int] = {
     "low": 1024,
     "medium": 4096,
     "high": 16384,
@@ -167,11 +167,11 @@ def _camel(name: str) -> str:
 class Gemini(HTTPProvider):
     """Gemini through the Gemini API (`generateContent` / `streamGenerateContent`).
 
-    - `model`: default `GEMINI_MODEL`, else `DEFAULT_MODEL`.
+    - `model`: default `GEMINI_MODEL`, else `DEFAULT_GEMINI_MODEL`.
     - `api_key`: default `GOOGLE_API_KEY`, else `GEMINI_API_KEY` (the SDK's order); after a
       rejected key (401, 403, or 400 `API key not valid`), `on_retryable_error` reads it
       again and rebuilds the client.
-    - `base_url`: default `GOOGLE_GEMINI_BASE_URL`, else `DEFAULT_BASE_URL`; `api_version`:
+    - `base_url`: default `GOOGLE_GEMINI_BASE_URL`, else `DEFAULT_GEMINI_BASE_URL`; `api_version`:
       "v1beta", the version the API reference documents.
     - `stream=False` makes one `generateContent` request instead of a streamed one (same parts).
     - `max_retries` (default 2) and `timeout` (seconds) go to the SDK's HTTP options; other
@@ -234,7 +234,7 @@ class Gemini(HTTPProvider):
             ValueError: no API key was given or found in the environment.
         """
         super().__init__(
-            model or os.environ.get("GEMINI_MODEL") or DEFAULT_MODEL,
+            model or os.environ.get("GEMINI_MODEL") or DEFAULT_GEMINI_MODEL,
             generation_kwargs,
             stream=stream,
         )
@@ -244,7 +244,7 @@ class Gemini(HTTPProvider):
                 "Gemini needs an API key: pass api_key=... or set the GEMINI_API_KEY (or "
                 "GOOGLE_API_KEY) environment variable"
             )
-        base = base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL
+        base = base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_GEMINI_BASE_URL
         self._base_url = base.rstrip("/")
         self._api_version = api_version
         given: Any = client_kwargs.pop("http_options", None)
@@ -290,7 +290,7 @@ class Gemini(HTTPProvider):
             level = below[-1] if below else spec.levels[0]
             return {"thinkingLevel": level, "includeThoughts": True}
         low, high = spec.budget
-        budget = min(max(THINKING_BUDGETS[effort], low), high)
+        budget = min(max(GEMINI_THINKING_BUDGETS[effort], low), high)
         return {"thinkingBudget": budget, "includeThoughts": True}
 
     def _generation_fields(self) -> tuple[dict[str, Any], dict[str, Any]]:
