@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -234,6 +235,16 @@ async def test_a_json_error_gives_its_message(case: Case, wire: WireServer) -> N
     with pytest.raises(APIStatusError) as caught:
         await generate(make(case, wire, retries=0), "", [], USER)
     assert caught.value.message in ("server_error: boom", "api_error: boom", "INTERNAL: boom")
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_a_long_error_message_is_cut_to_300_characters(case: Case, wire: WireServer) -> None:
+    body = json.loads(json.dumps(case.error_body).replace("boom", "boom " * 400))
+    wire.queue(Reply(status=400, body=body))
+    with pytest.raises(APIStatusError) as caught:
+        await generate(make(case, wire, retries=0), "", [], USER)
+    assert len(caught.value.message) == 300
+    assert caught.value.message.endswith("…") and "boom boom" in caught.value.message
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

@@ -32,7 +32,7 @@ from kosong.chat_provider.gemini import Gemini
 from kosong.chat_provider.kimi import Kimi
 from kosong.chat_provider.openai import OpenAIChat, OpenAIResponses
 from kosong.dialects import DialectError
-from kosong.message import Message, TextPart, ThinkPart, ToolCall
+from kosong.message import ImageURLPart, Message, TextPart, ThinkPart, ToolCall
 from kosong.tooling.simple import SimpleToolset
 
 pytestmark = SDK_SUBCLASSES_AIOHTTP
@@ -631,3 +631,84 @@ async def test_a_tool_choice_naming_no_tool_fails_before_sending(
     with pytest.raises(ValueError, match="names no tool of this request"):
         await generate(provider, "", [ADD_TOOL], user(), tool_choice="subtract")
     assert wire.requests == []
+
+
+# --- what every provider does alike ---------------------------------------------------------
+
+
+def every_provider(wire: WireServer) -> list[Any]:
+    return [kimi(wire), chat(wire), responses(wire), claude(wire), gemini(wire)]
+
+
+PROVIDER_IDS = ["kimi", "openai", "responses", "anthropic", "gemini"]
+
+
+def _text_fields(value: Any) -> list[str]:
+    """Every string the model reads as text: `text`, `output`, `content` strings, anywhere."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("text", "output", "content") and isinstance(item, str):
+                found.append(item)
+            else:
+                found += _text_fields(item)
+    elif isinstance(value, list):
+        for item in value:
+            found += _text_fields(item)
+    return found
+
+
+@pytest.mark.parametrize("index", range(5), ids=PROVIDER_IDS)
+async def test_several_text_parts_of_a_tool_result_are_never_glued(
+    wire: WireServer, index: int
+) -> None:
+    provider = every_provider(wire)[index]
+    body = provider.request_body(SYSTEM, TOOLS, conversation())
+    texts = _text_fields(body)
+    assert not any("Helloworld" in t for t in texts)
+    assert any(t == "Hello" for t in texts) or any("Hello\nworld" in t for t in texts)
+
+
+@pytest.mark.parametrize("index", range(5), ids=PROVIDER_IDS)
+async def test_a_screenshot_in_a_tool_result_never_goes_as_text(
+    wire: WireServer, index: int
+) -> None:
+    import base64
+
+    screenshot = base64.b64encode(bytes(range(256)) * 600).decode()  # 150 KB
+    history = [
+        *user(),
+        Message(role="assistant", tool_calls=[CALLS[0]]),
+        Message(
+            role="tool",
+            tool_call_id="call_1",
+            content=[
+                TextPart(text="Done."),
+                ImageURLPart(
+                    image_url=ImageURLPart.ImageURL(url=f"data:image/png;base64,{screenshot}")
+                ),
+            ],
+        ),
+    ]
+    body = every_provider(wire)[index].request_body("", TOOLS, history)
+    texts = _text_fields(body)
+    assert not any(screenshot[:1000] in t for t in texts)
+    assert sum(len(t) for t in texts) < 1000
+
+
+@pytest.mark.parametrize("index", range(5), ids=PROVIDER_IDS)
+def test_a_field_the_provider_sets_itself_is_refused_at_the_with_call(
+    wire: WireServer, index: int
+) -> None:
+    provider = every_provider(wire)[index]
+    with pytest.raises(ValueError, match=r"sets model itself: use the provider's options"):
+        provider.with_generation_kwargs(model="another")
+
+
+def test_ordinary_tool_names_keep_the_rule_matched_against_the_whole_name() -> None:
+    from kosong.tooling import Tool
+
+    for name in ("add\n", "a$b", "add$", "web search", "$"):
+        with pytest.raises(ValueError, match="not valid"):
+            Tool(name=name, description="", parameters={})
+    assert Tool(name="web-search_2", description="", parameters={}).name == "web-search_2"
