@@ -199,7 +199,6 @@ class Gemini(HTTPProvider):
     """
 
     name = "gemini"
-    _key_variable = "GEMINI_API_KEY"
     _managed_fields = frozenset(
         {
             "model",
