@@ -52,8 +52,11 @@ def user(text: str = "Hi") -> list[Message]:
     return [Message(role="user", content=text)]
 
 
-def conversation(thinking: ThinkPart | None = None) -> list[Message]:
-    """The whole conversation; `thinking` is the assistant's thinking part (its provider's)."""
+def conversation(
+    thinking: ThinkPart | None = None, calls: list[ToolCall] | None = None
+) -> list[Message]:
+    """The whole conversation; `thinking` is the assistant's thinking part (its provider's),
+    `calls` its two calls (with the provider's extras)."""
     think = thinking or ThinkPart(think="Two tools.")
     return [
         Message(
@@ -63,7 +66,9 @@ def conversation(thinking: ThinkPart | None = None) -> list[Message]:
                 ImageURLPart(image_url=ImageURLPart.ImageURL(url=LOGO)),
             ],
         ),
-        Message(role="assistant", content=[think, TextPart(text="Looking.")], tool_calls=CALLS),
+        Message(
+            role="assistant", content=[think, TextPart(text="Looking.")], tool_calls=calls or CALLS
+        ),
         Message(
             role="tool",
             tool_call_id="call_1",

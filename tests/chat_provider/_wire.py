@@ -14,7 +14,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+import pytest
 from aiohttp import web
+
+SDK_SUBCLASSES_AIOHTTP = pytest.mark.filterwarnings(
+    "ignore:Inheritance class AiohttpClientSession from ClientSession is discouraged"
+    ":DeprecationWarning"
+)
+"""google-genai subclasses aiohttp's ClientSession when aiohttp is installed, which aiohttp
+warns against (the SDK's matter, not ours); tests that let the Gemini client send a request
+take that one warning."""
 
 
 def sse(data: Any, event: str | None = None) -> str:
@@ -49,6 +58,8 @@ class Request:
     path: str
     headers: dict[str, str]
     body: Any
+    query: str = ""
+    """The query string (`alt=sse`)."""
 
 
 class WireServer:
@@ -69,7 +80,9 @@ class WireServer:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
         body = json.loads(raw) if raw else None
-        self.requests.append(Request(request.path, dict(request.headers), body))
+        self.requests.append(
+            Request(request.path, dict(request.headers), body, request.query_string)
+        )
         if not self.replies:
             return web.json_response({"error": {"message": "no reply queued"}}, status=599)
         reply = self.replies.popleft()
@@ -343,4 +356,45 @@ def responses_reply(items: list[dict[str, Any]], **reply: Any) -> Reply:
     events.append(
         event({"type": "response.completed", "response": _response("completed", [], usage)})
     )
+    return Reply(events=events, **reply)
+
+
+# --- Gemini (generateContent / streamGenerateContent) -------------------------------------
+
+
+GEMINI_USAGE = {
+    "promptTokenCount": 120,
+    "candidatesTokenCount": 30,
+    "thoughtsTokenCount": 12,
+    "cachedContentTokenCount": 100,
+    "totalTokenCount": 162,
+}
+
+
+def gemini_chunk(
+    parts: list[dict[str, Any]],
+    *,
+    finish_reason: str | None = None,
+    usage: dict[str, Any] | None = None,
+    response_id: str = "resp-gemini-1",
+) -> dict[str, Any]:
+    """One `GenerateContentResponse` (a whole answer, or one chunk of a stream)."""
+    candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+    if finish_reason is not None:
+        candidate["finishReason"] = finish_reason
+    chunk: dict[str, Any] = {
+        "candidates": [candidate],
+        "modelVersion": "gemini-3.8-flash",
+        "responseId": response_id,
+    }
+    if usage is not None:
+        chunk["usageMetadata"] = usage
+    return chunk
+
+
+def gemini_reply(*chunks: list[dict[str, Any]], **reply: Any) -> Reply:
+    """A `streamGenerateContent?alt=sse` stream: one chunk per list of parts, then a last
+    chunk with an empty text part, `finishReason: STOP` and the usage."""
+    events = [sse(gemini_chunk(parts)) for parts in chunks]
+    events.append(sse(gemini_chunk([{"text": ""}], finish_reason="STOP", usage=GEMINI_USAGE)))
     return Reply(events=events, **reply)

@@ -167,3 +167,13 @@ def test_anthropic_needs_a_model_and_a_key(monkeypatch: pytest.MonkeyPatch) -> N
         Anthropic(api_key="k")
     with pytest.raises(ValueError, match="ANTHROPIC_API_KEY"):
         Anthropic(model="m")
+
+
+async def test_anthropic_counts_cache_reads_and_writes_in_token_usage(wire: WireServer) -> None:
+    # message_start reports cache_read_input_tokens 40 and cache_creation_input_tokens 10.
+    wire.queue(anthropic_reply([{"type": "text", "pieces": ["ok"]}]))
+    result = await generate(claude(wire), "Be brief.", [], [Message(role="user", content="hi")])
+    assert result.usage == TokenUsage(
+        input_other=100, output=42, input_cache_read=40, input_cache_creation=10
+    )
+    assert result.usage.input == 150

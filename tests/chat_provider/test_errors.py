@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from _wire import Reply, WireServer, anthropic_reply, chat_text_reply, responses_reply
+from _wire import (
+    SDK_SUBCLASSES_AIOHTTP,
+    Reply,
+    WireServer,
+    anthropic_reply,
+    chat_text_reply,
+    gemini_reply,
+    responses_reply,
+)
 
 from kosong import generate
 from kosong.chat_provider import (
@@ -20,15 +30,18 @@ from kosong.chat_provider import (
     RetryableChatProvider,
 )
 from kosong.chat_provider.anthropic import Anthropic
+from kosong.chat_provider.gemini import Gemini
 from kosong.chat_provider.kimi import Kimi
 from kosong.chat_provider.openai import OpenAIChat, OpenAIResponses
 from kosong.message import Message
+
+pytestmark = SDK_SUBCLASSES_AIOHTTP
 
 
 @dataclass
 class Case:
     name: str
-    make: Callable[[str, int], Any]
+    make: Callable[[str, int, float | None], Any]
     text: Callable[[list[str]], Reply]
     request_id_header: str
     error_body: dict[str, Any]
@@ -36,22 +49,38 @@ class Case:
 
 OPENAI_ERROR = {"error": {"message": "boom", "type": "server_error"}}
 ANTHROPIC_ERROR = {"type": "error", "error": {"type": "api_error", "message": "boom"}}
+GEMINI_ERROR = {"error": {"code": 500, "message": "boom", "status": "INTERNAL"}}
+"""Each API's documented error body (the fixtures' pages)."""
+
+Timeout = float | None
 
 
-def _chat(url: str, retries: int) -> OpenAIChat:
-    return OpenAIChat(model="m", api_key="k", base_url=url + "/v1", max_retries=retries)
+def _chat(url: str, retries: int, timeout: Timeout = None) -> OpenAIChat:
+    return OpenAIChat(
+        model="m", api_key="k", base_url=url + "/v1", max_retries=retries, timeout=timeout
+    )
 
 
-def _kimi(url: str, retries: int) -> Kimi:
-    return Kimi(api_key="k", base_url=url + "/v1", max_retries=retries)
+def _kimi(url: str, retries: int, timeout: Timeout = None) -> Kimi:
+    return Kimi(api_key="k", base_url=url + "/v1", max_retries=retries, timeout=timeout)
 
 
-def _responses(url: str, retries: int) -> OpenAIResponses:
-    return OpenAIResponses(model="m", api_key="k", base_url=url + "/v1", max_retries=retries)
+def _responses(url: str, retries: int, timeout: Timeout = None) -> OpenAIResponses:
+    return OpenAIResponses(
+        model="m", api_key="k", base_url=url + "/v1", max_retries=retries, timeout=timeout
+    )
 
 
-def _anthropic(url: str, retries: int) -> Anthropic:
-    return Anthropic(model="m", api_key="k", base_url=url, max_retries=retries)
+def _anthropic(url: str, retries: int, timeout: Timeout = None) -> Anthropic:
+    return Anthropic(model="m", api_key="k", base_url=url, max_retries=retries, timeout=timeout)
+
+
+def _gemini(url: str, retries: int, timeout: Timeout = None) -> Gemini:
+    # The SDK backs off exponentially from 1 s; a short first delay keeps the test fast.
+    retry = {"attempts": retries + 1, "initial_delay": 0.01, "jitter": 0.0}
+    return Gemini(
+        model="m", api_key="k", base_url=url, timeout=timeout, http_options={"retry_options": retry}
+    )
 
 
 def _chat_text(pieces: list[str]) -> Reply:
@@ -66,18 +95,23 @@ def _anthropic_text(pieces: list[str]) -> Reply:
     return anthropic_reply([{"type": "text", "pieces": pieces}] if pieces else [])
 
 
+def _gemini_text(pieces: list[str]) -> Reply:
+    return gemini_reply(*[[{"text": p}] for p in pieces])
+
+
 CASES = [
     Case("openai-chat", _chat, _chat_text, "x-request-id", OPENAI_ERROR),
     Case("kimi", _kimi, _chat_text, "x-request-id", OPENAI_ERROR),
     Case("openai-responses", _responses, _responses_text, "x-request-id", OPENAI_ERROR),
     Case("anthropic", _anthropic, _anthropic_text, "request-id", ANTHROPIC_ERROR),
+    Case("gemini", _gemini, _gemini_text, "x-request-id", GEMINI_ERROR),
 ]
 IDS = [c.name for c in CASES]
 USER = [Message(role="user", content="hi")]
 
 
 def make(case: Case, wire: WireServer, retries: int = 2) -> ChatProvider:
-    provider = case.make(wire.url, retries)
+    provider = case.make(wire.url, retries, None)
     wire.closers.append(provider.aclose)
     return provider
 
@@ -121,7 +155,7 @@ async def test_an_empty_answer_is_an_empty_response_error(case: Case, wire: Wire
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 async def test_a_refused_connection_is_a_connection_error(case: Case, wire: WireServer) -> None:
-    provider = case.make("http://127.0.0.1:9", 0)  # nothing listens on the discard port
+    provider = case.make("http://127.0.0.1:9", 0, None)  # nothing listens on the discard port
     wire.closers.append(provider.aclose)
     with pytest.raises(APIConnectionError):
         await generate(provider, "", [], USER)
@@ -133,9 +167,8 @@ async def test_a_server_that_stops_answering_is_a_timeout(case: Case, wire: Wire
     reply = case.text(["never sent"])
     reply.hold = {0: release}  # headers go out, then nothing
     wire.queue(reply)
-    provider = case.make(wire.url, 0)
+    provider = case.make(wire.url, 0, 0.3)
     wire.closers.append(provider.aclose)
-    provider.client = provider.client.with_options(timeout=0.3)
     try:
         with pytest.raises(APITimeoutError):
             await generate(provider, "", [], USER)
@@ -150,12 +183,14 @@ PATHS = {
     "kimi": "/v1/chat/completions",
     "openai-responses": "/v1/responses",
     "anthropic": "/v1/messages",
+    "gemini": "/v1beta/models/m:streamGenerateContent?alt=sse",
 }
 PROVIDER_NAMES = {
     "openai-chat": "openai",
     "kimi": "kimi",
     "openai-responses": "openai-responses",
     "anthropic": "anthropic",
+    "gemini": "gemini",
 }
 
 
@@ -199,17 +234,28 @@ async def test_a_json_error_gives_its_message(case: Case, wire: WireServer) -> N
     wire.queue(Reply(status=400, body=case.error_body))
     with pytest.raises(APIStatusError) as caught:
         await generate(make(case, wire, retries=0), "", [], USER)
-    assert caught.value.message in ("server_error: boom", "api_error: boom")
+    assert caught.value.message in ("server_error: boom", "api_error: boom", "INTERNAL: boom")
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_a_long_error_message_is_cut_to_300_characters(case: Case, wire: WireServer) -> None:
+    body = json.loads(json.dumps(case.error_body).replace("boom", "boom " * 400))
+    wire.queue(Reply(status=400, body=body))
+    with pytest.raises(APIStatusError) as caught:
+        await generate(make(case, wire, retries=0), "", [], USER)
+    assert len(caught.value.message) == 300
+    assert caught.value.message.endswith("…") and "boom boom" in caught.value.message
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 async def test_a_closed_port_names_the_url(case: Case, wire: WireServer) -> None:
-    provider = case.make("http://127.0.0.1:9", 0)
+    provider = case.make("http://127.0.0.1:9", 0, None)
     wire.closers.append(provider.aclose)
     with pytest.raises(APIConnectionError) as caught:
         await generate(provider, "", [], USER)
     assert caught.value.url is not None and caught.value.url.startswith("http://127.0.0.1:9/")
-    assert "connection failed: ConnectError" in str(caught.value)
+    # httpx2's ConnectError, or aiohttp's ClientConnectorError (google-genai's transport)
+    assert re.search(r"connection failed: \w*Connect\w*Error", str(caught.value))
     assert caught.value.url in str(caught.value)
 
 
@@ -253,6 +299,7 @@ ENV_KEYS = {
     "kimi": "KIMI_API_KEY",
     "openai-responses": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
 }
 
 
@@ -260,6 +307,7 @@ ENV_KEYS = {
 async def test_a_401_rebuilds_the_client_with_the_key_read_again(
     case: Case, wire: WireServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)  # Gemini's SDK would prefer it
     monkeypatch.setenv(ENV_KEYS[case.name], "k")
     provider = make(case, wire, retries=0)
     assert isinstance(provider, RetryableChatProvider)
@@ -272,5 +320,6 @@ async def test_a_401_rebuilds_the_client_with_the_key_read_again(
     assert provider.on_retryable_error(APIConnectionError("x")) is False
     result = await generate(provider, "", [], USER)
     assert result.message.extract_text() == "fine"
-    sent = wire.requests[-1].headers
-    assert sent.get("Authorization") == "Bearer rotated" or sent.get("X-Api-Key") == "rotated"
+    sent = {k.lower(): v for k, v in wire.requests[-1].headers.items()}
+    keys = (sent.get("authorization"), sent.get("x-api-key"), sent.get("x-goog-api-key"))
+    assert "Bearer rotated" in keys or "rotated" in keys

@@ -120,3 +120,20 @@ async def test_kimi_refuses_a_schema_moonshot_rejects_before_sending(wire: WireS
     with pytest.raises(DialectError, match=r"parameters\.properties\.value: type is not defined"):
         await generate(kimi(wire), "", [anything], [Message(role="user", content="?")])
     assert wire.requests == []
+
+
+async def test_kimi_keeps_an_empty_reasoning_content_both_ways(wire: WireServer) -> None:
+    events = [
+        chat_chunk({"role": "assistant", "reasoning_content": ""}),
+        chat_chunk({"content": "42"}),
+        chat_chunk({}, finish_reason="stop"),
+        DONE,
+    ]
+    wire.queue(Reply(events=events), Reply(events=events))
+    question = [Message(role="user", content="?")]
+    first = await generate(kimi(wire).with_thinking("high"), "", [], question)
+    assert first.message.content == [ThinkPart(think=""), TextPart(text="42")]
+    history = [*question, first.message, Message(role="user", content="and?")]
+    await generate(kimi(wire).with_thinking("high"), "", [], history)
+    sent = wire.requests[-1].body["messages"][1]
+    assert sent == {"role": "assistant", "content": "42", "reasoning_content": ""}

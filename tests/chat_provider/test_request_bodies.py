@@ -9,9 +9,18 @@ from typing import Any
 
 import pytest
 from _bodies import check_anthropic_body, check_chat_body, check_responses_body
-from _cases import ADD_TOOL, SYSTEM, TOOLS, WEB_SEARCH, conversation, user
-from _wire import Reply, WireServer, anthropic_reply, chat_text_reply, responses_reply
+from _cases import ADD_TOOL, CALLS, SYSTEM, TOOLS, WEB_SEARCH, conversation, user
+from _wire import (
+    SDK_SUBCLASSES_AIOHTTP,
+    Reply,
+    WireServer,
+    anthropic_reply,
+    chat_text_reply,
+    gemini_reply,
+    responses_reply,
+)
 from fixtures import anthropic as anthropic_fx
+from fixtures import gemini as gemini_fx
 from fixtures import moonshot
 from fixtures import openai_chat as chat_fx
 from fixtures import openai_responses as responses_fx
@@ -19,11 +28,14 @@ from fixtures import openai_responses as responses_fx
 from kosong import generate, step
 from kosong.chat_provider import ChatProvider, TokenUsage
 from kosong.chat_provider.anthropic import Anthropic
+from kosong.chat_provider.gemini import Gemini
 from kosong.chat_provider.kimi import Kimi
 from kosong.chat_provider.openai import OpenAIChat, OpenAIResponses
 from kosong.dialects import DialectError
-from kosong.message import Message, TextPart, ThinkPart, ToolCall
+from kosong.message import ImageURLPart, Message, TextPart, ThinkPart, ToolCall
 from kosong.tooling.simple import SimpleToolset
+
+pytestmark = SDK_SUBCLASSES_AIOHTTP
 
 
 def kimi(wire: WireServer, **kwargs: Any) -> Kimi:
@@ -76,6 +88,16 @@ def ok_responses() -> Reply:
 
 def ok_anthropic() -> Reply:
     return anthropic_reply([{"type": "text", "pieces": ["ok"]}])
+
+
+def gemini(wire: WireServer, model: str = gemini_fx.MODEL, **kwargs: Any) -> Gemini:
+    provider = Gemini(model=model, api_key="gm-key", base_url=wire.url, **kwargs)
+    wire.closers.append(provider.aclose)
+    return provider
+
+
+def ok_gemini() -> Reply:
+    return gemini_reply([{"text": "ok"}])
 
 
 # --- Kimi ----------------------------------------------------------------------------------
@@ -412,11 +434,180 @@ async def test_anthropic_without_streaming_reads_the_whole_message(wire: WireSer
     assert (result.finish_reason, result.request_id) == ("tool_use", "req_whole")
 
 
+# --- Gemini -------------------------------------------------------------------------------
+
+
+def gemini_history() -> list[Message]:
+    """The conversation as Gemini made it: a signed thought summary, the first call signed."""
+    packed = f'{{"thoughtSignature":"{gemini_fx.THOUGHT_SIGNATURE}","part":"thought"}}'
+    signed = CALLS[0].model_copy(
+        update={"extras": {"thought_signature_b64": gemini_fx.CALL_SIGNATURE}}
+    )
+    return conversation(ThinkPart(think="Two tools.", encrypted=packed), [signed, CALLS[1]])
+
+
+async def test_gemini_sends_plain_text_as_documented(wire: WireServer) -> None:
+    body = await sent(wire, gemini(wire), ok_gemini(), SYSTEM, [], user())
+    assert body == gemini_fx.PLAIN
+    request = wire.requests[-1]
+    assert (request.path, request.query) == (
+        f"/v1beta/models/{gemini_fx.MODEL}:streamGenerateContent",
+        "alt=sse",
+    )
+    assert request.headers.get("x-goog-api-key") == "gm-key"
+
+
+async def test_gemini_sends_signatures_back_on_their_parts_and_images_in_function_responses(
+    wire: WireServer,
+) -> None:
+    provider = gemini(wire).with_thinking("high")
+    body = await sent(wire, provider, ok_gemini(), SYSTEM, TOOLS, gemini_history())
+    assert body == gemini_fx.CONVERSATION
+
+
+async def test_gemini_signs_calls_from_another_providers_history_as_documented(
+    wire: WireServer,
+) -> None:
+    history = conversation(ThinkPart(think="x", encrypted="anthropic-signature"))
+    body = await sent(wire, gemini(wire).with_thinking("high"), ok_gemini(), SYSTEM, TOOLS, history)
+    assert body == gemini_fx.FROM_ANOTHER_PROVIDER
+
+
+async def test_gemini_2_5_gets_a_placeholder_for_an_image_in_a_tool_result(
+    wire: WireServer,
+) -> None:
+    provider = gemini(wire, model="gemini-2.5-flash")
+    body = await sent(wire, provider, ok_gemini(), SYSTEM, TOOLS, conversation())
+    assert body == gemini_fx.ON_GEMINI_2_5
+
+
+@pytest.mark.parametrize("model", sorted(gemini_fx.THINKING))
+@pytest.mark.parametrize("effort", ["off", "low", "medium", "high", "xhigh", "max"])
+async def test_gemini_thinking_follows_the_model_family(
+    wire: WireServer, model: str, effort: Any
+) -> None:
+    expected = gemini_fx.THINKING[model][effort]
+    if expected == gemini_fx.OFF:
+        with pytest.raises(ValueError, match=r'with_thinking\("off"\) cannot be sent'):
+            gemini(wire, model=model).with_thinking(effort)
+        return
+    provider = gemini(wire, model=model).with_thinking(effort)
+    body = await sent(wire, provider, ok_gemini(), SYSTEM, [], user())
+    assert body == {**gemini_fx.PLAIN, "generationConfig": {"thinkingConfig": expected}}
+
+
+@pytest.mark.parametrize("choice", ["auto", "none", "required", "add"])
+async def test_gemini_sends_tool_choice_as_a_function_calling_mode(
+    wire: WireServer, choice: str
+) -> None:
+    body = await sent(wire, gemini(wire), ok_gemini(), "", [ADD_TOOL], user(), tool_choice=choice)
+    assert body["toolConfig"] == gemini_fx.TOOL_CHOICES[choice]
+    assert body["tools"] == [
+        {"functionDeclarations": gemini_fx.TOOLS[0]["functionDeclarations"][1:]}
+    ]
+
+
+async def test_gemini_generation_kwargs_go_in_generation_config(wire: WireServer) -> None:
+    provider = gemini(wire, generation_kwargs={"temperature": 0.2, "top_p": 0.9})
+    overrides = {
+        "max_tokens": 1024,
+        "stop_sequences": ["END"],
+        "cached_content": "cachedContents/abc123",
+    }
+    body = await sent(
+        wire, provider, ok_gemini(), SYSTEM, [], user(), generation_overrides=overrides
+    )
+    assert body == gemini_fx.GENERATION
+    assert provider.generation_kwargs == {"temperature": 0.2, "top_p": 0.9}  # per call
+
+
+def test_gemini_refuses_the_fields_it_sets_itself() -> None:
+    provider = Gemini(api_key="k")
+    for field in ("contents", "tools", "thinking_config", "toolConfig"):
+        with pytest.raises(ValueError, match=r"sets .* itself"):
+            provider.with_generation_kwargs(**{field: {}})
+
+
+async def test_gemini_without_streaming_calls_generate_content(wire: WireServer) -> None:
+    wire.queue(Reply(body=gemini_fx.RESPONSE))
+    result = await generate(gemini(wire, stream=False), SYSTEM, [], user())
+    request = wire.requests[-1]
+    assert (request.path, request.query) == (
+        f"/v1beta/models/{gemini_fx.MODEL}:generateContent",
+        "",
+    )
+    assert request.body == gemini_fx.PLAIN
+    assert result.message.extract_text() == "Adding."
+    assert [c.id for c in result.message.tool_calls or []] == ["fc_1", "fc_2"]
+    assert result.usage == TokenUsage(input_other=20, output=42, input_cache_read=100)
+    assert (result.id, result.finish_reason) == (gemini_fx.RESPONSE["responseId"], "STOP")
+
+
+async def test_gemini_sends_schemas_in_its_subset_after_the_safe_fixes(wire: WireServer) -> None:
+    from kosong.tooling import Tool
+
+    tool = Tool(
+        name="lookup",
+        description="Look a word up.",
+        parameters={
+            "type": "object",
+            "properties": {"word": {"type": ["string", "null"], "const": "x"}},
+            "additionalProperties": False,
+        },
+    )
+    body = await sent(wire, gemini(wire), ok_gemini(), "", [tool], user())
+    assert body["tools"] == [
+        {
+            "functionDeclarations": [
+                {
+                    "name": "lookup",
+                    "description": "Look a word up.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"word": {"type": "string", "nullable": True, "enum": ["x"]}},
+                    },
+                }
+            ]
+        }
+    ]
+
+
+async def test_gemini_refuses_a_schema_it_cannot_take_before_sending(wire: WireServer) -> None:
+    from kosong.tooling import Tool
+
+    tree = Tool(
+        name="tree",
+        description="A recursive tree.",
+        parameters={
+            "type": "object",
+            "properties": {"node": {"$ref": "#/$defs/node"}},
+            "$defs": {
+                "node": {
+                    "type": "object",
+                    "properties": {
+                        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}
+                    },
+                }
+            },
+        },
+    )
+    with pytest.raises(DialectError, match="gemini"):
+        await generate(gemini(wire), "", [tree], user())
+    assert wire.requests == []
+
+
+async def test_gemini_refuses_a_tool_result_for_a_call_it_cannot_name(wire: WireServer) -> None:
+    orphan = [*user(), Message(role="tool", tool_call_id="call_x", content="3")]
+    with pytest.raises(ValueError, match="answers no call in the history"):
+        await generate(gemini(wire), "", [], orphan)
+    assert wire.requests == []
+
+
 # --- builtin functions elsewhere ----------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "make", [chat, responses, claude], ids=["openai", "responses", "anthropic"]
+    "make", [chat, responses, claude, gemini], ids=["openai", "responses", "anthropic", "gemini"]
 )
 async def test_other_providers_refuse_a_builtin_function_before_sending(
     wire: WireServer, make: Any
@@ -427,7 +618,9 @@ async def test_other_providers_refuse_a_builtin_function_before_sending(
 
 
 @pytest.mark.parametrize(
-    "make", [kimi, chat, responses, claude], ids=["kimi", "openai", "responses", "anthropic"]
+    "make",
+    [kimi, chat, responses, claude, gemini],
+    ids=["kimi", "openai", "responses", "anthropic", "gemini"],
 )
 async def test_a_tool_choice_naming_no_tool_fails_before_sending(
     wire: WireServer, make: Any
@@ -438,3 +631,84 @@ async def test_a_tool_choice_naming_no_tool_fails_before_sending(
     with pytest.raises(ValueError, match="names no tool of this request"):
         await generate(provider, "", [ADD_TOOL], user(), tool_choice="subtract")
     assert wire.requests == []
+
+
+# --- what every provider does alike ---------------------------------------------------------
+
+
+def every_provider(wire: WireServer) -> list[Any]:
+    return [kimi(wire), chat(wire), responses(wire), claude(wire), gemini(wire)]
+
+
+PROVIDER_IDS = ["kimi", "openai", "responses", "anthropic", "gemini"]
+
+
+def _text_fields(value: Any) -> list[str]:
+    """Every string the model reads as text: `text`, `output`, `content` strings, anywhere."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("text", "output", "content") and isinstance(item, str):
+                found.append(item)
+            else:
+                found += _text_fields(item)
+    elif isinstance(value, list):
+        for item in value:
+            found += _text_fields(item)
+    return found
+
+
+@pytest.mark.parametrize("index", range(5), ids=PROVIDER_IDS)
+async def test_several_text_parts_of_a_tool_result_are_never_glued(
+    wire: WireServer, index: int
+) -> None:
+    provider = every_provider(wire)[index]
+    body = provider.request_body(SYSTEM, TOOLS, conversation())
+    texts = _text_fields(body)
+    assert not any("Helloworld" in t for t in texts)
+    assert any(t == "Hello" for t in texts) or any("Hello\nworld" in t for t in texts)
+
+
+@pytest.mark.parametrize("index", range(5), ids=PROVIDER_IDS)
+async def test_a_screenshot_in_a_tool_result_never_goes_as_text(
+    wire: WireServer, index: int
+) -> None:
+    import base64
+
+    screenshot = base64.b64encode(bytes(range(256)) * 600).decode()  # 150 KB
+    history = [
+        *user(),
+        Message(role="assistant", tool_calls=[CALLS[0]]),
+        Message(
+            role="tool",
+            tool_call_id="call_1",
+            content=[
+                TextPart(text="Done."),
+                ImageURLPart(
+                    image_url=ImageURLPart.ImageURL(url=f"data:image/png;base64,{screenshot}")
+                ),
+            ],
+        ),
+    ]
+    body = every_provider(wire)[index].request_body("", TOOLS, history)
+    texts = _text_fields(body)
+    assert not any(screenshot[:1000] in t for t in texts)
+    assert sum(len(t) for t in texts) < 1000
+
+
+@pytest.mark.parametrize("index", range(5), ids=PROVIDER_IDS)
+def test_a_field_the_provider_sets_itself_is_refused_at_the_with_call(
+    wire: WireServer, index: int
+) -> None:
+    provider = every_provider(wire)[index]
+    with pytest.raises(ValueError, match=r"sets model itself: use the provider's options"):
+        provider.with_generation_kwargs(model="another")
+
+
+def test_ordinary_tool_names_keep_the_rule_matched_against_the_whole_name() -> None:
+    from kosong.tooling import Tool
+
+    for name in ("add\n", "a$b", "add$", "web search", "$"):
+        with pytest.raises(ValueError, match="not valid"):
+            Tool(name=name, description="", parameters={})
+    assert Tool(name="web-search_2", description="", parameters={}).name == "web-search_2"

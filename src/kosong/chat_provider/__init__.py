@@ -11,6 +11,8 @@ Providers (each in its own module, the HTTP ones needing an optional extra):
 - `kosong.chat_provider.openai.OpenAIChat`: Chat Completions of OpenAI or any compatible
   server; `OpenAIResponses`: OpenAI's Responses API (`kosong[openai]`).
 - `kosong.chat_provider.anthropic.Anthropic`: Anthropic's Messages API (`kosong[anthropic]`).
+- `kosong.chat_provider.gemini.Gemini`: Google's Gemini API, on the `google-genai` SDK
+  (`kosong[google]`).
 - `kosong.chat_provider.scripted.ScriptedChatProvider`: an offline model that plays scripted
   turns, for demos and tests; `kosong.chat_provider.mock.MockChatProvider` streams exactly the
   parts it is given.

@@ -1,6 +1,6 @@
 """What kosong's providers share: options set on copies, the HTTP client's life, errors.
 
-Private: the public classes are in `kimi`, `openai`, `anthropic`, `scripted` and `mock`.
+Private: the public classes are in `kimi`, `openai`, `anthropic`, `gemini`, `scripted` and `mock`.
 
 Every option is set on a copy (`with_thinking`, `with_tool_choice`, `with_generation_kwargs`):
 a provider is never changed, so one can be shared, and `generate(..., tool_choice=...,
