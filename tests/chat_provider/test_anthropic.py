@@ -176,4 +176,4 @@ async def test_anthropic_counts_cache_reads_and_writes_in_token_usage(wire: Wire
     assert result.usage == TokenUsage(
         input_other=100, output=42, input_cache_read=40, input_cache_creation=10
     )
-    assert result.usage.input == 150
+    assert result.usage is not None and result.usage.input == 150
