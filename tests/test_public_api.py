@@ -18,7 +18,8 @@ import kosong
 
 PUBLIC: dict[str, list[str]] = {
     "kosong": [
-        "GenerateResult", "StepResult", "__version__", "generate", "step",
+        "AgentLoopResult", "AgentStep", "GenerateResult", "StepResult", "StopReason",
+        "ToolRetriesExhausted", "__version__", "agent_loop", "generate", "step",
         "tool_result_to_message",
     ],
     "kosong.chat_provider": [
