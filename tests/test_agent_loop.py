@@ -91,6 +91,12 @@ async def test_stop_at_tools_stops_after_the_named_tool_ran_not_after_a_refused_
     assert tool_texts[1:] == ["2", "done: two"]
 
 
+async def test_stop_at_tools_takes_one_name_as_well() -> None:
+    model = ScriptedChatProvider([[call("finish", {"summary": "x"})], ["never asked"]])
+    result = await agent_loop(model, "", SimpleToolset([finish]), USER, stop_at_tools="finish")
+    assert result.stop_reason == "stop_at_tool"
+
+
 async def test_a_stop_tool_the_toolset_does_not_have_does_not_stop_the_loop() -> None:
     model = ScriptedChatProvider([[call("finish", {"summary": "x"})], ["answered"]])
     result = await agent_loop(model, "", SimpleToolset([add]), USER, stop_at_tools=["finish"])

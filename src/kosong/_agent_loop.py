@@ -143,8 +143,8 @@ async def agent_loop(
        `retry_budgets[name]`, else `retry_budget` (None: no limit); a call of the tool whose
        arguments are accepted starts its count again. Within the budget, the error goes back
        to the model, which can correct its call;
-    3. a tool named in `stop_at_tools` has run (its arguments were accepted; it may still have
-       failed): `"stop_at_tool"`;
+    3. a tool named in `stop_at_tools` (names, or one name) has run (its arguments were
+       accepted; it may still have failed): `"stop_at_tool"`;
     4. `stop_when(step)` is true (it may be async): `"stopped"`;
     5. the tokens of all steps (`usage.total`) reached `token_budget`: `"token_budget"`;
     6. `max_steps` steps were made: `"max_steps"`.
@@ -168,7 +168,8 @@ async def agent_loop(
     """
     _check_limits(max_steps, token_budget, retry_budget, retry_budgets)
     budgets = dict(retry_budgets or {})
-    stop_names = frozenset(stop_at_tools)
+    # One name is a collection of one, not of its letters.
+    stop_names = frozenset([stop_at_tools] if isinstance(stop_at_tools, str) else stop_at_tools)
     messages: list[Message] = []
     steps: list[StepResult] = []
     failures: dict[str, int] = {}

@@ -71,6 +71,13 @@ async def test_the_model_first_sees_the_search_tool_and_the_always_visible_ones(
     }
 
 
+def test_always_visible_takes_one_name_as_well() -> None:
+    assert names(searchable(catalog(), always_visible="list_files").tools) == [
+        "search_tools",
+        "list_files",
+    ]
+
+
 async def test_a_search_adds_the_tools_found_to_the_next_requests_tools() -> None:
     toolset = searchable(catalog(), always_visible=["list_files"])
     text = await search(toolset, {"query": "open a new issue on github"})

@@ -53,7 +53,10 @@ class SearchableToolset(Toolset):
             raise ValueError(f"max_results must be at least 1, got {max_results}")
         self._bm25 = _load_bm25()
         self._inner = toolset
-        self._always = frozenset(always_visible)
+        # One name is a collection of one, not of its letters.
+        self._always = frozenset(
+            [always_visible] if isinstance(always_visible, str) else always_visible
+        )
         self._found: dict[str, None] = {}  # insertion-ordered set
         self._max_results = max_results
         self._index: _Index | None = None
