@@ -2,8 +2,8 @@
 
 Run it with `python3 run.py demo`. A question goes to a model; each tool call the model streams
 is handed to the toolset the moment it is complete, so the tools run while the rest of the
-answer arrives; their results go back to the model, which answers. The demo prints a timeline
-of what happened when.
+answer arrives; their results go back to the model, which answers. `kosong.agent_loop` runs
+those steps. The demo prints a timeline of what happened when.
 
 Offline by default: the model is `ScriptedChatProvider`, deterministic, streaming its answer in
 small fragments as a network stream would. With `KIMI_API_KEY` (or `OPENAI_API_KEY`, or
@@ -19,11 +19,11 @@ import sys
 import time
 from collections.abc import Sequence
 
-from kosong import step, tool_result_to_message
+from kosong import AgentStep, agent_loop
 from kosong.chat_provider import ChatProvider, StreamedMessagePart
 from kosong.chat_provider.scripted import ScriptedChatProvider, call
 from kosong.message import Message, TextPart, ThinkPart, ToolCall, ToolCallPart
-from kosong.tooling import ToolResult, tool
+from kosong.tooling import tool
 from kosong.tooling.simple import SimpleToolset
 
 QUESTION = "What's the weather in Paris and in Tokyo right now, and which one is warmer?"
@@ -104,6 +104,14 @@ class Timeline:
             log("model", "thinks ..." if isinstance(part, ThinkPart) else "writes text ...")
 
 
+def report(step: AgentStep) -> None:
+    """What the loop did in one step (called once its tool calls have finished)."""
+    log("model", f"answer complete (finish reason: {step.result.finish_reason})")
+    if step.tool_results:
+        log("agent", f"sends {len(step.tool_results)} tool result(s) back to the model")
+        log("agent", f"turn {step.number + 1}: asks the model")
+
+
 async def main(offline: bool) -> None:
     provider = None if offline else real_model()
     if provider is None:
@@ -112,24 +120,21 @@ async def main(offline: bool) -> None:
     else:
         print(f"model: {provider.name} / {provider.model_name}")
     print(f"question: {QUESTION}\n")
-    toolset = SimpleToolset([get_weather])
     history = [Message(role="user", content=QUESTION)]
-    for turn in range(1, 6):
-        log("agent", f"turn {turn}: asks the model")
-        result = await step(
-            provider, SYSTEM, toolset, history,
-            on_message_part=Timeline(),
-            on_tool_result=lambda r: log("tool", f"result of {r.tool_call_id} is ready"),
-        )  # fmt: skip
-        log("model", f"answer complete (finish reason: {result.finish_reason})")
-        results: list[ToolResult] = await result.tool_results()
-        history.append(result.message)
-        if not results:
-            print(f"\nanswer: {result.message.extract_text().strip()}")
-            return
-        history.extend(tool_result_to_message(r) for r in results)
-        log("agent", f"sends {len(results)} tool result(s) back to the model")
-    print("\nstopped after 5 turns")
+    log("agent", "turn 1: asks the model")
+    # agent_loop calls `step` until the model answers: each step's tool calls run while the
+    # answer streams, and their results go back to the model in the next step.
+    result = await agent_loop(
+        provider, SYSTEM, SimpleToolset([get_weather]), history,
+        max_steps=5,
+        on_message_part=Timeline(),
+        on_tool_result=lambda r: log("tool", f"result of {r.tool_call_id} is ready"),
+        on_step=report,
+    )  # fmt: skip
+    if result.stop_reason == "answered":
+        print(f"\nanswer: {result.answer.strip()}")
+    else:
+        print(f"\nstopped ({result.stop_reason}) after {len(result.steps)} turns")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ import kosong
 
 PUBLIC: dict[str, list[str]] = {
     "kosong": [
-        "GenerateResult", "StepResult", "__version__", "generate", "step",
+        "AgentLoopResult", "AgentStep", "GenerateResult", "StepResult", "StopReason",
+        "ToolRetriesExhausted", "__version__", "agent_loop", "generate", "step",
         "tool_result_to_message",
     ],
     "kosong.chat_provider": [
@@ -55,13 +56,14 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "kosong.testing": ["RecordingListener", "ScriptedTool", "make_call"],
     "kosong.tooling": [
-        "UNPARSED", "ArgumentLimits", "ArgumentsError", "BaseToolset", "BriefDisplayBlock",
-        "CallableTool", "CallableTool2", "DisplayBlock", "EstimatedTokens", "FunctionTool",
-        "HandleResult", "Injected", "ParametersType", "ResponseFormat", "TokenRange", "Tool",
-        "ToolError", "ToolErrorHandler", "ToolException", "ToolMetadata", "ToolOk",
-        "ToolOptions", "ToolOutput", "ToolResult", "ToolResultFuture", "ToolReturnType",
-        "ToolReturnValue", "Toolset", "UnknownDisplayBlock", "Unparsed", "dispatch",
-        "parse_arguments", "tool", "with_json_arguments",
+        "SEARCH_TOOL_NAME", "UNPARSED", "ArgumentLimits", "ArgumentsError", "BaseToolset",
+        "BriefDisplayBlock", "CallableTool", "CallableTool2", "DisplayBlock", "EstimatedTokens",
+        "FunctionTool", "HandleResult", "Injected", "ParametersType", "ResponseFormat",
+        "SearchableToolset", "TokenRange", "Tool", "ToolError", "ToolErrorHandler",
+        "ToolException", "ToolMetadata", "ToolOk", "ToolOptions", "ToolOutput", "ToolResult",
+        "ToolResultFuture", "ToolReturnType", "ToolReturnValue", "Toolset",
+        "UnknownDisplayBlock", "Unparsed", "dispatch", "parse_arguments", "searchable", "tool",
+        "with_json_arguments",
     ],
     "kosong.tooling.error": [
         "STANDARD_KEY", "ToolCancelledError", "ToolDeprecatedError", "ToolNetworkError",

@@ -1,10 +1,15 @@
-"""`run.py`: the Quickstart's first command installs only what the demo needs."""
+"""`run.py`: the Quickstart's first command installs only what the demo needs, and the demo
+needs nothing more."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -43,3 +48,53 @@ def test_the_install_stamp_is_ignored_once_pyproject_changes(tmp_path: Path) -> 
     assert run._installed(stamp, "def") == ()
     stamp.write_text("abc")  # the stamp of an older run.py
     assert run._installed(stamp, "abc") == ()
+
+
+def test_the_readmes_first_command_runs_the_demo_with_the_demo_extra_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    readme = (ROOT / "README.md").read_text()
+    first = re.search(r"^```bash\n(.*?)$", readme, re.M)
+    assert first is not None and first.group(1).split("#")[0].strip() == "python3 run.py demo"
+    asked: list[tuple[str, ...]] = []
+    ran: list[tuple[str, ...]] = []
+
+    def ensure(*args: object, extras: tuple[str, ...] = run.DEV_EXTRAS, **kw: object) -> Path:
+        asked.append(extras)
+        return Path("/venv/bin/python")
+
+    monkeypatch.setattr(run, "ensure_venv", ensure)
+    monkeypatch.setattr(run, "_run", lambda *args: ran.append(args) or 0)
+    assert run.main(["demo"]) == 0
+    assert asked == [("demo",)]
+    assert ran == [("/venv/bin/python", "examples/demo.py")]
+
+
+# Installed by `dev` only: the demo must run without any of them.
+DEV_ONLY_MODULES = (
+    "pytest", "hypothesis", "playwright", "mcp", "starlette", "uvicorn", "redis",
+    "langchain_core", "bm25s", "Stemmer", "numpy", "tiktoken", "opentelemetry", "aiohttp",
+    "click", "sse_starlette", "httpx_sse",
+)  # fmt: skip
+
+BLOCKER = """
+import importlib.abc, runpy, sys
+blocked = set(sys.argv[1].split(","))
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in blocked:
+            raise ImportError(f"{name} is not installed by the demo extra")
+        return None
+sys.meta_path.insert(0, Block())
+sys.argv = [sys.argv[2], "--offline"]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_the_demo_imports_nothing_that_only_the_dev_extra_installs() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKER, ",".join(DEV_ONLY_MODULES), str(ROOT / "examples/demo.py")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "answer: Here is what I found" in done.stdout

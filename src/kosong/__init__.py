@@ -8,6 +8,11 @@ The chat loop, at the top level:
   to the toolset the moment it is complete, so tools run while the answer still streams
   (`StepResult`, whose `tool_results()` gives their results in call order).
 - `tool_result_to_message(result)`: the tool message that gives a result back to the model.
+- `agent_loop(chat_provider, system_prompt, toolset, history, ...)`: `step` again and again
+  until the model answers, or a stop condition holds (a number of steps, a tool that ran, a
+  token budget, a predicate); `AgentLoopResult` holds the new messages and why it stopped,
+  `AgentStep` is what `on_step` sees, `ToolRetriesExhausted` ends a model that keeps getting
+  a tool's arguments wrong.
 
 Public modules:
 
@@ -19,15 +24,27 @@ Public modules:
 - `kosong.utils.jsonschema`: JSON Schema helpers used when exporting tool definitions.
 """
 
+from kosong._agent_loop import (
+    AgentLoopResult,
+    AgentStep,
+    StopReason,
+    ToolRetriesExhausted,
+    agent_loop,
+)
 from kosong._generate import GenerateResult, generate
 from kosong._step import StepResult, step, tool_result_to_message
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentLoopResult",
+    "AgentStep",
     "GenerateResult",
     "StepResult",
+    "StopReason",
+    "ToolRetriesExhausted",
     "__version__",
+    "agent_loop",
     "generate",
     "step",
     "tool_result_to_message",

@@ -2,12 +2,15 @@
 
 Blocks of one page run in order in one namespace, so a page can build an example step by step.
 A block whose opening fence is ```python skip is shown but not run (say, one that needs an API
-key). Top-level `await` is allowed, since examples often show async code. Every `print` states
-its output, in a comment on its line or right below it (see `_printed`).
+key). Top-level `await` is allowed, since examples often show async code; a page that uses it
+says once how to run such examples (`python -m asyncio`), and a page whose examples are plain
+scripts says that. Every `print` states its output, in a comment on its line or right below
+it (see `_printed`).
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import re
 import sys
@@ -51,3 +54,29 @@ PAGES = sorted(DOCS.glob("*.md"))
 def test_docs_page_examples_run(page: Path) -> None:
     assert _blocks(page), f"{page.name} has no runnable python example"
     _run_page(page)
+
+
+def _awaits_at_top_level(source: str) -> bool:
+    pending: list[ast.AST] = list(ast.parse(source).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue  # an await in there runs in a coroutine, not at the top level
+        if isinstance(node, ast.Await | ast.AsyncFor | ast.AsyncWith):
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_each_page_says_once_how_its_examples_run(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    if any(_awaits_at_top_level(source) for _, source in _blocks(page)):
+        assert text.count("`python -m asyncio`") == 1, (
+            f"{page.name} awaits at the top level: say once that its examples run in "
+            "`python -m asyncio`"
+        )
+    else:
+        assert text.count("are plain scripts") == 1, (
+            f"{page.name}: say once that its examples are plain scripts"
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import keyword
 from typing import Annotated
 
@@ -71,8 +72,43 @@ def test_each_style_gives_argument_descriptions(func: object) -> None:
     made = FunctionTool.from_function(func)  # type: ignore[arg-type]
     assert made.args["city"]["description"] == "The city name,\nin English."
     assert made.args["days"]["description"] == "How many days ahead."
-    # Without parse_docstring the description is the whole docstring, as LangChain does.
-    assert made.description.startswith("Get the forecast.\n\nLooks the city up, slowly.\n\n")
+
+
+@pytest.mark.parametrize(
+    ("func", "rest"),
+    [
+        (google, "\n\nRaises:\n    ValueError: for an unknown city."),
+        (numpy_style, ""),
+        (rest_style, ""),
+    ],
+    ids=["google", "numpy", "rest"],
+)
+def test_argument_and_return_sections_read_into_the_schema_leave_the_description(
+    func: object, rest: str
+) -> None:
+    made = FunctionTool.from_function(func)  # type: ignore[arg-type]
+    # The parameters' docs are in the schema: the model would read them twice. Other
+    # sections (Raises here) stay.
+    assert made.description == "Get the forecast.\n\nLooks the city up, slowly." + rest
+
+
+@pytest.mark.parametrize("func", [google, numpy_style, rest_style], ids=["google", "numpy", "rest"])
+def test_keep_docstring_sections_keeps_the_whole_docstring(func: object) -> None:
+    made = FunctionTool.from_function(func, keep_docstring_sections=True)  # type: ignore[arg-type]
+    assert made.description == inspect.getdoc(func)
+    assert made.args["days"]["description"] == "How many days ahead."
+
+
+def test_a_docstring_whose_arguments_are_not_read_stays_whole() -> None:
+    def no_parameters() -> str:
+        """Say hello.
+
+        Returns:
+            A greeting.
+        """
+        return "hello"
+
+    assert tool(no_parameters).description == "Say hello.\n\nReturns:\n    A greeting."
 
 
 @pytest.mark.parametrize("func", [google, numpy_style, rest_style], ids=["google", "numpy", "rest"])

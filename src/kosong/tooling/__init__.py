@@ -11,6 +11,8 @@
 - `ToolMetadata`: the optional fields of the Tool Use standard (strict, version, cacheable,
   deprecation, MCP's behaviour hints...) that `Tool` and `CallableTool2` accept.
 - `FunctionTool`, `tool`, `ToolException`: tools from plain functions.
+- `searchable(toolset, always_visible=...)`: a large catalog behind a `search_tools` tool
+  (`SearchableToolset`; the `kosong[search]` extra ranks with BM25).
 
 `kosong.tooling.simple.SimpleToolset` is the toolset to start with; `kosong.tooling.error` holds
 the errors a toolset reports on its own.
@@ -33,9 +35,11 @@ from kosong.tooling._function import (
 from kosong.tooling._metadata import EstimatedTokens, TokenRange, ToolMetadata
 from kosong.tooling._result import HandleResult, ToolResult, ToolResultFuture, Toolset
 from kosong.tooling._return import ToolError, ToolOk, ToolOutput, ToolReturnType, ToolReturnValue
+from kosong.tooling._search import SEARCH_TOOL_NAME, SearchableToolset, searchable
 from kosong.tooling._tool import ParametersType, Tool
 
 __all__ = [
+    "SEARCH_TOOL_NAME",
     "UNPARSED",
     "ArgumentLimits",
     "ArgumentsError",
@@ -50,6 +54,7 @@ __all__ = [
     "Injected",
     "ParametersType",
     "ResponseFormat",
+    "SearchableToolset",
     "TokenRange",
     "Tool",
     "ToolError",
@@ -68,6 +73,7 @@ __all__ = [
     "Unparsed",
     "dispatch",
     "parse_arguments",
+    "searchable",
     "tool",
     "with_json_arguments",
 ]

@@ -7,6 +7,8 @@ be about it.
 
 from __future__ import annotations
 
+import copy
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -23,6 +25,9 @@ class ParsedDocstring:
     """The summary and body, without any section (Args, Returns, Raises, Examples...)."""
     arguments: dict[str, str]
     """The argument section: parameter name -> description."""
+    without_arguments: str = ""
+    """The docstring without its argument and return sections (its other sections kept, as
+    `docstring-parser` writes them)."""
 
 
 _EMPTY = ParsedDocstring("", {})
@@ -68,7 +73,17 @@ def read_docstring(
                 f"the docstring of {owner} documents {', '.join(map(repr, unknown))}, which "
                 f"is not a parameter (parameters: {', '.join(parameters) or 'none'})"
             )
-    return ParsedDocstring(prose, arguments)
+    return ParsedDocstring(prose, arguments, _without_arguments(parsed, prose))
+
+
+def _without_arguments(parsed: docstring_parser.Docstring, prose: str) -> str:
+    kept = [m for m in parsed.meta if m.args[0] not in _ARGUMENT_SECTIONS | _RETURN_SECTIONS]
+    if not kept:
+        return prose
+    rest = copy.copy(parsed)
+    rest.meta = kept
+    style = parsed.style or docstring_parser.DocstringStyle.GOOGLE
+    return re.sub(r"\n{3,}", "\n\n", docstring_parser.compose(rest, style=style)).strip()
 
 
 # docstring-parser reports attributes and keyword arguments as parameters too; only what the
@@ -76,3 +91,5 @@ def read_docstring(
 _ARGUMENT_SECTIONS = frozenset(
     {"param", "parameter", "arg", "argument", "key", "keyword", "other_param"}
 )
+# What the function gives back is the tool's result, which the model reads anyway.
+_RETURN_SECTIONS = frozenset({"return", "returns", "yield", "yields"})

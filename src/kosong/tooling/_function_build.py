@@ -49,7 +49,8 @@ class ToolOptions(TypedDict, total=False):
     name: str | None
     """The tool's name; the function's `__name__` by default."""
     description: str | None
-    """What the tool does, for the model; the docstring by default."""
+    """What the tool does, for the model; the docstring by default (see
+    `keep_docstring_sections`)."""
     args_schema: type[BaseModel] | None
     """A model whose fields are the parameters, instead of the signature's."""
     schema: Mapping[str, Any] | None
@@ -57,7 +58,10 @@ class ToolOptions(TypedDict, total=False):
     return_direct: bool
     """Tells the agent loop to hand the result to the user as is (kept on the tool)."""
     parse_docstring: bool
-    """Require a usable argument section and leave it out of the description."""
+    """Require a usable argument section and leave every section out of the description."""
+    keep_docstring_sections: bool
+    """Keep the docstring's argument and return sections in the description. By default
+    they are left out once the argument descriptions are read from them into the schema."""
     response_format: ResponseFormat
     """Whether the function returns `(content, artifact)`."""
     handle_tool_error: ToolErrorHandler
@@ -213,7 +217,13 @@ def make(
     if strict and not doc and visible:
         raise ValueError(f"parse_docstring=True, but {owner} has no docstring")
     parsed = read_docstring(doc, known, needs_arguments=bool(visible), strict=strict, owner=owner)
-    description = options.get("description") or (parsed.prose if strict else doc)
+    description = options.get("description") or (
+        parsed.prose
+        if strict
+        else parsed.without_arguments
+        if parsed.arguments and not options.get("keep_docstring_sections", False)
+        else doc
+    )
     if not description or not description.strip():
         raise ValueError(f"{owner} has no description: write a docstring or pass description=...")
 

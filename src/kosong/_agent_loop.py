@@ -1,0 +1,253 @@
+"""`agent_loop`: call `step` until the model answers or a stop condition holds."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias, TypeGuard
+
+from kosong._generate import Callback, call_back
+from kosong._step import StepResult, step, tool_result_to_message
+from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
+from kosong.message import Message, ToolCall
+from kosong.tooling import ToolError, ToolResult, Toolset
+from kosong.tooling.error import ToolNotFoundError, ToolParseError, ToolValidateError
+
+__all__ = [
+    "AgentLoopResult",
+    "AgentStep",
+    "StopReason",
+    "ToolRetriesExhausted",
+    "agent_loop",
+]
+
+StopReason: TypeAlias = Literal["answered", "max_steps", "stop_at_tool", "token_budget", "stopped"]
+"""Why `agent_loop` stopped: the model answered without calling a tool; `max_steps` steps
+were made; a tool of `stop_at_tools` ran; the tokens used reached `token_budget`; or the
+`stop_when` predicate said so."""
+
+ToolChoiceFor: TypeAlias = ToolChoice | Callable[[int], ToolChoice | None]
+"""A tool choice for every step, or a function of the step's number (1, 2...) giving it."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentStep:
+    """One step of the loop, once its tool calls have finished: what `on_step` is given."""
+
+    number: int
+    """The step's number, from 1."""
+    result: StepResult
+    """The model's answer (`result.message`, `result.usage`...)."""
+    tool_results: list[ToolResult]
+    """The results of the answer's tool calls, in call order."""
+    messages: list[Message]
+    """What the step adds to the conversation: the answer, then one tool message per call."""
+    tokens_used: int
+    """Tokens used by every step so far, this one included (see `AgentLoopResult`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLoopResult:
+    """What `agent_loop` did: the new messages, the steps, and why it stopped."""
+
+    messages: list[Message]
+    """The new messages, in order (the history given is not among them): for each step the
+    model's answer, then the tool messages of its calls."""
+    steps: list[StepResult]
+    """Each step's `StepResult`, in order."""
+    stop_reason: StopReason
+    """Why the loop stopped."""
+
+    @property
+    def tokens_used(self) -> int:
+        """The tokens of every step (input and output), as the provider counted them.
+
+        A step whose provider reported no usage counts 0.
+        """
+        return sum(s.usage.total for s in self.steps if s.usage is not None)
+
+    @property
+    def answer(self) -> str:
+        """The text of the last message of the model (empty if the loop made no step)."""
+        for message in reversed(self.messages):
+            if message.role == "assistant":
+                return message.extract_text()
+        return ""
+
+
+class ToolRetriesExhausted(Exception):
+    """A tool got invalid arguments more times in a row than its retry budget allows.
+
+    Raised by `agent_loop` once the step's tool messages are made: `messages` and `steps` hold
+    everything the loop did, that step included, so nothing is lost.
+    """
+
+    def __init__(
+        self,
+        tool_name: str,
+        error: ToolError,
+        attempts: int,
+        budget: int,
+        messages: list[Message],
+        steps: list[StepResult],
+    ) -> None:
+        """Say which tool failed, how often, and its last error."""
+        super().__init__(
+            f"tool `{tool_name}` got invalid arguments {attempts} times in a row, past its "
+            f"retry budget of {budget}; the last error: {error.message}"
+        )
+        self.tool_name = tool_name
+        """The tool the model kept calling wrongly."""
+        self.error = error
+        """The last error (a `ToolValidateError` or a `ToolParseError`)."""
+        self.attempts = attempts
+        """How many calls in a row failed."""
+        self.budget = budget
+        """The tool's retry budget."""
+        self.messages = messages
+        """The new messages so far, the failing step's included (see `AgentLoopResult`)."""
+        self.steps = steps
+        """The steps so far."""
+
+
+async def agent_loop(
+    chat_provider: ChatProvider,
+    system_prompt: str,
+    toolset: Toolset,
+    history: Sequence[Message],
+    *,
+    max_steps: int = 10,
+    stop_at_tools: Collection[str] = (),
+    tool_choice: ToolChoiceFor | None = None,
+    token_budget: int | None = None,
+    stop_when: Callable[[AgentStep], bool | Awaitable[bool]] | None = None,
+    retry_budget: int | None = 2,
+    retry_budgets: Mapping[str, int] | None = None,
+    on_step: Callback[AgentStep] | None = None,
+    on_message_part: Callback[StreamedMessagePart] | None = None,
+    on_tool_result: Callable[[ToolResult], None] | None = None,
+    generation_overrides: Mapping[str, Any] | None = None,
+) -> AgentLoopResult:
+    """Run `step` until the model answers without a tool call, or a stop condition holds.
+
+    Each step sends the history followed by the messages of the steps before it (the model's
+    answers and the tool messages of their results); `history` itself is never changed. A
+    step's tool calls run while its answer streams (see `step`), and the loop waits for all
+    of them before it decides anything, so every call of the model has its tool message.
+    After each step, in this order:
+
+    1. no tool call: the model answered, `"answered"`;
+    2. a tool got invalid arguments (a `ToolParseError` or `ToolValidateError`) more times in
+       a row than its retry budget: `ToolRetriesExhausted` is raised. The budget is
+       `retry_budgets[name]`, else `retry_budget` (None: no limit); a call of the tool whose
+       arguments are accepted starts its count again. Within the budget, the error goes back
+       to the model, which can correct its call;
+    3. a tool named in `stop_at_tools` (names, or one name) has run (its arguments were
+       accepted; it may still have failed): `"stop_at_tool"`;
+    4. `stop_when(step)` is true (it may be async): `"stopped"`;
+    5. the tokens of all steps (`usage.total`) reached `token_budget`: `"token_budget"`;
+    6. `max_steps` steps were made: `"max_steps"`.
+
+    `on_step` (sync or async) is called with each `AgentStep` before these checks.
+    `tool_choice` is sent with every step ("auto", "none", "required" or a tool's name; each
+    provider puts it in its API's own format), or is a function of the step's number giving
+    the choice for that step (None: the provider's default). A choice that forces a call on
+    every step never lets the model answer: pair it with `stop_at_tools`, or force only the
+    first step (`lambda n: "required" if n == 1 else None`). `on_message_part`,
+    `on_tool_result` and `generation_overrides` are passed to every `step`.
+
+    Cancelling the loop cancels the step under way: the model's stream and every tool call
+    still running are cancelled and awaited before the cancellation propagates.
+
+    Raises:
+        ToolRetriesExhausted: a tool's retry budget was spent (see 2).
+        ChatProviderError: the provider failed; the steps before were given to `on_step`.
+        ValueError: `max_steps` is below 1, `token_budget` below 1, or a retry budget
+            negative.
+    """
+    _check_limits(max_steps, token_budget, retry_budget, retry_budgets)
+    budgets = dict(retry_budgets or {})
+    # One name is a collection of one, not of its letters.
+    stop_names = frozenset([stop_at_tools] if isinstance(stop_at_tools, str) else stop_at_tools)
+    messages: list[Message] = []
+    steps: list[StepResult] = []
+    failures: dict[str, int] = {}
+    tokens = 0
+    for number in range(1, max_steps + 1):
+        result = await step(
+            chat_provider,
+            system_prompt,
+            toolset,
+            [*history, *messages],
+            on_message_part=on_message_part,
+            on_tool_result=on_tool_result,
+            tool_choice=tool_choice(number) if callable(tool_choice) else tool_choice,
+            generation_overrides=generation_overrides,
+        )
+        results = await result.tool_results()
+        added = [result.message, *(tool_result_to_message(r) for r in results)]
+        messages.extend(added)
+        steps.append(result)
+        tokens += result.usage.total if result.usage is not None else 0
+        done = AgentStep(number, result, results, added, tokens)
+        await call_back(on_step, done)
+
+        if not result.tool_calls:
+            return AgentLoopResult(messages, steps, "answered")
+        calls = list(zip(result.tool_calls, results, strict=True))
+        for call, tool_result in calls:
+            name = call.function.name
+            value = tool_result.return_value
+            if not _invalid(value):
+                failures.pop(name, None)
+                continue
+            failures[name] = failures.get(name, 0) + 1
+            budget = budgets.get(name, retry_budget)
+            if budget is not None and failures[name] > budget:
+                raise ToolRetriesExhausted(name, value, failures[name], budget, messages, steps)
+        if _ran_one_of(stop_names, calls):
+            return AgentLoopResult(messages, steps, "stop_at_tool")
+        if stop_when is not None and await _holds(stop_when, done):
+            return AgentLoopResult(messages, steps, "stopped")
+        if token_budget is not None and tokens >= token_budget:
+            return AgentLoopResult(messages, steps, "token_budget")
+    return AgentLoopResult(messages, steps, "max_steps")
+
+
+def _check_limits(
+    max_steps: int,
+    token_budget: int | None,
+    retry_budget: int | None,
+    retry_budgets: Mapping[str, int] | None,
+) -> None:
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    if token_budget is not None and token_budget < 1:
+        raise ValueError(f"token_budget must be at least 1, got {token_budget}")
+    if retry_budget is not None and retry_budget < 0:
+        raise ValueError(f"retry_budget cannot be negative, got {retry_budget}")
+    negative = {name: n for name, n in (retry_budgets or {}).items() if n < 0}
+    if negative:
+        raise ValueError(f"a retry budget cannot be negative, got {negative}")
+
+
+def _invalid(value: object) -> TypeGuard[ToolParseError | ToolValidateError]:
+    return isinstance(value, ToolParseError | ToolValidateError)
+
+
+def _ran_one_of(names: frozenset[str], calls: list[tuple[ToolCall, ToolResult]]) -> bool:
+    """Whether a call of one of `names` ran: the tool exists and took its arguments."""
+    return any(
+        call.function.name in names
+        and not _invalid(result.return_value)
+        and not isinstance(result.return_value, ToolNotFoundError)
+        for call, result in calls
+    )
+
+
+async def _holds(predicate: Callable[[AgentStep], bool | Awaitable[bool]], done: AgentStep) -> bool:
+    verdict = predicate(done)
+    if inspect.isawaitable(verdict):
+        verdict = await verdict
+    return bool(verdict)

@@ -1,0 +1,253 @@
+"""`searchable`: a large catalog behind a `search_tools` tool (needs `kosong[search]`).
+
+The model first sees only `search_tools` and the always-visible tools; each search adds the
+tools it found to `tools`, so the next request of the loop carries their definitions. Ranking
+is BM25 over each tool's name and description, by the `bm25s` package (numpy only, no
+network), with English stemming by `PyStemmer`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Any, Protocol, cast
+
+from pydantic import Field
+
+from kosong.message import ToolCall
+from kosong.tooling._arguments import DEFAULT_LIMITS, ArgumentLimits
+from kosong.tooling._dispatch import BaseToolset, dispatch
+from kosong.tooling._function import FunctionTool
+from kosong.tooling._result import ToolResult, Toolset
+from kosong.tooling._tool import Tool
+from kosong.tooling.simple import SimpleToolset
+from kosong.utils.typing import JsonType
+
+__all__ = ["SEARCH_TOOL_NAME", "SearchableToolset", "searchable"]
+
+SEARCH_TOOL_NAME = "search_tools"
+"""The name of the search tool the model sees."""
+
+_SEARCH_DESCRIPTION = (
+    "Search the catalog of tools by what you want to do. The tools found are added to the "
+    "tools you can call, from your next step on. Call it before saying that no tool can help."
+)
+
+
+class SearchableToolset(BaseToolset):
+    """A toolset that shows the model a search tool and the tools it found (see `searchable`).
+
+    What was found is state of this object: use one per conversation, or `reset()` it.
+    """
+
+    def __init__(
+        self, toolset: Toolset, always_visible: Iterable[str] = (), *, max_results: int = 5
+    ) -> None:
+        """Wrap `toolset` (see `searchable`).
+
+        Raises:
+            ImportError: the `search` extra is not installed.
+            ValueError: `toolset` has a tool named `search_tools`, `always_visible` names a
+                tool it does not have, or `max_results` is below 1.
+        """
+        if max_results < 1:
+            raise ValueError(f"max_results must be at least 1, got {max_results}")
+        self._bm25 = _load_bm25()
+        self._inner = toolset
+        # One name is a collection of one, not of its letters.
+        self._always = frozenset(
+            [always_visible] if isinstance(always_visible, str) else always_visible
+        )
+        self._found: dict[str, None] = {}  # insertion-ordered set
+        self._max_results = max_results
+        self._index: _Index | None = None
+        names = {t.name for t in toolset.tools}
+        if SEARCH_TOOL_NAME in names:
+            raise ValueError(
+                f"the toolset already has a tool named `{SEARCH_TOOL_NAME}`; "
+                "rename it before making the toolset searchable"
+            )
+        unknown = sorted(self._always - names)
+        if unknown:
+            raise ValueError(
+                f"always_visible names {', '.join(f'`{n}`' for n in unknown)}, "
+                "which the toolset does not have"
+            )
+
+        async def search_tools(
+            query: Annotated[
+                str, Field(min_length=1, description="What you want to do, in a few words.")
+            ],
+        ) -> str:
+            return self._show(query)
+
+        search = FunctionTool.from_function(
+            coroutine=search_tools, name=SEARCH_TOOL_NAME, description=_SEARCH_DESCRIPTION
+        )
+        # The search tool's calls are parsed and validated like any tool's, by a toolset.
+        self._search = SimpleToolset([search])
+
+    @property
+    def tools(self) -> list[Tool]:
+        """`search_tools`, then the always-visible tools and those found, in catalog order."""
+        shown = [t for t in self._inner.tools if t.name in self._always or t.name in self._found]
+        return [*self._search.tools, *shown]
+
+    @property
+    def found(self) -> tuple[str, ...]:
+        """The names of the tools found so far, in the order they were found."""
+        return tuple(self._found)
+
+    def reset(self) -> None:
+        """Forget what was found: the model sees `search_tools` and the always-visible tools."""
+        self._found.clear()
+
+    def search(self, query: str) -> list[Tool]:
+        """The catalog's tools that best match `query`, best first (at most `max_results`).
+
+        Always-visible tools are not searched: the model sees them already. Nothing is added
+        to `tools` (a call of `search_tools` does that).
+        """
+        catalog = self._inner.tools
+        key = tuple((t.name, t.description) for t in catalog)
+        if self._index is None or self._index.key != key:
+            hidden = [t for t in catalog if t.name not in self._always]
+            self._index = _Index(key, hidden, self._bm25)
+        return self._index.rank(query, self._max_results)
+
+    @property
+    def limits(self) -> ArgumentLimits:
+        """The wrapped toolset's caps on arguments (the defaults for one without them)."""
+        inner = self._inner
+        return inner.limits if isinstance(inner, BaseToolset) else DEFAULT_LIMITS
+
+    def find_tool(self, name: str) -> Tool | None:
+        """`search_tools`, or a tool of the catalog, found or not yet.
+
+        A tool not found yet can be called all the same by its exact name, and is shown from
+        then on (the model knew it, say from an earlier conversation). A name the catalog does
+        not have is not found.
+        """
+        if name == SEARCH_TOOL_NAME:
+            return self._search.find_tool(name)
+        inner = self._inner
+        if isinstance(inner, BaseToolset):
+            return inner.find_tool(name)
+        return next((t for t in inner.tools if t.name == name), None)
+
+    async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
+        """Search for `search_tools`; hand any other call to the wrapped toolset."""
+        if tool.name == SEARCH_TOOL_NAME:
+            return await self._search.run_call(call, tool, arguments)
+        if tool.name not in self._always:
+            self._found[tool.name] = None
+        inner = self._inner
+        if isinstance(inner, BaseToolset):
+            return await inner.run_call(call, tool, arguments)
+        return await dispatch(inner, call, arguments)
+
+    def _show(self, query: str) -> str:
+        tools = self.search(query)
+        if not tools:
+            return (
+                f"No tool matches {query!r}. Try other words: what the tool would do, or "
+                "the kind of thing it acts on."
+            )
+        for t in tools:
+            self._found[t.name] = None
+        lines = [f"- {t.name}: {_first_line(t.description)}" for t in tools]
+        return f"Found {len(tools)} tool(s); you can call them from now on:\n" + "\n".join(lines)
+
+
+def searchable(
+    toolset: Toolset, always_visible: Iterable[str] = (), *, max_results: int = 5
+) -> SearchableToolset:
+    """`toolset` behind a search tool: the model sees `search_tools` and `always_visible`.
+
+    `search_tools` takes one argument, `query`, ranks the other tools by name and description
+    (BM25) and adds the best `max_results` with any match to `tools`; the answer lists them.
+    `agent_loop` (and `step`) read `tools` at every step, so the definitions found are sent
+    from the next step on. Calls to any other tool go to `toolset`.
+
+    Raises:
+        ImportError: the `search` extra is not installed (`pip install 'kosong[search]'`).
+        ValueError: see `SearchableToolset`.
+    """
+    return SearchableToolset(toolset, always_visible, max_results=max_results)
+
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+"""A word of a name or a text: `getHTTPResponse_v2` is get, HTTP, Response, v, 2."""
+
+
+class _Retriever(Protocol):
+    vocab_dict: dict[str, int]
+
+    def index(self, corpus: list[list[str]], *, show_progress: bool) -> None: ...
+
+    def get_scores(self, query_tokens_single: list[str]) -> _Scores: ...
+
+
+class _Scores(Protocol):
+    def tolist(self) -> list[float]: ...
+
+
+class _Stemmer(Protocol):
+    def stemWords(self, words: Sequence[str]) -> list[str]: ...
+
+
+class _BM25:
+    """What kosong uses of `bm25s` and `PyStemmer`, which ship no type information."""
+
+    def __init__(self, bm25s: Any, stemmer: Any) -> None:
+        self.make_retriever = cast("type[_Retriever]", bm25s.BM25)
+        self.stemmer = cast(_Stemmer, stemmer.Stemmer("english"))
+        self.stopwords = frozenset(cast("list[str]", bm25s.stopwords.STOPWORDS_EN))
+
+    def words(self, text: str) -> list[str]:
+        found = [w.lower() for w in _WORD.findall(text)]
+        return self.stemmer.stemWords([w for w in found if w not in self.stopwords])
+
+
+def _load_bm25() -> _BM25:
+    try:
+        bm25s = importlib.import_module("bm25s")
+        importlib.import_module("bm25s.stopwords")
+        stemmer = importlib.import_module("Stemmer")
+    except ImportError as e:
+        raise ImportError(
+            f"tool search needs the `search` extra: pip install 'kosong[search]' ({e})"
+        ) from e
+    return _BM25(bm25s, stemmer)
+
+
+class _Index:
+    """The BM25 index of a catalog's searchable tools; `key` tells when the catalog changed."""
+
+    def __init__(self, key: tuple[tuple[str, str], ...], tools: list[Tool], bm25: _BM25) -> None:
+        self.key = key
+        self.tools = tools
+        self.bm25 = bm25
+        self.retriever: _Retriever | None = None
+        if tools:
+            self.retriever = bm25.make_retriever()
+            # The name's words count twice: a name is the tool's most specific description.
+            corpus = [bm25.words(f"{t.name} {t.name} {t.description}") or [""] for t in tools]
+            self.retriever.index(corpus, show_progress=False)
+
+    def rank(self, query: str, limit: int) -> list[Tool]:
+        if self.retriever is None:
+            return []
+        vocabulary = self.retriever.vocab_dict
+        words = [w for w in self.bm25.words(query) if w in vocabulary]
+        if not words:
+            return []
+        scores = self.retriever.get_scores(words).tolist()
+        # sorted() is stable: equal scores keep the catalog's order.
+        best = sorted(range(len(scores)), key=lambda i: -scores[i])[:limit]
+        return [self.tools[i] for i in best if scores[i] > 0]
+
+
+def _first_line(text: str) -> str:
+    return text.strip().split("\n", 1)[0]
