@@ -89,9 +89,10 @@ class StrictAdd(CallableTool):
 
 async def test_dialects_reports_each_tool_against_each_provider() -> None:
     strict_add = StrictAdd()
-    async with serving(create_app([*tools, strict_add])) as url, httpx.AsyncClient(
-        base_url=url
-    ) as c:
+    async with (
+        serving(create_app([*tools, strict_add])) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
         report = (await c.get("/dialects")).json()
     assert report["dialects"] == list(DIALECTS)
     assert set(report["sources"]) == set(DIALECTS)

@@ -11,6 +11,9 @@ from kosong.server import MemoryEventStore, ServerConfig, create_app, serving
 from tests.server._sse import read_sse
 from tests.server._tools import CANCELLED, GATES, STARTED, tools
 
+PROGRAM = {"Sec-Fetch-Site": "none"}
+"""What a program sends to start a run with GET (a page of another site cannot)."""
+
 
 def _gate(name: str) -> asyncio.Event:
     GATES[name] = asyncio.Event()
@@ -33,8 +36,9 @@ async def test_a_streamed_call_sends_progress_then_the_result_each_with_a_unique
 
 async def test_get_takes_the_arguments_from_the_query_by_the_schema() -> None:
     async with serving(create_app(tools)) as url, httpx.AsyncClient(base_url=url) as c:
-        stream = await read_sse(c, "GET", "/tools/echo/sse?text=42&tags=a&tags=b&flag=true")
-        single = await read_sse(c, "GET", "/tools/add/sse?a=1&b=2")
+        stream = await read_sse(c, "GET", "/tools/echo/sse?text=42&tags=a&tags=b&flag=true",
+                                headers=PROGRAM)  # fmt: skip
+        single = await read_sse(c, "GET", "/tools/add/sse?a=1&b=2", headers=PROGRAM)
     assert stream.final["data"] == "42|a,b|True"
     assert single.final["data"] == "3"
 
@@ -67,7 +71,7 @@ async def test_a_dropped_client_resumes_from_the_same_url_without_gap_or_duplica
     gate = _gate("resume")
     async with serving(create_app(tools)) as url, httpx.AsyncClient(base_url=url) as c:
         first = await read_sse(
-            c, "GET", "/tools/gated/sse?name=resume&steps=3", stop_after=1
+            c, "GET", "/tools/gated/sse?name=resume&steps=3", stop_after=1, headers=PROGRAM
         )  # dropped after one event; the run goes on
         await asyncio.wait_for(STARTED["resume"].wait(), 5)
         gate.set()
