@@ -27,7 +27,7 @@ import re
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -359,25 +359,3 @@ class MemoryEventStore(EventStore):
                 out.add(stream_id)
         return out
 
-
-async def follow(
-    store: EventStore, stream_id: str, after: str, *, idle: float
-) -> AsyncIterator[StoredEvent | None]:
-    """Every event after `after`, then each new one as it comes, until the final event.
-
-    Yields None when `idle` seconds passed without an event, or when there is nothing more to
-    read: the caller then checks on the stream (`EventStore.info`: ended, writer gone) and
-    stops or goes on. Stops when the stream is gone.
-    """
-    while True:
-        batch = await store.read(stream_id, after, wait=idle)
-        if batch is None:
-            return
-        if not batch:
-            yield None
-            continue
-        for event in batch:
-            yield event
-            if event.final:
-                return
-        after = event.id.rpartition(".")[2]  # pyright: ignore[reportPossiblyUnboundVariable]

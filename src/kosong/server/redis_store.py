@@ -29,6 +29,7 @@ from typing import Any, Self, cast
 
 from kosong.server._limits import RateLimit, RateLimiter
 from kosong.server._store import (
+    START,
     EventStore,
     StoredEvent,
     StoreUnavailableError,
@@ -261,26 +262,30 @@ class RedisEventStore(EventStore):
     ) -> list[StoredEvent] | None:
         """The events after `after`; see `EventStore.read`.
 
-        A position past the stream's last event is refused once nothing is left to read.
+        `after` must be `0` or the id of one of the stream's events (as an SSE client got it):
+        checked, with the stream's existence and the events already there, in one round
+        trip; only then, when there are none yet, does it block waiting for some.
         """
-        position = _entry_id(after)
-        if position is None:
+        if after != START and _entry_id(after) is None:
             raise ValueError(f"{after!r} is not a position of stream {stream_id!r}")
         meta_key, events_key = self._keys(stream_id)
-        block = max(1, math.ceil(wait * 1000)) if wait > 0 else None
         with _reachable():
-            reply: Any = await self._client.xread({events_key: after}, count=limit, block=block)
-            if not reply:
-                async with self._client.pipeline(transaction=False) as pipe:
-                    pipe.exists(meta_key)
-                    pipe.xrevrange(events_key, count=1)
-                    exists, last = await pipe.execute()
-                if not exists:
-                    return None
-                newest = _entry_id(last[0][0]) if last else (0, 0)
-                if newest is None or position > newest:
-                    raise ValueError(f"{after!r} is past the last event of stream {stream_id!r}")
-                return []
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.exists(meta_key)
+                if after != START:
+                    pipe.xrange(events_key, min=after, max=after, count=1)
+                pipe.xread({events_key: after}, count=limit)
+                found: list[Any] = await pipe.execute()
+            if not found[0]:
+                return None
+            if after != START and not found[1]:
+                raise ValueError(f"{after!r} is not an event of stream {stream_id!r}")
+            reply: Any = found[-1]
+            if not reply and wait > 0:
+                block = max(1, math.ceil(wait * 1000))
+                reply = await self._client.xread({events_key: after}, count=limit, block=block)
+        if not reply:
+            return []
         entries = cast(list[tuple[str, dict[str, str]]], reply[0][1])
         return [
             StoredEvent(f"{stream_id}.{entry_id}", fields["k"], fields["d"], fields["f"] == "1")
