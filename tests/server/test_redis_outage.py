@@ -86,4 +86,3 @@ async def test_while_redis_is_down_every_route_answers_503_and_the_first_calls_a
     assert healthy == [200, 200]
     assert "Traceback" not in logs, logs[-3000:]
     assert "cannot be reached" in logs  # said once per refusal, in one line each
-
