@@ -211,3 +211,15 @@ def test_stream_ids_with_a_trailing_newline_are_not_ids() -> None:
     assert split_event_id("run_1\n.3") is None
     with pytest.raises(ValueError, match="stream id"):
         check_stream_id("run_1\n")
+
+
+async def test_a_query_argument_nested_past_the_parsers_stack_is_a_400() -> None:
+    deep = "[" * 12_000  # JSON's parser runs out of stack before it sees the missing "]"
+    async with serving(create_app(tools)) as url, httpx.AsyncClient(base_url=url) as c:
+        response = await c.get(f"/tools/add/sse?a={deep}&b=1", headers=PROGRAM)
+        fitting = await read_sse(c, "GET", f"/tools/add/sse?a={'[' * 200}{']' * 200}&b=1",
+                                 headers=PROGRAM)  # fmt: skip
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "INVALID_PARAMS"
+    assert "nested too deeply" in response.json()["error"]["message"]
+    assert fitting.final["error"]["code"] == "INVALID_PARAMS"  # the pipeline's own depth cap
