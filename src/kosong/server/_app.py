@@ -558,8 +558,8 @@ def create_app(
         toolset: What to serve.
         config: Who may call and how much, where runs are kept (default: `ServerConfig()`).
         routes: More routes or mounts (`Mount("/static", StaticFiles(...))`); every request
-            to them passes the same checks (Host, Origin, token, rate, body size). They come
-            before the inspector's, so a route of yours at `/` replaces its page.
+            to them passes the same checks (Host, Origin, cross-site, token, rate, body size).
+            They come before the inspector's, so a route of yours at `/` replaces its page.
         lifespans: Context managers entered when the app starts (after the server's own
             start-up) and left when it stops, each given the app.
         mcp: Serve the same tools over MCP at `/mcp` too (`kosong.mcp.MCPToolServer`, on the
@@ -573,7 +573,7 @@ def create_app(
     if mcp:
         from kosong.mcp import MCPToolServer, SessionEventStore, StoreEventLog
 
-        # The guard checks Host and Origin for every route already, with the hosts the
+        # The app's checks cover Host and Origin for every route already, with the hosts the
         # configuration allows; the SDK's own check (localhost only) would refuse those.
         # Resumable MCP streams live in the app's own store, beside its runs (in Redis too).
         over_mcp = MCPToolServer(

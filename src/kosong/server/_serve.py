@@ -73,6 +73,8 @@ class _Server(uvicorn.Server):
 
 def _config(app: Any, *, log_level: str, grace: float, **options: Any) -> uvicorn.Config:
     options.setdefault("timeout_graceful_shutdown", max(1, round(grace + 5)))
+    # Access lines are info: below that level none is printed, so none is made either.
+    options.setdefault("access_log", log_level in ("trace", "debug", "info"))
     return uvicorn.Config(app, log_level=log_level, lifespan="on", **options)
 
 
