@@ -358,4 +358,3 @@ class MemoryEventStore(EventStore):
             if stream is None or stream.ended:
                 out.add(stream_id)
         return out
-
