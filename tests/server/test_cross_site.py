@@ -138,3 +138,22 @@ async def test_head_never_runs_anything() -> None:
     assert head_start.headers["Allow"] == "GET, POST"
     assert head_tool.status_code == 200  # a definition's headers: nothing runs
     assert TOUCHED == []
+
+
+async def test_the_checks_hold_for_an_app_mounted_under_a_prefix() -> None:
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    inner = create_app(tools, ServerConfig(token="s3cret"))
+    outer = Starlette(routes=[Mount("/api", app=inner)])
+    bearer = {"Authorization": "Bearer s3cret"}
+    async with serving(outer) as url, httpx.AsyncClient(base_url=url) as c:
+        bare = await c.get("/api/tools/touch/sse?tag=bare")  # refused before the token check
+        img = await c.get("/api/tools/touch/sse?tag=img", headers=bearer)
+        other_site = await c.get("/api/tools/touch/sse?tag=site",
+                                 headers={**bearer, "Sec-Fetch-Site": "cross-site"})  # fmt: skip
+        health = await c.get("/api/healthz")  # exempt from the token there too
+    assert bare.status_code == 403 and "Sec-Fetch-Site" in bare.json()["error"]["message"]
+    assert img.status_code == 200  # a bearer token: no simple request carries one
+    assert other_site.status_code == 403 and health.status_code == 200
+    assert TOUCHED == ["img"]

@@ -151,9 +151,12 @@ _REJECTED = ("auth", "body", "cross_site", "host", "origin", "rate", "unavailabl
 
 
 def _starts_run(scope: Scope) -> bool:
-    """Whether a GET (or HEAD) request would start a run: `/tools/{name}/sse`, not resuming."""
-    path: str = scope["path"]
-    if not (path.startswith("/tools/") and path.endswith("/sse")) or path.count("/") != 3:
+    """Whether a GET (or HEAD) request would start a run: `/tools/{name}/sse`, not resuming.
+
+    Any path ending so counts, whatever is before it (a prefix the app is mounted under).
+    """
+    parts = scope["path"].rsplit("/", 3)
+    if len(parts) != 4 or parts[1] != "tools" or parts[3] != "sse":
         return False
     return not any(key == b"last-event-id" and value for key, value in scope["headers"])
 

@@ -47,6 +47,7 @@ __all__ = [
     "RateLimitMiddleware",
     "error_body",
     "now_timestamp",
+    "route_path",
 ]
 
 logger = logging.getLogger(__name__)
@@ -107,6 +108,13 @@ async def refuse(
     await send({"type": "http.response.body", "body": body, "more_body": True})
     await before_end()
     await send({"type": "http.response.body", "body": b""})
+
+
+def route_path(scope: Scope) -> str:
+    """The path the routes see: without the `root_path` the app is mounted under, if any."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:
@@ -318,7 +326,7 @@ class BearerTokenMiddleware:
             await self.app(scope, receive, send)
             return
         principal = ANONYMOUS
-        if self._principals and scope["path"] not in self._exempt:
+        if self._principals and route_path(scope) not in self._exempt:
             authorization = _header(scope, b"authorization")
             found = None
             if authorization is not None:
@@ -367,7 +375,7 @@ class RateLimitMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Take a request from the bucket, or refuse it."""
-        if scope["type"] not in ("http", "websocket") or scope["path"] in self._exempt:
+        if scope["type"] not in ("http", "websocket") or route_path(scope) in self._exempt:
             await self.app(scope, receive, send)
             return
         principal: str = scope.get(PRINCIPAL, ANONYMOUS)
