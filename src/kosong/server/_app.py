@@ -48,21 +48,14 @@ from starlette.types import Scope
 
 from kosong.dialects import SOURCES, check_tools
 from kosong.message import ToolCall
+from kosong.server._auth import BearerTokenMiddleware
+from kosong.server._body import BodySizeMiddleware
 from kosong.server._config import ServerConfig
-from kosong.server._guard import (
-    ANONYMOUS,
-    PRINCIPAL,
-    RETRY_AFTER_OUTAGE,
-    BearerTokenMiddleware,
-    BodySizeMiddleware,
-    CrossSiteMiddleware,
-    HostOriginMiddleware,
-    RateLimitMiddleware,
-    error_body,
-)
+from kosong.server._guard import ANONYMOUS, PRINCIPAL, RETRY_AFTER_OUTAGE, error_body
 from kosong.server._inspector import inspector_routes, public_paths
-from kosong.server._limits import MemoryRateLimiter, RateLimiter
+from kosong.server._limits import MemoryRateLimiter, RateLimiter, RateLimitMiddleware
 from kosong.server._runs import RunNotFoundError, Runs, ShuttingDownError
+from kosong.server._sites import CrossSiteMiddleware, HostOriginMiddleware
 from kosong.server._store import (
     START,
     EventStore,
