@@ -213,12 +213,20 @@ def _problems(endpoint: Endpoint, hostile: Hostile, answer: Answer) -> str | Non
     return None
 
 
+@pytest.fixture(params=["memory", "redis"])
+def config(request: pytest.FixtureRequest) -> ServerConfig:
+    if request.param == "memory":
+        return ServerConfig(max_body=MAX_BODY, rate_limit=None)
+    redis_url = request.getfixturevalue("redis_url")
+    return ServerConfig(max_body=MAX_BODY, rate_limit=None, redis_url=redis_url)
+
+
 @pytest.mark.parametrize("endpoint", ALL, ids=str)
 async def test_hostile_inputs_to_every_route_are_4xx_with_the_envelope_and_no_traceback(
-    endpoint: Endpoint, caplog: pytest.LogCaptureFixture
+    endpoint: Endpoint, config: ServerConfig, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
-    app = create_app(tools, ServerConfig(max_body=MAX_BODY, rate_limit=None), mcp=True)
+    app = create_app(tools, config, mcp=True)
     problems: dict[str, str] = {}
     async with serving(app, log_config=None) as url:
         port = int(url.rpartition(":")[2])
