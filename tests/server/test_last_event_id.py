@@ -56,10 +56,8 @@ async def test_a_forged_last_event_id_is_a_clean_400_and_the_run_goes_on(
         for template in FORGED:
             forged = template.format(run=run)
             for method, path in (("GET", f"/runs/{run}"), ("POST", "/tools/gated/sse")):
-                response = await c.request(
-                    method, path, headers={"Last-Event-ID": forged.encode(),
-                                           "Content-Type": "application/json"}
-                )  # fmt: skip
+                headers = {b"Last-Event-ID": forged.encode(), b"Content-Type": b"application/json"}
+                response = await c.request(method, path, headers=headers)
                 body = response.json()
                 assert body["success"] is False and "error" in body, (forged, body)
                 assert "text/event-stream" not in response.headers["content-type"]
