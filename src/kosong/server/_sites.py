@@ -132,7 +132,7 @@ class CrossSiteMiddleware:
         """Guard `app`; `starts(scope)` says whether a GET or HEAD request starts something."""
         self.app = app
         self._starts = starts
-        self._listed = frozenset(_origin(o).encode("latin-1") for o in origins if o != "*")
+        self._listed = frozenset(_origin(o) for o in origins if o != "*")
         self.rejected = rejected if rejected is not None else Counter[str]()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -155,7 +155,7 @@ class CrossSiteMiddleware:
                 content_type = value
             elif key == b"authorization":
                 authorization = value
-        listed = origin is not None and _origin(origin.decode("latin-1")).encode() in self._listed
+        listed = origin is not None and _origin(origin.decode("latin-1")) in self._listed
         if site == b"cross-site" or (site == b"same-site" and not listed):
             await self._refuse(
                 scope, send, 403,
