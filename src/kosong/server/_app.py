@@ -2,7 +2,7 @@
 
 Routes (every one behind the checks of `_guard`, and so is anything mounted later):
 
-    GET    /healthz                 {"status": "ok"} (503 while shutting down)
+    GET    /healthz                 {"status": "ok"} (503 while shutting down, or Redis is away)
     GET    /metrics                 Prometheus text: the metrics policy's, and the server's
     GET    /tools                   {"tools": [definition, ...]}
     GET    /dialects                what each provider rejects or ignores in the tools' schemas
