@@ -2,6 +2,7 @@
 
     $PY benchmarks/bench_server.py rr      # POST /tools/add beside the Starlette floor
     $PY benchmarks/bench_server.py sse     # 1,000 SSE runs beside sse-starlette's
+    $PY benchmarks/bench_server.py latency # one kept-alive httpx connection, floor and ours
     $PY benchmarks/bench_server.py kill    # 200 runs, one of 2 processes killed
     $PY benchmarks/bench_server.py all --out /tmp/bench-server.json
 
@@ -9,25 +10,34 @@
 
 The venv (see BENCHMARKS.md) has the anchor's pinned stack (starlette, uvicorn, sse-starlette,
 psutil: its constraints file) and kosong installed from this checkout, so the anchor's apps and
-ours run on the same interpreter and libraries in one run. Measured as the anchors are: every
-server is `uvicorn --factory` (asyncio loop, h11), one process pinned to CPU 0 (SERVER_CPU);
-the load on CPU 1 (CLIENT_CPU); repeats are the outer loop, a fresh server each time; medians.
+ours run on the same interpreter and libraries in one run. The anchors' apps run as the anchors
+run them (`uvicorn --factory`, asyncio loop, h11); ours runs as users start it, `kosong serve
+benchmarks/server_apps.py:tools` (uvicorn's automatic choice, which is asyncio and h11 in this
+venv: neither uvloop nor httptools is installed; the run says so), with its defaults but for the
+options named below. Every server is one process pinned to CPU 0 (SERVER_CPU), the load on CPU
+1 (CLIENT_CPU), every client keeps its connections alive; repeats are the outer loop, a fresh
+server each time; medians.
 
 rr    wrk -t1 -cC (c = 1, 16, 64) through the anchor's own `run_wrk` (2 s warm-up, 5 s measured,
       every body checked by floor.lua, server CPU from psutil): the anchor's Starlette floor
-      (apps:floor) and our POST /tools/add, which goes through the guard (Host check, rate
-      limiter), the pipeline (metrics, cache) and the envelope.
+      (apps:floor) and our POST /tools/add (`kosong serve --rate-limit <never reached>`), which
+      goes through the checks (Host/Origin, cross-site, token, rate limiter, body size), the
+      pipeline (metrics) and the envelope.
 sse   N streams at once from 2 client processes (raw asyncio HTTP, the anchor's WHATWG SSE
       parser), 10 progress events 10 ms apart + the result: the anchor's apps:sse with its own
       client (`sse_bench.one_run`), then ours on POST /tools/progress/sse, then ours again with
       every client dropping its connection after a random number of events (1..10) and
       resuming with Last-Event-ID on GET /runs/{id}. Each of our streams must get the 11 events
       exactly once, in order. Event latency = receive time - the time in the progress message.
-kill  a redis-server, two of our processes sharing it (runs in Redis, 2 s lease); RUNS streams
-      (half on each) of 10 events 200 ms apart; process A is SIGKILLed mid-run, A's clients
-      resume on B with Last-Event-ID. Every run's events, as received, are compared with what
-      Redis holds for it: none lost, none twice; A's runs end with a NETWORK_ERROR, B's with
-      the result.
+latency  one httpx client, one kept-alive connection, 2,000 POST /tools/add one after the
+      other (200 first, unmeasured): each answer's time, floor and ours. A server whose
+      accepted sockets lack TCP_NODELAY answers each in about 40 ms (Nagle's algorithm meets
+      the client's delayed ACK); wrk, which writes each request whole, may not show it.
+kill  a redis-server, two `kosong serve --redis URL --lease 2 --rate-limit off` processes
+      sharing it; RUNS streams (half on each) of 10 events 200 ms apart; process A is
+      SIGKILLed mid-run, A's clients resume on B with Last-Event-ID. Every run's events, as
+      received, are compared with what Redis holds for it: none lost, none twice; A's runs
+      end with a NETWORK_ERROR, B's with the result.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import importlib.util
 import json
 import os
 import random
@@ -68,45 +79,23 @@ def free_port() -> int:
 
 
 class Server:
-    """`uvicorn --factory MODULE:NAME` pinned to SERVER_CPU, from `app_dir`."""
+    """A server process pinned to SERVER_CPU on a free port: `argv(port)` starts it."""
 
     def __init__(
         self,
-        factory: str,
-        app_dir: Path,
+        argv: Any,
         tag: str,
         env: dict[str, str] | None = None,
         cpu: str = SERVER_CPU,
+        cwd: Path = HERE,
     ) -> None:
         self.port = free_port()
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         self.log = open(LOG_DIR / f"{tag}.log", "w")  # noqa: SIM115
-        cmd = [
-            "taskset",
-            "-c",
-            cpu,
-            PY,
-            "-m",
-            "uvicorn",
-            "--factory",
-            factory,
-            "--app-dir",
-            str(app_dir),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--loop",
-            "asyncio",
-            "--http",
-            "h11",
-            "--log-level",
-            "warning",
-            "--no-access-log",
-        ]
+        cmd = ["taskset", "-c", cpu, *argv(self.port)]
         self.proc = subprocess.Popen(
             cmd,
-            cwd=app_dir,
+            cwd=cwd,
             stdout=self.log,
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},
@@ -141,12 +130,50 @@ class Server:
         self.log.close()
 
 
+def uvicorn(factory: str) -> Any:
+    """An anchor's app as the anchors run it: `uvicorn --factory` (asyncio, h11), no access log."""
+
+    def argv(port: int) -> list[str]:
+        return [
+            PY, "-m", "uvicorn", "--factory", factory, "--app-dir", str(ANCHOR),
+            "--host", "127.0.0.1", "--port", str(port), "--loop", "asyncio", "--http", "h11",
+            "--log-level", "warning", "--no-access-log",
+        ]  # fmt: skip
+
+    return argv
+
+
+UNREACHED = "1000000000/s,burst=1000000000"
+"""A rate limit never reached: the limiter's cost is in the figures, its refusals are not."""
+
+
+def kosong_serve(*options: str) -> Any:
+    """Our server as users start it: `kosong serve benchmarks/server_apps.py:tools`, defaults
+    but for the options given (the inspector at /, /mcp when the SDK is installed)."""
+
+    def argv(port: int) -> list[str]:
+        return [
+            PY, "-m", "kosong", "serve", f"{HERE / 'server_apps.py'}:tools",
+            "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *options,
+        ]  # fmt: skip
+
+    return argv
+
+
+def event_loop_note() -> str:
+    """What uvicorn's "auto" picks under `kosong serve` in this venv (the floor: asyncio, h11)."""
+    found = [m for m in ("uvloop", "httptools") if importlib.util.find_spec(m) is not None]
+    if found:
+        return f"note: {' and '.join(found)} installed: kosong serve uses them, the floor does not"
+    return "kosong serve runs uvicorn's auto choice: asyncio and h11 here, as the floor does"
+
+
 # --------------------------------------------------------------------------------------- rr
 
 
 RR = {
-    "floor/wrk": ("apps:floor", ANCHOR, "/tools/add"),
-    "kosong/wrk": ("server_apps:add_app", HERE, "/tools/add"),
+    "floor/wrk": uvicorn("apps:floor"),
+    "kosong/wrk": kosong_serve("--rate-limit", UNREACHED),
 }
 
 
@@ -156,10 +183,11 @@ def bench_rr(repeats: int, concurrencies: list[int]) -> dict[str, Any]:
     samples: dict[str, dict[str, list[dict[str, Any]]]] = {
         name: {str(c): [] for c in concurrencies} for name in RR
     }
+    print(event_loop_note(), flush=True)
     for rep in range(repeats):
-        for name, (factory, app_dir, path) in RR.items():
-            srv = Server(factory, app_dir, f"rr-{name.replace('/', '_')}-r{rep}")
-            srv.url += path
+        for name, argv in RR.items():
+            srv = Server(argv, f"rr-{name.replace('/', '_')}-r{rep}")
+            srv.url += "/tools/add"
             try:
                 for c in concurrencies:
                     try:
@@ -201,6 +229,60 @@ def rr_table(result: dict[str, Any]) -> str:
                 f"| {name} | {c} | {med['rps']:,.0f} | {med['p50_ms']:.2f} / {med['p99_ms']:.2f} | "
                 f"{med['server_cpu_us_per_req']:,.0f} | {ratio:.2f} | {bad}/{total} |"
             )
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------- latency
+
+
+async def _latency_client(url: str, total: int, warmup: int) -> dict[str, Any]:
+    import httpx
+
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    took: list[float] = []
+    bad = 0
+    async with httpx.AsyncClient(limits=limits, timeout=30) as c:
+        for i in range(warmup + total):
+            start = time.perf_counter()
+            response = await c.post(url, json={"a": 1, "b": 2})
+            if i >= warmup:
+                took.append((time.perf_counter() - start) * 1000)
+                bad += response.status_code != 200 or '"data":"3"' not in response.text
+    return {"p50_ms": pct(took, 50), "p99_ms": pct(took, 99), "max_ms": max(took),
+            "requests": total, "bad": bad}  # fmt: skip
+
+
+LATENCY = {"floor": uvicorn("apps:floor"), "kosong": kosong_serve("--rate-limit", UNREACHED)}
+
+
+def bench_latency(repeats: int, total: int = 2000) -> dict[str, Any]:
+    runs: list[dict[str, Any]] = []
+    for rep in range(repeats):
+        for name, argv in LATENCY.items():
+            srv = Server(argv, f"latency-{name}-r{rep}")
+            try:
+                out = subprocess.run(
+                    ["taskset", "-c", CLIENT_CPU, PY, __file__, "latency-client",
+                     "--url", f"{srv.url}/tools/add", "--runs", str(total)],
+                    capture_output=True, text=True, timeout=300, check=True,
+                ).stdout  # fmt: skip
+            finally:
+                srv.stop()
+            r = {"server": name, "repeat": rep, **json.loads(out.strip().splitlines()[-1])}
+            runs.append(r)
+            print(json.dumps(r), flush=True)
+    return {"runs": runs}
+
+
+def latency_table(result: dict[str, Any]) -> str:
+    lines = ["| server | requests | p50 ms | p99 ms | max ms | bad |", "|---|---|---|---|---|---|"]
+    for name in LATENCY:
+        rs = [r for r in result["runs"] if r["server"] == name]
+        m = {k: statistics.median(r[k] for r in rs) for k in ("p50_ms", "p99_ms", "max_ms")}
+        lines.append(
+            f"| {name} | {sum(r['requests'] for r in rs):,} | {m['p50_ms']:.2f} | "
+            f"{m['p99_ms']:.2f} | {m['max_ms']:.1f} | {sum(r['bad'] for r in rs)} |"
+        )
     return "\n".join(lines)
 
 
@@ -328,7 +410,8 @@ def sse_client_argv(port: int, streams: int, start_at: float, *more: str) -> lis
 def run_sse_ours(n: int, drop: bool, procs: int = 2) -> dict[str, Any]:
     psutil = importlib.import_module("psutil")
 
-    srv = Server("server_apps:sse_app", HERE, f"sse-kosong-{n}{'-drop' if drop else ''}")
+    tag = f"sse-kosong-{n}{'-drop' if drop else ''}"
+    srv = Server(kosong_serve("--rate-limit", UNREACHED), tag)
     try:
         p = psutil.Process(srv.pid)
         subprocess.run(
@@ -477,7 +560,7 @@ async def _kill_client(a: str, b: str, runs: int, kill: Any) -> list[dict[str, A
             for attempt in range(5):
                 if run_path is None:
                     request = c.build_request(
-                        "POST", f"{base}/tools/progress/sse", content=b'{"a":1,"b":2}'
+                        "POST", f"{base}/tools/progress/sse", json={"a": 1, "b": 2}
                     )
                 else:
                     request = c.build_request(
@@ -538,10 +621,11 @@ def bench_kill(runs: int) -> dict[str, Any]:
         stderr=subprocess.DEVNULL,
     )
     url = f"redis://127.0.0.1:{port}/0"
-    env = {"KOSONG_BENCH_REDIS": url, "SSE_INTERVAL_MS": "200"}
+    env = {"SSE_INTERVAL_MS": "200"}
     time.sleep(0.5)
-    a = Server("server_apps:redis_app", HERE, "kill-a", env)
-    b = Server("server_apps:redis_app", HERE, "kill-b", env)
+    serve = kosong_serve("--redis", url, "--lease", "2", "--rate-limit", "off")
+    a = Server(serve, "kill-a", env)
+    b = Server(serve, "kill-b", env)
     try:
 
         def kill() -> None:
@@ -601,7 +685,10 @@ def bench_kill(runs: int) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["rr", "sse", "kill", "all", "sse-client"])
+    ap.add_argument(
+        "what", choices=["rr", "latency", "sse", "kill", "all", "sse-client", "latency-client"]
+    )
+    ap.add_argument("--url")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--concurrency", default="1,16,64")
     ap.add_argument("--streams", default="1000")
@@ -619,6 +706,9 @@ def main() -> None:
         )
         Path(args.result_file).write_text(json.dumps(out))
         return
+    if args.what == "latency-client":
+        print(json.dumps(asyncio.run(_latency_client(args.url, args.runs, 200))))
+        return
     # The anchor's sse_bench runs its server and clients with <root>/srvbench-mcp/bin/python:
     # point it at this venv, so every row runs on the same interpreter and libraries.
     root = Path(tempfile.gettempdir()) / "srvbench-kosong-root"
@@ -630,12 +720,16 @@ def main() -> None:
     result: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "python": sys.version}
     if args.what in ("rr", "all"):
         result["rr"] = bench_rr(args.repeats, [int(c) for c in args.concurrency.split(",")])
+    if args.what in ("latency", "all"):
+        result["latency"] = bench_latency(args.repeats)
     if args.what in ("sse", "all"):
         result["sse"] = bench_sse(int(args.streams), args.repeats)
     if args.what in ("kill", "all"):
         result["kill"] = bench_kill(args.runs)
     if "rr" in result:
         print(rr_table(result["rr"]))
+    if "latency" in result:
+        print(latency_table(result["latency"]))
     if "sse" in result:
         print(sse_table(result["sse"]))
     if "kill" in result:

@@ -1,10 +1,9 @@
-"""ASGI app factories for benchmarks/bench_server.py (`uvicorn --factory server_apps:NAME`).
+"""The tools benchmarks/bench_server.py serves: `kosong serve benchmarks/server_apps.py:tools`.
 
-add_app     POST /tools/add through the pipeline (metrics + cache policies, the guard with
-            its rate limiter at a rate never reached, so its cost is in the figures)
-sse_app     POST /tools/progress/sse: 10 progress events 10 ms apart, then the result "3"
-            (each progress message is the server's time.time() at the report)
-redis_app   the same tools, runs in Redis (KOSONG_BENCH_REDIS), a 2 s lease
+add         POST /tools/add: the request/response scenario
+progress    POST /tools/progress/sse: 10 progress events 10 ms apart (SSE_EVENTS,
+            SSE_INTERVAL_MS), then the result "3"; each progress message is the server's
+            time.time() at the report
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ import asyncio
 import os
 import time
 
-from kosong.server import RateLimit, ServerConfig, create_app
 from kosong.standard import report_progress
 from kosong.tooling import tool
 
@@ -36,19 +34,4 @@ async def progress(a: int, b: int) -> int:
     return a + b
 
 
-UNREACHED = RateLimit(1e9, 10**9)
-
-
-def add_app():
-    return create_app([add, progress], ServerConfig(rate_limit=UNREACHED))
-
-
-def sse_app():
-    return create_app([add, progress], ServerConfig(rate_limit=UNREACHED, max_runs=100_000))
-
-
-def redis_app():
-    config = ServerConfig(
-        rate_limit=None, redis_url=os.environ["KOSONG_BENCH_REDIS"], lease=2.0, idle=0.25
-    )
-    return create_app([add, progress], config)
+tools = [add, progress]

@@ -115,8 +115,8 @@ PUBLIC: dict[str, list[str]] = {
     "kosong.server": [
         "DEFAULT_MAX_BODY", "LOCAL_HOSTS", "START", "EventStore", "MemoryEventStore",
         "MemoryRateLimiter", "RateLimit", "RateLimiter", "Server", "ServerConfig",
-        "StoreFullError", "StoredEvent", "StreamInfo", "as_toolset", "bind", "create_app",
-        "event_id", "query_arguments", "serve", "serving", "split_event_id",
+        "StoreFullError", "StoreUnavailableError", "StoredEvent", "StreamInfo", "as_toolset",
+        "bind", "create_app", "event_id", "query_arguments", "serve", "serving", "split_event_id",
     ],
     "kosong.server.redis_store": ["RedisEventStore", "RedisRateLimiter", "connect"],
     "kosong.remote": ["RemoteToolset"],

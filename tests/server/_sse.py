@@ -46,6 +46,8 @@ async def read_sse(
 ) -> Stream:
     """Read a stream to its end, or drop the connection after `stop_after` data events."""
     headers = dict(kwargs.pop("headers", {}))
+    if method == "POST" and "json" not in kwargs:  # the server takes POST bodies declared JSON
+        headers.setdefault("Content-Type", "application/json")
     if last_event_id is not None:
         headers["Last-Event-ID"] = last_event_id
     async with client.stream(method, url, headers=headers, **kwargs) as response:

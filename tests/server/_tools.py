@@ -14,6 +14,8 @@ GATES: dict[str, asyncio.Event] = {}
 """Gates the `gated` tool waits on, by name (in-process tests open them)."""
 STARTED: dict[str, asyncio.Event] = {}
 CANCELLED: list[str] = []
+TOUCHED: list[str] = []
+"""The tags of the `touch` calls that ran (in-process tests read it)."""
 
 
 @tool
@@ -44,6 +46,13 @@ async def gated(name: str, steps: int = 2) -> str:
         raise
     report_progress(100, "through the gate")
     return f"opened {name}"
+
+
+@tool
+async def touch(tag: str = "") -> str:
+    """Record that a call ran, with its tag: what a request that must not run a tool tries."""
+    TOUCHED.append(tag)
+    return f"touched {tag}"
 
 
 @tool
@@ -84,4 +93,4 @@ class Stamp(CallableTool2[KeyParams]):
         return ToolOk(output=f"{params.key}@{os.getpid()}")
 
 
-tools = [add, count, gated, fail, echo, ticker, Stamp()]
+tools = [add, count, gated, touch, fail, echo, ticker, Stamp()]

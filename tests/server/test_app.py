@@ -15,6 +15,8 @@ from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue, tool
 from kosong.tooling.simple import SimpleToolset
 from tests.server._tools import tools
 
+JSON = {"Content-Type": "application/json"}
+
 
 class CityParams(BaseModel):
     city: str
@@ -92,7 +94,7 @@ async def test_bad_calls_get_the_status_of_their_code(
 ) -> None:
     name, body = request_
     async with serving(create_app(tools)) as url, httpx.AsyncClient(base_url=url) as c:
-        response = await c.post(f"/tools/{name}", content=body)
+        response = await c.post(f"/tools/{name}", content=body, headers=JSON)
     assert (response.status_code, response.json()["error"]["code"]) == (status, code)
 
 

@@ -10,6 +10,8 @@ import pytest
 from kosong.server import RateLimit, ServerConfig, create_app, serving
 from tests.server._tools import tools
 
+JSON = {"Content-Type": "application/json"}
+
 
 @pytest.mark.parametrize("path", ["/tools", "/healthz", "/metrics", "/runs/x", "/nowhere"])
 async def test_a_foreign_host_is_refused_everywhere(path: str) -> None:
@@ -89,13 +91,13 @@ async def test_a_body_over_the_limit_is_refused_before_it_is_read() -> None:
                 for _ in range(10):
                     yield b" " * 200
 
-            chunked = await c.post("/tools/add", content=chunks())
+            chunked = await c.post("/tools/add", content=chunks(), headers=JSON)
 
             async def small_chunks():
                 yield b'{"a": 1,'
                 yield b' "b": 2}'
 
-            chunked_ok = await c.post("/tools/add", content=small_chunks())
+            chunked_ok = await c.post("/tools/add", content=small_chunks(), headers=JSON)
             metrics = (await c.get("/metrics")).text
     assert head.startswith(b"HTTP/1.1 413")
     assert small.status_code == 200 and big.status_code == 413 and chunked.status_code == 413

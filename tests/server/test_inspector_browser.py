@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,19 +34,9 @@ from kosong.standard import report_progress
 from kosong.standard.policies import MetricsRegistry
 from kosong.tooling import CallableTool, CallableTool2, ToolOk, ToolReturnValue
 from kosong.tooling.simple import SimpleToolset
+from tests.server._browser import FLAGS, chromium_or_skip
 from tests.server._proxy import Proxy
 
-CHROMIUM = os.environ.get("KOSONG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = (
     Path(os.environ.get("KOSONG_ARTIFACTS") or Path(__file__).resolve().parents[2] / "artifacts")
     / "inspector"
@@ -120,12 +109,7 @@ def _app(gate: Gate | None = None, *, stepper: bool = True, **config: Any) -> An
 
 @pytest.fixture
 def chromium() -> str:
-    if not Path(CHROMIUM).exists():
-        reason = f"Chromium is not installed at {CHROMIUM} (apt-get install chromium; .ci/run does)"
-        if os.environ.get("CI"):
-            pytest.fail(reason)  # in CI a missing browser is a failure, not a skip
-        pytest.skip(reason)
-    return CHROMIUM
+    return chromium_or_skip()
 
 
 @pytest.fixture

@@ -11,6 +11,9 @@ from kosong.server import MemoryEventStore, ServerConfig, create_app, serving
 from tests.server._sse import read_sse
 from tests.server._tools import CANCELLED, GATES, STARTED, tools
 
+PROGRAM = {"Sec-Fetch-Site": "none"}
+"""What a program sends to start a run with GET (a page of another site cannot)."""
+
 
 def _gate(name: str) -> asyncio.Event:
     GATES[name] = asyncio.Event()
@@ -33,8 +36,9 @@ async def test_a_streamed_call_sends_progress_then_the_result_each_with_a_unique
 
 async def test_get_takes_the_arguments_from_the_query_by_the_schema() -> None:
     async with serving(create_app(tools)) as url, httpx.AsyncClient(base_url=url) as c:
-        stream = await read_sse(c, "GET", "/tools/echo/sse?text=42&tags=a&tags=b&flag=true")
-        single = await read_sse(c, "GET", "/tools/add/sse?a=1&b=2")
+        stream = await read_sse(c, "GET", "/tools/echo/sse?text=42&tags=a&tags=b&flag=true",
+                                headers=PROGRAM)  # fmt: skip
+        single = await read_sse(c, "GET", "/tools/add/sse?a=1&b=2", headers=PROGRAM)
     assert stream.final["data"] == "42|a,b|True"
     assert single.final["data"] == "3"
 
@@ -67,7 +71,7 @@ async def test_a_dropped_client_resumes_from_the_same_url_without_gap_or_duplica
     gate = _gate("resume")
     async with serving(create_app(tools)) as url, httpx.AsyncClient(base_url=url) as c:
         first = await read_sse(
-            c, "GET", "/tools/gated/sse?name=resume&steps=3", stop_after=1
+            c, "GET", "/tools/gated/sse?name=resume&steps=3", stop_after=1, headers=PROGRAM
         )  # dropped after one event; the run goes on
         await asyncio.wait_for(STARTED["resume"].wait(), 5)
         gate.set()
@@ -207,3 +211,15 @@ def test_stream_ids_with_a_trailing_newline_are_not_ids() -> None:
     assert split_event_id("run_1\n.3") is None
     with pytest.raises(ValueError, match="stream id"):
         check_stream_id("run_1\n")
+
+
+async def test_a_query_argument_nested_past_the_parsers_stack_is_a_400() -> None:
+    deep = "[" * 12_000  # JSON's parser runs out of stack before it sees the missing "]"
+    async with serving(create_app(tools)) as url, httpx.AsyncClient(base_url=url) as c:
+        response = await c.get(f"/tools/add/sse?a={deep}&b=1", headers=PROGRAM)
+        fitting = await read_sse(c, "GET", f"/tools/add/sse?a={'[' * 200}{']' * 200}&b=1",
+                                 headers=PROGRAM)  # fmt: skip
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "INVALID_PARAMS"
+    assert "nested too deeply" in response.json()["error"]["message"]
+    assert fitting.final["error"]["code"] == "INVALID_PARAMS"  # the pipeline's own depth cap

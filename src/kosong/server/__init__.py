@@ -8,8 +8,8 @@
 - `create_app(toolset, config)`: a Starlette app with the routes of `GET /tools`,
   `POST /tools/{name}`, SSE streams of calls that outlive their connections (runs, resumed
   with `Last-Event-ID` or `GET /runs/{id}`, cancelled with `DELETE /runs/{id}`), `/healthz`
-  and `/metrics`, every request checked first (Host, Origin, bearer token, rate limit, body
-  size). `ServerConfig` holds the settings, with safe defaults. The app also answers
+  and `/metrics`, every request checked first (Host, Origin, cross-site, bearer token, rate
+  limit, body size). `ServerConfig` holds the settings, with safe defaults. The app also answers
   `GET /dialects` (what each provider rejects or ignores in the tools' schemas) and serves the
   inspector, a web page that shows the tools and calls them, at `/`.
 - `EventStore` and `MemoryEventStore`: where runs' events are kept (`RedisEventStore`, in
@@ -27,6 +27,7 @@ from kosong.server._store import (
     MemoryEventStore,
     StoredEvent,
     StoreFullError,
+    StoreUnavailableError,
     StreamInfo,
     event_id,
     split_event_id,
@@ -44,6 +45,7 @@ __all__ = [
     "Server",
     "ServerConfig",
     "StoreFullError",
+    "StoreUnavailableError",
     "StoredEvent",
     "StreamInfo",
     "as_toolset",

@@ -1,20 +1,26 @@
 """`create_app`: any toolset served over HTTP and SSE, through the standard's pipeline.
 
-Routes (every one behind the `Guard`, and so is anything mounted later):
+Routes (every one behind the checks of `_guard`, and so is anything mounted later):
 
-    GET    /healthz                 {"status": "ok"} (503 while shutting down)
+    GET    /healthz                 {"status": "ok"} (503 while shutting down, or Redis is away)
     GET    /metrics                 Prometheus text: the metrics policy's, and the server's
     GET    /tools                   {"tools": [definition, ...]}
     GET    /dialects                what each provider rejects or ignores in the tools' schemas
     GET    /tools/{name}            one definition (404 for an unknown tool)
     POST   /tools/{name}            call: JSON body = arguments -> the envelope, with the
                                     HTTP status of the standard's error code
-    GET    /tools/{name}/sse        call streamed as SSE (arguments as query parameters)
+    GET    /tools/{name}/sse        call streamed as SSE (arguments as query parameters;
+                                    a request no page of another site can make, see
+                                    `CrossSiteMiddleware`)
     POST   /tools/{name}/sse        the same, arguments as a JSON body
     GET    /runs/{run_id}           a run's events (from `Last-Event-ID` on), then live ones
     DELETE /runs/{run_id}           cancel a run
 
 `/` is the inspector's page (`_inspector`), unless `ServerConfig(inspector=False)`.
+
+Every answer that is not a tool's result is the standard's error envelope too: an unknown
+path (404), a method a route does not take (405), a store that cannot be reached (503 with
+`Retry-After`).
 """
 
 from __future__ import annotations
@@ -26,30 +32,36 @@ import json
 import logging
 import secrets
 from collections import Counter
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, cast
 
 import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Scope
 
 from kosong.dialects import SOURCES, check_tools
 from kosong.message import ToolCall
+from kosong.server._auth import BearerTokenMiddleware
+from kosong.server._body import BodySizeMiddleware
 from kosong.server._config import ServerConfig
-from kosong.server._guard import PRINCIPAL, Guard, error_body
+from kosong.server._guard import ANONYMOUS, PRINCIPAL, RETRY_AFTER_OUTAGE, error_body
 from kosong.server._inspector import inspector_routes, public_paths
-from kosong.server._limits import MemoryRateLimiter, RateLimiter
+from kosong.server._limits import MemoryRateLimiter, RateLimiter, RateLimitMiddleware
 from kosong.server._runs import RunNotFoundError, Runs, ShuttingDownError
+from kosong.server._sites import CrossSiteMiddleware, HostOriginMiddleware
 from kosong.server._store import (
     START,
     EventStore,
     MemoryEventStore,
     StoreFullError,
+    StoreUnavailableError,
     split_event_id,
 )
 from kosong.standard import CATALOG, PolicyToolset, error_code, to_envelope, with_policies
@@ -96,8 +108,50 @@ def _json(body: object, status: int = 200, headers: dict[str, str] | None = None
     return Response(text, status, headers=headers, media_type=_JSON)
 
 
-def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+def _error(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> Response:
     return Response(error_body(code, message), status, headers=headers, media_type=_JSON)
+
+
+def _not_allowed(allow: str) -> Response:
+    return _error(405, "INVALID_PARAMS", f"this route takes {allow}", {"Allow": allow})
+
+
+def _unavailable(message: str) -> Response:
+    seconds = RETRY_AFTER_OUTAGE
+    body = error_body("NETWORK_ERROR", message, retry_after=seconds)
+    return Response(body, 503, headers={"Retry-After": str(seconds)}, media_type=_JSON)
+
+
+async def _store_unavailable(request: Request, exc: Exception) -> Response:
+    logger.warning("%s %s: %s", request.method, request.url.path, exc)
+    return _unavailable(f"{exc}; try again shortly")
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no such route, a method it does not take) as envelopes."""
+    status = exc.status_code if isinstance(exc, HTTPException) else 400
+    headers = exc.headers if isinstance(exc, HTTPException) else None
+    if status == 404:
+        return _error(404, "RESOURCE_NOT_FOUND", f"nothing at {request.url.path}", headers)
+    detail = exc.detail if isinstance(exc, HTTPException) else "bad request"
+    return _error(status, "INVALID_PARAMS", detail, headers)
+
+
+_REJECTED = ("auth", "body", "cross_site", "host", "origin", "rate", "unavailable")
+"""The reasons `/metrics` counts refused requests by (each one always shown)."""
+
+
+def _starts_run(scope: Scope) -> bool:
+    """Whether a GET (or HEAD) request would start a run: `/tools/{name}/sse`, not resuming.
+
+    Any path ending so counts, whatever is before it (a prefix the app is mounted under).
+    """
+    parts = scope["path"].rsplit("/", 3)
+    if len(parts) != 4 or parts[1] != "tools" or parts[3] != "sse":
+        return False
+    return not any(key == b"last-event-id" and value for key, value in scope["headers"])
 
 
 class Server:
@@ -127,7 +181,9 @@ class Server:
         self.toolset, self.metrics = _pipeline(toolset, cache_backend)
         self.runs = Runs(self.toolset, self.store, max_runs=config.max_runs, idle=config.idle)
         self.limiter = limiter
-        self.guard: Guard | None = None
+        self.rejected: Counter[str] = Counter()
+        """Requests refused before any route, by reason (host, origin, cross_site, auth,
+        rate, unavailable, body)."""
         self._drain: Any = None
         self._shutdown: Any = None
         self._watcher: Any = None
@@ -173,9 +229,16 @@ class Server:
     # --- routes --------------------------------------------------------------------------
 
     async def healthz(self, request: Request) -> Response:
-        """Liveness: 200, or 503 while shutting down (so a balancer stops sending)."""
+        """Health: 200; 503 while shutting down, or while Redis (when used) does not answer."""
         if self.runs.draining:
             return _json({"status": "draining"}, 503)
+        if self.redis is not None:
+            try:
+                with anyio.fail_after(2):
+                    await self.redis.ping()
+            except Exception as e:
+                reason = str(e) or type(e).__name__
+                return _unavailable(f"Redis cannot be reached: {reason}")
         return _json({"status": "ok"})
 
     async def metrics_text(self, request: Request) -> Response:
@@ -197,9 +260,8 @@ class Server:
             "# HELP kosong_server_rejected_requests_total Requests refused before any route.",
             "# TYPE kosong_server_rejected_requests_total counter",
         ]
-        rejected: Counter[str] = self.guard.rejected if self.guard is not None else Counter()
-        for reason in ("auth", "body", "host", "origin", "rate"):
-            count = rejected.get(reason, 0)
+        for reason in _REJECTED:
+            count = self.rejected.get(reason, 0)
             lines.append(f'kosong_server_rejected_requests_total{{reason="{reason}"}} {count}')
         return Response("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
 
@@ -257,7 +319,11 @@ class Server:
             tool = self.toolset.find_tool(name)
             if tool is None:
                 return self._unknown_tool(name)
-            arguments = json.dumps(query_arguments(tool, request.query_params.multi_items()))
+            try:
+                arguments = json.dumps(query_arguments(tool, request.query_params.multi_items()))
+            except (ValueError, RecursionError) as e:
+                message = str(e) if isinstance(e, ValueError) else "nested too deeply"
+                return _error(400, "INVALID_PARAMS", f"bad query arguments: {message}")
         else:
             body = await _body(request)
             try:
@@ -273,8 +339,10 @@ class Server:
 
     async def stream_tool(self, request: Request) -> Response:
         """Call a tool as a run, streaming its events; resume it with `Last-Event-ID`."""
+        if request.method == "HEAD":  # HEAD runs nothing
+            return _not_allowed("GET, POST")
         name: str = request.path_params["name"]
-        principal: str = request.scope.get(PRINCIPAL, "anonymous")
+        principal: str = request.scope.get(PRINCIPAL, ANONYMOUS)
         last = request.headers.get("last-event-id")
         if last:
             return await self._resume(last, principal, name)
@@ -293,8 +361,10 @@ class Server:
 
     async def follow_run(self, request: Request) -> Response:
         """A run's events: all of them, or those after `Last-Event-ID`; then live ones."""
+        if request.method == "HEAD":  # a stream with no one to read it
+            return _not_allowed("GET, DELETE")
         run_id: str = request.path_params["run_id"]
-        principal: str = request.scope.get(PRINCIPAL, "anonymous")
+        principal: str = request.scope.get(PRINCIPAL, ANONYMOUS)
         last = request.headers.get("last-event-id") or f"{run_id}.{START}"
         parts = split_event_id(last)
         if parts is not None and parts[0] != run_id:
@@ -302,32 +372,47 @@ class Server:
         return await self._resume(last, principal, None)
 
     async def _resume(self, last: str, principal: str, tool: str | None) -> Response:
+        """Follow a run from `last` (an event id), checked whole before anything is sent."""
         parts = split_event_id(last)
         if parts is None:
-            return _error(400, "INVALID_PARAMS", f"{last!r} is not an event id of this server")
+            shown = last if len(last) <= 80 else last[:80] + "..."
+            return _error(400, "INVALID_PARAMS", f"{shown!r} is not an event id of this server")
         run_id, position = parts
         try:
             info = await self.runs.find(run_id, principal, tool)
-            seen_all = info.ended and not await self.store.read(run_id, position)
         except RunNotFoundError:
-            return _error(
-                404, "RESOURCE_NOT_FOUND",
-                f"no run {run_id} here: it never existed, it belongs to another principal, or "
-                f"it ended more than {self.config.run_ttl:g} seconds ago and was forgotten",
-            )  # fmt: skip
+            return self._no_run(run_id)
+        try:
+            # Also what says whether the run has such an event (a position past its last
+            # one, running or not, is refused here, not found out mid-stream).
+            ahead = await self.store.read(run_id, position, limit=1)
         except ValueError:
             return _error(400, "INVALID_PARAMS", f"{last!r} is not an event of run {run_id}")
-        if seen_all:  # nothing after the final event: 204 tells EventSource to stop
+        if ahead is None:  # expired just now
+            return self._no_run(run_id)
+        if info.ended and not ahead:  # nothing after the final event: EventSource stops
             return Response(status_code=204, headers={"Content-Location": f"/runs/{run_id}"})
         return self._stream(run_id, position)
+
+    def _no_run(self, run_id: str) -> Response:
+        return _error(
+            404, "RESOURCE_NOT_FOUND",
+            f"no run {run_id} here: it never existed, it belongs to another principal, or it "
+            f"ended more than {self.config.run_ttl:g} seconds ago and was forgotten",
+        )  # fmt: skip
 
     def _stream(self, run_id: str, position: str) -> Response:
         async def events() -> AsyncIterator[ServerSentEvent]:
             # No data: sets the client's last event id (so even a drop before the first
             # event resumes this run) and the reconnection delay, and dispatches nothing.
             yield ServerSentEvent(id=f"{run_id}.{position}", retry=self.config.retry_ms, sep="\n")
-            async for event in self.runs.follow(run_id, position):
-                yield ServerSentEvent(event.data, event=event.kind, id=event.id, sep="\n")
+            try:
+                async for event in self.runs.follow(run_id, position):
+                    yield ServerSentEvent(event.data, event=event.kind, id=event.id, sep="\n")
+            except StoreUnavailableError as e:
+                # The stream ends without its final event; the client resumes from the last
+                # id it saw (and is answered 503 with Retry-After until the store is back).
+                logger.warning("Stopped streaming run %s: %s", run_id, e)
 
         # sse-starlette sees the server shut down (any server: `uvicorn app` too), sets the
         # shutdown event (one for the app, watched by `_drain_on`) and waits the grace period
@@ -349,7 +434,7 @@ class Server:
     async def cancel_run(self, request: Request) -> Response:
         """Cancel a run: 202 when it was running, 200 when it had already finished."""
         run_id: str = request.path_params["run_id"]
-        principal: str = request.scope.get(PRINCIPAL, "anonymous")
+        principal: str = request.scope.get(PRINCIPAL, ANONYMOUS)
         try:
             status = await self.runs.cancel(run_id, principal)
         except RunNotFoundError:
@@ -469,8 +554,8 @@ def create_app(
         toolset: What to serve.
         config: Who may call and how much, where runs are kept (default: `ServerConfig()`).
         routes: More routes or mounts (`Mount("/static", StaticFiles(...))`); every request
-            to them passes the same checks (Host, Origin, token, rate, body size). They come
-            before the inspector's, so a route of yours at `/` replaces its page.
+            to them passes the same checks (Host, Origin, cross-site, token, rate, body size).
+            They come before the inspector's, so a route of yours at `/` replaces its page.
         lifespans: Context managers entered when the app starts (after the server's own
             start-up) and left when it stops, each given the app.
         mcp: Serve the same tools over MCP at `/mcp` too (`kosong.mcp.MCPToolServer`, on the
@@ -484,7 +569,7 @@ def create_app(
     if mcp:
         from kosong.mcp import MCPToolServer, SessionEventStore, StoreEventLog
 
-        # The guard checks Host and Origin for every route already, with the hosts the
+        # The app's checks cover Host and Origin for every route already, with the hosts the
         # configuration allows; the SDK's own check (localhost only) would refuse those.
         # Resumable MCP streams live in the app's own store, beside its runs (in Redis too).
         over_mcp = MCPToolServer(
@@ -507,15 +592,27 @@ def create_app(
         finally:
             await server.aclose()
 
-    def guard(app: Any) -> Guard:
-        public = public_paths() if config.inspector else ()
-        server.guard = Guard(app, config, server.limiter, public=public)
-        return server.guard
-
+    rejected = server.rejected
+    no_token = {"/healthz", *(public_paths() if config.inspector else ())}
+    checks = [  # in this order; see _guard
+        Middleware(HostOriginMiddleware, hosts=config.allowed_hosts,
+                   origins=config.allowed_origins, rejected=rejected),
+        Middleware(CrossSiteMiddleware, starts=_starts_run, origins=config.allowed_origins,
+                   rejected=rejected),
+        Middleware(BearerTokenMiddleware, principals=config.principals(), exempt=no_token,
+                   rejected=rejected),
+        *([Middleware(RateLimitMiddleware, limiter=server.limiter, exempt={"/healthz"},
+                      rejected=rejected)] if server.limiter is not None else []),
+        Middleware(BodySizeMiddleware, max_body=config.max_body, rejected=rejected),
+    ]  # fmt: skip
     page = inspector_routes() if config.inspector else []
     app = Starlette(
         routes=[*server.routes(), *routes, *page],
-        middleware=[Middleware(guard)],
+        middleware=checks,
+        exception_handlers={
+            HTTPException: _http_error,
+            StoreUnavailableError: _store_unavailable,
+        },
         lifespan=lifespan,
     )
     app.state.kosong = server

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from abc import ABC, abstractmethod
-from collections import OrderedDict
-from collections.abc import Callable
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-__all__ = ["MemoryRateLimiter", "RateLimit", "RateLimiter"]
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from kosong.server._guard import ANONYMOUS, PRINCIPAL, RETRY_AFTER_OUTAGE, refuse, route_path
+
+__all__ = ["MemoryRateLimiter", "RateLimit", "RateLimitMiddleware", "RateLimiter"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +104,58 @@ class MemoryRateLimiter(RateLimiter):
     async def acquire(self, key: str) -> float:
         """Take one request for `key`; see `RateLimiter.acquire`."""
         return self.acquire_now(key)
+
+
+class RateLimitMiddleware:
+    """Takes one request from the principal's bucket: 429 with `Retry-After` when empty.
+
+    The bucket is the principal's, or the client address's for anonymous requests. When the
+    limiter cannot answer (its Redis is down), the request is refused with 503 and
+    `Retry-After`: fail closed. The `exempt` paths (exact) are not limited.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        limiter: RateLimiter,
+        exempt: Collection[str] = (),
+        rejected: Counter[str] | None = None,
+    ) -> None:
+        """Limit the requests to `app` with `limiter`."""
+        self.app = app
+        self._limiter = limiter
+        # The in-memory limiter answers without a coroutine: no await on every request.
+        self._now = limiter.acquire_now if isinstance(limiter, MemoryRateLimiter) else None
+        self._exempt = frozenset(exempt)
+        self.rejected = rejected if rejected is not None else Counter[str]()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Take a request from the bucket, or refuse it."""
+        if scope["type"] not in ("http", "websocket") or route_path(scope) in self._exempt:
+            await self.app(scope, receive, send)
+            return
+        principal: str = scope.get(PRINCIPAL, ANONYMOUS)
+        key = principal if principal != ANONYMOUS else f"ip:{(scope.get('client') or ('?',))[0]}"
+        try:
+            wait = self._now(key) if self._now is not None else await self._limiter.acquire(key)
+        except Exception as e:
+            self.rejected["unavailable"] += 1
+            logger.warning("The rate limiter cannot answer: %s", e or type(e).__name__)
+            await refuse(
+                scope, send, 503, "NETWORK_ERROR",
+                "the rate limiter's store cannot be reached; try again shortly",
+                [(b"retry-after", str(RETRY_AFTER_OUTAGE).encode())],
+                retry_after=RETRY_AFTER_OUTAGE,
+            )  # fmt: skip
+            return
+        if wait > 0:
+            self.rejected["rate"] += 1
+            seconds = max(1, math.ceil(wait))
+            await refuse(
+                scope, send, 429, "RATE_LIMITED",
+                f"too many requests; retry after {seconds} seconds",
+                [(b"retry-after", str(seconds).encode())], retry_after=seconds,
+            )  # fmt: skip
+            return
+        await self.app(scope, receive, send)

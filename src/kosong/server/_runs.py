@@ -24,7 +24,14 @@ from functools import partial
 from typing import Any, Literal, cast
 
 from kosong.message import ToolCall
-from kosong.server._store import START, EventStore, StoredEvent, StoreFullError, StreamInfo
+from kosong.server._store import (
+    START,
+    EventStore,
+    StoredEvent,
+    StoreFullError,
+    StoreUnavailableError,
+    StreamInfo,
+)
 from kosong.standard import PolicyToolset, ToolEvent, coded_error, to_envelope
 from kosong.standard.policies import EventHookPolicy
 from kosong.tooling import ToolResult, ToolReturnValue
@@ -163,6 +170,9 @@ class Runs:
                 kind, data, final = pending[0]
                 try:
                     appended = await self.store.append(run_id, kind, data, final=final) is not None
+                except StoreUnavailableError as e:  # the store is away: this event is lost
+                    logger.warning("Could not store a %s event of run %s: %s", kind, run_id, e)
+                    appended = True
                 except Exception:  # the store failed: this event is lost, say so
                     logger.exception("Could not store a %s event of run %s", kind, run_id)
                     appended = True

@@ -26,9 +26,14 @@ def bind(host: str, port: int) -> socket.socket:
         OSError: the address cannot be used; the message says which and why.
     """
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # Named TCP (not protocol 0): asyncio sets TCP_NODELAY only on accepted sockets whose
+    # protocol says TCP, and without it every answer on a kept-alive connection waits for the
+    # client's delayed ACK (Nagle's algorithm), about 40 ms. Set on the listener too, which
+    # accepted sockets inherit (any event loop).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((host.strip("[]"), port))
         sock.listen(2048)
     except OSError as e:
@@ -68,6 +73,8 @@ class _Server(uvicorn.Server):
 
 def _config(app: Any, *, log_level: str, grace: float, **options: Any) -> uvicorn.Config:
     options.setdefault("timeout_graceful_shutdown", max(1, round(grace + 5)))
+    # Access lines are info: below that level none is printed, so none is made either.
+    options.setdefault("access_log", log_level in ("trace", "debug", "info"))
     return uvicorn.Config(app, log_level=log_level, lifespan="on", **options)
 
 

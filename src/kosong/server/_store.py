@@ -27,7 +27,7 @@ import re
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "EventStore",
     "MemoryEventStore",
     "StoreFullError",
+    "StoreUnavailableError",
     "StoredEvent",
     "StreamInfo",
     "event_id",
@@ -47,6 +48,9 @@ START = "0"
 """The position before a stream's first event."""
 
 _STREAM_ID = re.compile(r"\A[A-Za-z0-9_-]{1,128}\Z")
+# A position: a number, or two joined by `-` (a Redis stream entry id), ASCII digits without
+# leading zeros, at most 20 each (2**64 has 20): anything else is no position of any store.
+_POSITION = re.compile(r"\A(?:0|[1-9][0-9]{0,19})(?:-(?:0|[1-9][0-9]{0,19}))?\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,15 +85,26 @@ class StoreFullError(RuntimeError):
     """The store holds as many running streams as it may; try again later."""
 
 
+class StoreUnavailableError(ConnectionError):
+    """The store cannot be reached right now (its Redis is down, say); try again later.
+
+    A store raises it from any method; the server answers 503 with `Retry-After`.
+    """
+
+
 def event_id(stream_id: str, position: str) -> str:
     """The id of the event at `position` of `stream_id`."""
     return f"{stream_id}.{position}"
 
 
 def split_event_id(text: str) -> tuple[str, str] | None:
-    """`(stream id, position)` of an event id, or None when it is not one."""
+    """`(stream id, position)` of an event id, or None when it is not one.
+
+    A position is ASCII digits without leading zeros, or two such numbers joined by `-`;
+    whether the stream has it is for its store to say (`EventStore.read`).
+    """
     stream_id, dot, position = text.rpartition(".")
-    if not dot or not position or len(position) > 64 or not _STREAM_ID.match(stream_id):
+    if not dot or not _POSITION.match(position) or not _STREAM_ID.match(stream_id):
         return None
     return stream_id, position
 
@@ -146,7 +161,9 @@ class EventStore(ABC):
         ended and all were read).
 
         Raises:
-            ValueError: `after` is not a position of this stream.
+            ValueError: `after` is not a position of this stream (not of the form
+                `split_event_id` accepts, or past its last event).
+            StoreUnavailableError: the store cannot be reached.
         """
 
     @abstractmethod
@@ -307,7 +324,7 @@ class MemoryEventStore(EventStore):
         stream = self._get(stream_id)
         if stream is None:
             return None
-        if not after.isdigit() or int(after) > len(stream.events):
+        if not (after.isascii() and after.isdigit()) or int(after) > len(stream.events):
             raise ValueError(f"{after!r} is not a position of stream {stream_id!r}")
         start = int(after)
         if start == len(stream.events) and not stream.ended and wait > 0:
@@ -341,26 +358,3 @@ class MemoryEventStore(EventStore):
             if stream is None or stream.ended:
                 out.add(stream_id)
         return out
-
-
-async def follow(
-    store: EventStore, stream_id: str, after: str, *, idle: float
-) -> AsyncIterator[StoredEvent | None]:
-    """Every event after `after`, then each new one as it comes, until the final event.
-
-    Yields None when `idle` seconds passed without an event, or when there is nothing more to
-    read: the caller then checks on the stream (`EventStore.info`: ended, writer gone) and
-    stops or goes on. Stops when the stream is gone.
-    """
-    while True:
-        batch = await store.read(stream_id, after, wait=idle)
-        if batch is None:
-            return
-        if not batch:
-            yield None
-            continue
-        for event in batch:
-            yield event
-            if event.final:
-                return
-        after = event.id.rpartition(".")[2]  # pyright: ignore[reportPossiblyUnboundVariable]

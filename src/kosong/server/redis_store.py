@@ -9,6 +9,11 @@
 
 Needs the `redis` package (`pip install 'kosong[server]'`). Every key starts with `prefix`;
 the keys of one run share a hash tag, so the scripts also work on a Redis Cluster.
+
+When Redis cannot be reached, every method raises `StoreUnavailableError` (the server answers
+503 with `Retry-After`). A command that fails on a connection is tried once more on a new one
+(`connect`): after Redis restarts, the connections left in the pool are dead, and the first
+command on each must not be what fails a request or cuts a stream.
 """
 
 from __future__ import annotations
@@ -19,19 +24,25 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Self, cast
 
 from kosong.server._limits import RateLimit, RateLimiter
 from kosong.server._store import (
+    START,
     EventStore,
     StoredEvent,
+    StoreUnavailableError,
     StreamInfo,
     check_stream_id,
 )
 
 try:
     import redis.asyncio as aioredis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError(
         "the Redis store needs the redis package: pip install 'kosong[server]'"
@@ -40,6 +51,18 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 __all__ = ["RedisEventStore", "RedisRateLimiter", "connect"]
 
 logger = logging.getLogger(__name__)
+
+_MAX_ID_PART = 2**64 - 1  # a Redis stream id is two unsigned 64-bit numbers
+
+
+@contextlib.contextmanager
+def _reachable() -> Generator[None]:
+    """Redis's connection errors and timeouts as `StoreUnavailableError`."""
+    try:
+        yield
+    except (RedisConnectionError, RedisTimeoutError) as e:
+        raise StoreUnavailableError(f"Redis cannot be reached: {e or type(e).__name__}") from e
+
 
 _OPEN = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -107,11 +130,15 @@ def connect(url: str, *, max_connections: int = 2048, **options: Any) -> aioredi
 
     Each response following a run waits on Redis with a connection of its own (a blocking
     `XREAD`), so the pool is large, and a request finding it exhausted waits for a
-    connection (up to 30 seconds) rather than failing.
+    connection (up to 30 seconds) rather than failing. A command whose connection fails is
+    sent once more, at once, on a new connection: the pool's connections die with a Redis
+    restart, and only the first command on each finds out. (A command whose reply was lost
+    may so run twice; the store's scripts take one final event per run whatever happens.)
     """
     options.setdefault("decode_responses", True)
     options.setdefault("socket_connect_timeout", 5)
     options.setdefault("health_check_interval", 30)
+    options.setdefault("retry", Retry(NoBackoff(), 1))
     pool = aioredis.BlockingConnectionPool.from_url(  # pyright: ignore[reportUnknownMemberType]
         url, max_connections=max_connections, timeout=30, **options
     )
@@ -203,15 +230,16 @@ class RedisEventStore(EventStore):
     async def open(self, stream_id: str, meta: Mapping[str, str]) -> None:
         """Start a stream written by this process; see `EventStore.open`."""
         check_stream_id(stream_id)
-        if self._keepalive is None:
-            await self._renew()
-            self._keepalive = asyncio.get_running_loop().create_task(self._keep_alive())
         fields: list[str] = ["ended", "0", "owner", self.owner]
         for key, value in meta.items():
             fields += [f"m:{key}", value]
-        created = await self._open(
-            keys=self._keys(stream_id)[:1], args=[self._running_ttl_ms, *fields]
-        )
+        with _reachable():
+            if self._keepalive is None:
+                await self._renew()
+                self._keepalive = asyncio.get_running_loop().create_task(self._keep_alive())
+            created = await self._open(
+                keys=self._keys(stream_id)[:1], args=[self._running_ttl_ms, *fields]
+            )
         if not created:
             raise ValueError(f"stream {stream_id!r} exists")
         self._writing.add(stream_id)
@@ -220,10 +248,11 @@ class RedisEventStore(EventStore):
         self, stream_id: str, kind: str, data: str, *, final: bool = False
     ) -> str | None:
         """Add an event; see `EventStore.append`."""
-        added: Any = await self._append(
-            keys=self._keys(stream_id),
-            args=[kind, data, "1" if final else "0", self._ttl_ms, self._running_ttl_ms],
-        )
+        with _reachable():
+            added: Any = await self._append(
+                keys=self._keys(stream_id),
+                args=[kind, data, "1" if final else "0", self._ttl_ms, self._running_ttl_ms],
+            )
         if final or added is None:
             self._writing.discard(stream_id)
         return None if added is None else f"{stream_id}.{added}"
@@ -233,17 +262,29 @@ class RedisEventStore(EventStore):
     ) -> list[StoredEvent] | None:
         """The events after `after`; see `EventStore.read`.
 
-        Only the form of `after` is checked, not that the stream has such an event.
+        `after` must be `0` or the id of one of the stream's events (as an SSE client got it):
+        checked, with the stream's existence and the events already there, in one round
+        trip; only then, when there are none yet, does it block waiting for some.
         """
-        first, dash, second = after.partition("-")
-        if not first.isdigit() or (dash and not second.isdigit()):
+        if after != START and _entry_id(after) is None:
             raise ValueError(f"{after!r} is not a position of stream {stream_id!r}")
         meta_key, events_key = self._keys(stream_id)
-        block = max(1, math.ceil(wait * 1000)) if wait > 0 else None
-        reply: Any = await self._client.xread({events_key: after}, count=limit, block=block)
-        if not reply:
-            if not await self._client.exists(meta_key):
+        with _reachable():
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.exists(meta_key)
+                if after != START:
+                    pipe.xrange(events_key, min=after, max=after, count=1)
+                pipe.xread({events_key: after}, count=limit)
+                found: list[Any] = await pipe.execute()
+            if not found[0]:
                 return None
+            if after != START and not found[1]:
+                raise ValueError(f"{after!r} is not an event of stream {stream_id!r}")
+            reply: Any = found[-1]
+            if not reply and wait > 0:
+                block = max(1, math.ceil(wait * 1000))
+                reply = await self._client.xread({events_key: after}, count=limit, block=block)
+        if not reply:
             return []
         entries = cast(list[tuple[str, dict[str, str]]], reply[0][1])
         return [
@@ -253,7 +294,8 @@ class RedisEventStore(EventStore):
 
     async def info(self, stream_id: str) -> StreamInfo | None:
         """What is known of the stream, and whether its writer lives; see `EventStore.info`."""
-        reply: Any = await self._info(keys=self._keys(stream_id)[:1], args=[self._owner_prefix])
+        with _reachable():
+            reply: Any = await self._info(keys=self._keys(stream_id)[:1], args=[self._owner_prefix])
         if not reply:
             return None
         alive, fields = int(reply[0]), cast(list[str], reply[1:])
@@ -268,10 +310,11 @@ class RedisEventStore(EventStore):
         """Which streams have ended (or are gone); see `EventStore.ended`."""
         if not stream_ids:
             return set()
-        async with self._client.pipeline(transaction=False) as pipe:
-            for stream_id in stream_ids:
-                pipe.hget(self._keys(stream_id)[0], "ended")
-            flags: list[Any] = await pipe.execute()
+        with _reachable():
+            async with self._client.pipeline(transaction=False) as pipe:
+                for stream_id in stream_ids:
+                    pipe.hget(self._keys(stream_id)[0], "ended")
+                flags: list[Any] = await pipe.execute()
         return {s for s, flag in zip(stream_ids, flags, strict=True) if flag != "0"}
 
     async def end_abandoned(self, stream_id: str, kind: str, data: str) -> bool:
@@ -279,9 +322,10 @@ class RedisEventStore(EventStore):
         info = await self.info(stream_id)
         if info is None or info.writer_alive:
             return False
-        added = await self._end_abandoned(
-            keys=self._keys(stream_id), args=[kind, data, self._ttl_ms, self._owner_prefix]
-        )
+        with _reachable():
+            added = await self._end_abandoned(
+                keys=self._keys(stream_id), args=[kind, data, self._ttl_ms, self._owner_prefix]
+            )
         return added is not None
 
     async def aclose(self) -> None:
@@ -309,8 +353,25 @@ class RedisRateLimiter(RateLimiter):
         self._take = client.register_script(_TAKE)
 
     async def acquire(self, key: str) -> float:
-        """Take one request for `key`: 0.0 when allowed, else the seconds to wait."""
-        waited: Any = await self._take(
-            keys=[self._prefix + key], args=[repr(self.limit.rate), self.limit.burst]
-        )
+        """Take one request for `key`: 0.0 when allowed, else the seconds to wait.
+
+        Raises:
+            StoreUnavailableError: Redis cannot be reached.
+        """
+        with _reachable():
+            waited: Any = await self._take(
+                keys=[self._prefix + key], args=[repr(self.limit.rate), self.limit.burst]
+            )
         return int(waited) / 1_000_000
+
+
+def _entry_id(position: str) -> tuple[int, int] | None:
+    """A Redis stream entry id (`ms-seq`, or `ms`) as numbers; None when it is not one."""
+    first, dash, second = position.partition("-")
+    parts = (first, second) if dash else (first,)
+    if not all(p.isascii() and p.isdigit() and len(p) <= 20 for p in parts):
+        return None
+    numbers = tuple(int(p) for p in parts)
+    if any(n > _MAX_ID_PART for n in numbers):
+        return None
+    return numbers[0], numbers[1] if dash else 0
