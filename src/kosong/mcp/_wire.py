@@ -2,7 +2,7 @@
 
 The SDK's handshake-era transport takes any JSON-RPC object it cannot read as a request for a
 notification (its notification model ignores unknown keys), so a request whose `id` is an
-object, an array, a boolean, null or a fraction was answered `202` and never answered again.
+object, an array, a boolean, null or a float was answered `202` and never answered again.
 JSON-RPC says such a message is an Invalid Request, answered with `id: null`; MCP says an id
 is a string or an integer. `invalid_id_response` answers it so, with the very status and body
 the SDK's 2026-era entry gives (which already checks this), so both eras agree.
@@ -50,11 +50,9 @@ def invalid_id_response(body: bytes) -> Response | None:
     """A 400 Invalid Request (`id: null`) if `body` is a request with an id of the wrong type.
 
     A request (an object with a `method`) that has an `id` must give a string or an integer
-    (a float with no fraction is taken as the integer, as the SDK takes it); one without `id`
-    is a notification, and anything that is not a JSON object is left to the SDK's own errors.
+    (`1.0` is not one, as the SDK's `RequestId` has it); one without `id` is a notification,
+    and anything that is not a JSON object is left to the SDK's own errors.
     """
-    if b'"id"' not in body:  # no id anywhere, so none of the wrong type: skip the parse
-        return None
     try:
         decoded: object = json.loads(body)
     except (ValueError, RecursionError):
@@ -63,9 +61,7 @@ def invalid_id_response(body: bytes) -> Response | None:
         return None
     request_id: object = decoded["id"]  # pyright: ignore[reportUnknownVariableType]
     if isinstance(request_id, str) or (
-        isinstance(request_id, int | float)
-        and not isinstance(request_id, bool)
-        and (isinstance(request_id, int) or request_id.is_integer())
+        isinstance(request_id, int) and request_id is not True and request_id is not False
     ):
         return None
     error = {
