@@ -269,3 +269,18 @@ async def test_a_session_with_an_open_stream_is_not_idle(ended: EndedSessions):
         assert await _adds(alice, 1, 1)  # it stayed
         assert await quiet.ping() == 404
     assert not any(ids[0] in message for message in ended.messages)
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"max_sessions_per_principal": 0},
+        {"session_setup_timeout": 0},
+        {"session_idle_timeout": -1},
+        {"session_idle_timeout": float("nan")},
+        {"session_setup_timeout": float("inf")},
+    ],
+)
+def test_limits_that_are_not_positive_numbers_are_refused(limits: dict[str, Any]):
+    with pytest.raises(ValueError, match="must be a positive"):
+        MCPToolServer(kosong_toolset(), **limits)
