@@ -116,3 +116,40 @@ async def test_store_outside_a_bound_request_keeps_nothing_replayable():
 
     assert await store.replay_events_after(event_id, send) is None
     assert sent == []
+
+
+async def test_the_store_replays_a_session_s_events_only_to_the_principal_that_opened_it():
+    """Even a request that reached the store with another principal's session id gets nothing
+    (the SDK's manager answers such a request 404 before; the store does not rely on it)."""
+    store = SessionEventStore()
+
+    def scope(principal: str, session_id: str | None = None) -> dict[str, Any]:
+        headers = [(b"mcp-session-id", session_id.encode())] if session_id else []
+        return {"type": "http", "method": "GET", "headers": headers, "kosong.principal": principal}
+
+    async def ignore(message: Any) -> None:
+        pass
+
+    async def open_session() -> str:  # as the SDK does: the response names the new session
+        send = store.bind(scope("alice"), ignore)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"mcp-session-id", b"s1")]})  # fmt: skip
+        first = await store.store_event("stream", None)
+        await store.store_event("stream", _message(1))
+        return first
+
+    async def replay(principal: str) -> tuple[str | None, list[EventMessage]]:
+        store.bind(scope(principal, "s1"), ignore)
+        sent: list[EventMessage] = []
+
+        async def collect(message: EventMessage) -> None:
+            sent.append(message)
+
+        return await store.replay_events_after(first, collect), sent
+
+    first = await asyncio.create_task(open_session())  # each request in a context of its own
+    assert await asyncio.create_task(replay("bob")) == (None, [])
+    stream, sent = await asyncio.create_task(replay("alice"))
+    assert stream == "stream" and [m.message for m in sent] == [_message(1)]
+    store.forget("s1")  # the session ended: nothing of it is replayed again
+    assert await asyncio.create_task(replay("alice")) == (None, [])

@@ -253,6 +253,15 @@ class SessionEventStore(EventStore):
 
         return send_and_learn
 
+    def forget(self, session_id: str) -> None:
+        """Drop what binds requests to the session `session_id`, which has ended.
+
+        Its events are never replayed again: a later request naming it is bound to a key of
+        its own. `MCPToolServer` calls this when a session ends; without it, bindings go
+        oldest first past 100,000.
+        """
+        self._bindings.pop(session_id, None)
+
     def _remember(self, session_id: str, binding: _Binding) -> _Binding:
         self._bindings[session_id] = binding
         if len(self._bindings) > 100_000:  # sessions end without telling the store

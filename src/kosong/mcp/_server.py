@@ -296,6 +296,8 @@ class MCPToolServer:
 
     def _session_ended(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
+        if isinstance(self._event_store, SessionEventStore):
+            self._event_store.forget(session_id)
 
     # --- tool changes ----------------------------------------------------------------------
 
