@@ -14,6 +14,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -32,15 +33,25 @@ TOKENS = {"alice-token": "alice", "bob-token": "bob"}
 CONFIG = ServerConfig(tokens=TOKENS, rate_limit=None)  # the flood tests the sessions, not the rate
 
 
+@dataclass
+class Seen:
+    """What the SDK's client got: the session ids it was given, whether its GET stream opened."""
+
+    ids: list[str] = field(default_factory=list[str])
+    streaming: asyncio.Event = field(default_factory=asyncio.Event)
+
+
 @contextlib.asynccontextmanager
-async def sdk_client(url: str, token: str) -> AsyncIterator[tuple[Client, list[str]]]:
-    """The SDK's client in the handshake era with a bearer token, and the session ids it got."""
-    ids: list[str] = []
+async def sdk_client(url: str, token: str) -> AsyncIterator[tuple[Client, Seen]]:
+    """The SDK's client in the handshake era with a bearer token, and what it got."""
+    seen = Seen()
 
     async def remember(response: httpx2.Response) -> None:
         session_id = response.headers.get("mcp-session-id")
-        if session_id and session_id not in ids:
-            ids.append(session_id)
+        if session_id and session_id not in seen.ids:
+            seen.ids.append(session_id)
+        if response.request.method == "GET" and response.status_code == 200:
+            seen.streaming.set()
 
     async with httpx2.AsyncClient(
         headers={"Authorization": f"Bearer {token}"},
@@ -49,7 +60,7 @@ async def sdk_client(url: str, token: str) -> AsyncIterator[tuple[Client, list[s
     ) as http:
         transport = streamable_http_client(url, http_client=http)
         async with Client(transport, mode="legacy", read_timeout_seconds=10) as client:
-            yield client, ids
+            yield client, seen
 
 
 async def _adds(client: Client, a: int, b: int) -> bool:
@@ -76,11 +87,11 @@ def keeping(**limits: Any) -> tuple[Any, MCPToolServer]:
 async def test_another_principal_gets_404_for_a_session_as_for_an_unknown_one():
     async with (
         Uvicorn(create_app(kosong_toolset(), CONFIG, mcp=True)) as server,
-        sdk_client(server.url, "alice-token") as (alice, ids),
+        sdk_client(server.url, "alice-token") as (alice, seen),
         httpx.AsyncClient(timeout=10) as http,
     ):
         assert await _adds(alice, 1, 2)
-        [session_id] = ids
+        [session_id] = seen.ids
         bob = Session(http, server.url, "bob-token")
         bob.id = session_id
         nobody = Session(http, server.url, "bob-token")
@@ -200,9 +211,9 @@ async def test_a_session_its_client_deleted_no_longer_counts():
     app, _ = keeping(max_sessions_per_principal=1)
     async with Uvicorn(app) as server:
         for a in range(3):  # each client ends its session (DELETE) as it leaves
-            async with sdk_client(server.url, "alice-token") as (alice, ids):
+            async with sdk_client(server.url, "alice-token") as (alice, seen):
                 assert await _adds(alice, a, 1)
-            assert len(ids) == 1
+            assert len(seen.ids) == 1
 
 
 # --- ended when abandoned -----------------------------------------------------------------------
@@ -256,19 +267,21 @@ async def test_a_session_never_set_up_ends_sooner_than_an_idle_one(ended: EndedS
 
 
 async def test_a_session_with_an_open_stream_is_not_idle(ended: EndedSessions):
-    app, _ = keeping(session_setup_timeout=0.2, session_idle_timeout=0.2)
+    app, _ = keeping(session_setup_timeout=1.0, session_idle_timeout=1.0)
     async with (
         Uvicorn(app) as server,
-        sdk_client(server.url, "alice-token") as (alice, ids),
+        sdk_client(server.url, "alice-token") as (alice, seen),
         httpx.AsyncClient(timeout=10) as http,
     ):
         # The SDK's client holds a GET stream open; a hand-made session holds none.
+        async with asyncio.timeout(10):
+            await seen.streaming.wait()
         quiet = await Session(http, server.url, "alice-token").open()
-        await ended.wait_for(quiet)
-        await asyncio.sleep(0.5)  # more than twice the timeout, for the client's session too
+        await ended.wait_for(quiet)  # the client's session was quiet for longer than that
+        await asyncio.sleep(0.3)  # and a few more of the keeper's rounds
         assert await _adds(alice, 1, 1)  # it stayed
         assert await quiet.ping() == 404
-    assert not any(ids[0] in message for message in ended.messages)
+    assert not any(seen.ids[0] in message for message in ended.messages)
 
 
 @pytest.mark.parametrize(
