@@ -207,6 +207,17 @@ async def test_a_principal_whose_sessions_are_all_busy_gets_429_with_retry_after
     assert again.id  # it opened
 
 
+async def test_a_request_without_a_session_that_is_no_initialize_ends_no_session():
+    app, _ = keeping(max_sessions_per_principal=1)
+    async with Uvicorn(app) as server, httpx.AsyncClient(timeout=10) as http:
+        kept = await Session(http, server.url, "alice-token").open()
+        stray = Session(http, server.url, "alice-token")  # no session id
+        listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
+        refused = await http.post(server.url, json=listing, headers=stray.headers())
+        assert refused.status_code == 400  # the SDK's: a session id is missing
+        assert await kept.ping() == 200  # and it did not cost the session its place
+
+
 async def test_a_session_its_client_deleted_no_longer_counts():
     app, _ = keeping(max_sessions_per_principal=1)
     async with Uvicorn(app) as server:

@@ -66,7 +66,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from kosong.mcp._convert import output_schema_of, to_call_tool_result, to_mcp_tool
 from kosong.mcp._events import SessionEventStore
 from kosong.mcp._sessions import SessionKeeper
-from kosong.mcp._wire import invalid_id_response, peek_body
+from kosong.mcp._wire import invalid_id_response, peek_body, read_message
 from kosong.message import ToolCall
 from kosong.standard import PolicyToolset
 from kosong.tooling import ToolResult, Toolset
@@ -382,16 +382,23 @@ class MCPToolServer:
                 await _cancelled_on_disconnect(plain.handle_request(scope, replay, send), receive)
                 return
             receive = replay
-        elif era == "handshake" and scope.get("method") == "POST":
+        if era != "handshake":
+            await self._stream(scope, receive, send)
+            return
+        opens = False
+        if scope.get("method") == "POST":
             # The SDK's handshake-era transport takes a request with an id of the wrong type
             # for a notification (202, never answered): refuse it first, as its 2026 era does.
-            head, receive = await peek_body(receive, DEFAULT_MAX_REQUEST_BODY_SIZE)
-            refused = None if head is None else invalid_id_response(head)
+            body, receive = await peek_body(receive, DEFAULT_MAX_REQUEST_BODY_SIZE)
+            message = read_message(body)
+            refused = invalid_id_response(message)
             if refused is not None:
                 await refused(scope, receive, send)
                 return
-        if era == "handshake" and not self._stateless:
-            await self._keeper(scope, receive, send)
+            # Only an `initialize` opens a session; one we could not read might be one.
+            opens = message is None or message.get("method") == "initialize"
+        if not self._stateless:
+            await self._keeper.handle(scope, receive, send, opens=opens)
         else:
             await self._stream(scope, receive, send)
 

@@ -147,15 +147,16 @@ class SessionKeeper:
         """How many sessions `owner` holds."""
         return len(self._owned.get(owner, ()))
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve one request, keeping account of the session it opens, uses or ends."""
+    async def handle(self, scope: Scope, receive: Receive, send: Send, *, opens: bool) -> None:
+        """Serve one request, keeping account of the session it opens, uses or ends.
+
+        `opens`: the request may open a session (a POST that may be an `initialize`); the SDK
+        answers any other request without a session id 400, and that costs no room.
+        """
         owner = owner_of(scope)
         raw_id = _header(scope.get("headers", ()), _SESSION_HEADER)
         if raw_id is None:
-            if scope.get("method") == "POST":  # only a POST can open a session
-                await self._open(owner, scope, receive, send)
-            else:
-                await self._app(scope, receive, send)
+            await self._open(owner, scope, receive, send, admit=opens)
             return
         session = self._sessions.get(raw_id.decode("latin-1"))
         if session is None or session.owner != owner:
@@ -181,8 +182,15 @@ class SessionKeeper:
             if status == 404 or (scope["method"] == "DELETE" and 200 <= status < 300):
                 self._forget(session)
 
-    async def _open(self, owner: Owner, scope: Scope, receive: Receive, send: Send) -> None:
-        if not await self._make_room(owner):
+    async def _open(
+        self, owner: Owner, scope: Scope, receive: Receive, send: Send, *, admit: bool
+    ) -> None:
+        """Serve a request without a session id; keep the session it opens, if it does.
+
+        `admit`: make room first (it may be an `initialize`). Another request is not expected
+        to open one, but one it opens all the same is kept too, never left out of account.
+        """
+        if admit and not await self._make_room(owner):
             logger.warning(
                 "Refusing a new MCP session: %s holds %d busy sessions", owner, self.count(owner)
             )

@@ -11,12 +11,13 @@ the SDK's 2026-era entry gives (which already checks this), so both eras agree.
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from mcp_types import INVALID_REQUEST
 from starlette.responses import Response
 from starlette.types import Message, Receive
 
-__all__ = ["invalid_id_response", "peek_body"]
+__all__ = ["invalid_id_response", "peek_body", "read_message"]
 
 
 async def peek_body(receive: Receive, limit: int) -> tuple[bytes | None, Receive]:
@@ -46,20 +47,29 @@ async def peek_body(receive: Receive, limit: int) -> tuple[bytes | None, Receive
     return head, replay
 
 
-def invalid_id_response(body: bytes) -> Response | None:
-    """A 400 Invalid Request (`id: null`) if `body` is a request with an id of the wrong type.
+def read_message(body: bytes | None) -> dict[str, object] | None:
+    """The JSON object `body` holds; None if it holds none (or was too big to read).
+
+    What is not one object is left to the SDK, which answers it with its own errors.
+    """
+    if body is None:
+        return None
+    try:
+        decoded: object = json.loads(body.decode())  # UTF-8 only, as the SDK reads it
+    except (ValueError, RecursionError):
+        return None
+    return cast(dict[str, object], decoded) if isinstance(decoded, dict) else None
+
+
+def invalid_id_response(message: dict[str, object] | None) -> Response | None:
+    """A 400 Invalid Request (`id: null`) if `message` is a request with an id of the wrong type.
 
     A request (an object with a `method`) that has an `id` must give a string or an integer
-    (`1.0` is not one, as the SDK's `RequestId` has it); one without `id` is a notification,
-    and anything that is not a JSON object is left to the SDK's own errors.
+    (`1.0` is not one, as the SDK's `RequestId` has it); one without `id` is a notification.
     """
-    try:
-        decoded: object = json.loads(body)
-    except (ValueError, RecursionError):
-        return None  # the SDK answers a parse error
-    if not isinstance(decoded, dict) or "method" not in decoded or "id" not in decoded:
+    if message is None or "method" not in message or "id" not in message:
         return None
-    request_id: object = decoded["id"]  # pyright: ignore[reportUnknownVariableType]
+    request_id = message["id"]
     if isinstance(request_id, str) or (
         isinstance(request_id, int) and request_id is not True and request_id is not False
     ):
