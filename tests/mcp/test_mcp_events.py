@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,79 +15,8 @@ from mcp.server.streamable_http import EventMessage
 from kosong.mcp import MCPToolServer, MemoryEventLog, SessionEventStore, StoreEventLog
 from kosong.server import MemoryEventStore, create_app
 from kosong.server.redis_store import RedisEventStore, connect
+from tests.mcp._mcp_http import Session, results
 from tests.mcp._mcp_servers import Uvicorn, kosong_toolset
-
-VERSION = "2025-11-25"  # resumption (priming events, Last-Event-ID) came with this version
-
-
-def _events(text: str) -> list[dict[str, str]]:
-    """The SSE events of a body: each a dict of its fields (a test's parser, not a library's)."""
-    events: list[dict[str, str]] = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        fields: dict[str, str] = {}
-        for line in block.split("\n"):
-            if ":" in line and not line.startswith(":"):
-                key, _, value = line.partition(":")
-                fields[key] = fields.get(key, "") + value.removeprefix(" ")
-        if fields:
-            events.append(fields)
-    return events
-
-
-class Session:
-    """A handshake-era session spoken by hand over HTTP."""
-
-    def __init__(self, http: httpx.AsyncClient, url: str) -> None:
-        self.http, self.url, self.id = http, url, ""
-
-    def headers(self, **more: str) -> dict[str, str]:
-        headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": VERSION}
-        if self.id:
-            headers["Mcp-Session-Id"] = self.id
-        return {**headers, **more}
-
-    async def open(self) -> Session:
-        init = {
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": VERSION, "capabilities": {},
-                       "clientInfo": {"name": "resume-test", "version": "0"}},
-        }  # fmt: skip
-        response = await self.http.post(self.url, json=init, headers=self.headers())
-        assert response.status_code == 200, response.text
-        self.id = response.headers["mcp-session-id"]
-        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        assert (
-            await self.http.post(self.url, json=note, headers=self.headers())
-        ).status_code == 202
-        return self
-
-    async def call(self, request_id: int, name: str) -> list[dict[str, str]]:
-        body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                "params": {"name": name, "arguments": {}}}  # fmt: skip
-        response = await self.http.post(self.url, json=body, headers=self.headers())
-        assert response.status_code == 200
-        return _events(response.text)
-
-    async def resume(self, last_event_id: str) -> list[dict[str, str]]:
-        """GET with Last-Event-ID; the events until the stream ends or a response arrives."""
-        seen = ""
-        headers = self.headers(**{"Last-Event-ID": last_event_id})
-        try:
-            async with (
-                asyncio.timeout(3),
-                self.http.stream("GET", self.url, headers=headers) as response,
-            ):
-                async for chunk in response.aiter_text():
-                    seen += chunk
-                    if '"result"' in seen:
-                        break
-        except TimeoutError:
-            pass  # nothing (more) came: what was seen is the answer
-        return _events(seen)
-
-
-def _results(events: list[dict[str, str]]) -> list[Any]:
-    return [json.loads(e["data"]) for e in events if e.get("data")]
 
 
 @pytest.fixture(params=["memory-log", "server-store", "redis-store", "app"])
@@ -127,10 +55,10 @@ async def test_a_closed_stream_is_resumed_with_last_event_id(server: Uvicorn):
         before = await session.call(2, "reconnect")
         # The server closed the stream mid-call: a priming event (id, retry), no result.
         assert before and before[0]["id"] and before[0].get("retry")
-        assert not [r for r in _results(before) if r.get("id") == 2]
+        assert not [r for r in results(before) if r.get("id") == 2]
         after = await session.resume(before[-1]["id"])
-    results = [r for r in _results(after) if r.get("id") == 2]
-    assert results and results[0]["result"]["content"] == [{"type": "text", "text": "resumed"}]
+    answers = [r for r in results(after) if r.get("id") == 2]
+    assert answers and answers[0]["result"]["content"] == [{"type": "text", "text": "resumed"}]
 
 
 async def test_another_session_cannot_replay_a_sessions_events(server: Uvicorn):
@@ -141,8 +69,8 @@ async def test_another_session_cannot_replay_a_sessions_events(server: Uvicorn):
         await asyncio.sleep(0.5)  # the result is stored by now
         stolen = await thief.resume(events[-1]["id"])
         mine = await owner.resume(events[-1]["id"])
-    assert not [r for r in _results(stolen) if r.get("id") == 2]
-    assert [r for r in _results(mine) if r.get("id") == 2]
+    assert not [r for r in results(stolen) if r.get("id") == 2]
+    assert [r for r in results(mine) if r.get("id") == 2]
 
 
 def _message(request_id: int) -> mcp.JSONRPCMessage:
@@ -188,3 +116,40 @@ async def test_store_outside_a_bound_request_keeps_nothing_replayable():
 
     assert await store.replay_events_after(event_id, send) is None
     assert sent == []
+
+
+async def test_the_store_replays_a_session_s_events_only_to_the_principal_that_opened_it():
+    """Even a request that reached the store with another principal's session id gets nothing
+    (the SDK's manager answers such a request 404 before; the store does not rely on it)."""
+    store = SessionEventStore()
+
+    def scope(principal: str, session_id: str | None = None) -> dict[str, Any]:
+        headers = [(b"mcp-session-id", session_id.encode())] if session_id else []
+        return {"type": "http", "method": "GET", "headers": headers, "kosong.principal": principal}
+
+    async def ignore(message: Any) -> None:
+        pass
+
+    async def open_session() -> str:  # as the SDK does: the response names the new session
+        send = store.bind(scope("alice"), ignore)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"mcp-session-id", b"s1")]})  # fmt: skip
+        first = await store.store_event("stream", None)
+        await store.store_event("stream", _message(1))
+        return first
+
+    async def replay(principal: str) -> tuple[str | None, list[EventMessage]]:
+        store.bind(scope(principal, "s1"), ignore)
+        sent: list[EventMessage] = []
+
+        async def collect(message: EventMessage) -> None:
+            sent.append(message)
+
+        return await store.replay_events_after(first, collect), sent
+
+    first = await asyncio.create_task(open_session())  # each request in a context of its own
+    assert await asyncio.create_task(replay("bob")) == (None, [])
+    stream, sent = await asyncio.create_task(replay("alice"))
+    assert stream == "stream" and [m.message for m in sent] == [_message(1)]
+    store.forget("s1")  # the session ended: nothing of it is replayed again
+    assert await asyncio.create_task(replay("alice")) == (None, [])

@@ -9,8 +9,10 @@ to any client that presents (or guesses) its ids.
 `SessionEventStore` closes that: `MCPToolServer` binds every HTTP request to the session it
 belongs to (its `Mcp-Session-Id`, or the id the server gives it when it opens a session), and
 the store files each event under that session and replays only the requesting session's
-events. Where the events are kept is an `EventLog`: `MemoryEventLog` by default, bounded per
-session and in sessions; `StoreEventLog` keeps them in a `kosong.server.EventStore`, the same
+events, and only to the principal that opened the session (the SDK's manager refuses another
+principal's request for the session before it gets here; the store does not rely on it).
+Where the events are kept is an `EventLog`: `MemoryEventLog` by default, bounded per session
+and in sessions; `StoreEventLog` keeps them in a `kosong.server.EventStore`, the same
 store the server's runs use (so with Redis, a session's stream resumes on another process).
 """
 
@@ -31,6 +33,7 @@ from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse
 from pydantic import TypeAdapter
 from starlette.types import Message, Scope, Send
 
+from kosong.mcp._sessions import Owner, owner_of
 from kosong.server import EventStore as RunStore
 from kosong.server import StoreFullError, split_event_id
 
@@ -191,6 +194,8 @@ class _Binding:
     """The session an HTTP request belongs to: named by its id, or found out from the response."""
 
     key: str
+    owner: Owner
+    """The principal that opened the session (see `kosong.mcp._sessions.owner_of`)."""
 
 
 _BINDING: contextvars.ContextVar[_Binding | None] = contextvars.ContextVar(
@@ -219,19 +224,24 @@ class SessionEventStore(EventStore):
     def bind(self, scope: Scope, send: Send) -> Send:
         """Bind the request of `scope` to its session; return the `send` to answer it with.
 
-        A request naming a session (`Mcp-Session-Id`) is bound to it. One that does not
-        (the request opening a session) is bound to a new key, which becomes the session's
-        once the response names its id: the SDK stores the new session's events from a task
-        started inside this request, which keeps this binding.
+        A request naming a session (`Mcp-Session-Id`) is bound to it, if it speaks for the
+        principal that opened the session; another principal's request is bound to a key of
+        its own, which has no events. One that does not name a session (the request opening
+        one) is bound to a new key, which becomes the session's once the response names its
+        id: the SDK stores the new session's events from a task started inside this request,
+        which keeps this binding.
         """
+        owner = owner_of(scope)
         session_id = _header(scope, _SESSION_HEADER)
         if session_id is not None:
             binding = self._bindings.get(session_id)
             if binding is None:
-                binding = self._remember(session_id, _Binding(secrets.token_hex(16)))
+                binding = self._remember(session_id, _Binding(secrets.token_hex(16), owner))
+            elif binding.owner != owner:
+                binding = _Binding(secrets.token_hex(16), owner)  # nothing of the session's
             _BINDING.set(binding)
             return send
-        binding = _Binding(secrets.token_hex(16))
+        binding = _Binding(secrets.token_hex(16), owner)
         _BINDING.set(binding)
 
         async def send_and_learn(message: Message) -> None:
@@ -242,6 +252,15 @@ class SessionEventStore(EventStore):
             await send(message)
 
         return send_and_learn
+
+    def forget(self, session_id: str) -> None:
+        """Drop what binds requests to the session `session_id`, which has ended.
+
+        Its events are never replayed again: a later request naming it is bound to a key of
+        its own. `MCPToolServer` calls this when a session ends; without it, bindings go
+        oldest first past 100,000.
+        """
+        self._bindings.pop(session_id, None)
 
     def _remember(self, session_id: str, binding: _Binding) -> _Binding:
         self._bindings[session_id] = binding

@@ -19,6 +19,11 @@ It runs on the official SDK's low-level `mcp.server.Server`; every call goes thr
 - `notify_tools_changed()` sends `notifications/tools/list_changed` to every handshake-era
   session and to every 2026-era `subscriptions/listen` stream;
 - streams are resumable through a `SessionEventStore` (event ids scoped per session);
+- handshake-era sessions belong to the principal that opened them (kosong's guard's, or the
+  SDK's authenticated user), are limited per principal and end when abandoned
+  (`SessionKeeper`);
+- a request whose id is neither a string nor an integer is an Invalid Request (`id: null`),
+  in both eras, never taken for a notification;
 - DNS-rebinding protection is on: only localhost Host and Origin headers by default.
 
 A tool reaches the MCP request it serves with `mcp_request()` (to log to the client, say).
@@ -45,7 +50,10 @@ from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http import EventStore
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    StreamableHTTPSessionManager,
+)
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
@@ -53,10 +61,12 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kosong.mcp._convert import output_schema_of, to_call_tool_result, to_mcp_tool
 from kosong.mcp._events import SessionEventStore
+from kosong.mcp._sessions import SessionKeeper
+from kosong.mcp._wire import invalid_id_response, peek_body, read_message
 from kosong.message import ToolCall
 from kosong.standard import PolicyToolset
 from kosong.tooling import ToolResult, Toolset
@@ -122,6 +132,8 @@ class MCPToolServer:
         dns_rebinding_protection: bool = True,
         retry_interval_ms: int | None = None,
         session_idle_timeout: float | None = 30 * 60,
+        session_setup_timeout: float | None = 30,
+        max_sessions_per_principal: int | None = 100,
         stateless: bool = False,
     ) -> None:
         """Serve `toolset`.
@@ -138,9 +150,18 @@ class MCPToolServer:
             dns_rebinding_protection: Check Host and Origin (on by default; turn it off only
                 behind a proxy that checks them).
             retry_interval_ms: The SSE `retry:` the server suggests to reconnecting clients.
-            session_idle_timeout: Seconds after which an idle handshake-era session ends.
+            session_idle_timeout: Seconds after which an idle handshake-era session ends
+                (idle: no request in flight and no stream open); None: never.
+            session_setup_timeout: The same for a session whose client sent nothing after
+                the `initialize` that opened it; None: `session_idle_timeout`.
+            max_sessions_per_principal: Handshake-era sessions one principal may hold: opening
+                one more ends their least recently used idle session, or, when all are busy,
+                is refused with 429; None: no limit (the SDK's 10,000 in all still holds).
             stateless: Serve handshake-era requests without sessions (no GET stream, no
                 resumption); 2026-era requests are stateless anyway.
+
+        Raises:
+            ValueError: a timeout or the limit is not a positive number.
         """
         self._toolset: PolicyToolset = (
             toolset if isinstance(toolset, PolicyToolset) else PolicyToolset(toolset)
@@ -152,8 +173,14 @@ class MCPToolServer:
             allowed_origins=list(allowed_origins),
         )
         self._retry_interval = retry_interval_ms
-        self._idle_timeout = session_idle_timeout
         self._stateless = stateless
+        self._keeper = SessionKeeper(
+            self._stream,
+            per_principal=max_sessions_per_principal,
+            idle_timeout=session_idle_timeout,
+            setup_timeout=session_setup_timeout,
+            on_end=self._session_ended,
+        )
         self._ids = itertools.count(1)
         self._bus = InMemorySubscriptionBus()
         # Handshake-era sessions to tell about tool changes, by transport session id.
@@ -267,6 +294,11 @@ class MCPToolServer:
             if len(self._sessions) > 10_000:
                 self._sessions.popitem(last=False)
 
+    def _session_ended(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+        if isinstance(self._event_store, SessionEventStore):
+            self._event_store.forget(session_id)
+
     # --- tool changes ----------------------------------------------------------------------
 
     async def notify_tools_changed(self) -> None:
@@ -306,20 +338,24 @@ class MCPToolServer:
             stateless=self._stateless,
             security_settings=self._security,
             retry_interval=self._retry_interval,
-            session_idle_timeout=self._idle_timeout,
+            session_idle_timeout=None,  # the keeper ends idle sessions (two timeouts, not one)
         )
         # 2026-era calls that cannot stream anything are answered as plain JSON: the SDK's
         # streaming mode costs a task and three event-loop turns per request (see `_asgi`).
         plain = StreamableHTTPSessionManager(
             app=self._server, stateless=True, json_response=True, security_settings=self._security
         )
-        async with streaming.run(), plain.run():
+        async with streaming.run(), plain.run(), anyio.create_task_group() as tasks:
             self._managers = (streaming, plain)
+            if not self._stateless:
+                tasks.start_soon(self._keeper.expire)
             try:
                 yield
             finally:
+                tasks.cancel_scope.cancel()
                 self._managers = None
                 self._sessions.clear()
+                self._keeper.clear()
 
     def app(self, path: str = "/mcp") -> Starlette:
         """A Starlette app serving MCP at `path` (run it with uvicorn, say)."""
@@ -334,21 +370,49 @@ class MCPToolServer:
             )
             await response(scope, receive, send)
             return
-        streaming, plain = managers
-        if _is_modern_tool_call(scope):
+        plain = managers[1]
+        era = _era(scope)
+        if era == "tools/call":
             # A 2026-era tools/call streams only progress (asked by a progress token) and
             # log messages (asked by a log level); without either marker in its body, it
             # goes to the plain JSON manager. A false marker (the word inside an argument)
             # only costs the streaming path; a body too big to look at goes there as well.
-            head, replay = await _peek_body(receive)
+            head, replay = await peek_body(receive, _PEEK_LIMIT)
             if head is not None and b'"progressToken"' not in head and b"logLevel" not in head:
                 await _cancelled_on_disconnect(plain.handle_request(scope, replay, send), receive)
                 return
             receive = replay
+        if era != "handshake":
+            await self._stream(scope, receive, send)
+            return
+        opens = False
+        if scope.get("method") == "POST":
+            # The SDK's handshake-era transport takes a request with an id of the wrong type
+            # for a notification (202, never answered): refuse it first, as its 2026 era does.
+            body, receive = await peek_body(receive, DEFAULT_MAX_REQUEST_BODY_SIZE)
+            message = read_message(body)
+            refused = invalid_id_response(message)
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
+            # Only an `initialize` opens a session; one we could not read might be one.
+            opens = message is None or message.get("method") == "initialize"
+        if not self._stateless:
+            await self._keeper.handle(scope, receive, send, opens=opens)
+        else:
+            await self._stream(scope, receive, send)
+
+    async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Hand the request to the SDK's streaming manager, bound to its session's events."""
+        managers = self._managers
+        if managers is None:  # the lifespan ended while the request waited
+            response = JSONResponse({"error": "the MCP server is not running"}, status_code=503)
+            await response(scope, receive, send)
+            return
         store = self._event_store
         if isinstance(store, SessionEventStore):
             send = store.bind(scope, send)
-        await streaming.handle_request(scope, receive, send)
+        await managers[0].handle_request(scope, receive, send)
 
     # --- stdio -----------------------------------------------------------------------------
 
@@ -377,21 +441,21 @@ class _ASGIEndpoint:
 _PEEK_LIMIT = 64 * 1024
 
 
-def _is_modern_tool_call(scope: Scope) -> bool:
-    """A POST of the 2026 era (a non-handshake protocol version) naming `tools/call`."""
-    if scope.get("method") != "POST":
-        return False
+def _era(scope: Scope) -> str:
+    """The era of a request, as the SDK routes it.
+
+    `"handshake"` (no protocol version, or a handshake one), `"tools/call"` (a 2026-era POST
+    naming it) or `"2026"` (any other 2026-era request).
+    """
     version = method = None
     for key, value in scope.get("headers", ()):
-        if key == b"mcp-protocol-version":
+        if key == b"mcp-protocol-version" and version is None:  # the first, as the SDK reads it
             version = value
         elif key == b"mcp-method":
             method = value
-    return (
-        version is not None
-        and method == b"tools/call"
-        and version.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS
-    )
+    if version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS:
+        return "handshake"
+    return "tools/call" if method == b"tools/call" and scope.get("method") == "POST" else "2026"
 
 
 async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) -> None:
@@ -430,29 +494,6 @@ async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) ->
         starting.cancel()
         if watcher is not None:
             watcher.cancel()
-
-
-async def _peek_body(receive: Receive) -> tuple[bytes | None, Receive]:
-    """The request's whole body (None if over 64 KiB), and a `receive` that gives it again."""
-    chunks: list[Message] = []
-    size = 0
-    while True:
-        message = await receive()
-        chunks.append(message)
-        if message["type"] != "http.request":
-            break  # the client left: let the SDK see it
-        size += len(message.get("body", b""))
-        if size > _PEEK_LIMIT or not message.get("more_body", False):
-            break
-    complete = chunks[-1]["type"] == "http.request" and not chunks[-1].get("more_body", False)
-    head = b"".join(m.get("body", b"") for m in chunks) if complete else None
-
-    async def replay() -> Message:
-        if chunks:
-            return chunks.pop(0)
-        return await receive()
-
-    return head, replay
 
 
 def _session_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
