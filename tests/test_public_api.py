@@ -113,12 +113,16 @@ PUBLIC: dict[str, list[str]] = {
         "SEMVER_PATTERN", "SemVer", "parse_iso8601", "parse_semver",
     ],
     "kosong.server": [
-        "DEFAULT_MAX_BODY", "LOCAL_HOSTS", "START", "EventStore", "MemoryEventStore",
-        "MemoryRateLimiter", "RateLimit", "RateLimiter", "Server", "ServerConfig",
-        "StoreFullError", "StoreUnavailableError", "StoredEvent", "StreamInfo", "as_toolset",
-        "bind", "create_app", "event_id", "query_arguments", "serve", "serving", "split_event_id",
+        "DEFAULT_MAX_BODY", "LOCAL_HOSTS", "MemoryRateLimiter", "RateLimit", "RateLimiter",
+        "Server", "ServerConfig", "as_toolset", "bind", "create_app", "query_arguments", "serve",
+        "serving",
     ],
-    "kosong.server.redis_store": ["RedisEventStore", "RedisRateLimiter", "connect"],
+    "kosong.server.redis_limits": ["RedisRateLimiter"],
+    "kosong.eventstore": [
+        "START", "EventStore", "MemoryEventStore", "StoreFullError", "StoreUnavailableError",
+        "StoredEvent", "StreamInfo", "event_id", "split_event_id",
+    ],
+    "kosong.eventstore.redis_store": ["RedisEventStore", "connect", "reachable"],
     "kosong.remote": ["RemoteToolset"],
     "kosong.cli": ["main"],
 }  # fmt: skip

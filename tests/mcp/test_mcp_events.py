@@ -12,9 +12,10 @@ import mcp_types as mcp
 import pytest
 from mcp.server.streamable_http import EventMessage
 
+from kosong.eventstore import MemoryEventStore
+from kosong.eventstore.redis_store import RedisEventStore, connect
 from kosong.mcp import MCPToolServer, MemoryEventLog, SessionEventStore, StoreEventLog
-from kosong.server import MemoryEventStore, create_app
-from kosong.server.redis_store import RedisEventStore, connect
+from kosong.server import create_app
 from tests.mcp._mcp_http import Session, results
 from tests.mcp._mcp_servers import Uvicorn, kosong_toolset
 

@@ -9,8 +9,9 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from kosong.eventstore.redis_store import RedisEventStore
 from kosong.server import RateLimit
-from kosong.server.redis_store import RedisEventStore, RedisRateLimiter
+from kosong.server.redis_limits import RedisRateLimiter
 from tests.server._procs import ServerProcess
 from tests.server._sse import read_sse
 

@@ -7,7 +7,8 @@ import asyncio
 import httpx
 import pytest
 
-from kosong.server import MemoryEventStore, ServerConfig, create_app, serving
+from kosong.eventstore import MemoryEventStore
+from kosong.server import ServerConfig, create_app, serving
 from tests.server._sse import read_sse
 from tests.server._tools import CANCELLED, GATES, STARTED, tools
 
@@ -204,8 +205,8 @@ async def test_a_client_that_drops_does_not_cancel_the_run() -> None:
 
 
 def test_stream_ids_with_a_trailing_newline_are_not_ids() -> None:
-    from kosong.server import split_event_id
-    from kosong.server._store import check_stream_id
+    from kosong.eventstore import split_event_id
+    from kosong.eventstore._store import check_stream_id
 
     assert split_event_id("run_1.3") == ("run_1", "3")
     assert split_event_id("run_1\n.3") is None

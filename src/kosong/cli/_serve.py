@@ -151,7 +151,7 @@ def _mcp_installed() -> bool:
 
 
 async def _check_redis(url: str) -> None:
-    from kosong.server.redis_store import connect
+    from kosong.eventstore.redis_store import connect
 
     try:
         client = connect(url, socket_timeout=5)

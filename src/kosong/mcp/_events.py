@@ -12,7 +12,7 @@ the store files each event under that session and replays only the requesting se
 events, and only to the principal that opened the session (the SDK's manager refuses another
 principal's request for the session before it gets here; the store does not rely on it).
 Where the events are kept is an `EventLog`: `MemoryEventLog` by default, bounded per session
-and in sessions; `StoreEventLog` keeps them in a `kosong.server.EventStore`, the same
+and in sessions; `StoreEventLog` keeps them in a `kosong.eventstore.EventStore`, the same
 store the server's runs use (so with Redis, a session's stream resumes on another process).
 """
 
@@ -28,14 +28,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from mcp.server import streamable_http
+from mcp.server.streamable_http import EventCallback, EventMessage
 from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse
 from pydantic import TypeAdapter
 from starlette.types import Message, Scope, Send
 
+from kosong.eventstore import EventStore, StoreFullError, split_event_id
 from kosong.mcp._sessions import Owner, owner_of
-from kosong.server import EventStore as RunStore
-from kosong.server import StoreFullError, split_event_id
 
 __all__ = ["EventLog", "MemoryEventLog", "SessionEvent", "SessionEventStore", "StoreEventLog"]
 
@@ -119,7 +119,7 @@ class MemoryEventLog:
 
 
 class StoreEventLog:
-    """An `EventLog` in a `kosong.server.EventStore`: each (session, stream) is a store stream.
+    """An `EventLog` in a `kosong.eventstore.EventStore`: each (session, stream) is a store stream.
 
     A store stream is opened on a stream's first event, with the session in its metadata, and
     ends with the stream's JSON-RPC response: replaying checks that the stream belongs to the
@@ -127,7 +127,7 @@ class StoreEventLog:
     full) is served but not resumable, and said so once in the log.
     """
 
-    def __init__(self, store: RunStore) -> None:
+    def __init__(self, store: EventStore) -> None:
         """Keep events in `store` (say the app's: `app.state.kosong.store`)."""
         self._store = store
         self._opened: OrderedDict[str, None] = OrderedDict()
@@ -203,7 +203,7 @@ _BINDING: contextvars.ContextVar[_Binding | None] = contextvars.ContextVar(
 )
 
 
-class SessionEventStore(EventStore):
+class SessionEventStore(streamable_http.EventStore):
     """The SDK's `EventStore`, scoped per session (see the module doc).
 
     Bind each request with `bind(scope, send)` before the SDK handles it (`MCPToolServer` does);

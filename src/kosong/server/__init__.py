@@ -12,8 +12,9 @@
   limit, body size). `ServerConfig` holds the settings, with safe defaults. The app also answers
   `GET /dialects` (what each provider rejects or ignores in the tools' schemas) and serves the
   inspector, a web page that shows the tools and calls them, at `/`.
-- `EventStore` and `MemoryEventStore`: where runs' events are kept (`RedisEventStore`, in
-  `kosong.server.redis_store`, shares them between processes).
+- Runs' events are kept in an event store of `kosong.eventstore` (`MemoryEventStore` by
+  default; `RedisEventStore` shares them between processes, and `RedisRateLimiter`, in
+  `kosong.server.redis_limits`, the rate limit).
 - `serve(app)` runs the app until a signal; `serving(app)` runs it in the background.
 """
 
@@ -21,39 +22,19 @@ from kosong.server._app import Server, as_toolset, create_app, query_arguments
 from kosong.server._config import DEFAULT_MAX_BODY, LOCAL_HOSTS, ServerConfig
 from kosong.server._limits import MemoryRateLimiter, RateLimit, RateLimiter
 from kosong.server._serve import bind, serve, serving
-from kosong.server._store import (
-    START,
-    EventStore,
-    MemoryEventStore,
-    StoredEvent,
-    StoreFullError,
-    StoreUnavailableError,
-    StreamInfo,
-    event_id,
-    split_event_id,
-)
 
 __all__ = [
     "DEFAULT_MAX_BODY",
     "LOCAL_HOSTS",
-    "START",
-    "EventStore",
-    "MemoryEventStore",
     "MemoryRateLimiter",
     "RateLimit",
     "RateLimiter",
     "Server",
     "ServerConfig",
-    "StoreFullError",
-    "StoreUnavailableError",
-    "StoredEvent",
-    "StreamInfo",
     "as_toolset",
     "bind",
     "create_app",
-    "event_id",
     "query_arguments",
     "serve",
     "serving",
-    "split_event_id",
 ]

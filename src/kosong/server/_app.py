@@ -47,6 +47,14 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
 from kosong.dialects import SOURCES, check_tools
+from kosong.eventstore._store import (
+    START,
+    EventStore,
+    MemoryEventStore,
+    StoreFullError,
+    StoreUnavailableError,
+    split_event_id,
+)
 from kosong.message import ToolCall
 from kosong.server._auth import BearerTokenMiddleware
 from kosong.server._body import BodySizeMiddleware
@@ -56,14 +64,6 @@ from kosong.server._inspector import inspector_routes, public_paths
 from kosong.server._limits import MemoryRateLimiter, RateLimiter, RateLimitMiddleware
 from kosong.server._runs import RunNotFoundError, Runs, ShuttingDownError
 from kosong.server._sites import CrossSiteMiddleware, HostOriginMiddleware
-from kosong.server._store import (
-    START,
-    EventStore,
-    MemoryEventStore,
-    StoreFullError,
-    StoreUnavailableError,
-    split_event_id,
-)
 from kosong.standard import CATALOG, PolicyToolset, error_code, to_envelope, with_policies
 from kosong.standard.policies import CachePolicy, MemoryCache, MetricsPolicy, MetricsRegistry
 from kosong.tooling import Tool, Toolset
@@ -165,7 +165,8 @@ class Server:
         cache_backend: Any = None
         store = config.event_store
         if config.redis_url is not None:
-            from kosong.server.redis_store import RedisEventStore, RedisRateLimiter, connect
+            from kosong.eventstore.redis_store import RedisEventStore, connect
+            from kosong.server.redis_limits import RedisRateLimiter
             from kosong.standard.policies import RedisCache
 
             self.redis = connect(config.redis_url)

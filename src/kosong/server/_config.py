@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kosong.eventstore._store import EventStore
 from kosong.server._limits import RateLimit
-from kosong.server._store import EventStore
 
 __all__ = ["DEFAULT_MAX_BODY", "LOCAL_HOSTS", "ServerConfig"]
 

@@ -23,8 +23,7 @@ from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any, Literal, cast
 
-from kosong.message import ToolCall
-from kosong.server._store import (
+from kosong.eventstore._store import (
     START,
     EventStore,
     StoredEvent,
@@ -32,6 +31,7 @@ from kosong.server._store import (
     StoreUnavailableError,
     StreamInfo,
 )
+from kosong.message import ToolCall
 from kosong.standard import PolicyToolset, ToolEvent, coded_error, to_envelope
 from kosong.standard.policies import EventHookPolicy
 from kosong.tooling import ToolResult, ToolReturnValue

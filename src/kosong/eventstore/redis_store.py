@@ -1,14 +1,14 @@
-"""What the server keeps in Redis, so several processes behind one balancer share it.
+"""Runs' events in Redis, so several processes behind one balancer share them.
 
 - `RedisEventStore`: the events of runs in Redis streams (one per run, `XADD` / `XREAD`), so a
   client resumes a run on any process. Each process holds a lease in Redis while it lives;
   a run whose writing process lost its lease (killed, frozen) is ended by whichever process
   a client is following it from, with a final event saying so.
-- `RedisRateLimiter`: the rate limit's token buckets, one hash per principal, taken
-  atomically by a script, on the Redis server's clock.
 
 Needs the `redis` package (`pip install 'kosong[server]'`). Every key starts with `prefix`;
-the keys of one run share a hash tag, so the scripts also work on a Redis Cluster.
+the keys of one run share a hash tag, so the scripts also work on a Redis Cluster. `connect`
+makes the client, and `reachable()` turns Redis's connection errors into
+`StoreUnavailableError` (the server's Redis rate limiter uses both).
 
 When Redis cannot be reached, every method raises `StoreUnavailableError` (the server answers
 503 with `Retry-After`). A command that fails on a connection is tried once more on a new one
@@ -27,8 +27,7 @@ import time
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Self, cast
 
-from kosong.server._limits import RateLimit, RateLimiter
-from kosong.server._store import (
+from kosong.eventstore._store import (
     START,
     EventStore,
     StoredEvent,
@@ -48,7 +47,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
         "the Redis store needs the redis package: pip install 'kosong[server]'"
     ) from e
 
-__all__ = ["RedisEventStore", "RedisRateLimiter", "connect"]
+__all__ = ["RedisEventStore", "connect", "reachable"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +55,7 @@ _MAX_ID_PART = 2**64 - 1  # a Redis stream id is two unsigned 64-bit numbers
 
 
 @contextlib.contextmanager
-def _reachable() -> Generator[None]:
+def reachable() -> Generator[None]:
     """Redis's connection errors and timeouts as `StoreUnavailableError`."""
     try:
         yield
@@ -109,20 +108,6 @@ return all
 """
 
 # KEYS: bucket. ARGV: rate per second, burst. -> wait in microseconds (0: allowed)
-_TAKE = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
-local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens = tonumber(b[1])
-if tokens == nil then tokens = burst else
-  tokens = math.min(burst, tokens + (now - tonumber(b[2])) * rate) end
-local wait = 0
-if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
-return math.ceil(wait * 1000000)
-"""
 
 
 def connect(url: str, *, max_connections: int = 2048, **options: Any) -> aioredis.Redis:
@@ -233,7 +218,7 @@ class RedisEventStore(EventStore):
         fields: list[str] = ["ended", "0", "owner", self.owner]
         for key, value in meta.items():
             fields += [f"m:{key}", value]
-        with _reachable():
+        with reachable():
             if self._keepalive is None:
                 await self._renew()
                 self._keepalive = asyncio.get_running_loop().create_task(self._keep_alive())
@@ -248,7 +233,7 @@ class RedisEventStore(EventStore):
         self, stream_id: str, kind: str, data: str, *, final: bool = False
     ) -> str | None:
         """Add an event; see `EventStore.append`."""
-        with _reachable():
+        with reachable():
             added: Any = await self._append(
                 keys=self._keys(stream_id),
                 args=[kind, data, "1" if final else "0", self._ttl_ms, self._running_ttl_ms],
@@ -269,7 +254,7 @@ class RedisEventStore(EventStore):
         if after != START and _entry_id(after) is None:
             raise ValueError(f"{after!r} is not a position of stream {stream_id!r}")
         meta_key, events_key = self._keys(stream_id)
-        with _reachable():
+        with reachable():
             async with self._client.pipeline(transaction=False) as pipe:
                 pipe.exists(meta_key)
                 if after != START:
@@ -294,7 +279,7 @@ class RedisEventStore(EventStore):
 
     async def info(self, stream_id: str) -> StreamInfo | None:
         """What is known of the stream, and whether its writer lives; see `EventStore.info`."""
-        with _reachable():
+        with reachable():
             reply: Any = await self._info(keys=self._keys(stream_id)[:1], args=[self._owner_prefix])
         if not reply:
             return None
@@ -310,7 +295,7 @@ class RedisEventStore(EventStore):
         """Which streams have ended (or are gone); see `EventStore.ended`."""
         if not stream_ids:
             return set()
-        with _reachable():
+        with reachable():
             async with self._client.pipeline(transaction=False) as pipe:
                 for stream_id in stream_ids:
                     pipe.hget(self._keys(stream_id)[0], "ended")
@@ -322,7 +307,7 @@ class RedisEventStore(EventStore):
         info = await self.info(stream_id)
         if info is None or info.writer_alive:
             return False
-        with _reachable():
+        with reachable():
             added = await self._end_abandoned(
                 keys=self._keys(stream_id), args=[kind, data, self._ttl_ms, self._owner_prefix]
             )
@@ -338,31 +323,6 @@ class RedisEventStore(EventStore):
             with contextlib.suppress(Exception):
                 await self._client.delete(self._owner_prefix + self.owner)
         await self._client.aclose()
-
-
-class RedisRateLimiter(RateLimiter):
-    """Token buckets in Redis, one per principal, shared by every process."""
-
-    def __init__(
-        self, client: aioredis.Redis, limit: RateLimit, *, prefix: str = "kosong:rate:"
-    ) -> None:
-        """Apply `limit` to every key, with buckets under `prefix` in `client`."""
-        self.limit = limit
-        self._client = client
-        self._prefix = prefix
-        self._take = client.register_script(_TAKE)
-
-    async def acquire(self, key: str) -> float:
-        """Take one request for `key`: 0.0 when allowed, else the seconds to wait.
-
-        Raises:
-            StoreUnavailableError: Redis cannot be reached.
-        """
-        with _reachable():
-            waited: Any = await self._take(
-                keys=[self._prefix + key], args=[repr(self.limit.rate), self.limit.burst]
-            )
-        return int(waited) / 1_000_000
 
 
 def _entry_id(position: str) -> tuple[int, int] | None:
