@@ -23,6 +23,11 @@ parse), any other toolset through its `handle()`. On Python 3.12+ the call's tas
 eagerly: a call answered without waiting (a cache hit, a refusal, a tool that never awaits) is
 done when `handle()` returns.
 
+A policy may also repair arguments before any policy sees them (`Policy.repair`, used by
+`RepairPolicy`): a call whose arguments it repairs, including one whose argument text could
+not be parsed at all, then enters the chain with the repaired arguments and passes through
+every policy exactly as a well-formed call would.
+
 Every result leaves with its metadata (tool name, time taken, timestamp, trace id...) in
 `ToolResult.metadata`; `to_envelope` turns it into the standard's JSON.
 """
@@ -34,6 +39,7 @@ import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar, TypeVar, cast
 
@@ -54,11 +60,24 @@ from kosong.tooling import (
     Toolset,
     Unparsed,
     dispatch,
+    with_json_arguments,
 )
-from kosong.tooling.error import ToolNotFoundError, ToolRuntimeError, describe_exception
+from kosong.tooling.error import (
+    ToolNotFoundError,
+    ToolParseError,
+    ToolRuntimeError,
+    describe_exception,
+)
 from kosong.utils.typing import JsonType
 
-__all__ = ["Forward", "HookPolicy", "Policy", "PolicyToolset", "with_policies"]
+__all__ = [
+    "Forward",
+    "HookPolicy",
+    "Policy",
+    "PolicyToolset",
+    "RepairedArguments",
+    "with_policies",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +85,17 @@ Forward = Callable[[ToolCall, PolicyContext], Awaitable[ToolResult]]
 """How a policy passes a call on to the rest of the pipeline."""
 
 P = TypeVar("P", bound="Policy")
+
+
+@dataclass(frozen=True, slots=True)
+class RepairedArguments:
+    """Arguments a policy repaired before the call entered the chain (`Policy.repair`)."""
+
+    arguments: JsonType
+    """The repaired arguments: what every policy and the tool get."""
+    repairs: list[JsonType]
+    """What was changed, each `{"path": JSON path, "from": kind, "to": kind}`; it becomes
+    the result's `metadata["repairs"]`."""
 
 
 class Policy:
@@ -82,6 +112,9 @@ class Policy:
     unreadable arguments): then `ctx.refusal` is set, `ctx.arguments` is None (and `ctx.tool`
     too for an unknown tool), and `forward` answers with the refusal. Policies that count or
     trace every call say True; the others only ever see calls that can run."""
+
+    repairs_arguments: ClassVar[bool] = False
+    """Whether the pipeline asks this policy to `repair` arguments before the chain runs."""
 
     async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Handle `call`: pass it on with `await forward(call, ctx)`, or answer it yourself.
@@ -104,6 +137,20 @@ class Policy:
     def added_tools(self) -> Sequence[Tool]:
         """Tools this policy answers itself (such as a "read more" tool); none by default."""
         return ()
+
+    def repair(
+        self, call: ToolCall, tool: Tool, arguments: JsonType | Unparsed, limits: ArgumentLimits
+    ) -> RepairedArguments | None:
+        """Arguments to run the call with instead of its own, or None (the default) to keep them.
+
+        Asked, for a policy whose `repairs_arguments` is True, before the first policy runs:
+        with the parsed arguments of each call, and with `UNPARSED` for a call to a known tool
+        whose argument text (`call.function.arguments`) is not acceptable JSON (parse any
+        repaired text with `limits`). A call whose arguments are repaired then goes through
+        every policy of the pipeline with them, exactly as a well-formed call would. Runs on
+        the event loop (on the parsing thread for long arguments): no waiting. Must not raise.
+        """
+        return None
 
 
 HookPolicy = Policy
@@ -148,6 +195,7 @@ class PolicyToolset(BaseToolset):
                     )
                 self._added[tool.name] = tool
         self._enter = _chain(policies, self._call_core)
+        self._repairers = tuple(policy for policy in policies if policy.repairs_arguments)
         observers = tuple(policy for policy in policies if policy.observes_refusals)
         self._observe = _chain(observers, self._call_core) if observers else None
 
@@ -223,7 +271,24 @@ class PolicyToolset(BaseToolset):
 
     async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
         """Run the call through the policies, then the core toolset."""
+        if self._repairers:
+            repaired = await self._repair(call, tool, arguments)
+            if repaired is not None:
+                return await self._call(call, tool, repaired)
+        return await self._call(call, tool, arguments)
+
+    async def _call(
+        self, call: ToolCall, tool: Tool, arguments: JsonType | RepairedArguments
+    ) -> ToolResult:
+        repairs: list[JsonType] | None = None
+        if isinstance(arguments, RepairedArguments):
+            # The call the policies and the core see holds the repaired arguments as its text
+            # too: a core that reads the text itself (a plain Toolset) gets what they saw.
+            repairs = arguments.repairs
+            arguments = arguments.arguments
+            call = with_json_arguments(call, arguments)
         ctx = self._context(call, tool, arguments, None)
+        ctx.repairs = repairs
         raw = call.function.arguments
         if raw is not None and self._limits.parses_in_thread(raw):
             # The digest of long arguments is made off the loop too, as they were parsed.
@@ -233,11 +298,46 @@ class PolicyToolset(BaseToolset):
         return await self._run(ctx, self._enter)
 
     def refuse(self, call: ToolCall, error: ToolError) -> HandleResult:
-        """A refused call: seen by the policies that observe every call, with its metadata."""
-        ctx = self._context(call, self.find_tool(call.function.name), None, error)
+        """A refused call: seen by the policies that observe every call, with its metadata.
+
+        Arguments a repairing policy can read (`Policy.repair`) are not refused: the call
+        runs, with the repaired arguments, through every policy.
+        """
+        tool = self.find_tool(call.function.name)
+        if self._repairers and tool is not None and isinstance(error, ToolParseError):
+            return start_task(asyncio.get_running_loop(), self._reread(call, tool, error))
+        return self._refused(call, tool, error)
+
+    def _refused(self, call: ToolCall, tool: Tool | None, error: ToolError) -> HandleResult:
+        ctx = self._context(call, tool, None, error)
         if self._observe is None:
             return ctx.finish(ToolResult(call.id, error))
         return start_task(asyncio.get_running_loop(), self._run(ctx, self._observe))
+
+    async def _reread(self, call: ToolCall, tool: Tool, error: ToolError) -> ToolResult:
+        repaired = await self._repair(call, tool, UNPARSED)
+        if repaired is None:
+            return await self._refused(call, tool, error)
+        return await self._call(call, tool, repaired)
+
+    async def _repair(
+        self, call: ToolCall, tool: Tool, arguments: JsonType | Unparsed
+    ) -> RepairedArguments | None:
+        """The first repair a repairing policy offers, or None."""
+        raw = call.function.arguments
+        offload = raw is not None and self._limits.parses_in_thread(raw)
+        for policy in self._repairers:
+            try:
+                if offload:
+                    found = await run_parsing(policy.repair, call, tool, arguments, self._limits)
+                else:
+                    found = policy.repair(call, tool, arguments, self._limits)
+            except Exception:  # a policy broke its contract: the call goes on unrepaired
+                logger.exception("%s.repair failed on %r", type(policy).__name__, tool.name)
+                continue
+            if found is not None:
+                return found
+        return None
 
     def _context(
         self, call: ToolCall, tool: Tool | None, arguments: JsonType, refusal: ToolError | None
