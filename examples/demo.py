@@ -23,6 +23,8 @@ from kosong import step, tool_result_to_message
 from kosong.chat_provider import ChatProvider, StreamedMessagePart
 from kosong.chat_provider.scripted import ScriptedChatProvider, call
 from kosong.message import Message, TextPart, ThinkPart, ToolCall, ToolCallPart
+from kosong.standard import with_policies
+from kosong.standard.policies import RepairPolicy
 from kosong.tooling import ToolResult, tool
 from kosong.tooling.simple import SimpleToolset
 
@@ -112,7 +114,7 @@ async def main(offline: bool) -> None:
     else:
         print(f"model: {provider.name} / {provider.model_name}")
     print(f"question: {QUESTION}\n")
-    toolset = SimpleToolset([get_weather])
+    toolset = with_policies(SimpleToolset([get_weather]), RepairPolicy())  # repairs bad calls
     history = [Message(role="user", content=QUESTION)]
     for turn in range(1, 6):
         log("agent", f"turn {turn}: asks the model")
