@@ -271,31 +271,26 @@ class PolicyToolset(BaseToolset):
 
     async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
         """Run the call through the policies, then the core toolset."""
+        repairs: list[JsonType] | None = None
         if self._repairers:
             repaired = await self._repair(call, tool, arguments)
             if repaired is not None:
-                return await self._call(call, tool, repaired)
-        return await self._call(call, tool, arguments)
-
-    async def _call(
-        self, call: ToolCall, tool: Tool, arguments: JsonType | RepairedArguments
-    ) -> ToolResult:
-        repairs: list[JsonType] | None = None
-        if isinstance(arguments, RepairedArguments):
-            # The call the policies and the core see holds the repaired arguments as its text
-            # too: a core that reads the text itself (a plain Toolset) gets what they saw.
-            repairs = arguments.repairs
-            arguments = arguments.arguments
-            call = with_json_arguments(call, arguments)
-        ctx = self._context(call, tool, arguments, None)
-        ctx.repairs = repairs
+                call, arguments, repairs = _applied(call, repaired)
+        ctx = self._context(call, tool, arguments, None, repairs)
         raw = call.function.arguments
         if raw is not None and self._limits.parses_in_thread(raw):
-            # The digest of long arguments is made off the loop too, as they were parsed.
-            ctx.arguments_key = await run_parsing(
-                arguments_digest, arguments, ctx.written_as_string
-            )
+            await self._digest(ctx)
         return await self._run(ctx, self._enter)
+
+    def _offloads(self, call: ToolCall) -> bool:
+        raw = call.function.arguments
+        return raw is not None and self._limits.parses_in_thread(raw)
+
+    async def _digest(self, ctx: PolicyContext) -> None:
+        # The digest of long arguments is made off the loop too, as they were parsed.
+        ctx.arguments_key = await run_parsing(
+            arguments_digest, ctx.arguments, ctx.written_as_string
+        )
 
     def refuse(self, call: ToolCall, error: ToolError) -> HandleResult:
         """A refused call: seen by the policies that observe every call, with its metadata.
@@ -318,14 +313,17 @@ class PolicyToolset(BaseToolset):
         repaired = await self._repair(call, tool, UNPARSED)
         if repaired is None:
             return await self._refused(call, tool, error)
-        return await self._call(call, tool, repaired)
+        call, arguments, repairs = _applied(call, repaired)
+        ctx = self._context(call, tool, arguments, None, repairs)
+        if self._offloads(call):
+            await self._digest(ctx)
+        return await self._run(ctx, self._enter)
 
     async def _repair(
         self, call: ToolCall, tool: Tool, arguments: JsonType | Unparsed
     ) -> RepairedArguments | None:
         """The first repair a repairing policy offers, or None."""
-        raw = call.function.arguments
-        offload = raw is not None and self._limits.parses_in_thread(raw)
+        offload = self._offloads(call)
         for policy in self._repairers:
             try:
                 if offload:
@@ -340,7 +338,12 @@ class PolicyToolset(BaseToolset):
         return None
 
     def _context(
-        self, call: ToolCall, tool: Tool | None, arguments: JsonType, refusal: ToolError | None
+        self,
+        call: ToolCall,
+        tool: Tool | None,
+        arguments: JsonType,
+        refusal: ToolError | None,
+        repairs: list[JsonType] | None = None,
     ) -> PolicyContext:
         extras = call.extras
         given = extras.get("trace_id") if extras else None
@@ -352,7 +355,7 @@ class PolicyToolset(BaseToolset):
         sink = _LISTENER.get()
         if sink is not None:
             _LISTENER.set(None)  # in this call's own context: calls it makes are not streamed
-        return PolicyContext(
+        ctx = PolicyContext(
             call,
             tool,
             None if refusal is not None else arguments,
@@ -361,6 +364,9 @@ class PolicyToolset(BaseToolset):
             sink=sink,
             loop=asyncio.get_running_loop(),
         )
+        if repairs is not None:
+            ctx.repairs = repairs
+        return ctx
 
     async def _run(self, ctx: PolicyContext, enter: Forward) -> ToolResult:
         ctx.enter()
@@ -404,6 +410,18 @@ class PolicyToolset(BaseToolset):
             text = f"the toolset returned {type(result).__name__}, not a ToolResult"
             return ToolResult(call.id, ToolRuntimeError(text))
         return result
+
+
+def _applied(
+    call: ToolCall, repaired: RepairedArguments
+) -> tuple[ToolCall, JsonType, list[JsonType]]:
+    """The call, its arguments and its repairs once `repaired` is applied.
+
+    The call holds the repaired arguments as its text too: a core that reads the text itself
+    (a plain `Toolset`) gets what the policies saw.
+    """
+    arguments = repaired.arguments
+    return with_json_arguments(call, arguments), arguments, repaired.repairs
 
 
 def _chain(policies: Sequence[Policy], core: Forward) -> Forward:

@@ -167,11 +167,11 @@ class BaseToolset(Toolset, ABC):
 
         return prepared(self, prepare)
 
-    def combined(self, *others: Toolset) -> CombinedToolset:
+    def combined(self, *others: Toolset, limits: ArgumentLimits | None = None) -> CombinedToolset:
         """This toolset's tools and those of `others`, as one (`kosong.tooling.combined`)."""
         from kosong.tooling._combined import combined
 
-        return combined(self, *others)
+        return combined(self, *others, limits=limits)
 
     @final
     def handle(self, tool_call: ToolCall) -> HandleResult:

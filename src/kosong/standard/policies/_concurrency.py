@@ -33,7 +33,9 @@ __all__ = ["ConcurrencyPolicy"]
 class ConcurrencyPolicy(Policy):
     """Limit how many calls run at once, in all and per tool; see the module doc."""
 
-    def __init__(self, limit: int | None = None, *, per_tool: Mapping[str, int] | None = None):
+    def __init__(
+        self, limit: int | None = None, *, per_tool: Mapping[str, int] | None = None
+    ) -> None:
         """Run at most `limit` calls at once (None: no limit), and `per_tool[name]` of a tool.
 
         A sequential tool (`sequential=True` in its metadata) runs one call at a time, whatever
