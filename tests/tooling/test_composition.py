@@ -208,9 +208,11 @@ async def test_methods_chain_on_every_toolset_kosong_ships() -> None:
     from kosong.mcp import MCPToolset
     from kosong.remote import RemoteToolset
     from kosong.standard import PolicyToolset
+    from kosong.tooling.empty import EmptyToolset
 
-    for shipped in (SimpleToolset, MCPToolset, RemoteToolset, PolicyToolset):
+    for shipped in (SimpleToolset, EmptyToolset, MCPToolset, RemoteToolset, PolicyToolset):
         assert issubclass(shipped, BaseToolset)
+    assert names_of(EmptyToolset().combined(tools("a")).prefixed("p_")) == ["p_a"]
 
 
 async def test_a_renamed_call_reaches_a_plain_toolset_under_its_own_name_and_text() -> None:
