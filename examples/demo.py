@@ -23,6 +23,8 @@ from kosong import AgentStep, agent_loop
 from kosong.chat_provider import ChatProvider, StreamedMessagePart
 from kosong.chat_provider.scripted import ScriptedChatProvider, call
 from kosong.message import Message, TextPart, ThinkPart, ToolCall, ToolCallPart
+from kosong.standard import with_policies
+from kosong.standard.policies import RepairPolicy
 from kosong.tooling import tool
 from kosong.tooling.simple import SimpleToolset
 
@@ -120,12 +122,13 @@ async def main(offline: bool) -> None:
     else:
         print(f"model: {provider.name} / {provider.model_name}")
     print(f"question: {QUESTION}\n")
+    toolset = with_policies(SimpleToolset([get_weather]), RepairPolicy())  # repairs bad calls
     history = [Message(role="user", content=QUESTION)]
     log("agent", "turn 1: asks the model")
     # agent_loop calls `step` until the model answers: each step's tool calls run while the
     # answer streams, and their results go back to the model in the next step.
     result = await agent_loop(
-        provider, SYSTEM, SimpleToolset([get_weather]), history,
+        provider, SYSTEM, toolset, history,
         max_steps=5,
         on_message_part=Timeline(),
         on_tool_result=lambda r: log("tool", f"result of {r.tool_call_id} is ready"),

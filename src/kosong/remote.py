@@ -11,6 +11,8 @@ drops, the call is resumed from the last event received (`Last-Event-ID` on `GET
 /runs/{id}`), so no event is lost or repeated and the tool is not run twice. A call cancelled
 here is cancelled on the server (`DELETE /runs/{id}`). Like every toolset, `handle()` never
 raises: a server that cannot be reached, or that lost the run, gives a `NETWORK_ERROR` result.
+It is a `BaseToolset`: a call is resolved against the tools listed last (a tool not listed is
+`TOOL_NOT_FOUND` here, without a request) and its parsed arguments are the request's body.
 
 Needs httpx and httpx-sse (`pip install 'kosong[remote]'`).
 """
@@ -27,7 +29,8 @@ from urllib.parse import quote
 
 from kosong.message import ToolCall
 from kosong.standard import coded_error, current_trace_id, from_envelope, report_progress
-from kosong.tooling import HandleResult, Tool, ToolResult, ToolReturnValue
+from kosong.tooling import BaseToolset, Tool, ToolResult, ToolReturnValue
+from kosong.utils.typing import JsonType
 
 try:
     import httpx
@@ -46,7 +49,7 @@ class _Lost(Exception):
     """The connection dropped before the final event; resume."""
 
 
-class RemoteToolset:
+class RemoteToolset(BaseToolset):
     """A `Toolset` whose tools run on a kosong server; see the module doc."""
 
     def __init__(
@@ -142,20 +145,12 @@ class RemoteToolset:
         """The definition of the tool called `name`, as last fetched, or None."""
         return self._tools.get(name)
 
-    def handle(self, tool_call: ToolCall) -> HandleResult:
-        """Call the tool on the server; a task of the result (never raises)."""
-        try:
-            return asyncio.get_running_loop().create_task(self._call(tool_call))
-        except Exception as e:  # no running loop, or whatever was passed as a call
-            return ToolResult(
-                str(getattr(tool_call, "id", "")),
-                coded_error("EXECUTION_ERROR", f"the call could not be started: {e!r}"),
-            )
-
-    async def _call(self, call: ToolCall) -> ToolResult:
+    async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
+        """Run the call on the server, the parsed arguments sent as the request's JSON body."""
+        body = json.dumps(arguments, ensure_ascii=False, separators=(",", ":")).encode()
         run: list[str | None] = [None, None]  # run path, last event id
         try:
-            return ToolResult(call.id, await self._run(call, run))
+            return ToolResult(call.id, await self._run(call, body, run))
         except asyncio.CancelledError:
             if run[0] is not None:
                 with contextlib.suppress(Exception):
@@ -175,7 +170,7 @@ class RemoteToolset:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._http().delete(f"{self.url}{run_path}"), 5)
 
-    async def _run(self, call: ToolCall, run: list[str | None]) -> ToolReturnValue:
+    async def _run(self, call: ToolCall, body: bytes, run: list[str | None]) -> ToolReturnValue:
         client = self._http()
         name = call.function.name
         headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
@@ -189,7 +184,7 @@ class RemoteToolset:
             if run[1] is None:
                 request = client.build_request(
                     "POST", f"{self.url}/tools/{quote(name, safe='')}/sse",
-                    content=(call.function.arguments or "{}").encode(),
+                    content=body,
                     headers={**headers, "Content-Type": "application/json"},
                 )  # fmt: skip
             else:

@@ -31,7 +31,6 @@ from tests.mcp._mcp_servers import (
     Uvicorn,
     free_port,
     kosong_toolset,
-    sdk_server,
     stdio_command,
 )
 
@@ -47,27 +46,6 @@ def call(name: str, arguments: str = "{}") -> ToolCall:
 async def run(toolset: MCPToolset, name: str, arguments: str = "{}") -> ToolResult:
     async with asyncio.timeout(20):
         return await toolset.handle(call(name, arguments))
-
-
-@pytest.fixture
-def probe() -> Probe:
-    return Probe()
-
-
-@pytest.fixture
-async def ours(probe: Probe):
-    """Our MCPToolServer over HTTP, in this process."""
-    server = MCPToolServer(kosong_toolset(probe), name="ours")
-    async with Uvicorn(server.app()) as running:
-        running.mcp = server  # type: ignore[attr-defined]
-        yield running
-
-
-@pytest.fixture
-async def sdk(probe: Probe):
-    """A server written on the SDK's low-level Server, over HTTP, in this process."""
-    async with Uvicorn(sdk_server(probe).streamable_http_app()) as running:
-        yield running
 
 
 async def test_tools_of_several_servers_are_listed_with_prefixes_on_a_clash(

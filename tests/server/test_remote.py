@@ -67,7 +67,9 @@ async def test_a_dropped_connection_is_resumed_without_running_the_tool_twice() 
 
 
 async def test_an_unreachable_server_is_a_network_error_result() -> None:
-    remote = RemoteToolset("http://127.0.0.1:9", reconnects=0)
+    async with serving(create_app(tools)) as url:
+        remote = await RemoteToolset.connect(url, reconnects=0)
+    # The server is gone: its tools are listed here, but a call cannot reach it.
     result = await remote.handle(_call("add", {"a": 1, "b": 2}))
     await remote.aclose()
     assert result.return_value.is_error and "NETWORK_ERROR" in json.dumps(

@@ -429,3 +429,13 @@ def test_an_output_schema_is_checked_and_written_as_mcp_writes_it() -> None:
 def test_semver_with_a_trailing_newline_or_space_is_refused(text: str) -> None:
     with pytest.raises(ValueError, match="not a semantic version"):
         parse_semver(text)
+
+
+def test_sequential_is_dumped_only_when_declared() -> None:
+    plain = Tool(name="t", description="d", parameters={"type": "object"})
+    marked = Tool(name="t", description="d", parameters={"type": "object"}, sequential=True)
+    assert "sequential" not in plain.model_dump() and plain.sequential is None
+    assert marked.model_dump()["sequential"] is True
+    assert (
+        Tool.model_validate(marked.model_dump()).sequential is True
+    )  # read back (a server's /tools)

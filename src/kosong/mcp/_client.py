@@ -44,9 +44,17 @@ from kosong.mcp._connection import Connection, ProgressCallback, ServerGone, Tar
 from kosong.mcp._convert import from_call_tool_result
 from kosong.message import ToolCall
 from kosong.standard import CallContext, current_call
-from kosong.tooling import CallableTool, HandleResult, Tool, ToolError, ToolReturnValue, Toolset
+from kosong.tooling import (
+    BaseToolset,
+    CallableTool,
+    Tool,
+    ToolError,
+    ToolResult,
+    ToolReturnValue,
+)
 from kosong.tooling.error import ToolNetworkError, ToolTimeoutError, describe_exception
 from kosong.tooling.simple import SimpleToolset
+from kosong.utils.typing import JsonType
 from mcp import StdioServerParameters
 
 __all__ = ["MCPTool", "MCPToolset", "ServerSpec"]
@@ -104,7 +112,7 @@ class MCPTool(CallableTool):
         return from_call_tool_result(result)
 
 
-class MCPToolset(Toolset):
+class MCPToolset(BaseToolset):
     """The tools of MCP servers as one toolset (see the module doc).
 
     Use it as an async context manager (or `await connect()` ... `await aclose()`): entering
@@ -192,9 +200,9 @@ class MCPToolset(Toolset):
         """The tool called `name`, or None."""
         return self._toolset.find_tool(name)
 
-    def handle(self, tool_call: ToolCall) -> HandleResult:
-        """Handle one call: checked against the tool's schema, then sent to its server."""
-        return self._toolset.handle(tool_call)
+    async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
+        """Run one call: its arguments checked against the tool's schema, then sent."""
+        return await self._toolset.call_tool(call, tool, arguments)
 
     # --- the servers -----------------------------------------------------------------------
 

@@ -75,7 +75,14 @@ from kosong.standard._pagination import (
     fetch_all_tool_pages,
     paginate,
 )
-from kosong.standard._pipeline import Forward, HookPolicy, Policy, PolicyToolset, with_policies
+from kosong.standard._pipeline import (
+    Forward,
+    HookPolicy,
+    Policy,
+    PolicyToolset,
+    RepairedArguments,
+    with_policies,
+)
 from kosong.standard._strict import (
     SUPPORTED_FORMATS,
     StrictSchemaError,
@@ -135,6 +142,7 @@ __all__ = [
     "Policy",
     "PolicyContext",
     "PolicyToolset",
+    "RepairedArguments",
     "StoredObject",
     "StrictSchemaError",
     "TokenCount",

@@ -53,7 +53,7 @@ _CURRENT: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
 RESERVED_METADATA: Final = frozenset(
     {
         "tool_name", "execution_time_ms", "timestamp", "trace_id", "tool_call_id",
-        "performance", "cache", "warnings", "debug_info",
+        "performance", "cache", "warnings", "debug_info", "repairs",
     }
 )  # fmt: skip
 """Metadata keys the pipeline writes itself; `set_metadata` refuses them."""
@@ -188,8 +188,9 @@ class CallContext:
 class PolicyContext:
     """A call as the policies of a pipeline share it; see the module doc.
 
-    Policies read `tool_call`, `tool`, `arguments` (parsed once, as the toolset parses them),
-    `arguments_key`, `trace_id`; they record `retry_count`, `attempt_codes`, `cache`, `shared`,
+    Policies read `tool_call`, `tool`, `arguments` (parsed once, as the toolset parses them,
+    and repaired if a policy repaired them: then `repairs` says how), `arguments_key`,
+    `trace_id`; they record `retry_count`, `attempt_codes`, `cache`, `shared`,
     and what `call_context` (the tool's view) takes; they send events with `emit`.
 
     A policy that observes every call (`Policy.observes_refusals`) also sees calls the
@@ -207,6 +208,7 @@ class PolicyContext:
         "call_context",
         "processing_ms",
         "refusal",
+        "repairs",
         "retry_count",
         "shared",
         "tool_call",
@@ -255,6 +257,9 @@ class PolicyContext:
         """True when the result is another identical call's (single-flight)."""
         self.processing_ms = 0.0
         """Time spent in the wrapped toolset, over all attempts."""
+        self.repairs: list[JsonType] | None = None
+        """What a repairing policy changed in the arguments before the chain ran
+        (`Policy.repair`), each `{"path", "from", "to"}`; None when nothing was repaired."""
         self._key: str | None = None
 
     @property
@@ -349,8 +354,8 @@ class CallMetadata(Mapping[str, JsonType]):
     """The standard's metadata of one call, as a read-only mapping, written out when first read.
 
     `tool_name`, `execution_time_ms`, `timestamp` (ISO 8601), `trace_id`, then what was
-    recorded: `performance`, `cache`, `warnings`, the keys set with `set_metadata`, and in
-    debug mode `debug_info`. A pipeline records the numbers as a call ends and formats them
+    recorded: `performance`, `cache`, `repairs`, `warnings`, the keys set with `set_metadata`,
+    and in debug mode `debug_info`. A pipeline records the numbers as a call ends and formats them
     only when someone reads them (an envelope, an event, a test), which most calls never need.
     """
 
@@ -360,11 +365,12 @@ class CallMetadata(Mapping[str, JsonType]):
         """Take what `ctx` recorded, as the call ends."""
         call = ctx.call_context
         self._context = call
-        self._policy: tuple[str, str, float, dict[str, JsonType] | None] = (
+        self._policy: tuple[str, str, float, dict[str, JsonType] | None, list[JsonType] | None] = (
             ctx.tool_name,
             ctx.trace_id,
             ctx.processing_ms,
             ctx.cache,
+            ctx.repairs,
         )
         self._elapsed_ms = call.elapsed_ms
         self._epoch = time.time()
@@ -383,7 +389,7 @@ class CallMetadata(Mapping[str, JsonType]):
 
     def _written(self) -> dict[str, JsonType]:
         if self._data is None:
-            tool_name, trace_id, processing_ms, cache = self._policy
+            tool_name, trace_id, processing_ms, cache, repairs = self._policy
             call = self._context
             data: dict[str, JsonType] = {
                 "tool_name": tool_name,
@@ -401,6 +407,8 @@ class CallMetadata(Mapping[str, JsonType]):
                 data["performance"] = performance
             if cache is not None:
                 data["cache"] = dict(cache)
+            if repairs:
+                data["repairs"] = list(repairs)
             if call._warnings:  # pyright: ignore[reportPrivateUsage]
                 data["warnings"] = list(call._warnings)  # pyright: ignore[reportPrivateUsage]
             if call._metadata:  # pyright: ignore[reportPrivateUsage]

@@ -23,6 +23,11 @@ parse), any other toolset through its `handle()`. On Python 3.12+ the call's tas
 eagerly: a call answered without waiting (a cache hit, a refusal, a tool that never awaits) is
 done when `handle()` returns.
 
+A policy may also repair arguments before any policy sees them (`Policy.repair`, used by
+`RepairPolicy`): a call whose arguments it repairs, including one whose argument text could
+not be parsed at all, then enters the chain with the repaired arguments and passes through
+every policy exactly as a well-formed call would.
+
 Every result leaves with its metadata (tool name, time taken, timestamp, trace id...) in
 `ToolResult.metadata`; `to_envelope` turns it into the standard's JSON.
 """
@@ -34,6 +39,7 @@ import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar, TypeVar, cast
 
@@ -45,7 +51,6 @@ from kosong.standard._trace import current_trace_id, new_trace_id, use_trace_id
 from kosong.tooling import (
     UNPARSED,
     ArgumentLimits,
-    BaseToolset,
     HandleResult,
     Tool,
     ToolError,
@@ -53,12 +58,25 @@ from kosong.tooling import (
     ToolReturnValue,
     Toolset,
     Unparsed,
-    dispatch,
+    WrapperToolset,
+    with_json_arguments,
 )
-from kosong.tooling.error import ToolNotFoundError, ToolRuntimeError, describe_exception
+from kosong.tooling.error import (
+    ToolNotFoundError,
+    ToolParseError,
+    ToolRuntimeError,
+    describe_exception,
+)
 from kosong.utils.typing import JsonType
 
-__all__ = ["Forward", "HookPolicy", "Policy", "PolicyToolset", "with_policies"]
+__all__ = [
+    "Forward",
+    "HookPolicy",
+    "Policy",
+    "PolicyToolset",
+    "RepairedArguments",
+    "with_policies",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +84,17 @@ Forward = Callable[[ToolCall, PolicyContext], Awaitable[ToolResult]]
 """How a policy passes a call on to the rest of the pipeline."""
 
 P = TypeVar("P", bound="Policy")
+
+
+@dataclass(frozen=True, slots=True)
+class RepairedArguments:
+    """Arguments a policy repaired before the call entered the chain (`Policy.repair`)."""
+
+    arguments: JsonType
+    """The repaired arguments: what every policy and the tool get."""
+    repairs: list[JsonType]
+    """What was changed, each `{"path": JSON path, "from": kind, "to": kind}`; it becomes
+    the result's `metadata["repairs"]`."""
 
 
 class Policy:
@@ -82,6 +111,9 @@ class Policy:
     unreadable arguments): then `ctx.refusal` is set, `ctx.arguments` is None (and `ctx.tool`
     too for an unknown tool), and `forward` answers with the refusal. Policies that count or
     trace every call say True; the others only ever see calls that can run."""
+
+    repairs_arguments: ClassVar[bool] = False
+    """Whether the pipeline asks this policy to `repair` arguments before the chain runs."""
 
     async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Handle `call`: pass it on with `await forward(call, ctx)`, or answer it yourself.
@@ -105,6 +137,20 @@ class Policy:
         """Tools this policy answers itself (such as a "read more" tool); none by default."""
         return ()
 
+    def repair(
+        self, call: ToolCall, tool: Tool, arguments: JsonType | Unparsed, limits: ArgumentLimits
+    ) -> RepairedArguments | None:
+        """Arguments to run the call with instead of its own, or None (the default) to keep them.
+
+        Asked, for a policy whose `repairs_arguments` is True, before the first policy runs:
+        with the parsed arguments of each call, and with `UNPARSED` for a call to a known tool
+        whose argument text (`call.function.arguments`) is not acceptable JSON (parse any
+        repaired text with `limits`). A call whose arguments are repaired then goes through
+        every policy of the pipeline with them, exactly as a well-formed call would. Runs on
+        the event loop (on the parsing thread for long arguments): no waiting. Must not raise.
+        """
+        return None
+
 
 HookPolicy = Policy
 """The older name of a policy that overrides `before` / `after`: any `Policy` may."""
@@ -116,7 +162,7 @@ _LISTENER: contextvars.ContextVar[EventSink | None] = contextvars.ContextVar(
 """The listener of the call `PolicyToolset.stream` is starting, read by the call's task."""
 
 
-class PolicyToolset(BaseToolset):
+class PolicyToolset(WrapperToolset):
     """A `Toolset` that applies policies around the calls to the toolset it wraps."""
 
     def __init__(self, toolset: Toolset, *policies: Policy) -> None:
@@ -131,11 +177,8 @@ class PolicyToolset(BaseToolset):
         if isinstance(toolset, PolicyToolset):
             policies = (*policies, *toolset.policies)
             core = toolset.wrapped
-        self._core: Toolset = core
-        # A core on the dispatcher is called through `run_call`, with its own limits; any
-        # other toolset through `handle()`, and its arguments read with the default limits.
-        self._base_core = core if isinstance(core, BaseToolset) else None
-        self._limits = core.limits if isinstance(core, BaseToolset) else super().limits
+        super().__init__(core)
+        self._limits = super().limits  # read on every call: decided once
         self._policies: tuple[Policy, ...] = policies
         self._added: dict[str, Tool] = {}
         core_names = {tool.name for tool in core.tools}
@@ -148,13 +191,9 @@ class PolicyToolset(BaseToolset):
                     )
                 self._added[tool.name] = tool
         self._enter = _chain(policies, self._call_core)
+        self._repairers = tuple(policy for policy in policies if policy.repairs_arguments)
         observers = tuple(policy for policy in policies if policy.observes_refusals)
         self._observe = _chain(observers, self._call_core) if observers else None
-
-    @property
-    def wrapped(self) -> Toolset:
-        """The toolset at the core."""
-        return self._core
 
     @property
     def policies(self) -> tuple[Policy, ...]:
@@ -164,7 +203,7 @@ class PolicyToolset(BaseToolset):
     @property
     def tools(self) -> list[Tool]:
         """The core toolset's tools, and any the policies add."""
-        return [*self._core.tools, *self._added.values()]
+        return [*self.wrapped.tools, *self._added.values()]
 
     @property
     def limits(self) -> ArgumentLimits:
@@ -177,11 +216,7 @@ class PolicyToolset(BaseToolset):
         Asked on every call: a toolset may gain and lose tools at any time.
         """
         tool = self._added.get(name)
-        if tool is not None:
-            return tool
-        if self._base_core is not None:
-            return self._base_core.find_tool(name)
-        return next((tool for tool in self._core.tools if tool.name == name), None)
+        return tool if tool is not None else super().find_tool(name)
 
     def find_policy(self, kind: type[P]) -> P | None:
         """The outermost policy of type `kind`, or None."""
@@ -189,7 +224,7 @@ class PolicyToolset(BaseToolset):
 
     def wrap(self, policy: Policy) -> PolicyToolset:
         """A new pipeline with `policy` outside this one's policies."""
-        return PolicyToolset(self._core, policy, *self._policies)
+        return PolicyToolset(self.wrapped, policy, *self._policies)
 
     def stream(self, tool_call: ToolCall, arguments: JsonType | Unparsed = UNPARSED) -> CallStream:
         """The events of one call: progress and retries as they happen, then the result.
@@ -223,24 +258,78 @@ class PolicyToolset(BaseToolset):
 
     async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
         """Run the call through the policies, then the core toolset."""
-        ctx = self._context(call, tool, arguments, None)
-        raw = call.function.arguments
-        if raw is not None and self._limits.parses_in_thread(raw):
-            # The digest of long arguments is made off the loop too, as they were parsed.
-            ctx.arguments_key = await run_parsing(
-                arguments_digest, arguments, ctx.written_as_string
-            )
+        repairs: list[JsonType] | None = None
+        if self._repairers:
+            repaired = await self._repair(call, tool, arguments)
+            if repaired is not None:
+                call, arguments, repairs = _applied(call, repaired)
+        ctx = self._context(call, tool, arguments, None, repairs)
+        if self._offloads(call):
+            await self._digest(ctx)
         return await self._run(ctx, self._enter)
 
+    def _offloads(self, call: ToolCall) -> bool:
+        raw = call.function.arguments
+        return raw is not None and self._limits.parses_in_thread(raw)
+
+    async def _digest(self, ctx: PolicyContext) -> None:
+        # The digest of long arguments is made off the loop too, as they were parsed.
+        ctx.arguments_key = await run_parsing(
+            arguments_digest, ctx.arguments, ctx.written_as_string
+        )
+
     def refuse(self, call: ToolCall, error: ToolError) -> HandleResult:
-        """A refused call: seen by the policies that observe every call, with its metadata."""
-        ctx = self._context(call, self.find_tool(call.function.name), None, error)
+        """A refused call: seen by the policies that observe every call, with its metadata.
+
+        Arguments a repairing policy can read (`Policy.repair`) are not refused: the call
+        runs, with the repaired arguments, through every policy.
+        """
+        tool = self.find_tool(call.function.name)
+        if self._repairers and tool is not None and isinstance(error, ToolParseError):
+            return start_task(asyncio.get_running_loop(), self._reread(call, tool, error))
+        return self._refused(call, tool, error)
+
+    def _refused(self, call: ToolCall, tool: Tool | None, error: ToolError) -> HandleResult:
+        ctx = self._context(call, tool, None, error)
         if self._observe is None:
             return ctx.finish(ToolResult(call.id, error))
         return start_task(asyncio.get_running_loop(), self._run(ctx, self._observe))
 
+    async def _reread(self, call: ToolCall, tool: Tool, error: ToolError) -> ToolResult:
+        repaired = await self._repair(call, tool, UNPARSED)
+        if repaired is None:
+            return await self._refused(call, tool, error)
+        call, arguments, repairs = _applied(call, repaired)
+        ctx = self._context(call, tool, arguments, None, repairs)
+        if self._offloads(call):
+            await self._digest(ctx)
+        return await self._run(ctx, self._enter)
+
+    async def _repair(
+        self, call: ToolCall, tool: Tool, arguments: JsonType | Unparsed
+    ) -> RepairedArguments | None:
+        """The first repair a repairing policy offers, or None."""
+        offload = self._offloads(call)
+        for policy in self._repairers:
+            try:
+                if offload:
+                    found = await run_parsing(policy.repair, call, tool, arguments, self._limits)
+                else:
+                    found = policy.repair(call, tool, arguments, self._limits)
+            except Exception:  # a policy broke its contract: the call goes on unrepaired
+                logger.exception("%s.repair failed on %r", type(policy).__name__, tool.name)
+                continue
+            if found is not None:
+                return found
+        return None
+
     def _context(
-        self, call: ToolCall, tool: Tool | None, arguments: JsonType, refusal: ToolError | None
+        self,
+        call: ToolCall,
+        tool: Tool | None,
+        arguments: JsonType,
+        refusal: ToolError | None,
+        repairs: list[JsonType] | None = None,
     ) -> PolicyContext:
         extras = call.extras
         given = extras.get("trace_id") if extras else None
@@ -252,7 +341,7 @@ class PolicyToolset(BaseToolset):
         sink = _LISTENER.get()
         if sink is not None:
             _LISTENER.set(None)  # in this call's own context: calls it makes are not streamed
-        return PolicyContext(
+        ctx = PolicyContext(
             call,
             tool,
             None if refusal is not None else arguments,
@@ -261,6 +350,9 @@ class PolicyToolset(BaseToolset):
             sink=sink,
             loop=asyncio.get_running_loop(),
         )
+        if repairs is not None:
+            ctx.repairs = repairs
+        return ctx
 
     async def _run(self, ctx: PolicyContext, enter: Forward) -> ToolResult:
         ctx.enter()
@@ -289,21 +381,22 @@ class PolicyToolset(BaseToolset):
             # No policy answered a call to one of the policies' own tools.
             return ToolResult(call.id, ToolNotFoundError(call.function.name))
         started = time.perf_counter()
-        result: object
-        if self._base_core is not None:
-            result = cast(object, await self._base_core.run_call(call, tool, arguments))
-        else:
-            try:
-                result = await dispatch(self._core, call, arguments)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # the core broke the Toolset contract; report it as a value
-                result = ToolResult(call.id, ToolRuntimeError(describe_exception(e)))
-        ctx.processing_ms += (time.perf_counter() - started) * 1000
-        if not isinstance(result, ToolResult):
-            text = f"the toolset returned {type(result).__name__}, not a ToolResult"
-            return ToolResult(call.id, ToolRuntimeError(text))
-        return result
+        try:
+            return await super().call_tool(call, tool, arguments)
+        finally:
+            ctx.processing_ms += (time.perf_counter() - started) * 1000
+
+
+def _applied(
+    call: ToolCall, repaired: RepairedArguments
+) -> tuple[ToolCall, JsonType, list[JsonType]]:
+    """The call, its arguments and its repairs once `repaired` is applied.
+
+    The call holds the repaired arguments as its text too: a core that reads the text itself
+    (a plain `Toolset`) gets what the policies saw.
+    """
+    arguments = repaired.arguments
+    return with_json_arguments(call, arguments), arguments, repaired.repairs
 
 
 def _chain(policies: Sequence[Policy], core: Forward) -> Forward:

@@ -24,7 +24,8 @@ import asyncio
 import json
 import logging
 from abc import ABC, abstractmethod
-from typing import Final, cast, final
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Final, cast, final
 
 from kosong._threads import run_parsing, start_task
 from kosong.message import ToolCall
@@ -45,6 +46,14 @@ from kosong.tooling.error import (
     unhandled_result,
 )
 from kosong.utils.typing import JsonType
+
+if TYPE_CHECKING:
+    from kosong.tooling._combined import CombinedToolset
+    from kosong.tooling._filtered import FilteredToolset
+    from kosong.tooling._prefixed import PrefixedToolset
+    from kosong.tooling._prepared import PreparedToolset
+    from kosong.tooling._renamed import RenamedToolset
+    from kosong.tooling._search import SearchableToolset
 
 __all__ = ["UNPARSED", "BaseToolset", "Unparsed", "dispatch", "with_json_arguments"]
 
@@ -77,6 +86,10 @@ class BaseToolset(Toolset, ABC):
     Subclasses give `tools`, and may give a faster `find_tool` (the default scans `tools`)
     and their own `limits`. They do not override `handle`: the policy pipeline and the
     wrappers call `call_tool` directly.
+
+    Every `BaseToolset` composes with one-line methods, each the function of the same name
+    in `kosong.tooling` applied to it: `filtered`, `prefixed`, `renamed`, `prepared`,
+    `combined` (`SimpleToolset([...]).filtered(["search"]).prefixed("web_")`).
     """
 
     def __init_subclass__(cls, **kwargs: object) -> None:
@@ -121,6 +134,53 @@ class BaseToolset(Toolset, ABC):
         policies that observe every call (metrics, tracing) see these too.
         """
         return ToolResult(call.id, error)
+
+    # The composition wrappers are BaseToolsets themselves, so their modules import this one:
+    # each method imports its wrapper when called (as pydantic-ai's toolsets do).
+
+    def filtered(self, keep: Iterable[str] | Callable[[Tool], bool]) -> FilteredToolset:
+        """This toolset showing only the tools named in `keep`, or that `keep(tool)` accepts.
+
+        See `kosong.tooling.filtered`.
+        """
+        from kosong.tooling._filtered import filtered
+
+        return filtered(self, keep)
+
+    def prefixed(self, prefix: str) -> PrefixedToolset:
+        """This toolset with every tool called `prefix` + its name (`kosong.tooling.prefixed`)."""
+        from kosong.tooling._prefixed import prefixed
+
+        return prefixed(self, prefix)
+
+    def renamed(self, names: Mapping[str, str]) -> RenamedToolset:
+        """This toolset with tools renamed, `{old: new}` (`kosong.tooling.renamed`)."""
+        from kosong.tooling._renamed import renamed
+
+        return renamed(self, names)
+
+    def prepared(self, prepare: Callable[[list[Tool]], list[Tool]]) -> PreparedToolset:
+        """This toolset showing the definitions `prepare(tools)` returns, at each step.
+
+        See `kosong.tooling.prepared`.
+        """
+        from kosong.tooling._prepared import prepared
+
+        return prepared(self, prepare)
+
+    def searchable(
+        self, always_visible: Iterable[str] = (), *, max_results: int = 5
+    ) -> SearchableToolset:
+        """This toolset behind a `search_tools` tool (`kosong.tooling.searchable`)."""
+        from kosong.tooling._search import searchable
+
+        return searchable(self, always_visible, max_results=max_results)
+
+    def combined(self, *others: Toolset, limits: ArgumentLimits | None = None) -> CombinedToolset:
+        """This toolset's tools and those of `others`, as one (`kosong.tooling.combined`)."""
+        from kosong.tooling._combined import combined
+
+        return combined(self, *others, limits=limits)
 
     @final
     def handle(self, tool_call: ToolCall) -> HandleResult:

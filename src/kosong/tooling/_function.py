@@ -101,8 +101,9 @@ class FunctionTool(CallableTool2[BaseModel]):
         fields, parameters, runner = make(func, coroutine, options)
         tool = cls.model_construct(**fields)
         tool._base = Tool.model_construct(
-            name=tool.name, description=tool.description, parameters=parameters
-        )
+            name=tool.name, description=tool.description, parameters=parameters,
+            **tool.metadata(),
+        )  # fmt: skip
         tool._runner = runner
         return tool
 

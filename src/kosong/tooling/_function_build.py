@@ -68,6 +68,8 @@ class ToolOptions(TypedDict, total=False):
     """What the model reads for a `ToolException`, and whether `invoke` raises it."""
     field_descriptions: Mapping[str, str]
     """Parameter (property) name -> description, before every other source."""
+    sequential: bool
+    """Its calls run one at a time, in call order, under a `ConcurrencyPolicy`."""
 
 
 AnyFunction = Callable[..., Any]
@@ -269,6 +271,11 @@ def make(
         "return_direct": bool(options.get("return_direct", False)),
         "response_format": response_format,
     }
+    sequential = options.get("sequential", False)
+    if not isinstance(sequential, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"sequential must be True or False, got {sequential!r}")
+    if sequential:
+        fields["sequential"] = True
     return fields, plan.schema, runner
 
 

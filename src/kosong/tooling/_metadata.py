@@ -123,6 +123,7 @@ METADATA_FIELDS: tuple[str, ...] = (
     "cache_ttl",
     "cache_key_params",
     "streaming",
+    "sequential",
     "estimated_tokens",
     "deprecated",
     "sunset_date",
@@ -147,10 +148,11 @@ class ToolMetadata(BaseModel, metaclass=OverridableModelMeta):
 
     From the Tool Use standard: `strict`, `version`, `cacheable`, `cache_ttl`,
     `cache_key_params`, `streaming`, `estimated_tokens`, `deprecated`, `sunset_date`,
-    `replacement`, `migration_guide`, `changelog`. From MCP's tool annotations: `title`,
-    `read_only_hint`, `destructive_hint`, `idempotent_hint`, `open_world_hint` (written
-    `readOnlyHint`... in JSON), and `output_schema` (`outputSchema`: the JSON Schema of the
-    JSON text a successful call returns). A dump leaves out every field still at None.
+    `replacement`, `migration_guide`, `changelog`. kosong's own: `sequential`. From MCP's
+    tool annotations: `title`, `read_only_hint`, `destructive_hint`, `idempotent_hint`,
+    `open_world_hint` (written `readOnlyHint`... in JSON), and `output_schema`
+    (`outputSchema`: the JSON Schema of the JSON text a successful call returns). A dump
+    leaves out every field still at None.
     """
 
     strict: bool | None = None
@@ -166,6 +168,9 @@ class ToolMetadata(BaseModel, metaclass=OverridableModelMeta):
     """The arguments the cache key is made of (default: all of them)."""
     streaming: bool | None = None
     """Whether the tool reports progress while it runs."""
+    sequential: bool | None = None
+    """Its calls must run one at a time, in the order they were made (kosong's own field,
+    honoured by `ConcurrencyPolicy`): for tools not safe to run concurrently."""
     estimated_tokens: int | EstimatedTokens | None = None
     """Tokens the result takes: a number, or `{input, output: {min, max, typical}}`."""
     deprecated: bool | None = None

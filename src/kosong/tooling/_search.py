@@ -16,11 +16,10 @@ from typing import Annotated, Any, Protocol, cast
 from pydantic import Field
 
 from kosong.message import ToolCall
-from kosong.tooling._arguments import DEFAULT_LIMITS, ArgumentLimits
-from kosong.tooling._dispatch import BaseToolset, dispatch
 from kosong.tooling._function import FunctionTool
 from kosong.tooling._result import ToolResult, Toolset
 from kosong.tooling._tool import Tool
+from kosong.tooling._wrapper import WrapperToolset, find_in, forward
 from kosong.tooling.simple import SimpleToolset
 from kosong.utils.typing import JsonType
 
@@ -35,7 +34,7 @@ _SEARCH_DESCRIPTION = (
 )
 
 
-class SearchableToolset(BaseToolset):
+class SearchableToolset(WrapperToolset):
     """A toolset that shows the model a search tool and the tools it found (see `searchable`).
 
     What was found is state of this object: use one per conversation, or `reset()` it.
@@ -54,7 +53,7 @@ class SearchableToolset(BaseToolset):
         if max_results < 1:
             raise ValueError(f"max_results must be at least 1, got {max_results}")
         self._bm25 = _load_bm25()
-        self._inner = toolset
+        super().__init__(toolset)
         # One name is a collection of one, not of its letters.
         self._always = frozenset(
             [always_visible] if isinstance(always_visible, str) else always_visible
@@ -91,7 +90,7 @@ class SearchableToolset(BaseToolset):
     @property
     def tools(self) -> list[Tool]:
         """`search_tools`, then the always-visible tools and those found, in catalog order."""
-        shown = [t for t in self._inner.tools if t.name in self._always or t.name in self._found]
+        shown = [t for t in self.wrapped.tools if t.name in self._always or t.name in self._found]
         return [*self._search.tools, *shown]
 
     @property
@@ -109,18 +108,12 @@ class SearchableToolset(BaseToolset):
         Always-visible tools are not searched: the model sees them already. Nothing is added
         to `tools` (a call of `search_tools` does that).
         """
-        catalog = self._inner.tools
+        catalog = self.wrapped.tools
         key = tuple((t.name, t.description) for t in catalog)
         if self._index is None or self._index.key != key:
             hidden = [t for t in catalog if t.name not in self._always]
             self._index = _Index(key, hidden, self._bm25)
         return self._index.rank(query, self._max_results)
-
-    @property
-    def limits(self) -> ArgumentLimits:
-        """The wrapped toolset's caps on arguments (the defaults for one without them)."""
-        inner = self._inner
-        return inner.limits if isinstance(inner, BaseToolset) else DEFAULT_LIMITS
 
     def find_tool(self, name: str) -> Tool | None:
         """`search_tools`, or a tool of the catalog, found or not yet.
@@ -131,10 +124,7 @@ class SearchableToolset(BaseToolset):
         """
         if name == SEARCH_TOOL_NAME:
             return self._search.find_tool(name)
-        inner = self._inner
-        if isinstance(inner, BaseToolset):
-            return inner.find_tool(name)
-        return next((t for t in inner.tools if t.name == name), None)
+        return find_in(self.wrapped, name)
 
     async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
         """Search for `search_tools`; hand any other call to the wrapped toolset."""
@@ -142,10 +132,7 @@ class SearchableToolset(BaseToolset):
             return await self._search.run_call(call, tool, arguments)
         if tool.name not in self._always:
             self._found[tool.name] = None
-        inner = self._inner
-        if isinstance(inner, BaseToolset):
-            return await inner.run_call(call, tool, arguments)
-        return await dispatch(inner, call, arguments)
+        return await forward(self.wrapped, call, tool, arguments)
 
     def _show(self, query: str) -> str:
         tools = self.search(query)

@@ -15,6 +15,7 @@ from kosong.standard.policies._approval import (
     ApprovalRequest,
 )
 from kosong.standard.policies._cache import CacheBackend, CacheEntry, CachePolicy, MemoryCache
+from kosong.standard.policies._concurrency import ConcurrencyPolicy
 from kosong.standard.policies._debug import DebugPolicy
 from kosong.standard.policies._deprecation import DeprecationPolicy
 from kosong.standard.policies._event_hook import EventHookPolicy
@@ -24,6 +25,7 @@ from kosong.standard.policies._metrics import (
     MetricsRegistry,
     ToolMetrics,
 )
+from kosong.standard.policies._repair import RepairPolicy
 from kosong.standard.policies._repeat_guard import RepeatGuardPolicy
 from kosong.standard.policies._retry import DEFAULT_RULES, RetryPolicy, RetryRule
 from kosong.standard.policies._single_flight import SingleFlightPolicy
@@ -48,6 +50,7 @@ __all__ = [
     "CacheBackend",
     "CacheEntry",
     "CachePolicy",
+    "ConcurrencyPolicy",
     "ContinuationStore",
     "DebugPolicy",
     "DeprecationPolicy",
@@ -57,6 +60,7 @@ __all__ = [
     "MetricsPolicy",
     "MetricsRegistry",
     "RedisCache",
+    "RepairPolicy",
     "RepeatGuardPolicy",
     "RetryPolicy",
     "RetryRule",

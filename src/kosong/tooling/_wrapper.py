@@ -1,0 +1,121 @@
+"""`WrapperToolset`: a toolset around another one, passing each call on.
+
+The composition wrappers (`filtered`, `prefixed`, `renamed`, `prepared`) are each a
+`WrapperToolset` overriding what it changes: the definitions the model sees (`tools`,
+`find_tool`) and, where names change, `call_tool`. Every wrapper reaches the toolset it wraps
+through `forward`: a `BaseToolset` through its `run_call`, with the arguments exactly as the
+dispatcher parsed them (never written out and parsed again); any other `Toolset` through
+`dispatch`, which gives it the call to handle (and parse) itself.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from kosong.message import ToolCall
+from kosong.tooling._arguments import DEFAULT_LIMITS, ArgumentLimits
+from kosong.tooling._dispatch import BaseToolset, dispatch
+from kosong.tooling._result import ToolResult, Toolset
+from kosong.tooling._schema import check_tool_name
+from kosong.tooling._tool import Tool
+from kosong.tooling.error import ToolRuntimeError
+from kosong.utils.typing import JsonType
+
+__all__ = [
+    "WrapperToolset",
+    "call_named",
+    "definition_named",
+    "find_in",
+    "forward",
+    "limits_of",
+]
+
+
+class WrapperToolset(BaseToolset):
+    """A toolset that passes every call on to the toolset it wraps.
+
+    As it is, it changes nothing: subclasses override what they change (`tools` and
+    `find_tool` for what the model sees, `call_tool` for what a call does). Its `limits` are
+    the wrapped toolset's, so arguments are parsed once, with the caps of the toolset that
+    runs them (the defaults, for a toolset that has none). `wrapped` may be any `Toolset`.
+    """
+
+    def __init__(self, wrapped: Toolset) -> None:
+        """Wrap `wrapped`."""
+        self._wrapped = wrapped
+
+    @property
+    def wrapped(self) -> Toolset:
+        """The toolset this one passes calls on to."""
+        return self._wrapped
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The wrapped toolset's tools."""
+        return self._wrapped.tools
+
+    @property
+    def limits(self) -> ArgumentLimits:
+        """The wrapped toolset's caps on arguments."""
+        return limits_of(self._wrapped)
+
+    def find_tool(self, name: str) -> Tool | None:
+        """The wrapped toolset's tool called `name`, or None."""
+        return find_in(self._wrapped, name)
+
+    async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
+        """Pass the call on to the wrapped toolset."""
+        return await forward(self._wrapped, call, tool, arguments)
+
+
+def limits_of(toolset: Toolset) -> ArgumentLimits:
+    """The caps `toolset` parses arguments with (the defaults for a plain `Toolset`)."""
+    return toolset.limits if isinstance(toolset, BaseToolset) else DEFAULT_LIMITS
+
+
+def find_in(toolset: Toolset, name: str) -> Tool | None:
+    """The tool `toolset` has under `name`, or None (a plain `Toolset`'s `tools` are scanned)."""
+    if isinstance(toolset, BaseToolset):
+        return toolset.find_tool(name)
+    return next((tool for tool in toolset.tools if tool.name == name), None)
+
+
+async def forward(toolset: Toolset, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
+    """The result of `call` (to `tool`, with parsed `arguments`) run by `toolset`.
+
+    A `BaseToolset` runs it through `run_call`; any other toolset gets the call through
+    `dispatch` (its own `handle`). The result carries `call.id` whatever id the toolset put on
+    it. Raises only what awaiting a plain toolset's future raises (the dispatcher makes it a
+    result) and the caller's cancellation.
+    """
+    result: object
+    if isinstance(toolset, BaseToolset):
+        result = cast(object, await toolset.run_call(call, tool, arguments))
+    else:
+        result = await dispatch(toolset, call, arguments)
+    if not isinstance(result, ToolResult):
+        text = f"the toolset returned {type(result).__name__}, not a ToolResult"
+        return ToolResult(call.id, ToolRuntimeError(text))
+    if result.tool_call_id != call.id:
+        return ToolResult(call.id, result.return_value, metadata=result.metadata)
+    return result
+
+
+def call_named(call: ToolCall, name: str) -> ToolCall:
+    """`call` asking for the tool `name` instead (the same id, extras and arguments)."""
+    if call.function.name == name:
+        return call
+    function = call.function.model_copy(update={"name": name})
+    return call.model_copy(update={"function": function})
+
+
+def definition_named(tool: Tool, name: str) -> Tool:
+    """A plain `Tool` defined as `tool` is, under the name `name`.
+
+    Raises:
+        ValueError: `name` is not a usable tool name.
+    """
+    check_tool_name(name)
+    return Tool.model_construct(
+        name=name, description=tool.description, parameters=tool.parameters, **tool.metadata()
+    )
