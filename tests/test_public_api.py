@@ -99,13 +99,13 @@ PUBLIC: dict[str, list[str]] = {
         "use_trace_id", "with_policies",
     ],
     "kosong.standard.policies": [
-        "DEFAULT_RULES", "UNKNOWN_TOOL", "ApprovalDecision", "ApprovalHook", "ApprovalPolicy",
-        "ApprovalRequest", "CacheBackend", "CacheEntry", "CachePolicy", "ConcurrencyPolicy",
+        "DEFAULT_RULES", "UNKNOWN_TOOL", "ApprovalDecision", "ApprovalHook", "ApprovalInbox",
+        "ApprovalPolicy", "ApprovalRequest", "CacheBackend", "CacheEntry", "CachePolicy", "ConcurrencyPolicy",
         "ContinuationStore", "DebugPolicy", "DeprecationPolicy", "EventHookPolicy",
         "MemoryCache", "MemoryContinuationStore", "MetricsPolicy", "MetricsRegistry",
         "RedisCache", "RepairPolicy", "RepeatGuardPolicy", "RetryPolicy", "RetryRule",
         "SingleFlightPolicy", "TimeoutPolicy", "ToolMetrics", "TracingPolicy",
-        "TruncationPolicy",
+        "TruncationPolicy", "inbox_scope",
     ],
     "kosong.mcp": [
         "EventLog", "MCPTool", "MCPToolServer", "MCPToolset", "MemoryEventLog", "ResourcePart",

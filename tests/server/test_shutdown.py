@@ -35,6 +35,6 @@ async def test_sigterm_lets_short_runs_finish_and_ends_long_ones_with_an_error()
         server.kill()
     assert short_stream.final["data"] == "counted"
     error = long_stream.final["error"]
-    assert error["code"] == "NETWORK_ERROR" and "shut down" in error["message"]
+    assert error["code"] == "CANCELLED" and "the server shut down" in error["message"]
     assert server.proc.returncode is not None
     assert "Traceback" not in log

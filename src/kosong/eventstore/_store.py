@@ -123,8 +123,20 @@ class EventStore(ABC):
     elsewhere, and may die)."""
 
     @abstractmethod
-    async def open(self, stream_id: str, meta: Mapping[str, str]) -> None:
-        """Start the stream `stream_id`, written by this process, with `meta` about it.
+    async def open(
+        self,
+        stream_id: str,
+        meta: Mapping[str, str],
+        *,
+        ttl: float | None = None,
+        leased: bool = True,
+    ) -> None:
+        """Start the stream `stream_id`, with `meta` about it.
+
+        `ttl`: seconds the stream is kept once it ends (default: the store's). `leased`: the
+        stream is written by this process, and ended as abandoned (`end_abandoned`) once this
+        process is gone; False for a stream whose writers come and go (a queue of runs, whose
+        dead workers the queue itself replaces).
 
         Raises:
             ValueError: the stream id is not valid, or a stream with this id exists.
@@ -208,10 +220,11 @@ class EventStore(ABC):
 
 
 class _Stream:
-    __slots__ = ("ended", "events", "expires_at", "meta", "waiters")
+    __slots__ = ("ended", "events", "expires_at", "meta", "ttl", "waiters")
 
-    def __init__(self, meta: Mapping[str, str]) -> None:
+    def __init__(self, meta: Mapping[str, str], ttl: float) -> None:
         self.meta = dict(meta)
+        self.ttl = ttl
         self.events: list[StoredEvent] = []
         self.ended = False
         self.expires_at = 0.0
@@ -252,7 +265,10 @@ class MemoryEventStore(EventStore):
         self._max_events = max_events
         self._clock = clock
         self._streams: dict[str, _Stream] = {}
-        # Ended streams in the order they ended, which is the order they expire in.
+        # Ended streams in the order they ended, which is the order they expire in (a stream
+        # kept longer than the store's ttl may keep the ones after it a while past their
+        # time: they are hidden from readers as soon as they expire, and dropped first when
+        # the store is full).
         self._ended: OrderedDict[str, None] = OrderedDict()
 
     def __len__(self) -> int:
@@ -276,7 +292,14 @@ class MemoryEventStore(EventStore):
             return None
         return stream
 
-    async def open(self, stream_id: str, meta: Mapping[str, str]) -> None:
+    async def open(
+        self,
+        stream_id: str,
+        meta: Mapping[str, str],
+        *,
+        ttl: float | None = None,
+        leased: bool = True,
+    ) -> None:
         """Start a stream; see `EventStore.open`."""
         check_stream_id(stream_id)
         self._purge(room=1)
@@ -284,7 +307,7 @@ class MemoryEventStore(EventStore):
             raise ValueError(f"stream {stream_id!r} exists")
         if len(self._streams) >= self._max_streams:
             raise StoreFullError(f"{len(self._streams)} streams are running, the most allowed")
-        self._streams[stream_id] = _Stream(meta)
+        self._streams[stream_id] = _Stream(meta, self._ttl if ttl is None else ttl)
 
     async def append(
         self, stream_id: str, kind: str, data: str, *, final: bool = False
@@ -309,7 +332,7 @@ class MemoryEventStore(EventStore):
         events.append(StoredEvent(event_id, kind, data, final))
         if final:
             stream.ended = True
-            stream.expires_at = self._clock() + self._ttl
+            stream.expires_at = self._clock() + stream.ttl
             self._ended[stream_id] = None
         if stream.waiters:
             for waiter in stream.waiters:

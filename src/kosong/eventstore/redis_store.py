@@ -71,28 +71,32 @@ return 1
 """
 
 # KEYS: meta, events. ARGV: kind, data, final ('1'/'0'), ttl ms once ended, ttl ms while running
+# (a stream opened with a ttl of its own keeps it in its meta, as `ttl`)
 _APPEND = """
-if redis.call('HGET', KEYS[1], 'ended') ~= '0' then return false end
+local m = redis.call('HMGET', KEYS[1], 'ended', 'ttl')
+if m[1] ~= '0' then return false end
 local id = redis.call('XADD', KEYS[2], '*', 'k', ARGV[1], 'd', ARGV[2], 'f', ARGV[3])
 if ARGV[3] == '1' then
+  local ttl = m[2] or ARGV[4]
   redis.call('HSET', KEYS[1], 'ended', '1')
-  redis.call('PEXPIRE', KEYS[1], ARGV[4])
-  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('PEXPIRE', KEYS[2], ttl)
 else
   redis.call('PEXPIRE', KEYS[2], ARGV[5])
 end
 return id
 """
 
-# KEYS: meta, events. ARGV: kind, data, ttl ms, owner key prefix
+# KEYS: meta, events. ARGV: kind, data, ttl ms, owner key prefix (a stream without an owner,
+# opened unleased, is never abandoned)
 _END_ABANDONED = """
-local m = redis.call('HMGET', KEYS[1], 'ended', 'owner')
-if m[1] ~= '0' then return false end
+local m = redis.call('HMGET', KEYS[1], 'ended', 'owner', 'ttl')
+if m[1] ~= '0' or m[2] == '' then return false end
 if redis.call('EXISTS', ARGV[4] .. m[2]) == 1 then return false end
 local id = redis.call('XADD', KEYS[2], '*', 'k', ARGV[1], 'd', ARGV[2], 'f', '1')
 redis.call('HSET', KEYS[1], 'ended', '1')
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], m[3] or ARGV[3])
+redis.call('PEXPIRE', KEYS[2], m[3] or ARGV[3])
 return id
 """
 
@@ -102,7 +106,8 @@ local all = redis.call('HGETALL', KEYS[1])
 if #all == 0 then return false end
 local owner = ''
 for i = 1, #all, 2 do if all[i] == 'owner' then owner = all[i + 1] end end
-local alive = redis.call('EXISTS', ARGV[1] .. owner)
+local alive = 1
+if owner ~= '' then alive = redis.call('EXISTS', ARGV[1] .. owner) end
 table.insert(all, 1, alive)
 return all
 """
@@ -186,8 +191,15 @@ class RedisEventStore(EventStore):
         return self._client
 
     def _keys(self, stream_id: str) -> list[str]:
-        tag = f"{self._prefix}run:{{{stream_id}}}"
-        return [f"{tag}:m", f"{tag}:e"]
+        return [self.key(stream_id, "m"), self.key(stream_id, "e")]
+
+    def key(self, stream_id: str, suffix: str) -> str:
+        """The Redis key `suffix` of the stream `stream_id`, in the same hash slot as its own.
+
+        For what others keep beside a stream (a run's state, say), so that a script can
+        touch both, on a Redis Cluster too. The store itself uses the suffixes `m` and `e`.
+        """
+        return f"{self._prefix}run:{{{stream_id}}}:{suffix}"
 
     async def _renew(self) -> None:
         await self._client.set(
@@ -212,10 +224,19 @@ class RedisEventStore(EventStore):
             except Exception as e:  # Redis away: try again at the next beat
                 logger.warning("Could not renew the lease in Redis: %s", e)
 
-    async def open(self, stream_id: str, meta: Mapping[str, str]) -> None:
-        """Start a stream written by this process; see `EventStore.open`."""
+    async def open(
+        self,
+        stream_id: str,
+        meta: Mapping[str, str],
+        *,
+        ttl: float | None = None,
+        leased: bool = True,
+    ) -> None:
+        """Start a stream (written by this process, when `leased`); see `EventStore.open`."""
         check_stream_id(stream_id)
-        fields: list[str] = ["ended", "0", "owner", self.owner]
+        fields: list[str] = ["ended", "0", "owner", self.owner if leased else ""]
+        if ttl is not None:
+            fields += ["ttl", str(max(1, math.ceil(ttl * 1000)))]
         for key, value in meta.items():
             fields += [f"m:{key}", value]
         with reachable():
@@ -227,7 +248,21 @@ class RedisEventStore(EventStore):
             )
         if not created:
             raise ValueError(f"stream {stream_id!r} exists")
-        self._writing.add(stream_id)
+        if leased:
+            self._writing.add(stream_id)
+
+    def writing(self, stream_id: str, now: bool = True) -> None:
+        """Say this process writes the stream now (`now=False`: no longer).
+
+        While it does, its keys are renewed with the lease, so they never expire under a
+        long run (`open` says so for the streams this process opens leased).
+        """
+        if now:
+            self._writing.add(stream_id)
+            if self._keepalive is None:
+                self._keepalive = asyncio.get_running_loop().create_task(self._keep_alive())
+        else:
+            self._writing.discard(stream_id)
 
     async def append(
         self, stream_id: str, kind: str, data: str, *, final: bool = False

@@ -13,8 +13,16 @@ Routes (every one behind the checks of `_guard`, and so is anything mounted late
                                     a request no page of another site can make, see
                                     `CrossSiteMiddleware`)
     POST   /tools/{name}/sse        the same, arguments as a JSON body
+    GET    /runs?state=waiting      the caller's runs waiting for an answer (approvals)
     GET    /runs/{run_id}           a run's events (from `Last-Event-ID` on), then live ones
+    POST   /runs/{run_id}/input     answer the question a run waits on (202)
     DELETE /runs/{run_id}           cancel a run
+
+A call may carry an `Idempotency-Key` header: the first call with a key starts a run, and
+any later call with the same key (from the same principal) gets that run, never a new one:
+its result, or its stream from the start; the same key with another tool or other arguments
+is refused with 422. With Redis, every call is a run handed to the workers (a full queue is
+refused with 429 and `Retry-After`).
 
 `/` is the inspector's page (`_inspector`), unless `ServerConfig(inspector=False)`.
 
@@ -34,6 +42,7 @@ import secrets
 from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import Any, cast
 
 import anyio
@@ -62,12 +71,26 @@ from kosong.server._config import ServerConfig
 from kosong.server._guard import ANONYMOUS, PRINCIPAL, RETRY_AFTER_OUTAGE, error_body
 from kosong.server._inspector import inspector_routes, public_paths
 from kosong.server._limits import MemoryRateLimiter, RateLimiter, RateLimitMiddleware
-from kosong.server._runs import RunNotFoundError, Runs, ShuttingDownError
+from kosong.server._runs import (
+    IdempotencyConflictError,
+    QueueFullError,
+    RunNotFoundError,
+    Runs,
+    ShuttingDownError,
+)
 from kosong.server._sites import CrossSiteMiddleware, HostOriginMiddleware
+from kosong.server._state import MemoryRunState, RunState
 from kosong.standard import CATALOG, PolicyToolset, error_code, to_envelope, with_policies
-from kosong.standard.policies import CachePolicy, MemoryCache, MetricsPolicy, MetricsRegistry
-from kosong.tooling import Tool, Toolset
+from kosong.standard.policies import (
+    CachePolicy,
+    ConcurrencyPolicy,
+    MemoryCache,
+    MetricsPolicy,
+    MetricsRegistry,
+)
+from kosong.tooling import UNPARSED, Tool, Toolset, Unparsed
 from kosong.tooling.simple import SimpleToolset
+from kosong.utils.typing import JsonType
 
 __all__ = ["Server", "as_toolset", "create_app", "query_arguments"]
 
@@ -164,13 +187,19 @@ class Server:
         limiter: RateLimiter | None = None
         cache_backend: Any = None
         store = config.event_store
+        state: RunState = MemoryRunState()
+        queue: Any = None
         if config.redis_url is not None:
             from kosong.eventstore.redis_store import RedisEventStore, connect
+            from kosong.server._queue import RunQueue
+            from kosong.server._state import RedisRunState
             from kosong.server.redis_limits import RedisRateLimiter
             from kosong.standard.policies import RedisCache
 
             self.redis = connect(config.redis_url)
             store = RedisEventStore(self.redis, ttl=config.run_ttl, lease=config.lease)
+            state = RedisRunState(store)
+            queue = RunQueue(config.redis_url, self._limit_of)
             if config.rate_limit is not None:
                 limiter = RedisRateLimiter(self.redis, config.rate_limit)
             cache_backend = RedisCache(self.redis)
@@ -180,7 +209,15 @@ class Server:
             store if store is not None else MemoryEventStore(ttl=config.run_ttl)
         )
         self.toolset, self.metrics = _pipeline(toolset, cache_backend)
-        self.runs = Runs(self.toolset, self.store, max_runs=config.max_runs, idle=config.idle)
+        self.queue = queue
+        """The run queue (with Redis), which workers take runs from."""
+        self.runs = Runs(
+            self.toolset, self.store, state, queue=queue, max_runs=config.max_runs,
+            max_queued=config.max_queued, idle=config.idle, key_ttl=config.key_ttl,
+        )  # fmt: skip
+        self.worker_name = f"{secrets.token_hex(4)}"
+        """This process's name among the queue's workers."""
+        self._work: Any = None
         self.limiter = limiter
         self.rejected: Counter[str] = Counter()
         """Requests refused before any route, by reason (host, origin, cross_site, auth,
@@ -189,11 +226,30 @@ class Server:
         self._shutdown: Any = None
         self._watcher: Any = None
 
+    def _limit_of(self, tool_name: str) -> int | None:
+        """How many calls of the tool may run at once across the workers (None: any)."""
+        tool = self.toolset.find_tool(tool_name)
+        if tool is None:
+            return None
+        policy = self.toolset.find_policy(ConcurrencyPolicy)
+        return policy.limit_for(tool) if policy is not None else (1 if tool.sequential else None)
+
     async def drain(self) -> None:
-        """Shut down gracefully (once): runs get the grace period, then end with an error."""
+        """Shut down gracefully (once): runs get the grace period, then end with an error
+        (or, queued, go back to the queue for another worker).
+        """
         if self._drain is None:
-            self._drain = _spawn(self.runs.drain(self.config.grace))
+            self._drain = _spawn(self._drain_all())
         await asyncio.shield(self._drain)  # one waiter leaving must not cancel it
+
+    async def _drain_all(self) -> None:
+        work, self._work = self._work, None
+        if work is not None:
+            work.cancel()  # takes no more runs; the worker waits for those it has
+        await self.runs.drain(self.config.grace)
+        if work is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(work, 10)
 
     async def startup(self) -> None:
         """Check that Redis answers (when configured).
@@ -209,17 +265,31 @@ class Server:
             try:
                 with anyio.fail_after(5):
                     await self.redis.ping()
+                    await self.queue.open()
             except Exception as e:
                 raise ConnectionError(
                     f"cannot reach Redis at {self.config.redis_url}: {e or type(e).__name__}"
                 ) from e
+            if self.config.workers > 0:
+                self._work = _spawn(
+                    self.queue.work(
+                        partial(self.runs.run_claimed, worker=self.worker_name),
+                        [tool.name for tool in self.toolset.tools],
+                        concurrency=self.config.workers,
+                        lease=self.config.lease,
+                        name=f"kosong-{self.worker_name}",
+                    )
+                )
 
     async def aclose(self) -> None:
-        """Drain, then release the store, the limiter and the Redis client."""
+        """Drain, then release the queue, the store, the limiter and the Redis client."""
         await self.drain()
         if self._watcher is not None:
             self._watcher.cancel()
         await self.runs.aclose()
+        if self.queue is not None:
+            with contextlib.suppress(Exception):
+                await self.queue.aclose()
         await self.store.aclose()
         if self.limiter is not None:
             await self.limiter.aclose()
@@ -294,10 +364,27 @@ class Server:
 
     async def call_tool(self, request: Request) -> Response:
         """Call a tool: the envelope, with the HTTP status of its error code."""
-        call = await self._call(request, request.path_params["name"], secrets.token_hex(8))
-        if isinstance(call, Response):
-            return call
-        result = await self.toolset.handle(call)
+        name: str = request.path_params["name"]
+        key = _idempotency_key(request)
+        if isinstance(key, Response):
+            return key
+        if key is None and self.queue is None:  # the plain call, here
+            made = await self._call(request, name, secrets.token_hex(8))
+            if isinstance(made, Response):
+                return made
+            call, arguments = made
+            result = await self.toolset.dispatch(call, arguments)
+        else:  # a run: recorded under its key, or executed by a worker
+            if self.toolset.find_tool(name) is None:
+                return self._unknown_tool(name)
+            made = await self._call(request, name, Runs.new_id())
+            if isinstance(made, Response):
+                return made
+            principal: str = request.scope.get(PRINCIPAL, ANONYMOUS)
+            started = await self._start(made[0], made[1], principal, key)
+            if isinstance(started, Response):
+                return started
+            result = await self.runs.result(started)
         # The standard's shape; a streamed call's final event has the lossless one.
         envelope = to_envelope(result, lossless=False).dump()
         value = result.return_value
@@ -314,29 +401,55 @@ class Server:
             headers = {"WWW-Authenticate": 'Bearer realm="tool"'}
         return _json(envelope, status, headers)
 
-    async def _call(self, request: Request, name: str, call_id: str) -> ToolCall | Response:
-        """The call a request asks for (arguments from its body, or from its query)."""
+    async def _start(
+        self, call: ToolCall, arguments: JsonType | Unparsed, principal: str, key: str | None
+    ) -> str | Response:
+        """Start a run (or find the one `key` stands for): its id, or the refusal."""
+        try:
+            run_id, _ = await self.runs.start(call, principal, arguments, key=key)
+        except ShuttingDownError:
+            return _error(503, "NETWORK_ERROR", "the server is shutting down", {"Retry-After": "1"})
+        except StoreFullError as e:
+            return _error(503, "NETWORK_ERROR", f"too many runs: {e}", {"Retry-After": "1"})
+        except QueueFullError as e:
+            return _error(429, "RATE_LIMITED", f"the queue is full: {e}; try again shortly",
+                          {"Retry-After": "1"})  # fmt: skip
+        except IdempotencyConflictError:
+            return _error(
+                422, "INVALID_PARAMS",
+                "this Idempotency-Key was used for another call (another tool, or other "
+                "arguments); a key stands for one call: use a new key for a new call",
+            )  # fmt: skip
+        return run_id
+
+    async def _call(
+        self, request: Request, name: str, call_id: str
+    ) -> tuple[ToolCall, JsonType | Unparsed] | Response:
+        """The call a request asks for, and its arguments when already parsed (a query's)."""
+        arguments: JsonType | Unparsed = UNPARSED
+        text: str | None = None
         if request.method == "GET":
             tool = self.toolset.find_tool(name)
             if tool is None:
                 return self._unknown_tool(name)
             try:
-                arguments = json.dumps(query_arguments(tool, request.query_params.multi_items()))
+                arguments = query_arguments(tool, request.query_params.multi_items())
             except (ValueError, RecursionError) as e:
                 message = str(e) if isinstance(e, ValueError) else "nested too deeply"
                 return _error(400, "INVALID_PARAMS", f"bad query arguments: {message}")
         else:
             body = await _body(request)
             try:
-                arguments = body.decode() if body else "{}"
+                text = body.decode() if body else "{}"
             except UnicodeDecodeError:
                 return _error(400, "INVALID_PARAMS", "the request body is not UTF-8 text")
         trace = request.headers.get("x-trace-id")
-        return ToolCall(
+        call = ToolCall(
             id=call_id,
-            function=ToolCall.FunctionBody(name=name, arguments=arguments),
+            function=ToolCall.FunctionBody(name=name, arguments=text),
             extras={"trace_id": trace} if trace else None,
         )
+        return call, arguments
 
     async def stream_tool(self, request: Request) -> Response:
         """Call a tool as a run, streaming its events; resume it with `Last-Event-ID`."""
@@ -349,15 +462,15 @@ class Server:
             return await self._resume(last, principal, name)
         if self.toolset.find_tool(name) is None:
             return self._unknown_tool(name)
-        call = await self._call(request, name, Runs.new_id())
-        if isinstance(call, Response):
-            return call
-        try:
-            run_id = await self.runs.start(call, principal)
-        except ShuttingDownError:
-            return _error(503, "NETWORK_ERROR", "the server is shutting down", {"Retry-After": "1"})
-        except StoreFullError as e:
-            return _error(503, "NETWORK_ERROR", f"too many runs: {e}", {"Retry-After": "1"})
+        key = _idempotency_key(request)
+        if isinstance(key, Response):
+            return key
+        made = await self._call(request, name, Runs.new_id())
+        if isinstance(made, Response):
+            return made
+        run_id = await self._start(made[0], made[1], principal, key)
+        if isinstance(run_id, Response):
+            return run_id
         return self._stream(run_id, START)
 
     async def follow_run(self, request: Request) -> Response:
@@ -442,6 +555,37 @@ class Server:
             return _error(404, "RESOURCE_NOT_FOUND", f"no run {run_id} here")
         return _json({"run_id": run_id, "status": status}, 202 if status == "cancelled" else 200)
 
+    async def list_runs(self, request: Request) -> Response:
+        """The caller's runs waiting for an answer: `GET /runs?state=waiting`."""
+        if request.query_params.get("state") != "waiting":
+            return _error(400, "INVALID_PARAMS", "list runs with ?state=waiting")
+        principal: str = request.scope.get(PRINCIPAL, ANONYMOUS)
+        found = await self.runs.state.waiting(principal)
+        return _json({"runs": [waiting.to_json() for waiting in found]})
+
+    async def answer_run(self, request: Request) -> Response:
+        """Answer the question a run waits on: `{"approved": bool, "reason": "..."}` (202)."""
+        run_id: str = request.path_params["run_id"]
+        principal: str = request.scope.get(PRINCIPAL, ANONYMOUS)
+        try:
+            body: object = json.loads(await _body(request) or b"null")
+        except (ValueError, RecursionError):
+            body = None
+        given = cast(dict[str, Any], body) if isinstance(body, dict) else {}
+        approved, reason = given.get("approved"), given.get("reason", "")
+        if not isinstance(approved, bool) or not isinstance(reason, str):
+            return _error(
+                400, "INVALID_PARAMS",
+                'the answer is {"approved": true or false, "reason": "why (optional)"}',
+            )  # fmt: skip
+        try:
+            answered = await self.runs.answer(run_id, principal, approved, reason[:2000])
+        except RunNotFoundError:
+            return _error(404, "RESOURCE_NOT_FOUND", f"no run {run_id} here")
+        if not answered:
+            return _error(409, "INVALID_PARAMS", f"run {run_id} is not waiting for an answer")
+        return _json({"run_id": run_id, "status": "answered"}, 202)
+
     def routes(self) -> list[BaseRoute]:
         """The routes of the module doc."""
         return [  # the most frequent first: Starlette tries them in order
@@ -454,7 +598,26 @@ class Server:
             Route("/tools/{name}/sse", self.stream_tool, methods=["GET", "POST"]),
             Route("/runs/{run_id}", self.follow_run, methods=["GET"]),
             Route("/runs/{run_id}", self.cancel_run, methods=["DELETE"]),
+            Route("/runs", self.list_runs, methods=["GET"]),
+            Route("/runs/{run_id}/input", self.answer_run, methods=["POST"]),
         ]
+
+
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.:")
+
+
+def _idempotency_key(request: Request) -> str | Response | None:
+    """The request's `Idempotency-Key` (None without one), or the refusal of a bad one."""
+    key = request.headers.get("idempotency-key")
+    if key is None:
+        return None
+    key = key.strip().strip('"')  # the IETF draft sends it as a quoted string
+    if not 0 < len(key) <= 255 or not set(key) <= _KEY_CHARS:
+        return _error(
+            400, "INVALID_PARAMS",
+            "an Idempotency-Key is 1 to 255 of A-Z a-z 0-9 - _ . : (a UUID, say)",
+        )  # fmt: skip
+    return key
 
 
 async def _body(request: Request) -> bytes:

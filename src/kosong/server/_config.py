@@ -60,6 +60,15 @@ class ServerConfig:
     are ended with an error."""
     idle: float = 1.0
     """Seconds a follower waits for an event before checking on its run."""
+    workers: int = 100
+    """With Redis: how many queued runs this process executes at once, as a worker of the
+    queue that every process sharing the Redis serves (0: a front end only, whose runs are
+    executed by `kosong worker` processes). Without Redis every run executes here."""
+    max_queued: int | None = None
+    """With Redis: how many runs may wait for a worker, across every front end; more are
+    refused with 429 and `Retry-After` (None: no bound)."""
+    key_ttl: float = 86_400.0
+    """Seconds an idempotency key is remembered, and its run kept after it ends."""
     inspector: bool = True
     """Serve the inspector, a web page that shows the tools and calls them, at `/` (its
     files under `/inspector/`); False leaves `/` free."""
@@ -73,6 +82,12 @@ class ServerConfig:
             raise ValueError("tokens cannot be empty")
         if self.redis_url is not None and self.event_store is not None:
             raise ValueError("give redis_url or event_store, not both")
+        if self.workers < 0:
+            raise ValueError("workers cannot be negative")
+        if self.max_queued is not None and self.max_queued < 1:
+            raise ValueError("max_queued must be at least 1, or None")
+        if self.key_ttl <= 0:
+            raise ValueError("key_ttl must be positive")
         for name in ("run_ttl", "keepalive", "grace", "lease", "idle"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} cannot be negative")

@@ -1,13 +1,22 @@
-"""Runs: streamed calls that outlive the connections that started or follow them.
+"""Runs: streamed calls that outlive the connections, and the processes, that started them.
 
-A run is one call through the pipeline, in a task of this process, whose events are appended
-to the event store as they happen. Responses only read the store, from any position, so a
-client that drops does not touch the run, and one that comes back (here or, with a shared
-store, on another process) gets exactly the events it missed, then the live ones.
+A run is one call through the pipeline whose events are appended to the event store as they
+happen. Responses only read the store, from any position, so a client that drops does not
+touch the run, and one that comes back (here or, with a shared store, on another process)
+gets exactly the events it missed, then the live ones.
 
-A run always ends with one final event: the call's result or error, or an error saying why
-it could not finish (cancelled by its client, the server shut down, the process running it
-died). The store takes one final event per run, whoever writes it first.
+Where a run executes: without Redis, in a task of the process that accepted it. With Redis,
+it is queued (`RunQueue`) and a worker takes it (a `kosong worker`, or a front end's own
+slots); the worker finds the call in the run's record (`run_claimed`). A worker that dies
+leaves its runs to the queue, which delivers them again: a tool that is safe to repeat runs
+again (its log says so with a `tool_retrying` event), any other ends with an error saying
+it may or may not have taken effect. Each process keeps one record (`_Run`) per run it
+executes.
+
+A run always ends with exactly one final event: the call's result or error, or an error
+saying why it could not finish (cancelled by its client, the server shut down, the process
+running it died). One method writes it, whoever ends the run: `_write_final`; the store takes
+one final event per run, whichever comes first.
 """
 
 from __future__ import annotations
@@ -18,10 +27,12 @@ import json
 import logging
 import math
 import secrets
+import time
 from collections import deque
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from kosong.eventstore._store import (
     START,
@@ -32,14 +43,43 @@ from kosong.eventstore._store import (
     StreamInfo,
 )
 from kosong.message import ToolCall
-from kosong.standard import PolicyToolset, ToolEvent, coded_error, to_envelope
-from kosong.standard.policies import EventHookPolicy
-from kosong.tooling import ToolResult, ToolReturnValue
+from kosong.server._state import IdempotencyConflictError, RunState, key_digest
+from kosong.standard import (
+    PolicyToolset,
+    ToolEvent,
+    coded_error,
+    from_envelope,
+    is_safe_to_repeat,
+    to_envelope,
+)
+from kosong.standard.policies import (
+    ApprovalDecision,
+    ApprovalInbox,
+    ApprovalRequest,
+    EventHookPolicy,
+    inbox_scope,
+)
+from kosong.tooling import UNPARSED, ToolResult, ToolReturnValue, Unparsed, parse_arguments
+from kosong.tooling.error import ToolCancelledError
+from kosong.utils.typing import JsonType
 
-__all__ = ["RunNotFoundError", "Runs", "ShuttingDownError", "error_event_data"]
+if TYPE_CHECKING:
+    from kosong.server._queue import RunQueue
+
+__all__ = [
+    "IdempotencyConflictError",
+    "QueueFullError",
+    "RunNotFoundError",
+    "Runs",
+    "ShuttingDownError",
+    "error_event_data",
+]
 
 
 logger = logging.getLogger(__name__)
+
+_FINAL_RETRY = 30.0
+"""Seconds a final event that the store cannot take (Redis away) is tried again for."""
 
 
 class RunNotFoundError(LookupError):
@@ -50,8 +90,12 @@ class ShuttingDownError(RuntimeError):
     """The server is shutting down and starts no new run."""
 
 
+class QueueFullError(RuntimeError):
+    """As many runs wait for a worker as the queue may hold; try again shortly."""
+
+
 def error_event_data(run_id: str, tool: str, value: ToolReturnValue) -> str:
-    """The data of a final `tool_error` event the server writes itself."""
+    """The data of a final event the server writes itself."""
     return json.dumps(to_envelope(ToolResult(run_id, value), tool_name=tool).dump())
 
 
@@ -70,169 +114,382 @@ def _event_data(event: ToolEvent) -> str:
         return error_event_data("", tool or "unknown", value)
 
 
+_Append = tuple[str, str, bool, "asyncio.Future[bool] | None"]
+
+
+@dataclass(slots=True, eq=False)
+class _Run:
+    """A run executing in this process."""
+
+    id: str
+    tool: str
+    principal: str
+    task: asyncio.Future[ToolResult] | None = None
+    pending: deque[_Append] | None = None
+    """Events waiting for this run's writer task (a store that cannot append at once)."""
+    ended: bool = False
+    """Its final event is written (or on its way), or this process writes none."""
+    final: asyncio.Future[bool] | None = None
+    """The writing of its final event."""
+    extras: dict[str, JsonType] = field(default_factory=lambda: {})
+
+
 class Runs:
-    """The runs of one app: started here, followed from anywhere the store reaches."""
+    """The runs of one app: started here, executed here or by workers, followed from anywhere."""
 
     def __init__(
         self,
         pipeline: PolicyToolset,
         store: EventStore,
+        state: RunState,
         *,
+        queue: RunQueue | None = None,
         max_runs: int = 10_000,
+        max_queued: int | None = None,
         idle: float = 1.0,
+        key_ttl: float = 86_400.0,
     ) -> None:
         """Run calls through `pipeline`, their events into `store`.
 
-        At most `max_runs` run at once in this process; with a shared store, a follower with
-        nothing to read checks on its run every `idle` seconds.
+        With a `queue`, runs are handed to workers (at most `max_queued` waiting for one);
+        without, they run here, at most `max_runs` at once. With a shared store, a follower
+        with nothing to read checks on its run every `idle` seconds. A run started with an
+        idempotency key is kept `key_ttl` seconds after it ends.
         """
         # The pipeline with one more policy outside: every event of a run comes to
         # `_on_event` as it happens, straight from the call's own task.
         self._pipeline = pipeline.wrap(EventHookPolicy(self._on_event))
         self.store = store
+        self.state = state
+        self.queue = queue
         self._max_runs = max_runs
+        self._max_queued = max_queued
         self._idle = idle
-        self._tasks: dict[str, asyncio.Task[ToolResult]] = {}
-        self._tools: dict[str, str] = {}  # run id -> tool name, while it runs
-        self._finished: set[str] = set()  # runs whose final event came from the pipeline
-        self._pending: dict[str, deque[tuple[str, str, bool]]] = {}  # appends to await
+        self._key_ttl = key_ttl
+        self._runs: dict[str, _Run] = {}
         self._writers: set[asyncio.Task[None]] = set()
         self._watcher: asyncio.Task[None] | None = None
         self._draining = False
+        self.inbox: ApprovalInbox = _Inbox(self)
+        """Where the approval questions of this process's runs wait (`ApprovalDecision.ask`)."""
         self.followers = 0
         """Responses following a run right now."""
 
     @property
     def active(self) -> int:
-        """Runs in flight in this process."""
-        return len(self._tasks)
+        """Runs executing in this process."""
+        return len(self._runs)
 
     @property
     def draining(self) -> bool:
         """Whether the server is shutting down."""
         return self._draining
 
-    async def start(self, call: ToolCall, principal: str) -> str:
-        """Start a run of `call` for `principal`; its id (also the call's id).
-
-        Raises:
-            ShuttingDownError: the server is shutting down.
-            StoreFullError: too many runs are in flight.
-        """
-        if self._draining:
-            raise ShuttingDownError("the server is shutting down")
-        if len(self._tasks) >= self._max_runs:
-            raise StoreFullError(f"{len(self._tasks)} runs are in flight, the most allowed")
-        run_id = call.id
-        await self.store.open(run_id, {"principal": principal, "tool": call.function.name})
-        self._tools[run_id] = call.function.name
-        handled = self._pipeline.handle(call)  # may send events at once (an eager task)
-        if isinstance(handled, asyncio.Task):
-            self._tasks[run_id] = handled
-            handled.add_done_callback(partial(self._done, run_id))
-        else:  # answered without a task (or refused before one): no events were sent
-            self._end(run_id, cast(ToolResult, handled))
-        if self.store.shared and self._watcher is None:
-            self._watcher = asyncio.get_running_loop().create_task(self._watch())
-        return run_id
-
     @staticmethod
     def new_id() -> str:
         """A fresh run id: 128 random bits, unguessable."""
         return secrets.token_hex(16)
 
-    def _on_event(self, event: ToolEvent) -> None:
-        run_id = _call_id(event)
-        if run_id not in self._tools:
-            return
-        if event.is_final:
-            self._finished.add(run_id)
-        self._append(run_id, event.event, _event_data(event), event.is_final)
+    # --- starting -------------------------------------------------------------------------
 
-    def _append(self, run_id: str, kind: str, data: str, final: bool) -> None:
-        """Append in order: at once when the store can, else by a writer task for the run."""
-        pending = self._pending.get(run_id)
-        if pending is None:
-            appended = self.store.append_nowait(run_id, kind, data, final=final)
+    async def start(
+        self,
+        call: ToolCall,
+        principal: str,
+        arguments: JsonType | Unparsed = UNPARSED,
+        *,
+        key: str | None = None,
+    ) -> tuple[str, bool]:
+        """Start a run of `call` (its id is the run's) for `principal`: its id, and whether
+        it is new (False: `key` already stood for that run, which is not run again).
+
+        `arguments`: the call's, when already parsed (else its own text is read).
+
+        Raises:
+            ShuttingDownError: the server is shutting down.
+            StoreFullError: too many runs are in flight in this process.
+            QueueFullError: too many runs wait for a worker.
+            IdempotencyConflictError: `key` stands for another call.
+            StoreUnavailableError: the store (Redis) cannot be reached.
+        """
+        if self._draining:
+            raise ShuttingDownError("the server is shutting down")
+        if self.queue is None and len(self._runs) >= self._max_runs:
+            raise StoreFullError(f"{len(self._runs)} runs are in flight, the most allowed")
+        run_id, tool = call.id, call.function.name
+        if key is not None:
+            arguments = self._parsed(call, arguments)
+            digest = key_digest(tool, None if isinstance(arguments, Unparsed) else arguments)
+            if isinstance(arguments, Unparsed):  # unreadable: compared as written
+                digest = key_digest(tool, call.function.arguments)
+            found = await self.state.reserve(principal, key, digest, run_id, self._key_ttl)
+            if found is not None:
+                return found, False
+        try:
+            await self._open(call, principal, arguments, key)
+        except BaseException:
+            if key is not None:
+                with contextlib.suppress(Exception):
+                    await self.state.release(principal, key, run_id)
+            raise
+        return run_id, True
+
+    def _parsed(self, call: ToolCall, arguments: JsonType | Unparsed) -> JsonType | Unparsed:
+        if not isinstance(arguments, Unparsed):
+            return arguments
+        tool = self._pipeline.find_tool(call.function.name)
+        if tool is None:
+            return arguments
+        try:
+            return parse_arguments(
+                call.function.arguments, self._pipeline.limits, expects_object=tool.expects_object
+            )
+        except ValueError:
+            return arguments
+
+    async def _open(
+        self, call: ToolCall, principal: str, arguments: JsonType | Unparsed, key: str | None
+    ) -> None:
+        run_id, tool = call.id, call.function.name
+        meta = {"principal": principal, "tool": tool}
+        trace = call.extras.get("trace_id") if call.extras else None
+        if isinstance(trace, str):
+            meta["trace"] = trace
+        if key is not None:
+            meta["key"] = key
+        ttl = self._key_ttl if key is not None else None
+        if self.queue is None:
+            await self.store.open(run_id, meta, ttl=ttl)
+            self._execute(_Run(run_id, tool, principal), call, arguments)
+            self._watch_runs()
+            return
+        meta["arguments"] = (
+            call.function.arguments or "{}"
+            if isinstance(arguments, Unparsed)
+            else json.dumps(arguments, ensure_ascii=False)
+        )
+        if not await self.state.admit(run_id, self._max_queued):
+            raise QueueFullError(f"{self._max_queued} runs are waiting for a worker")
+        try:
+            await self.store.open(run_id, meta, ttl=ttl, leased=False)
+        except BaseException:
+            await self.state.started(run_id)
+            raise
+        try:
+            await self.queue.enqueue(run_id, tool)
+        except Exception as e:  # the run cannot be queued: it ends here, saying why
+            logger.warning("Could not queue run %s: %s", run_id, e)
+            value = _unavailable(f"the call could not be queued: {type(e).__name__}: {e}")
+            await self._write_final(run_id, "tool_error", error_event_data(run_id, tool, value))
+            await self.state.started(run_id)
+            raise StoreUnavailableError(f"the run could not be queued: {e}") from e
+
+    def _execute(self, run: _Run, call: ToolCall, arguments: JsonType | Unparsed) -> None:
+        """Run the call here, its events going to the run's log."""
+        self._runs[run.id] = run
+        with inbox_scope(self.inbox):
+            handled = self._pipeline.dispatch(call, arguments)  # may send events at once
+        if isinstance(handled, ToolResult):  # answered without a task
+            self._done(run, None, handled)
+            return
+        run.task = handled
+        handled.add_done_callback(partial(self._done, run, handled))
+
+    async def run_claimed(self, run_id: str, worker: str) -> None:
+        """Execute a queued run here (this process is a worker that took it) to its end.
+
+        A run delivered again (its last worker stopped before it ended) runs again when its
+        tool is safe to repeat, or when it had only been waiting for an answer; otherwise it
+        ends with an error saying it may or may not have taken effect.
+        """
+        if self._draining:  # taken as the worker stops: the queue delivers it again
+            raise asyncio.CancelledError
+        claim = await self.state.claim(run_id, worker)
+        if claim is None:  # ended (cancelled) or expired before a worker took it
+            await self.state.started(run_id)
+            return
+        await self.state.started(run_id)
+        meta = claim.meta
+        name = meta.get("tool", "")
+        run = _Run(run_id, name, meta.get("principal", ""))
+        extras: dict[str, JsonType] = {}
+        if "trace" in meta:
+            extras["trace_id"] = meta["trace"]
+        if "key" in meta:
+            extras["idempotency_key"] = meta["key"]
+        call = ToolCall(
+            id=run_id,
+            function=ToolCall.FunctionBody(name=name, arguments=meta.get("arguments", "{}")),
+            extras=extras or None,
+        )
+        writing = getattr(self.store, "writing", None)
+        if writing is not None:
+            writing(run_id)
+        try:
+            if claim.attempt > 1 and not claim.was_waiting:
+                tool = self._pipeline.find_tool(name)
+                if tool is None or not is_safe_to_repeat(tool):
+                    value = _uncertain(meta.get("key"))
+                    self._runs[run_id] = run
+                    await self._write_final(run_id, "tool_error", error_event_data(run_id, name, value))
+                    return
+                self._runs[run_id] = run
+                self._append(run, "tool_retrying", _retrying(call, claim.attempt), False)
+            self._execute(run, call, UNPARSED)
+            if run.task is not None:
+                with contextlib.suppress(Exception):
+                    await run.task  # cancelled with this task: a DELETE, or the worker stops
+            if run.final is not None:
+                await run.final
+        finally:
+            self._runs.pop(run_id, None)
+            if writing is not None:
+                writing(run_id, False)
+
+    # --- events ---------------------------------------------------------------------------
+
+    def _on_event(self, event: ToolEvent) -> None:
+        run = self._runs.get(_call_id(event))
+        if run is None or run.ended:
+            return
+        data = _event_data(event)
+        if event.is_final:
+            self._write_final(run.id, event.event, data)
+        else:
+            self._append(run, event.event, data, False)
+
+    def _write_final(
+        self, run_id: str, kind: str, data: str, *, abandoned: bool = False
+    ) -> asyncio.Future[bool]:
+        """Write the run's final event: the one method that does (see the module doc).
+
+        For a run executing here, in order after its other events; for any other, straight to
+        the store (`abandoned`: only if its writer is gone). Resolves to whether this ended
+        the run (False: it had ended already).
+        """
+        loop = asyncio.get_running_loop()
+        run = self._runs.get(run_id)
+        if run is None or abandoned:
+            store = self.store
+            if abandoned:
+                return loop.create_task(store.end_abandoned(run_id, kind, data))
+            return loop.create_task(_appended(store.append(run_id, kind, data, final=True)))
+        if run.ended:
+            done: asyncio.Future[bool] = loop.create_future()
+            done.set_result(False)
+            return done
+        run.ended = True
+        final = self._append(run, kind, data, True)
+        assert final is not None
+        run.final = final
+        return final
+
+    def _append(self, run: _Run, kind: str, data: str, final: bool) -> asyncio.Future[bool] | None:
+        """Append in order: at once when the store can, else by a writer task for the run.
+
+        A future of the appending for a final event.
+        """
+        if run.pending is None:
+            appended = self.store.append_nowait(run.id, kind, data, final=final)
             if appended is not None:
-                if not appended:
-                    self._stop(run_id)
-                return
-            pending = self._pending[run_id] = deque()
-            writer = asyncio.get_running_loop().create_task(self._write(run_id, pending))
+                if not appended:  # ended elsewhere (cancelled, taken for dead): stop the call
+                    self._stop(run)
+                if not final:
+                    return None
+                done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+                done.set_result(appended)
+                return done
+            run.pending = deque()
+            writer = asyncio.get_running_loop().create_task(self._write(run, run.pending))
             self._writers.add(writer)
             writer.add_done_callback(self._writers.discard)
-        pending.append((kind, data, final))
+        future = asyncio.get_running_loop().create_future() if final else None
+        run.pending.append((kind, data, final, future))
+        return future
 
-    async def _write(self, run_id: str, pending: deque[tuple[str, str, bool]]) -> None:
+    async def _write(self, run: _Run, pending: deque[_Append]) -> None:
         try:
             while pending:
-                kind, data, final = pending[0]
-                try:
-                    appended = await self.store.append(run_id, kind, data, final=final) is not None
-                except StoreUnavailableError as e:  # the store is away: this event is lost
-                    logger.warning("Could not store a %s event of run %s: %s", kind, run_id, e)
-                    appended = True
-                except Exception:  # the store failed: this event is lost, say so
-                    logger.exception("Could not store a %s event of run %s", kind, run_id)
-                    appended = True
+                kind, data, final, future = pending[0]
+                appended = await self._store_event(run.id, kind, data, final)
                 pending.popleft()
-                if not appended:  # ended elsewhere (cancelled, taken for dead): stop the call
+                if future is not None and not future.done():
+                    future.set_result(appended)
+                if not appended and not final:  # ended elsewhere: stop the call
+                    for _, _, _, waiting in pending:
+                        if waiting is not None and not waiting.done():
+                            waiting.set_result(False)
                     pending.clear()
-                    self._stop(run_id)
+                    self._stop(run)
         finally:
-            self._pending.pop(run_id, None)
+            run.pending = None
 
-    def _stop(self, run_id: str) -> None:
-        task = self._tasks.get(run_id)
-        if task is not None:
-            task.cancel()
+    async def _store_event(self, run_id: str, kind: str, data: str, final: bool) -> bool:
+        """Append one event; a final one is tried again while the store is away (a while)."""
+        deadline = time.monotonic() + _FINAL_RETRY
+        delay = 0.1
+        while True:
+            try:
+                return await self.store.append(run_id, kind, data, final=final) is not None
+            except StoreUnavailableError as e:
+                if not final or time.monotonic() > deadline:
+                    logger.warning("Lost a %s event of run %s: %s", kind, run_id, e)
+                    return not final
+            except Exception:  # the store failed: this event is lost, say so
+                logger.exception("Could not store a %s event of run %s", kind, run_id)
+                return not final
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
-    def _done(self, run_id: str, task: asyncio.Task[ToolResult]) -> None:
-        self._tasks.pop(run_id, None)
-        if run_id not in self._tools:  # already ended by us (cancelled, shut down)
-            self._finished.discard(run_id)
-            return
-        if run_id in self._finished:
-            self._finished.discard(run_id)
-            self._tools.pop(run_id, None)
-            return
-        # No final event from the pipeline: cancelled (a DELETE, the shutdown, a run ended
-        # elsewhere), or broken. The run still ends with one, saying why.
-        if task.cancelled():
-            value = _unavailable("the server stopped the call before it finished")
-        else:
-            error = task.exception()
-            value = (
-                _failed(f"the server failed while running the call: {error!r}")
-                if error is not None
-                else task.result().return_value
-            )
-        self._end(run_id, ToolResult(run_id, value))
+    def _stop(self, run: _Run) -> None:
+        if run.task is not None:
+            run.task.cancel()
 
-    def _end(self, run_id: str, result: ToolResult) -> None:
-        """Write the final event of a run whose pipeline sent none."""
-        tool = self._tools.pop(run_id, "unknown")
-        kind = "tool_error" if result.return_value.is_error else "tool_result"
-        self._append(run_id, kind, error_event_data(run_id, tool, result.return_value), True)
+    def _done(
+        self, run: _Run, task: asyncio.Future[ToolResult] | None, result: ToolResult | None
+    ) -> None:
+        """The call's task ended: its final event, if the pipeline sent none."""
+        try:
+            if run.ended:
+                return
+            # No final event from the pipeline: cancelled, or broken. It still ends with one.
+            if task is not None and task.cancelled():
+                value: ToolReturnValue = ToolCancelledError(run.tool, "the call was stopped")
+            elif task is not None and task.exception() is not None:
+                value = _failed(f"the server failed while running the call: {task.exception()!r}")
+            else:
+                found = result if result is not None else cast(ToolResult, task and task.result())
+                value = found.return_value
+            kind = "tool_error" if value.is_error else "tool_result"
+            self._write_final(run.id, kind, error_event_data(run.id, run.tool, value))
+        finally:
+            if self.queue is None:  # a queued run's record goes when `run_claimed` returns
+                self._runs.pop(run.id, None)
+
+    def _watch_runs(self) -> None:
+        if self.store.shared and self._watcher is None:
+            self._watcher = asyncio.get_running_loop().create_task(self._watch())
 
     async def _watch(self) -> None:
         """Cancel the runs of this process that were ended elsewhere (a shared store)."""
         while True:
             await asyncio.sleep(self._idle)
-            if not self._tasks:
+            if not self._runs:
                 continue
             try:
-                ended = await self.store.ended(list(self._tasks))
+                ended = await self.store.ended(list(self._runs))
             except asyncio.CancelledError:
                 raise
             except Exception as e:
                 logger.warning("Could not check the runs in the store: %s", e)
                 continue
             for run_id in ended:
-                task = self._tasks.get(run_id)
-                if task is not None:
-                    task.cancel()
+                run = self._runs.get(run_id)
+                if run is not None:
+                    run.ended = True
+                    self._stop(run)
+
+    # --- reading --------------------------------------------------------------------------
 
     async def find(self, run_id: str, principal: str, tool: str | None = None) -> StreamInfo:
         """The run `run_id` of `principal` (and of `tool`, if given).
@@ -291,11 +548,24 @@ class Runs:
                         "(killed, or cut off from Redis); the call may or may not have "
                         "taken effect"
                     )
-                    await store.end_abandoned(
-                        run_id, "tool_error", error_event_data(run_id, tool, value)
-                    )
+                    data = error_event_data(run_id, tool, value)
+                    await self._write_final(run_id, "tool_error", data, abandoned=True)
         finally:
             self.followers -= 1
+
+    async def result(self, run_id: str) -> ToolResult:
+        """The run's result, once it ends (its final event).
+
+        Raises:
+            StoreUnavailableError: the store cannot be reached.
+        """
+        async for event in self.follow(run_id):
+            if event.final:
+                return from_envelope(event.data, tool_call_id=run_id)
+        value = _unavailable(f"run {run_id} expired before its result could be read")
+        return ToolResult(run_id, value)
+
+    # --- ending ---------------------------------------------------------------------------
 
     async def cancel(self, run_id: str, principal: str) -> Literal["cancelled", "finished"]:
         """Cancel the run: its stream ends with a CANCELLED error and its task is cancelled.
@@ -306,40 +576,54 @@ class Runs:
         info = await self.find(run_id, principal)
         if info.ended:
             return "finished"
-        value = coded_error("CANCELLED", "the call was cancelled by its client", retryable=False)
         tool = info.meta.get("tool", "unknown")
-        ended_here = (
-            await self.store.append(
-                run_id, "tool_error", error_event_data(run_id, tool, value), final=True
-            )
-            is not None
-        )
-        if run_id in self._tasks:
-            self._tools.pop(run_id, None)  # its own final event, if it sends one, is late
-            self._stop(run_id)
-        # On another process, the run's task is cancelled by that process's watcher.
+        value = ToolCancelledError(tool, "cancelled by its client")
+        ended_here = await self._write_final(run_id, "tool_error", error_event_data(run_id, tool, value))
+        run = self._runs.get(run_id)
+        if run is not None:
+            self._stop(run)
+        if ended_here and self.queue is not None:
+            # Out of the queue, or stopped on its worker (whose watcher would stop it too).
+            with contextlib.suppress(Exception):
+                await self.queue.cancel(run_id)
+            with contextlib.suppress(Exception):
+                await self.state.started(run_id)
         return "cancelled" if ended_here else "finished"
+
+    async def answer(self, run_id: str, principal: str, approved: bool, reason: str) -> bool:
+        """Answer the question the run waits on; False when it waits for none.
+
+        Raises:
+            RunNotFoundError: no such run for this principal.
+        """
+        info = await self.find(run_id, principal)
+        return not info.ended and await self.state.answer(run_id, approved, reason)
 
     def reopen(self) -> None:
         """Start runs again (the app is served anew after a shutdown)."""
         self._draining = False
 
     async def drain(self, grace: float) -> None:
-        """Start no new run; give the running ones `grace` seconds, then cancel the rest.
+        """Start no new run; give the running ones `grace` seconds, then stop the rest.
 
-        The cancelled runs end with an error event saying the server shut down, and the
-        responses following them get the time to send it.
+        Without a queue, a stopped run ends with a CANCELLED error saying the server shut
+        down, and the responses following them get the time to send it. With one, it is left
+        to the queue, which delivers it again to another worker.
         """
         self._draining = True
-        tasks = list(self._tasks.values())
+        tasks = [run.task for run in self._runs.values() if run.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=grace)
-        shutdown = _unavailable("the server shut down before the call finished; call again")
-        for run_id, task in list(self._tasks.items()):
-            if run_id in self._tools:  # ended first, so the reason is the final event
-                self._end(run_id, ToolResult(run_id, shutdown))
-            task.cancel()
-        tasks = list(self._tasks.values())
+        for run in list(self._runs.values()):
+            if run.task is None or run.task.done():
+                continue
+            if self.queue is not None:
+                run.ended = True  # no final event from here: the queue goes on with it
+            else:
+                value = ToolCancelledError(run.tool, "the server shut down")
+                self._write_final(run.id, "tool_error", error_event_data(run.id, run.tool, value))
+            run.task.cancel()
+        tasks = [run.task for run in self._runs.values() if run.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=5)
         await asyncio.sleep(0)  # the done callbacks: the final events are written
@@ -351,14 +635,64 @@ class Runs:
             await asyncio.sleep(0.02)
 
     async def aclose(self) -> None:
-        """Stop the watcher and cancel any run left (their final events are written)."""
+        """Stop the watcher and stop any run left (see `drain`)."""
         watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
-        if self._tasks:
+        if self._runs:
             await self.drain(0)
+
+
+class _Inbox(ApprovalInbox):
+    """The questions of runs, kept in the run state: listed, and answered from any process."""
+
+    def __init__(self, runs: Runs) -> None:
+        self._runs = runs
+
+    async def ask(
+        self, request: ApprovalRequest, question: str, timeout: float | None
+    ) -> ApprovalDecision | None:
+        runs = self._runs
+        run_id = request.tool_call.id
+        run = runs._runs.get(run_id)  # pyright: ignore[reportPrivateUsage] - its own runs
+        principal = run.principal if run is not None else ""
+        state = runs.state
+        since, answer = await state.wait(
+            run_id, principal, request.tool.name, request.arguments, question
+        )
+        deadline = math.inf if timeout is None else since + timeout
+        while answer is None:
+            left = deadline - time.time()
+            if left <= 0:
+                break
+            answer = await state.answer_of(run_id, min(left, 60.0))
+        # Answered or timed out: it waits no more. (Cancelled, it still waits: a worker that
+        # stops leaves the question for the one that takes the run next.)
+        await state.unwait(run_id, principal)
+        return None if answer is None else ApprovalDecision(answer[0], answer[1])
+
+
+async def _appended(append: Any) -> bool:
+    return await append is not None
+
+
+def _retrying(call: ToolCall, attempt: int) -> str:
+    """The `tool_retrying` event of a run delivered again after its worker stopped."""
+    return json.dumps(
+        {
+            "retry_count": attempt - 1,
+            "max_retries": None,
+            "delay_seconds": 0,
+            "error": {
+                "code": "NETWORK_ERROR",
+                "message": "the worker running the call stopped before it finished; the "
+                "tool is safe to repeat, so another worker runs it again",
+            },
+            "metadata": {"tool_name": call.function.name, "tool_call_id": call.id},
+        }
+    )
 
 
 def _call_id(event: ToolEvent) -> str:
@@ -376,3 +710,17 @@ def _failed(message: str) -> ToolReturnValue:
 
 def _unavailable(message: str) -> ToolReturnValue:
     return coded_error("NETWORK_ERROR", message, retryable=True)
+
+
+def _uncertain(key: str | None) -> ToolReturnValue:
+    """A run whose worker stopped mid-call, of a tool that is not safe to repeat."""
+    named = f" (idempotency key {key!r})" if key else ""
+    return coded_error(
+        "NETWORK_ERROR",
+        "the worker running this call stopped before it finished; the call may or may not "
+        f"have taken effect, and it is not run again, since the tool is not safe to repeat"
+        f"{named}",
+        retryable=False,
+        uncertain=True,
+        idempotency_key=key,
+    )

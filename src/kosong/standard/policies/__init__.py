@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 from kosong.standard.policies._approval import (
     ApprovalDecision,
     ApprovalHook,
+    ApprovalInbox,
     ApprovalPolicy,
     ApprovalRequest,
+    inbox_scope,
 )
 from kosong.standard.policies._cache import CacheBackend, CacheEntry, CachePolicy, MemoryCache
 from kosong.standard.policies._concurrency import ConcurrencyPolicy
@@ -45,6 +47,7 @@ __all__ = [
     "UNKNOWN_TOOL",
     "ApprovalDecision",
     "ApprovalHook",
+    "ApprovalInbox",
     "ApprovalPolicy",
     "ApprovalRequest",
     "CacheBackend",
@@ -69,6 +72,7 @@ __all__ = [
     "ToolMetrics",
     "TracingPolicy",
     "TruncationPolicy",
+    "inbox_scope",
 ]
 
 

@@ -9,14 +9,24 @@ arguments the toolset refuses is not shown to the hook: it is refused anyway. Wh
 need approval: those whose `destructive_hint` is true (and, with `unannotated=True`, those that
 declare neither `destructive_hint` nor `read_only_hint`, as MCP's defaults would have it), or
 whatever `needs_approval` says.
+
+A hook may also answer `ApprovalDecision.ask(question)`: someone else must decide. The
+question goes to an `ApprovalInbox` (the policy's own, or the one in scope: a server puts one
+around every run it starts, which keeps the question in its store, lists it and takes the
+answer from any of its processes) and the call waits for the answer, at most `ask_timeout`
+seconds, after which it is denied. With no inbox at all, a question is a denial.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import inspect
 import logging
+import math
 import time
-from collections.abc import Awaitable, Callable
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 from kosong.message import ToolCall
@@ -27,7 +37,14 @@ from kosong.tooling import Tool, ToolResult
 from kosong.tooling.error import ToolPermissionDeniedError, describe_exception
 from kosong.utils.typing import JsonType
 
-__all__ = ["ApprovalDecision", "ApprovalHook", "ApprovalPolicy", "ApprovalRequest"]
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalHook",
+    "ApprovalInbox",
+    "ApprovalPolicy",
+    "ApprovalRequest",
+    "inbox_scope",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +71,8 @@ class ApprovalDecision:
     """Whether the call may run."""
     reason: str = ""
     """Why, for the model (especially when denied)."""
+    question: str | None = None
+    """Set by `ask`: nobody decided yet; this question goes to whoever can."""
 
     @classmethod
     def approve(cls, reason: str = "") -> ApprovalDecision:
@@ -64,6 +83,45 @@ class ApprovalDecision:
     def deny(cls, reason: str) -> ApprovalDecision:
         """Refuse the call, saying why."""
         return cls(False, reason)
+
+    @classmethod
+    def ask(cls, question: str) -> ApprovalDecision:
+        """Let someone else decide: the call waits for their answer (see the module doc)."""
+        if not isinstance(question, str) or not question.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError("the question must be a non-empty string")
+        return cls(False, "", question)
+
+
+class ApprovalInbox(ABC):
+    """Where the questions of `ApprovalDecision.ask` wait for their answers."""
+
+    @abstractmethod
+    async def ask(
+        self, request: ApprovalRequest, question: str, timeout: float | None
+    ) -> ApprovalDecision | None:
+        """Wait for the answer to `question` about `request`: a decision, or None once
+        `timeout` seconds have passed (None: wait as long as it takes).
+
+        May raise: the policy then denies the call, saying why.
+        """
+
+
+_INBOX: contextvars.ContextVar[ApprovalInbox | None] = contextvars.ContextVar(
+    "kosong_approval_inbox", default=None
+)
+
+
+@contextlib.contextmanager
+def inbox_scope(inbox: ApprovalInbox | None) -> Iterator[None]:
+    """Questions of the calls started inside the block go to `inbox`.
+
+    A call's task keeps the inbox in scope when it started (tasks copy their context).
+    """
+    token = _INBOX.set(inbox)
+    try:
+        yield
+    finally:
+        _INBOX.reset(token)
 
 
 ApprovalHook = Callable[
@@ -81,6 +139,8 @@ class ApprovalPolicy(Policy):
         *,
         unannotated: bool = False,
         needs_approval: Callable[[Tool], bool] | None = None,
+        ask_timeout: float | None = None,
+        inbox: ApprovalInbox | None = None,
     ) -> None:
         """Ask `hook` before running destructive tools.
 
@@ -89,7 +149,17 @@ class ApprovalPolicy(Policy):
             unannotated: Also hold tools that declare neither `destructive_hint` nor
                 `read_only_hint` (MCP's defaults treat them as destructive).
             needs_approval: Decide per tool instead of by its hints.
+            ask_timeout: Seconds a question (`ApprovalDecision.ask`) waits for its answer
+                before the call is denied (None: no limit).
+            inbox: Where questions go (default: the inbox in scope, see `inbox_scope`).
+
+        Raises:
+            ValueError: `ask_timeout` is not a positive number.
         """
+        if ask_timeout is not None and not (math.isfinite(ask_timeout) and ask_timeout > 0):
+            raise ValueError("ask_timeout must be a positive number of seconds, or None")
+        self._ask_timeout = ask_timeout
+        self._inbox = inbox
         self._hook = hook
         self._needs: Callable[[Tool], bool] = needs_approval or (
             lambda tool: is_destructive(tool, unannotated=unannotated)
@@ -106,7 +176,10 @@ class ApprovalPolicy(Policy):
         if not needed:
             return await forward(call, ctx)
         started = time.perf_counter()
-        decision = await self._decide(ApprovalRequest(tool, call, ctx.arguments, ctx.trace_id))
+        request = ApprovalRequest(tool, call, ctx.arguments, ctx.trace_id)
+        decision = await self._decide(request)
+        if decision.question is not None:
+            decision = await self._wait(request, decision.question)
         ctx.call_context.record_timing("approval_ms", (time.perf_counter() - started) * 1000)
         ctx.call_context.add_debug(
             "approval", {"approved": decision.approved, "reason": decision.reason}
@@ -126,6 +199,23 @@ class ApprovalPolicy(Policy):
             return ApprovalDecision.deny(f"the approval hook failed ({describe_exception(e)})")
         return _decision(answer)
 
+    async def _wait(self, request: ApprovalRequest, question: str) -> ApprovalDecision:
+        """The answer to the hook's question, from the inbox; anything else denies."""
+        inbox = self._inbox or _INBOX.get()
+        if inbox is None:
+            return ApprovalDecision.deny(
+                f"the approval hook asked {question!r}, but nobody can answer here (no "
+                "ApprovalInbox: a server keeps one for the calls it runs)"
+            )
+        try:
+            answer = await inbox.ask(request, question, self._ask_timeout)
+        except Exception as e:  # fail closed
+            return ApprovalDecision.deny(f"the question could not be asked ({describe_exception(e)})")
+        if answer is None:
+            within = f" within {self._ask_timeout:g} seconds" if self._ask_timeout else ""
+            return ApprovalDecision.deny(f"nobody answered {question!r}{within}")
+        return _decision(answer if answer.question is None else None)
+
 
 def _decision(answer: object) -> ApprovalDecision:
     """The hook's answer as a decision: only the documented approvals approve."""
@@ -134,6 +224,8 @@ def _decision(answer: object) -> ApprovalDecision:
     if answer is False:
         return ApprovalDecision.deny("the call was not approved")
     if isinstance(answer, ApprovalDecision):
+        if answer.question is not None:
+            return answer
         if answer.approved is True:
             return answer
         return ApprovalDecision.deny(answer.reason or "the call was not approved")

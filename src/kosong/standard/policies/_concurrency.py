@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
 from kosong.standard._pipeline import Forward, Policy
-from kosong.tooling import ToolResult
+from kosong.tooling import Tool, ToolResult
 
 __all__ = ["ConcurrencyPolicy"]
 
@@ -51,10 +51,17 @@ class ConcurrencyPolicy(Policy):
         self._per_tool = dict(per_tool or {})
         self._gates: dict[str, _Gate] = {}
 
+    def limit_for(self, tool: Tool) -> int | None:
+        """How many calls of `tool` may run at once (1 for a sequential tool); None: no limit.
+
+        A server whose runs are spread over workers enforces it across all of them.
+        """
+        return 1 if tool.sequential else self._per_tool.get(tool.name)
+
     async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Wait for the call's turn under each limit that applies, then pass it on."""
         tool = ctx.tool
-        capacity = 1 if tool.sequential else self._per_tool.get(tool.name)
+        capacity = self.limit_for(tool)
         gate = None
         if capacity is not None:
             gate = self._gates.get(tool.name)

@@ -9,8 +9,10 @@ The default rules (`DEFAULT_RULES`), by error code:
                     error itself says `retryable: true` (then up to 2 retries)
 
 Cancellation is never retried: it ends the call. Only tools that are safe to repeat are
-retried: those whose hints say they are idempotent or read-only, and those named in `allow`.
-A retried write could apply its side effect twice, so other tools get their first error back.
+retried: those whose hints say they are idempotent or read-only, those named in `allow`, and
+calls that carry an idempotency key (`ToolCall.extras["idempotency_key"]`, which a kosong
+server honours: the same key never runs a tool twice). A retried write could apply its side
+effect twice, so other calls get their first error back.
 
 All retries happen within an overall deadline, counted from the first attempt: no retry starts
 if its wait would pass the deadline, and an attempt still running at the deadline is stopped
@@ -137,7 +139,11 @@ class RetryPolicy(Policy):
         value = result.return_value
         if not value.is_error:
             return result
-        safe = ctx.tool_name in self._allow or is_safe_to_repeat(ctx.tool)
+        safe = (
+            ctx.tool_name in self._allow
+            or is_safe_to_repeat(ctx.tool)
+            or _has_idempotency_key(call)
+        )
         retries = 0
         while True:
             code = error_code(value) or ErrorCode.EXECUTION_ERROR.value
@@ -149,7 +155,7 @@ class RetryPolicy(Policy):
                 ctx.call_context.add_debug(
                     "retry_skipped",
                     f"{code} is retryable, but `{ctx.tool_name}` is not marked idempotent or "
-                    "read-only, so it is not repeated",
+                    "read-only and the call has no idempotency key, so it is not repeated",
                 )
                 return result
             wait = retry_after(value) if rule.honor_retry_after else None
@@ -198,3 +204,8 @@ class RetryPolicy(Policy):
         return ToolResult(
             call.id, ToolTimeoutError(call.function.name, self._deadline, what="retry deadline")
         )
+
+
+def _has_idempotency_key(call: ToolCall) -> bool:
+    key = call.extras.get("idempotency_key") if call.extras else None
+    return isinstance(key, str) and bool(key)

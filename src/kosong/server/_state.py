@@ -1,0 +1,415 @@
+"""What a server knows of its runs besides their events: keys, questions, attempts, the queue.
+
+- The idempotency ledger: a caller's key (scoped by its principal) names the run it started,
+  with a digest of the call; the same key again finds that run, never a new one, for the
+  ledger's retention (`reserve`).
+- Questions waiting for an answer (`ApprovalDecision.ask`): the run, its tool and arguments,
+  the question and since when (`wait`, `waiting`, `answer`).
+- With workers (Redis only): each delivery of a queued run counts as an attempt (`claim`), so
+  the worker that gets a run again knows the one before it died; and the count of runs waiting
+  for a worker, bounded (`admit`).
+
+`MemoryRunState` keeps them in this process (a server without Redis); `RedisRunState` in
+Redis, beside each run's events (in the same hash slot), so every front end and worker sees
+the same, and all of it survives the restart of any process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kosong.utils.typing import JsonType
+
+if TYPE_CHECKING:
+    from kosong.eventstore.redis_store import RedisEventStore
+else:
+    RedisEventStore = object
+
+__all__ = [
+    "Claim",
+    "IdempotencyConflictError",
+    "MemoryRunState",
+    "RedisRunState",
+    "RunState",
+    "Waiting",
+]
+
+
+class IdempotencyConflictError(ValueError):
+    """An idempotency key already stands for another call (other tool or arguments)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A run waiting for the answer to a question."""
+
+    run_id: str
+    tool: str
+    arguments: JsonType
+    question: str
+    since: float
+    """When it was first asked (Unix time, seconds)."""
+
+    def to_json(self) -> dict[str, JsonType]:
+        """`{"id", "tool", "arguments", "question", "since"}` (since: ISO 8601, UTC)."""
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.since))
+        millis = int(self.since * 1000) % 1000
+        return {
+            "id": self.run_id,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "question": self.question,
+            "since": f"{stamp}.{millis:03d}Z",
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A queued run, as a worker takes it."""
+
+    attempt: int
+    """1 for its first delivery; more when a worker that had it stopped before it ended."""
+    meta: dict[str, str]
+    """What the front end stored about the run (principal, tool, arguments...)."""
+    was_waiting: bool
+    """The attempt before waited for an answer: its tool never ran."""
+
+
+def key_digest(tool: str, arguments: JsonType) -> str:
+    """What a key's call is compared by: its tool and arguments (canonical JSON)."""
+    text = json.dumps([tool, arguments], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _ledger_id(principal: str, key: str) -> str:
+    return hashlib.sha256(f"{principal}\0{key}".encode()).hexdigest()
+
+
+class RunState(ABC):
+    """See the module doc."""
+
+    @abstractmethod
+    async def reserve(
+        self, principal: str, key: str, digest: str, run_id: str, ttl: float
+    ) -> str | None:
+        """Take `key` for `run_id`: None; or the run it already stands for.
+
+        Raises:
+            IdempotencyConflictError: the key stands for another call.
+        """
+
+    @abstractmethod
+    async def release(self, principal: str, key: str, run_id: str) -> None:
+        """Give `key` up, if it still stands for `run_id` (the run could not start)."""
+
+    @abstractmethod
+    async def wait(
+        self, run_id: str, principal: str, tool: str, arguments: JsonType, question: str
+    ) -> tuple[float, tuple[bool, str] | None]:
+        """Record that the run waits for an answer: since when, and the answer if given."""
+
+    @abstractmethod
+    async def answer_of(self, run_id: str, wait: float) -> tuple[bool, str] | None:
+        """The answer to the run's question, waiting up to `wait` seconds for one."""
+
+    @abstractmethod
+    async def answer(self, run_id: str, approved: bool, reason: str) -> bool:
+        """Answer the run's question; False when it waits for none."""
+
+    @abstractmethod
+    async def unwait(self, run_id: str, principal: str) -> None:
+        """The run waits no more (answered, timed out, or ended)."""
+
+    @abstractmethod
+    async def waiting(self, principal: str) -> list[Waiting]:
+        """The runs of `principal` waiting for an answer, the oldest first."""
+
+    async def admit(self, run_id: str, most: int | None) -> bool:
+        """Count the run as queued, unless `most` are already (None: no bound)."""
+        return True
+
+    async def started(self, run_id: str) -> None:  # noqa: B027 - nothing queued by default
+        """The run is no longer queued (a worker took it, or it ended)."""
+
+    async def claim(self, run_id: str, worker: str) -> Claim | None:
+        """Count a delivery of the run to `worker`; None when it has ended or is gone."""
+        raise NotImplementedError("runs are only queued with Redis")
+
+
+class MemoryRunState(RunState):
+    """The state of the runs of this one process."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, tuple[str, str, float]] = {}  # ledger id -> run, digest, expiry
+        self._waiting: dict[str, tuple[str, Waiting]] = {}  # run -> principal, question
+        self._answers: dict[str, tuple[bool, str]] = {}
+        self._wakers: dict[str, asyncio.Future[None]] = {}
+
+    async def reserve(
+        self, principal: str, key: str, digest: str, run_id: str, ttl: float
+    ) -> str | None:
+        """See `RunState.reserve`."""
+        now = time.monotonic()
+        ledger = _ledger_id(principal, key)
+        found = self._keys.get(ledger)
+        if found is not None and found[2] > now:
+            if found[1] != digest:
+                raise IdempotencyConflictError(key)
+            return found[0]
+        if len(self._keys) > 10_000:  # drop the expired ones now and then
+            self._keys = {k: v for k, v in self._keys.items() if v[2] > now}
+        self._keys[ledger] = (run_id, digest, now + ttl)
+        return None
+
+    async def release(self, principal: str, key: str, run_id: str) -> None:
+        """See `RunState.release`."""
+        ledger = _ledger_id(principal, key)
+        found = self._keys.get(ledger)
+        if found is not None and found[0] == run_id:
+            del self._keys[ledger]
+
+    async def wait(
+        self, run_id: str, principal: str, tool: str, arguments: JsonType, question: str
+    ) -> tuple[float, tuple[bool, str] | None]:
+        """See `RunState.wait`."""
+        found = self._waiting.get(run_id)
+        since = found[1].since if found is not None else time.time()
+        self._waiting[run_id] = (principal, Waiting(run_id, tool, arguments, question, since))
+        return since, self._answers.get(run_id)
+
+    async def answer_of(self, run_id: str, wait: float) -> tuple[bool, str] | None:
+        """See `RunState.answer_of`."""
+        if run_id not in self._answers and wait > 0:
+            waker = self._wakers.get(run_id)
+            if waker is None or waker.done():
+                waker = self._wakers[run_id] = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.wait_for(asyncio.shield(waker), wait if wait != math.inf else None)
+            except TimeoutError:
+                pass
+        return self._answers.get(run_id)
+
+    async def answer(self, run_id: str, approved: bool, reason: str) -> bool:
+        """See `RunState.answer`."""
+        if run_id not in self._waiting or run_id in self._answers:
+            return False
+        self._answers[run_id] = (approved, reason)
+        waker = self._wakers.pop(run_id, None)
+        if waker is not None and not waker.done():
+            waker.set_result(None)
+        return True
+
+    async def unwait(self, run_id: str, principal: str) -> None:
+        """See `RunState.unwait`."""
+        self._waiting.pop(run_id, None)
+        self._answers.pop(run_id, None)
+        self._wakers.pop(run_id, None)
+
+    async def waiting(self, principal: str) -> list[Waiting]:
+        """See `RunState.waiting`."""
+        found = [w for p, w in self._waiting.values() if p == principal]
+        return sorted(found, key=lambda w: w.since)
+
+
+# KEYS: ledger. ARGV: run id, digest, ttl ms -> false (taken) or {run, digest}
+_RESERVE = """
+local found = redis.call('HMGET', KEYS[1], 'run', 'digest')
+if found[1] then return found end
+redis.call('HSET', KEYS[1], 'run', ARGV[1], 'digest', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return false
+"""
+
+# KEYS: ledger. ARGV: run id
+_RELEASE = """
+if redis.call('HGET', KEYS[1], 'run') == ARGV[1] then redis.call('DEL', KEYS[1]) end
+"""
+
+# KEYS: queued (a sorted set: run -> time queued). ARGV: run, now ms, stale before ms, most
+_ADMIT = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+if ARGV[4] ~= '' and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+return 1
+"""
+
+# KEYS: the run's meta hash (the store's). ARGV: worker
+# -> false (gone or ended), or {attempt, waited ('1'/'0'), field, value, ...}
+_CLAIM = """
+local m = redis.call('HMGET', KEYS[1], 'ended', 'q:question')
+if not m[1] or m[1] ~= '0' then return false end
+local attempt = redis.call('HINCRBY', KEYS[1], 'q:attempt', 1)
+redis.call('HSET', KEYS[1], 'q:worker', ARGV[1])
+local all = redis.call('HGETALL', KEYS[1])
+table.insert(all, 1, m[2] and '1' or '0')
+table.insert(all, 1, attempt)
+return all
+"""
+
+# KEYS: meta, waiting index. ARGV: run, question, now (s), tool, arguments
+# -> {since, answered ('1'/'0'), approved, reason}
+_WAIT = """
+if not redis.call('HGET', KEYS[1], 'ended') then return false end
+local since = redis.call('HGET', KEYS[1], 'q:since')
+if not since then
+  since = ARGV[3]
+  redis.call('HSET', KEYS[1], 'q:since', since)
+end
+redis.call('HSET', KEYS[1], 'q:question', ARGV[2], 'q:tool', ARGV[4], 'q:arguments', ARGV[5])
+redis.call('ZADD', KEYS[2], since, ARGV[1])
+local a = redis.call('HMGET', KEYS[1], 'q:approved', 'q:reason')
+return {since, a[1] or '', a[2] or ''}
+"""
+
+# KEYS: meta. ARGV: approved ('1'/'0'), reason -> 1, or 0 when it waits for nothing
+_ANSWER = """
+local m = redis.call('HMGET', KEYS[1], 'ended', 'q:question', 'q:approved')
+if m[1] ~= '0' or not m[2] or m[3] then return 0 end
+redis.call('HSET', KEYS[1], 'q:approved', ARGV[1], 'q:reason', ARGV[2])
+return 1
+"""
+
+
+class RedisRunState(RunState):
+    """The state of runs in Redis, shared by every front end and worker."""
+
+    def __init__(self, store: RedisEventStore, *, prefix: str = "kosong:", stale: float = 600):
+        """Keep it beside the runs of `store` (with its client), other keys under `prefix`.
+
+        A run counted as queued for `stale` seconds without a worker taking it no longer
+        counts (its front end died before it could queue it).
+        """
+        from kosong.eventstore.redis_store import reachable
+
+        self._reachable = reachable
+        self._store = store
+        self._client: Any = store.client
+        self._prefix = prefix
+        self._stale_ms = math.ceil(stale * 1000)
+        self._reserve = self._client.register_script(_RESERVE)
+        self._release = self._client.register_script(_RELEASE)
+        self._admit = self._client.register_script(_ADMIT)
+        self._claim = self._client.register_script(_CLAIM)
+        self._wait = self._client.register_script(_WAIT)
+        self._answer = self._client.register_script(_ANSWER)
+
+    def _meta(self, run_id: str) -> str:
+        return self._store.key(run_id, "m")
+
+    def _index(self, principal: str) -> str:
+        return f"{self._prefix}waiting:{hashlib.sha256(principal.encode()).hexdigest()[:32]}"
+
+    async def reserve(
+        self, principal: str, key: str, digest: str, run_id: str, ttl: float
+    ) -> str | None:
+        """See `RunState.reserve`."""
+        with self._reachable():
+            ledger = f"{self._prefix}idem:{_ledger_id(principal, key)}"
+            found: Any = await self._reserve(keys=[ledger], args=[run_id, digest, math.ceil(ttl * 1000)])
+            if not found:
+                return None
+            if found[1] != digest:
+                raise IdempotencyConflictError(key)
+            return str(found[0])
+
+    async def release(self, principal: str, key: str, run_id: str) -> None:
+        """See `RunState.release`."""
+        with self._reachable():
+            ledger = f"{self._prefix}idem:{_ledger_id(principal, key)}"
+            await self._release(keys=[ledger], args=[run_id])
+
+    async def admit(self, run_id: str, most: int | None) -> bool:
+        """See `RunState.admit`."""
+        with self._reachable():
+            now = math.floor(time.time() * 1000)
+            args = [run_id, now, now - self._stale_ms, "" if most is None else most]
+            return bool(await self._admit(keys=[f"{self._prefix}queued"], args=args))
+
+    async def started(self, run_id: str) -> None:
+        """See `RunState.started`."""
+        with self._reachable():
+            await self._client.zrem(f"{self._prefix}queued", run_id)
+
+    async def claim(self, run_id: str, worker: str) -> Claim | None:
+        """See `RunState.claim`."""
+        with self._reachable():
+            reply: Any = await self._claim(keys=[self._meta(run_id)], args=[worker])
+            if not reply:
+                return None
+            attempt, waited, fields = int(reply[0]), reply[1] == "1", reply[2:]
+            pairs = dict(zip(fields[::2], fields[1::2], strict=True))
+            meta = {k[2:]: v for k, v in pairs.items() if k.startswith("m:")}
+            return Claim(attempt, meta, waited)
+
+    async def wait(
+        self, run_id: str, principal: str, tool: str, arguments: JsonType, question: str
+    ) -> tuple[float, tuple[bool, str] | None]:
+        """See `RunState.wait`."""
+        with self._reachable():
+            text = json.dumps(arguments, ensure_ascii=False)
+            reply: Any = await self._wait(
+                keys=[self._meta(run_id), self._index(principal)],
+                args=[run_id, question, repr(time.time()), tool, text],
+            )
+            if not reply:
+                raise LookupError(f"run {run_id} is gone")
+            since, approved, reason = float(reply[0]), reply[1], reply[2]
+            return since, (approved == "1", reason) if approved else None
+
+    async def answer_of(self, run_id: str, wait: float) -> tuple[bool, str] | None:
+        """See `RunState.answer_of`: asked again every tenth of a second, up to `wait`."""
+        with self._reachable():
+            deadline = time.monotonic() + wait
+            while True:
+                found: Any = await self._client.hmget(self._meta(run_id), "q:approved", "q:reason")
+                if found[0]:
+                    return found[0] == "1", found[1] or ""
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                await asyncio.sleep(min(0.1, left))
+
+    async def answer(self, run_id: str, approved: bool, reason: str) -> bool:
+        """See `RunState.answer`."""
+        with self._reachable():
+            done = await self._answer(keys=[self._meta(run_id)], args=["1" if approved else "0", reason])
+            return bool(done)
+
+    async def unwait(self, run_id: str, principal: str) -> None:
+        """See `RunState.unwait`."""
+        with self._reachable():
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.hdel(self._meta(run_id), "q:question", "q:since", "q:approved", "q:reason")
+                pipe.zrem(self._index(principal), run_id)
+                await pipe.execute()
+
+    async def waiting(self, principal: str) -> list[Waiting]:
+        """See `RunState.waiting`."""
+        with self._reachable():
+            index = self._index(principal)
+            run_ids: list[str] = await self._client.zrange(index, 0, 999)
+            if not run_ids:
+                return []
+            async with self._client.pipeline(transaction=False) as pipe:
+                for run_id in run_ids:
+                    pipe.hmget(self._meta(run_id), "q:question", "q:since", "q:tool", "q:arguments",
+                               "ended")  # fmt: skip
+                rows: list[Any] = await pipe.execute()
+            found: list[Waiting] = []
+            gone: list[str] = []
+            for run_id, (question, since, tool, arguments, ended) in zip(run_ids, rows, strict=True):
+                if not question or ended != "0":
+                    gone.append(run_id)
+                    continue
+                found.append(Waiting(run_id, tool or "", json.loads(arguments or "null"), question,
+                                     float(since)))  # fmt: skip
+            if gone:
+                await self._client.zrem(index, *gone)
+            return found
