@@ -119,7 +119,7 @@ PUBLIC: dict[str, list[str]] = {
     "kosong.server": [
         "DEFAULT_MAX_BODY", "LOCAL_HOSTS", "MemoryRateLimiter", "RateLimit", "RateLimiter",
         "Server", "ServerConfig", "as_toolset", "bind", "create_app", "query_arguments", "serve",
-        "serving",
+        "serving", "work",
     ],
     "kosong.server.redis_limits": ["RedisRateLimiter"],
     "kosong.eventstore": [

@@ -22,21 +22,25 @@ TOOLS = str(Path(__file__).parent / "_tools.py") + ":tools"
 class ServerProcess:
     """`python -m kosong serve` on a free port; `url` once it listens."""
 
-    def __init__(self, *args: str, target: str = TOOLS) -> None:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    command = "serve"
+    ready = r"at (http://\S+) "
+
+    def __init__(self, *args: str, target: str = TOOLS, env: dict[str, str] | None = None) -> None:
+        environment = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        port = ["--port", "0"] if self.command == "serve" else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kosong", "serve", target, "--port", "0",
+            [sys.executable, "-m", "kosong", self.command, target, *port,
              "--log-level", "warning", *args],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment,
         )  # fmt: skip
         assert self.proc.stderr is not None
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 30
         line = ""
         while time.monotonic() < deadline:
             line = self.proc.stderr.readline()
-            found = re.search(r"at (http://\S+) ", line)
+            found = re.search(self.ready, line)
             if found:
-                self.url = found.group(1)
+                self.url = found.group(1) if found.groups() else ""
                 self.log: list[str] = []
                 # Read what it writes from now on, so a full pipe never blocks it.
                 self._reader = threading.Thread(target=self._read, daemon=True)
@@ -74,10 +78,22 @@ class ServerProcess:
         return "".join(self.log)
 
 
-class RedisProcess:
-    """A redis-server of its own on a free port, stopped and started again on the same port."""
+class WorkerProcess(ServerProcess):
+    """`python -m kosong worker`, once it takes runs."""
 
-    def __init__(self) -> None:
+    command = "worker"
+    ready = r"kosong: worker running"
+
+
+class RedisProcess:
+    """A redis-server of its own on a free port, stopped and started again on the same port.
+
+    `durable`: every write is on disk before Redis answers it (the append-only file, fsync
+    always), so a restart loses nothing, as a production Redis that keeps a queue would be.
+    """
+
+    def __init__(self, *, durable: bool = False) -> None:
+        self._durable = durable
         binary = shutil.which("redis-server")
         if binary is None:
             reason = "redis-server is not installed (apt-get install redis-server); .ci/run does"
@@ -97,7 +113,8 @@ class RedisProcess:
         """Start it (again) and wait until it answers PING."""
         self.proc = subprocess.Popen(
             [self._binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self._dir],
+             "--appendonly", "yes" if self._durable else "no", "--appendfsync", "always",
+             "--dir", self._dir],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         deadline = time.monotonic() + 10

@@ -14,6 +14,7 @@ from kosong.cli._errors import CLIError
 from kosong.cli._mcp import mcp
 from kosong.cli._serve import serve
 from kosong.cli._tools import tools
+from kosong.cli._worker import worker
 
 __all__ = ["cli", "run"]
 
@@ -25,7 +26,7 @@ def cli() -> None:
 
 
 # One line per subcommand: each is a function in its own module.
-for command in (serve, tools, check, compat, mcp):
+for command in (serve, worker, tools, check, compat, mcp):
     cli.add_command(command)
 
 

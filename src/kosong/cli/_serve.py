@@ -14,7 +14,7 @@ from kosong.cli._load import load_toolset
 from kosong.server import DEFAULT_MAX_BODY, LOCAL_HOSTS, RateLimit, ServerConfig, bind, create_app
 from kosong.server import serve as serve_app
 
-__all__ = ["parse_size", "serve"]
+__all__ = ["check_redis", "parse_size", "serve"]
 
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
           "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}  # fmt: skip
@@ -67,6 +67,14 @@ def _loopback(host: str) -> bool:
 )
 @click.option("--lease", default=5.0, show_default=True, type=click.FloatRange(0.1),
               help="With --redis: seconds before a silent process counts as dead.")  # fmt: skip
+@click.option("--workers", default=100, show_default=True, type=click.IntRange(0),
+              help="With --redis: calls this process runs at once for the queue all the "
+                   "processes share (0: a front end only; `kosong worker` runs the calls).")
+@click.option("--max-queued", type=click.IntRange(1), metavar="N",
+              help="With --redis: runs that may wait for a worker (more: 429).")
+@click.option("--idempotency-ttl", default=86_400.0, show_default=True,
+              type=click.FloatRange(1), metavar="SECONDS",
+              help="How long an Idempotency-Key, and its run, are remembered.")
 @click.option("--no-inspector", "no_inspector", is_flag=True,
               help="Leave / free instead of serving the inspector page there.")  # fmt: skip
 @click.option("--log-level", default="info", show_default=True,
@@ -84,11 +92,16 @@ def serve(
     allow_origins: tuple[str, ...],
     grace: float,
     lease: float,
+    workers: int,
+    max_queued: int | None,
+    idempotency_ttl: float,
     no_inspector: bool,
     log_level: str,
     no_mcp: bool,
 ) -> int:
     """Serve the tools of MODULE:ATTR (a Toolset, or a list of tools) over HTTP and SSE."""
+    if redis_url is None and (workers != 100 or max_queued is not None):
+        raise CLIError("--workers and --max-queued need --redis (without it, calls run here)")
     toolset = load_toolset(target)
     try:
         limit = None if rate_limit.strip().lower() == "off" else RateLimit.parse(rate_limit)
@@ -111,10 +124,13 @@ def serve(
         redis_url=redis_url,
         grace=grace,
         lease=lease,
+        workers=workers,
+        max_queued=max_queued,
+        key_ttl=idempotency_ttl,
         inspector=not no_inspector,
     )
     if redis_url is not None:
-        asyncio.run(_check_redis(redis_url))
+        asyncio.run(check_redis(redis_url))
     mcp = not no_mcp and _mcp_installed()
     app = create_app(toolset, config, mcp=mcp)
     try:
@@ -130,6 +146,8 @@ def serve(
         click.echo(f"kosong: and over MCP at http://{shown}:{bound}/mcp", err=True)
     if not no_inspector:
         click.echo(f"kosong: inspect them in a browser: http://{shown}:{bound}/", err=True)
+    if redis_url is not None and workers == 0:
+        click.echo("kosong: a front end only: `kosong worker` processes run the calls", err=True)
     try:
         asyncio.run(serve_app(app, sock=sock, log_level=log_level))
     except RuntimeError as e:
@@ -150,7 +168,12 @@ def _mcp_installed() -> bool:
     return True
 
 
-async def _check_redis(url: str) -> None:
+async def check_redis(url: str) -> None:
+    """Connect to the Redis at `url` once, so that a wrong URL is said at once.
+
+    Raises:
+        CLIError: not a Redis URL, or no answer.
+    """
     from kosong.eventstore.redis_store import connect
 
     try:

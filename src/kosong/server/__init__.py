@@ -16,12 +16,16 @@
   default; `RedisEventStore` shares them between processes, and `RedisRateLimiter`, in
   `kosong.server.redis_limits`, the rate limit).
 - `serve(app)` runs the app until a signal; `serving(app)` runs it in the background.
+- With Redis, every call is a run handed to workers through a queue (Docket): the front ends'
+  own slots (`ServerConfig.workers`), and `work(toolset, config)` processes on any machine
+  (`kosong worker`).
 """
 
 from kosong.server._app import Server, as_toolset, create_app, query_arguments
 from kosong.server._config import DEFAULT_MAX_BODY, LOCAL_HOSTS, ServerConfig
 from kosong.server._limits import MemoryRateLimiter, RateLimit, RateLimiter
 from kosong.server._serve import bind, serve, serving
+from kosong.server._worker import work
 
 __all__ = [
     "DEFAULT_MAX_BODY",
@@ -37,4 +41,5 @@ __all__ = [
     "query_arguments",
     "serve",
     "serving",
+    "work",
 ]
