@@ -14,6 +14,10 @@ raises: a server that cannot be reached, or that lost the run, gives a `NETWORK_
 It is a `BaseToolset`: a call is resolved against the tools listed last (a tool not listed is
 `TOOL_NOT_FOUND` here, without a request) and its parsed arguments are the request's body.
 
+A call with `extras["idempotency_key"]` sends it as the `Idempotency-Key` header: the server
+runs the tool at most once for that key, and a call made again with it (after a failure, from
+another client) gets the same run and its result.
+
 Needs httpx and httpx-sse (`pip install 'kosong[remote]'`).
 """
 
@@ -177,6 +181,9 @@ class RemoteToolset(BaseToolset):
         trace = current_trace_id()
         if trace:
             headers["X-Trace-Id"] = trace
+        key = call.extras.get("idempotency_key") if call.extras else None
+        if isinstance(key, str) and key:
+            headers["Idempotency-Key"] = key
         failures = 0
         delay = 1.0
         progress = 0.0

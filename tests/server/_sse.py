@@ -60,6 +60,8 @@ async def read_sse(
                 stream.retry = sse.retry
             if sse.id:
                 stream.last_id = sse.id
+            if stop_after == 0:  # the stream's first (id-only) event says the run started
+                break
             if not sse.data:
                 continue
             stream.events.append((sse.event, sse.id, json.loads(sse.data)))

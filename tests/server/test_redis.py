@@ -102,10 +102,11 @@ async def test_processes_sharing_redis_share_the_result_cache_and_the_rate_limit
     assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 1
 
 
-async def test_runs_resume_on_another_process_and_a_killed_process_runs_end_with_an_error(
+async def test_runs_resume_on_another_process_and_go_on_when_the_front_end_that_took_them_dies(
     redis_url: str,
 ) -> None:
-    a = ServerProcess("--redis", redis_url, "--lease", "1")
+    # A takes the requests and runs nothing itself; B's worker slots run every call.
+    a = ServerProcess("--redis", redis_url, "--lease", "1", "--workers", "0")
     b = ServerProcess("--redis", redis_url, "--lease", "1")
     try:
         async with httpx.AsyncClient(timeout=30) as c:
@@ -116,7 +117,7 @@ async def test_runs_resume_on_another_process_and_a_killed_process_runs_end_with
                         c,
                         "POST",
                         f"{a.url}/tools/ticker/sse",
-                        json={"n": 400, "delay": 0.05},
+                        json={"n": 40, "delay": 0.05},
                         stop_after=2,
                     )
                     for _ in range(runs)
@@ -124,10 +125,7 @@ async def test_runs_resume_on_another_process_and_a_killed_process_runs_end_with
             )
             finished = await read_sse(c, "POST", f"{a.url}/tools/count/sse",
                                       json={"n": 3, "delay": 0})  # fmt: skip
-            on_b = await read_sse(
-                c, "POST", f"{b.url}/tools/count/sse", json={"n": 30, "delay": 0.02}, stop_after=1
-            )
-            a.kill()  # SIGKILL: no clean-up, no final events from A
+            a.kill()  # SIGKILL: the runs it took go on (they run on B)
             resumed = await asyncio.gather(
                 *(
                     read_sse(
@@ -137,8 +135,6 @@ async def test_runs_resume_on_another_process_and_a_killed_process_runs_end_with
                 )
             )
             replayed = await read_sse(c, "GET", f"{b.url}{finished.headers['content-location']}")
-            b_rest = await read_sse(c, "GET", f"{b.url}{on_b.headers['content-location']}",
-                                    last_event_id=on_b.last_id)  # fmt: skip
     finally:
         a.kill()
         b.kill()
@@ -146,8 +142,7 @@ async def test_runs_resume_on_another_process_and_a_killed_process_runs_end_with
         numbers = [int(i.rpartition("-")[0].rpartition(".")[2] or 0) for i in first.ids + rest.ids]
         assert len(set(first.ids + rest.ids)) == len(first.ids + rest.ids)  # no duplicate
         assert numbers == sorted(numbers)
-        assert rest.kinds[-1] == "tool_error" and set(rest.kinds[:-1]) <= {"tool_progress"}
-        error = rest.final["error"]
-        assert error["code"] == "NETWORK_ERROR" and "stopped before it finished" in error["message"]
+        assert rest.kinds[-1] == "tool_result" and set(rest.kinds[:-1]) <= {"tool_progress"}
+        assert len(first.events + rest.events) == 41  # every event once: no gap
+        assert rest.final["data"] == "ticked 40"
     assert replayed.events == finished.events
-    assert b_rest.final["data"] == "counted" and len(on_b.events + b_rest.events) == 31

@@ -582,6 +582,9 @@ class Runs:
         run = self._runs.get(run_id)
         if run is not None:
             self._stop(run)
+        if ended_here:  # a question it waited on is moot
+            with contextlib.suppress(Exception):
+                await self.state.unwait(run_id, principal)
         if ended_here and self.queue is not None:
             # Out of the queue, or stopped on its worker (whose watcher would stop it too).
             with contextlib.suppress(Exception):

@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 
 from kosong.standard import error_code, to_envelope, with_policies
-from kosong.standard.policies import ApprovalDecision, ApprovalPolicy, ApprovalRequest, DebugPolicy
+from kosong.standard.policies import (
+    ApprovalDecision,
+    ApprovalInbox,
+    ApprovalPolicy,
+    ApprovalRequest,
+    DebugPolicy,
+    inbox_scope,
+)
 from kosong.tooling import ArgumentLimits, Tool, ToolOk, ToolResult
 from kosong.tooling.error import ToolPermissionDeniedError
 from kosong.tooling.simple import SimpleToolset
@@ -206,3 +213,62 @@ async def test_the_hook_is_not_asked_about_arguments_the_toolset_refuses() -> No
     result = await pipeline.handle(make_call("delete_file", '{"path": "a", "path": "b"}'))
     assert error_code(result.return_value) == "INVALID_PARAMS"
     assert asked == [] and tool.calls == 0
+
+
+class _Inbox(ApprovalInbox):
+    """An inbox answering each question with the decision given to it (or never)."""
+
+    def __init__(self, answer: ApprovalDecision | None = None) -> None:
+        self.answer = answer
+        self.asked: list[tuple[str, float | None]] = []
+
+    async def ask(
+        self, request: ApprovalRequest, question: str, timeout: float | None
+    ) -> ApprovalDecision | None:
+        self.asked.append((question, timeout))
+        if self.answer is None:
+            await asyncio.sleep(timeout or 0)
+        return self.answer
+
+
+def _asking(request: ApprovalRequest) -> ApprovalDecision:
+    return ApprovalDecision.ask(f"delete {request.arguments}?")
+
+
+async def test_a_question_goes_to_the_inbox_and_its_answer_decides() -> None:
+    inbox = _Inbox(ApprovalDecision.approve("the admin said yes"))
+    tool = delete_file(destructive_hint=True)
+    result = await run(tool, _asking, inbox=inbox, ask_timeout=30)
+    assert result.return_value.output == "deleted" and tool.calls == 1
+    assert inbox.asked == [("delete {'path': '/tmp/x'}?", 30)]
+    denied = _Inbox(ApprovalDecision.deny("not today"))
+    other = delete_file(destructive_hint=True)
+    refused = await run(other, _asking, inbox=denied)
+    assert isinstance(refused.return_value, ToolPermissionDeniedError) and other.calls == 0
+    assert "not today" in refused.return_value.message
+
+
+async def test_an_unanswered_question_is_denied_after_ask_timeout() -> None:
+    tool = delete_file(destructive_hint=True)
+    result = await run(tool, _asking, inbox=_Inbox(None), ask_timeout=0.05)
+    assert isinstance(result.return_value, ToolPermissionDeniedError) and tool.calls == 0
+    assert "nobody answered" in result.return_value.message
+    assert "0.05 seconds" in result.return_value.message
+
+
+async def test_a_question_with_no_inbox_is_denied_and_the_scope_supplies_one() -> None:
+    tool = delete_file(destructive_hint=True)
+    alone = await run(tool, _asking)
+    assert isinstance(alone.return_value, ToolPermissionDeniedError) and tool.calls == 0
+    assert "nobody can answer here" in alone.return_value.message
+    with inbox_scope(_Inbox(ApprovalDecision.approve())):
+        scoped = await run(tool, _asking)
+    assert scoped.return_value.output == "deleted" and tool.calls == 1
+
+
+def test_a_question_must_say_something_and_ask_timeout_be_positive() -> None:
+    with pytest.raises(ValueError, match="non-empty"):
+        ApprovalDecision.ask("  ")
+    with pytest.raises(ValueError, match="ask_timeout"):
+        ApprovalPolicy(_asking, ask_timeout=0)
+    assert ApprovalDecision.ask("ok?").approved is False

@@ -72,12 +72,20 @@ async def test_an_error_that_says_it_is_retryable_gets_the_fallback_rule() -> No
     assert tool.calls == 1
 
 
+async def test_a_call_with_an_idempotency_key_is_retried_even_when_the_tool_is_not_safe() -> None:
+    tool = failing(ToolNetworkError("down"), times=1)  # no hints: might be a write
+    pipeline = with_policies(toolset(tool), DebugPolicy(), RetryPolicy(**FAST))
+    call = make_call("scripted", {}, idempotency_key="order-42")
+    result = await asyncio.wait_for(pipeline.handle(call), 10)
+    assert result.return_value.output == "recovered" and tool.calls == 2
+
+
 async def test_tools_not_safe_to_repeat_are_not_retried() -> None:
     tool = failing(ToolNetworkError("down"))  # no hints: might be a write
     result = await run(tool)
     assert tool.calls == 1
     assert (
-        "not marked idempotent or read-only" in standard_data(result)["debug_info"]["retry_skipped"]
+        "has no idempotency key" in standard_data(result)["debug_info"]["retry_skipped"]
     )
     destructive = failing(ToolNetworkError("down"), destructive_hint=True)
     await run(destructive)
