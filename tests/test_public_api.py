@@ -100,7 +100,8 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "kosong.standard.policies": [
         "DEFAULT_RULES", "UNKNOWN_TOOL", "ApprovalDecision", "ApprovalHook", "ApprovalInbox",
-        "ApprovalPolicy", "ApprovalRequest", "CacheBackend", "CacheEntry", "CachePolicy", "ConcurrencyPolicy",
+        "ApprovalPolicy", "ApprovalRequest", "CacheBackend", "CacheEntry", "CachePolicy",
+        "ConcurrencyPolicy",
         "ContinuationStore", "DebugPolicy", "DeprecationPolicy", "EventHookPolicy",
         "MemoryCache", "MemoryContinuationStore", "MetricsPolicy", "MetricsRegistry",
         "RedisCache", "RepairPolicy", "RepeatGuardPolicy", "RetryPolicy", "RetryRule",

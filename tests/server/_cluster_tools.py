@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import os
 
-from kosong.standard import report_progress, with_policies
-from kosong.standard.policies import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from pydantic import BaseModel
 
+from kosong.standard import report_progress, with_policies
+from kosong.standard.policies import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue, tool
 from kosong.tooling.simple import SimpleToolset
 

@@ -64,8 +64,10 @@ async def test_a_waiting_run_is_listed_and_runs_once_its_principal_approves() ->
         unlisted = await c.get("/runs", headers=ALICE)
     assert by_bob.status_code == 404 and by_bob.json()["error"]["code"] == "RESOURCE_NOT_FOUND"
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "INVALID_PARAMS"
-    assert answered.status_code == 202 and answered.json() == {"run_id": run_id,
-                                                               "status": "answered"}
+    assert answered.status_code == 202 and answered.json() == {
+        "run_id": run_id,
+        "status": "answered",
+    }
     assert result.final["data"] == f"touched {tag}" and TOUCHED.count(tag) == 1
     assert after.status_code == 409 and left == {"runs": []}
     assert unlisted.status_code == 400
@@ -73,9 +75,10 @@ async def test_a_waiting_run_is_listed_and_runs_once_its_principal_approves() ->
 
 async def test_a_denial_answers_the_run_with_permission_denied() -> None:
     tag = uuid.uuid4().hex
-    async with serving(create_app(_pipeline(), CONFIG)) as url, httpx.AsyncClient(
-        base_url=url
-    ) as c:
+    async with (
+        serving(create_app(_pipeline(), CONFIG)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
         stream = asyncio.ensure_future(read_sse(c, "POST", "/tools/touch/sse", json={"tag": tag},
                                                 headers=ALICE))  # fmt: skip
         (waiting,) = await _waiting(c, ALICE)
@@ -89,9 +92,10 @@ async def test_a_denial_answers_the_run_with_permission_denied() -> None:
 
 async def test_an_unanswered_question_is_denied_after_ask_timeout() -> None:
     tag = uuid.uuid4().hex
-    async with serving(create_app(_pipeline(ask_timeout=0.2))) as url, httpx.AsyncClient(
-        base_url=url
-    ) as c:
+    async with (
+        serving(create_app(_pipeline(ask_timeout=0.2))) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
         result = await read_sse(c, "POST", "/tools/touch/sse", json={"tag": tag})
         left = (await c.get("/runs?state=waiting")).json()
     assert result.final["error"]["code"] == "PERMISSION_DENIED"

@@ -98,6 +98,7 @@ async def test_remote_toolset_sends_the_key_and_a_retry_through_it_runs_the_tool
 @pytest.mark.parametrize("header", ["", "x" * 256, "é"])
 async def test_a_malformed_key_is_refused(header: str) -> None:
     async with serving(create_app(tools)) as url, httpx.AsyncClient(base_url=url) as c:
-        response = await c.post("/tools/add", json={"a": 1, "b": 2},
-                                headers={"Idempotency-Key": header.encode()})
+        response = await c.post(
+            "/tools/add", json={"a": 1, "b": 2}, headers={"Idempotency-Key": header.encode()}
+        )
     assert response.status_code == 400

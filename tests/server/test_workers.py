@@ -130,9 +130,11 @@ async def test_a_worker_killed_in_the_middle_of_200_runs_loses_none_and_repeats_
             # The same keys again, on the other front end: the same runs, run no more.
             again = await asyncio.gather(
                 *(
-                    c.post(f"{cluster.fronts[1].url}/tools/{tool}",
-                           json={"order" if tool == "charge" else "item": name, "delay": 0.6},
-                           headers={"Idempotency-Key": f"key-{name}"})  # fmt: skip
+                    c.post(
+                        f"{cluster.fronts[1].url}/tools/{tool}",
+                        json={"order" if tool == "charge" else "item": name, "delay": 0.6},
+                        headers={"Idempotency-Key": f"key-{name}"},
+                    )
                     for tool, name in runs[:40]
                 )
             )
@@ -165,8 +167,11 @@ async def test_a_worker_killed_in_the_middle_of_200_runs_loses_none_and_repeats_
             assert "may or may not have taken effect" in error["message"]
             assert error["retryable"] is False and charged[name] <= 1
     assert retried > 0 and uncertain > 0  # the killed worker had runs of both kinds
-    for response, (tool, name) in zip(again, runs[:40], strict=True):
-        assert response.status_code in (200, 503), response.text
+    for response, (whole, _) in zip(again, finished[:40], strict=True):
+        assert response.status_code in (200, 503), response.text  # 503: the uncertain ones
+        assert (
+            response.json()["metadata"]["tool_call_id"] == whole.final["metadata"]["tool_call_id"]
+        )  # the same run's result
     assert max(cluster.counted("charge").values()) == 1
     assert "Traceback" not in logs, logs[-3000:]
 
@@ -203,7 +208,7 @@ async def test_redis_restarted_mid_run_recovers_and_repeats_no_side_effect(
     assert down.status_code == 503 and down.json()["error"]["code"] == "NETWORK_ERROR"
     assert int(down.headers["Retry-After"]) >= 1
     # ...and each came to its end, with one final event, and no side effect done twice.
-    for (tool, name), (whole, _) in zip(runs, finished, strict=True):
+    for (tool, _name), (whole, _) in zip(runs, finished, strict=True):
         assert sum(kind in FINAL for kind in whole.kinds) == 1, whole.kinds
         final = whole.final
         if not final["success"]:
@@ -268,8 +273,10 @@ async def test_a_sequential_tool_runs_one_call_at_a_time_across_workers(
         async with httpx.AsyncClient(timeout=30) as c:
             answers = await asyncio.gather(
                 *(
-                    c.post(f"{cluster.fronts[0].url}/tools/one_at_a_time",
-                           json={"tag": f"t{i}", "delay": 0.15})  # fmt: skip
+                    c.post(
+                        f"{cluster.fronts[0].url}/tools/one_at_a_time",
+                        json={"tag": f"t{i}", "delay": 0.15},
+                    )
                     for i in range(6)
                 )
             )
@@ -300,8 +307,13 @@ async def test_a_full_queue_answers_429_with_retry_after(redis_url: str, tmp_pat
     try:
         async with httpx.AsyncClient(timeout=30) as c:
             queued = [
-                await read_sse(c, "POST", f"{front.url}/tools/store/sse",
-                               json={"item": f"{prefix}{i}", "delay": 0}, stop_after=0)  # fmt: skip
+                await read_sse(
+                    c,
+                    "POST",
+                    f"{front.url}/tools/store/sse",
+                    json={"item": f"{prefix}{i}", "delay": 0},
+                    stop_after=0,
+                )
                 for i in range(3)
             ]
             full = await c.post(f"{front.url}/tools/store/sse",

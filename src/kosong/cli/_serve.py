@@ -67,14 +67,28 @@ def _loopback(host: str) -> bool:
 )
 @click.option("--lease", default=5.0, show_default=True, type=click.FloatRange(0.1),
               help="With --redis: seconds before a silent process counts as dead.")  # fmt: skip
-@click.option("--workers", default=100, show_default=True, type=click.IntRange(0),
-              help="With --redis: calls this process runs at once for the queue all the "
-                   "processes share (0: a front end only; `kosong worker` runs the calls).")
-@click.option("--max-queued", type=click.IntRange(1), metavar="N",
-              help="With --redis: runs that may wait for a worker (more: 429).")
-@click.option("--idempotency-ttl", default=86_400.0, show_default=True,
-              type=click.FloatRange(1), metavar="SECONDS",
-              help="How long an Idempotency-Key, and its run, are remembered.")
+@click.option(
+    "--workers",
+    default=100,
+    show_default=True,
+    type=click.IntRange(0),
+    help="With --redis: calls this process runs at once for the queue all the "
+    "processes share (0: a front end only; `kosong worker` runs the calls).",
+)
+@click.option(
+    "--max-queued",
+    type=click.IntRange(1),
+    metavar="N",
+    help="With --redis: runs that may wait for a worker (more: 429).",
+)
+@click.option(
+    "--idempotency-ttl",
+    default=86_400.0,
+    show_default=True,
+    type=click.FloatRange(1),
+    metavar="SECONDS",
+    help="How long an Idempotency-Key, and its run, are remembered.",
+)
 @click.option("--no-inspector", "no_inspector", is_flag=True,
               help="Leave / free instead of serving the inspector page there.")  # fmt: skip
 @click.option("--log-level", default="info", show_default=True,

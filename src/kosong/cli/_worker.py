@@ -23,8 +23,13 @@ __all__ = ["worker"]
               help="Calls this worker runs at once.")  # fmt: skip
 @click.option("--lease", default=5.0, show_default=True, type=click.FloatRange(0.1),
               help="Seconds after which the calls of a silent worker go to another.")  # fmt: skip
-@click.option("--grace", default=10.0, show_default=True, type=click.FloatRange(0),
-              help="Seconds calls in flight get when stopping; the rest go to another worker.")
+@click.option(
+    "--grace",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Seconds calls in flight get when stopping; the rest go to another worker.",
+)
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
 def worker(

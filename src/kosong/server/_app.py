@@ -235,8 +235,10 @@ class Server:
         return policy.limit_for(tool) if policy is not None else (1 if tool.sequential else None)
 
     async def drain(self) -> None:
-        """Shut down gracefully (once): runs get the grace period, then end with an error
-        (or, queued, go back to the queue for another worker).
+        """Shut down gracefully (once): runs get the grace period, then stop.
+
+        A stopped run ends with an error; a queued one goes back to the queue, for another
+        worker.
         """
         if self._drain is None:
             self._drain = _spawn(self._drain_all())

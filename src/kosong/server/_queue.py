@@ -26,9 +26,7 @@ from typing import Any
 try:
     from docket import ConcurrencyLimit, CurrentExecution, Docket, Execution, Worker
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "workers need the pydocket package: pip install 'kosong[server]'"
-    ) from e
+    raise ImportError("workers need the pydocket package: pip install 'kosong[server]'") from e
 
 __all__ = ["RunQueue"]
 
@@ -36,8 +34,10 @@ logger = logging.getLogger(__name__)
 
 
 class _OneLine(logging.Filter):
-    """Docket's logs of a Redis outage in one line each: an outage is expected, and kosong
-    says so itself; a traceback would look like a bug."""
+    """Docket's logs of a Redis outage in one line each.
+
+    An outage is expected, and kosong says so itself; a traceback would look like a bug.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
@@ -60,9 +60,12 @@ def _is_outage(error: BaseException) -> bool:
 
 
 async def _once_more(send: Callable[[], Awaitable[object]]) -> None:
-    """Send a command, and once more if its connection failed: after Redis restarts, the
-    pool's connections are dead, and only the first command on each finds out (adding a run
-    twice is harmless: its key is the run's id, and Docket keeps one task per key)."""
+    """Send a command, and once more if its connection failed.
+
+    After Redis restarts, the pool's connections are dead, and only the first command on each
+    finds out (adding a run twice is harmless: its key is the run's id, and Docket keeps one
+    task per key).
+    """
     from redis.exceptions import ConnectionError as RedisConnectionError
 
     try:
@@ -76,6 +79,7 @@ def _quiet_outages() -> None:
         found = logging.getLogger(name)
         if not any(isinstance(f, _OneLine) for f in found.filters):
             found.addFilter(_OneLine())
+
 
 Execute = Callable[[str], Awaitable[None]]
 
@@ -129,7 +133,9 @@ class RunQueue:
             return kosong_run
 
         async def kosong_run_limited(
-            run_id: str, tool: str, concurrency: ConcurrencyLimit = ConcurrencyLimit("tool", limit)
+            run_id: str,
+            tool: str,
+            concurrency: ConcurrencyLimit = ConcurrencyLimit("tool", limit),  # noqa: B008 - Docket's injection
         ) -> None:
             await run(run_id)
 
@@ -182,10 +188,14 @@ class RunQueue:
             await worker.run_forever()
 
     async def _fallback(
-        self, *args: Any, execution: Execution = CurrentExecution(), **kwargs: Any
+        self,
+        *args: Any,
+        execution: Execution = CurrentExecution(),
+        **kwargs: Any,  # noqa: B008 - Docket's dependency injection
     ) -> None:
-        """A run queued under a limit this worker does not know (its front end serves other
-        limits): run it without one, and say so.
+        """Run a run queued under a limit this worker does not know, without one; say so.
+
+        (Its front end serves other limits: not the same tools as this worker.)
         """
         run_id = kwargs.get("run_id", args[0] if args else None)
         if not isinstance(run_id, str) or not execution.function_name.startswith("kosong_run"):

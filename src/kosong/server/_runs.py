@@ -200,10 +200,10 @@ class Runs:
         *,
         key: str | None = None,
     ) -> tuple[str, bool]:
-        """Start a run of `call` (its id is the run's) for `principal`: its id, and whether
-        it is new (False: `key` already stood for that run, which is not run again).
+        """Start a run of `call` (its id is the run's) for `principal`.
 
-        `arguments`: the call's, when already parsed (else its own text is read).
+        Its id, and whether it is new (False: `key` already stood for that run, which is not
+        run again). `arguments`: the call's, when already parsed (else its own text is read).
 
         Raises:
             ShuttingDownError: the server is shutting down.
@@ -293,7 +293,7 @@ class Runs:
             self._done(run, None, handled)
             return
         run.task = handled
-        handled.add_done_callback(partial(self._done, run, handled))
+        handled.add_done_callback(partial(self._task_done, run))
 
     async def run_claimed(self, run_id: str, worker: str) -> None:
         """Execute a queued run here (this process is a worker that took it) to its end.
@@ -331,7 +331,9 @@ class Runs:
                 if tool is None or not is_safe_to_repeat(tool):
                     value = _uncertain(meta.get("key"))
                     self._runs[run_id] = run
-                    await self._write_final(run_id, "tool_error", error_event_data(run_id, name, value))
+                    await self._write_final(
+                        run_id, "tool_error", error_event_data(run_id, name, value)
+                    )
                     return
                 self._runs[run_id] = run
                 self._append(run, "tool_retrying", _retrying(call, claim.attempt), False)
@@ -444,6 +446,9 @@ class Runs:
     def _stop(self, run: _Run) -> None:
         if run.task is not None:
             run.task.cancel()
+
+    def _task_done(self, run: _Run, task: asyncio.Future[ToolResult]) -> None:
+        self._done(run, task, None)
 
     def _done(
         self, run: _Run, task: asyncio.Future[ToolResult] | None, result: ToolResult | None
@@ -578,7 +583,9 @@ class Runs:
             return "finished"
         tool = info.meta.get("tool", "unknown")
         value = ToolCancelledError(tool, "cancelled by its client")
-        ended_here = await self._write_final(run_id, "tool_error", error_event_data(run_id, tool, value))
+        ended_here = await self._write_final(
+            run_id, "tool_error", error_event_data(run_id, tool, value)
+        )
         run = self._runs.get(run_id)
         if run is not None:
             self._stop(run)
@@ -655,7 +662,7 @@ class _Inbox(ApprovalInbox):
         self._runs = runs
 
     async def ask(
-        self, request: ApprovalRequest, question: str, timeout: float | None
+        self, request: ApprovalRequest, question: str, within: float | None
     ) -> ApprovalDecision | None:
         runs = self._runs
         run_id = request.tool_call.id
@@ -665,7 +672,7 @@ class _Inbox(ApprovalInbox):
         since, answer = await state.wait(
             run_id, principal, request.tool.name, request.arguments, question
         )
-        deadline = math.inf if timeout is None else since + timeout
+        deadline = math.inf if within is None else since + within
         while answer is None:
             left = deadline - time.time()
             if left <= 0:

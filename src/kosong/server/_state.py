@@ -17,6 +17,7 @@ the same, and all of it survives the restart of any process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
@@ -190,10 +191,8 @@ class MemoryRunState(RunState):
             waker = self._wakers.get(run_id)
             if waker is None or waker.done():
                 waker = self._wakers[run_id] = asyncio.get_running_loop().create_future()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(waker), wait if wait != math.inf else None)
-            except TimeoutError:
-                pass
         return self._answers.get(run_id)
 
     async def answer(self, run_id: str, approved: bool, reason: str) -> bool:
@@ -312,7 +311,9 @@ class RedisRunState(RunState):
         """See `RunState.reserve`."""
         with self._reachable():
             ledger = f"{self._prefix}idem:{_ledger_id(principal, key)}"
-            found: Any = await self._reserve(keys=[ledger], args=[run_id, digest, math.ceil(ttl * 1000)])
+            found: Any = await self._reserve(
+                keys=[ledger], args=[run_id, digest, math.ceil(ttl * 1000)]
+            )
             if not found:
                 return None
             if found[1] != digest:
@@ -379,7 +380,9 @@ class RedisRunState(RunState):
     async def answer(self, run_id: str, approved: bool, reason: str) -> bool:
         """See `RunState.answer`."""
         with self._reachable():
-            done = await self._answer(keys=[self._meta(run_id)], args=["1" if approved else "0", reason])
+            done = await self._answer(
+                keys=[self._meta(run_id)], args=["1" if approved else "0", reason]
+            )
             return bool(done)
 
     async def unwait(self, run_id: str, principal: str) -> None:
@@ -404,7 +407,9 @@ class RedisRunState(RunState):
                 rows: list[Any] = await pipe.execute()
             found: list[Waiting] = []
             gone: list[str] = []
-            for run_id, (question, since, tool, arguments, ended) in zip(run_ids, rows, strict=True):
+            for run_id, (question, since, tool, arguments, ended) in zip(
+                run_ids, rows, strict=True
+            ):
                 if not question or ended != "0":
                     gone.append(run_id)
                     continue

@@ -223,11 +223,11 @@ class _Inbox(ApprovalInbox):
         self.asked: list[tuple[str, float | None]] = []
 
     async def ask(
-        self, request: ApprovalRequest, question: str, timeout: float | None
+        self, request: ApprovalRequest, question: str, within: float | None
     ) -> ApprovalDecision | None:
-        self.asked.append((question, timeout))
+        self.asked.append((question, within))
         if self.answer is None:
-            await asyncio.sleep(timeout or 0)
+            await asyncio.sleep(within or 0)
         return self.answer
 
 

@@ -84,9 +84,7 @@ async def test_tools_not_safe_to_repeat_are_not_retried() -> None:
     tool = failing(ToolNetworkError("down"))  # no hints: might be a write
     result = await run(tool)
     assert tool.calls == 1
-    assert (
-        "has no idempotency key" in standard_data(result)["debug_info"]["retry_skipped"]
-    )
+    assert "has no idempotency key" in standard_data(result)["debug_info"]["retry_skipped"]
     destructive = failing(ToolNetworkError("down"), destructive_hint=True)
     await run(destructive)
     assert destructive.calls == 1

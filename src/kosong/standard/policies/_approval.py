@@ -26,7 +26,7 @@ import logging
 import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 
 from kosong.message import ToolCall
@@ -97,12 +97,12 @@ class ApprovalInbox(ABC):
 
     @abstractmethod
     async def ask(
-        self, request: ApprovalRequest, question: str, timeout: float | None
+        self, request: ApprovalRequest, question: str, within: float | None
     ) -> ApprovalDecision | None:
-        """Wait for the answer to `question` about `request`: a decision, or None once
-        `timeout` seconds have passed (None: wait as long as it takes).
+        """Wait for the answer to `question` about `request`.
 
-        May raise: the policy then denies the call, saying why.
+        A decision, or None once `within` seconds have passed (None: wait as long as it
+        takes). May raise: the policy then denies the call, saying why.
         """
 
 
@@ -112,7 +112,7 @@ _INBOX: contextvars.ContextVar[ApprovalInbox | None] = contextvars.ContextVar(
 
 
 @contextlib.contextmanager
-def inbox_scope(inbox: ApprovalInbox | None) -> Iterator[None]:
+def inbox_scope(inbox: ApprovalInbox | None) -> Generator[None]:
     """Questions of the calls started inside the block go to `inbox`.
 
     A call's task keeps the inbox in scope when it started (tasks copy their context).
@@ -210,7 +210,9 @@ class ApprovalPolicy(Policy):
         try:
             answer = await inbox.ask(request, question, self._ask_timeout)
         except Exception as e:  # fail closed
-            return ApprovalDecision.deny(f"the question could not be asked ({describe_exception(e)})")
+            return ApprovalDecision.deny(
+                f"the question could not be asked ({describe_exception(e)})"
+            )
         if answer is None:
             within = f" within {self._ask_timeout:g} seconds" if self._ask_timeout else ""
             return ApprovalDecision.deny(f"nobody answered {question!r}{within}")
