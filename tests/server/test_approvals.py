@@ -22,7 +22,9 @@ CONFIG = ServerConfig(tokens={"alice-token": "alice", "bob-token": "bob"})
 
 
 def _asking(request: ApprovalRequest) -> ApprovalDecision:
-    return ApprovalDecision.ask(f"touch {request.arguments['tag']}?")
+    arguments = request.arguments
+    tag = arguments.get("tag") if isinstance(arguments, dict) else None
+    return ApprovalDecision.ask(f"touch {tag}?")
 
 
 def _pipeline(**options: Any):

@@ -99,6 +99,6 @@ async def test_remote_toolset_sends_the_key_and_a_retry_through_it_runs_the_tool
 async def test_a_malformed_key_is_refused(header: str) -> None:
     async with serving(create_app(tools)) as url, httpx.AsyncClient(base_url=url) as c:
         response = await c.post(
-            "/tools/add", json={"a": 1, "b": 2}, headers={"Idempotency-Key": header.encode()}
+            "/tools/add", json={"a": 1, "b": 2}, headers=[(b"Idempotency-Key", header.encode())]
         )
     assert response.status_code == 400
