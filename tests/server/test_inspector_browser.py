@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 from examples.inspector_tools import make_toolset
 from playwright.async_api import Browser, Locator, Page, Request, async_playwright, expect
@@ -30,12 +31,18 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from kosong.message import ToolCall
 from kosong.server import ServerConfig, create_app, serving
-from kosong.standard import report_progress
-from kosong.standard.policies import MetricsRegistry
+from kosong.standard import report_progress, with_policies
+from kosong.standard.policies import (
+    ApprovalDecision,
+    ApprovalPolicy,
+    ApprovalRequest,
+    MetricsRegistry,
+)
 from kosong.tooling import CallableTool, CallableTool2, ToolOk, ToolReturnValue
 from kosong.tooling.simple import SimpleToolset
 from tests.server._browser import FLAGS, chromium_or_skip
 from tests.server._proxy import Proxy
+from tests.server._sse import read_sse
 
 ARTIFACTS = (
     Path(os.environ.get("KOSONG_ARTIFACTS") or Path(__file__).resolve().parents[2] / "artifacts")
@@ -755,3 +762,33 @@ async def test_the_form_gives_back_the_arguments_it_was_filled_with(browser: Bro
             (["points", 0, "y"], "Required: enter a value"),
         ]
     )
+
+
+async def test_a_run_waiting_for_approval_is_answered_from_the_panel(browser: Browser) -> None:
+    def ask(request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision.ask(f"Forget the trip {request.arguments}?")
+
+    held = with_policies(make_toolset(), ApprovalPolicy(ask))
+    app = create_app(held, ServerConfig(retry_ms=50, grace=1))
+    async with opened(browser, app) as session, httpx.AsyncClient(base_url=session.url) as c:
+        page = session.page
+        waiting = asyncio.ensure_future(
+            read_sse(c, "POST", "/tools/forget_trip/sse", json={"trip_id": "trip-1"})
+        )
+        item = page.locator("#approvals li.approval")
+        await page.locator("#refresh-approvals").click()
+        await expect(item).to_have_count(1)
+        await expect(item.locator(".question")).to_have_text(
+            "Forget the trip {'trip_id': 'trip-1'}?"
+        )
+        await expect(page.locator("#approvals-status")).to_have_text("1 run waits for an answer.")
+        await item.scroll_into_view_if_needed()
+        await session.shot("approval-waiting", full_page=False)
+        await item.get_by_label("Reason (optional)").fill("checked with the traveller")
+        await item.get_by_role("button", name="Approve").click()
+        await expect(page.locator("#approvals-status")).to_contain_text("Approved: forget_trip")
+        await expect(item).to_have_count(0)
+        stream = await asyncio.wait_for(waiting, 10)
+        await session.shot("approval-answered")
+    assert stream.final.get("data") == "forgot trip-1", stream.final
+    assert session.errors == []

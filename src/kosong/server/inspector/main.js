@@ -13,6 +13,7 @@ const TOKEN_KEY = "kosong.inspector.token";
 const HISTORY_KEY = "kosong.inspector.history";
 const HISTORY_MAX = 50;
 const METRICS_EVERY_MS = 15_000;
+const APPROVALS_EVERY_MS = 3_000;
 
 const state = {
   tools: [],
@@ -116,6 +117,69 @@ async function load() {
   const first = state.tools.find((t) => t.name === wanted) || state.tools[0];
   if (first) selectTool(first.name, { focus: false });
   refreshMetrics();
+  refreshApprovals();
+}
+
+// --- runs waiting for an answer (an approval hook that asked) ----------------------------------
+
+async function refreshApprovals() {
+  let runs;
+  try {
+    const response = await api.fetch("runs?state=waiting");
+    if (!response.ok) return;
+    runs = (await response.json()).runs || [];
+  } catch {
+    return;
+  }
+  const list = $("approvals");
+  const focused = list.contains(document.activeElement) ? document.activeElement.id : null;
+  fill(list, runs.map(approvalItem));
+  if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
+  if (!runs.length && !$("approvals-status").dataset.answered) {
+    $("approvals-status").textContent = "No run is waiting.";
+  } else if (runs.length) {
+    $("approvals-status").textContent =
+      `${runs.length} run${runs.length === 1 ? " waits" : "s wait"} for an answer.`;
+  }
+}
+
+function approvalItem(run) {
+  const reasonId = `reason-${run.id}`;
+  const answer = (approved) => async () => {
+    const reason = document.getElementById(reasonId).value;
+    const response = await api.fetch(`runs/${encodeURIComponent(run.id)}/input`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ approved, reason }),
+    });
+    const status = $("approvals-status");
+    status.dataset.answered = "1";
+    if (response.status === 202) {
+      status.textContent = `${approved ? "Approved" : "Denied"}: ${run.tool} (${run.id}).`;
+    } else {
+      let message = `HTTP ${response.status}`;
+      try {
+        message = (await response.json()).error.message;
+      } catch {}
+      status.textContent = `Could not answer ${run.tool}: ${message}`;
+    }
+    refreshApprovals();
+  };
+  return h(
+    "li",
+    { class: "approval", dataset: { run: run.id } },
+    h("p", { class: "question" }, run.question),
+    h("p", { class: "muted" }, `${run.tool}, waiting since ${run.since}`),
+    jsonBlock(run.arguments, { "aria-label": `Arguments of ${run.tool}` }),
+    h("label", { for: reasonId }, "Reason (optional)"),
+    h("input", { id: reasonId, type: "text", autocomplete: "off" }),
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { type: "button", class: "approve", onclick: answer(true) }, "Approve"),
+      h("button", { type: "button", class: "secondary deny", onclick: answer(false) }, "Deny"),
+    ),
+  );
 }
 
 // --- the tool list and the selected tool ------------------------------------------------------
@@ -514,6 +578,10 @@ async function refreshMetrics() {
 }
 
 $("refresh-metrics").addEventListener("click", refreshMetrics);
+$("refresh-approvals").addEventListener("click", refreshApprovals);
+setInterval(() => {
+  if (!document.hidden) refreshApprovals();
+}, APPROVALS_EVERY_MS);
 setInterval(() => {
   if (document.visibilityState === "visible" && state.tools.length) refreshMetrics();
 }, METRICS_EVERY_MS);
