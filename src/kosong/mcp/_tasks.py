@@ -1,0 +1,447 @@
+"""MCP tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663), both ways.
+
+Server: a `tools/call` whose request declares the extension (in `_meta`'s per-request client
+capabilities) and whose tool may take long (`streaming = True`) or may wait for an approval
+is answered at once with a task handle (`resultType: "task"`), and the call becomes a kosong
+run. `tasks/get` reads the task from the run's log (working, with the last progress message;
+input_required, with the approval question as an elicitation; completed, with the
+`CallToolResult`; cancelled), so any process that shares the run store answers it;
+`tasks/update` answers the question, `tasks/cancel` cancels the run. The runs come from the
+app the MCP server is mounted in (`TaskRuns`: what `kosong.server`'s runs offer).
+
+Client: `TasksClient`, a client extension of the SDK, declares the extension on each call
+and finishes a task handle by polling `tasks/get` until the task ends (its status messages
+reported as progress), answering nothing it cannot (an input request without an answer is
+declined), and sending `tasks/cancel` when its caller is cancelled.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Literal, Protocol
+
+import anyio
+import mcp_types as mcp
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+from pydantic import ConfigDict, Field
+
+from kosong.eventstore import EventStore, StoredEvent, StreamInfo
+from kosong.mcp._convert import to_call_tool_result
+from kosong.mcp._sessions import PRINCIPAL
+from kosong.message import ToolCall
+from kosong.standard import PolicyToolset, error_code, from_envelope
+from kosong.standard.policies import ApprovalPolicy
+from kosong.tooling import Tool, Unparsed
+from kosong.utils.typing import JsonType
+
+__all__ = ["IDEMPOTENCY_META", "TASKS", "TaskRuns", "Tasks", "TasksClient"]
+
+logger = logging.getLogger(__name__)
+
+TASKS = "io.modelcontextprotocol/tasks"
+"""The extension's identifier."""
+
+CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+"""The `_meta` key of a 2026-era request's client capabilities."""
+
+IDEMPOTENCY_META = "kosong/idempotency_key"
+"""The `_meta` key of a call's idempotency key (kosong's)."""
+
+_APPROVAL = "approval"
+"""The key of a run's approval question among a task's `inputRequests`."""
+
+_ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean", "description": "Whether the call may run"},
+        "reason": {"type": "string", "description": "Why (optional)"},
+    },
+    "required": ["approved"],
+}
+
+
+class RunUnknownError(LookupError):
+    """No run with this id for this principal."""
+
+
+class TaskRuns(Protocol):
+    """What serves tasks: the runs of a kosong server (`kosong.server.create_app(mcp=True)`)."""
+
+    @property
+    def store(self) -> EventStore:
+        """Where the runs' events are."""
+        ...
+
+    @property
+    def queued(self) -> bool:
+        """Whether runs are handed to workers (then every call is a run)."""
+        ...
+
+    async def start(
+        self,
+        call: ToolCall,
+        principal: str,
+        arguments: JsonType | Unparsed = ...,
+        *,
+        key: str | None = None,
+    ) -> tuple[str, bool]:
+        """Start a run (or find the one `key` stands for)."""
+        ...
+
+    async def find(self, run_id: str, principal: str, tool: str | None = None) -> StreamInfo:
+        """The run, or a `LookupError`."""
+        ...
+
+    async def cancel(self, run_id: str, principal: str) -> str:
+        """Cancel the run."""
+        ...
+
+    async def answer(self, run_id: str, principal: str, approved: bool, reason: str) -> bool:
+        """Answer the question the run waits on."""
+        ...
+
+    async def question(self, run_id: str) -> str | None:
+        """The question the run waits on, if any."""
+        ...
+
+
+class TaskIdParams(mcp.RequestParams):
+    """The params of `tasks/get` and `tasks/cancel`."""
+
+    task_id: str = Field(alias="taskId", min_length=1, max_length=256)
+
+
+class UpdateTaskParams(TaskIdParams):
+    """The params of `tasks/update`."""
+
+    input_responses: dict[str, Any] = Field(alias="inputResponses", default_factory=dict)
+
+
+def declares_tasks(meta: Mapping[str, Any] | None) -> bool:
+    """Whether a request's `_meta` declares the tasks extension among its capabilities."""
+    if not meta:
+        return False
+    capabilities = meta.get(CLIENT_CAPABILITIES)
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    return isinstance(extensions, dict) and TASKS in extensions
+
+
+def principal_of(ctx: ServerRequestContext[Any, Any]) -> str:
+    """Who is calling: kosong's guard's principal for a request over HTTP; else anonymous."""
+    scope = getattr(ctx.request, "scope", None)
+    found = scope.get(PRINCIPAL) if isinstance(scope, dict) else None
+    return found if isinstance(found, str) else "anonymous"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Tasks:
+    """The server side: tasks backed by runs (see the module doc)."""
+
+    def __init__(self, runs: TaskRuns, toolset: PolicyToolset, *, poll_interval_ms: int = 500):
+        """Serve tasks from `runs`, for the tools of `toolset` that may take long."""
+        self._runs = runs
+        self._toolset = toolset
+        self._poll = poll_interval_ms
+        self._created: dict[str, str] = {}
+
+    def register(self, server: Server[Any]) -> None:
+        """Advertise the extension and serve its three methods on `server`."""
+        server.extensions[TASKS] = {}
+        server.add_request_handler("tasks/get", TaskIdParams, self._get)
+        server.add_request_handler("tasks/update", UpdateTaskParams, self._update)
+        server.add_request_handler("tasks/cancel", TaskIdParams, self._cancel)
+
+    def offers(self, tool: Tool) -> bool:
+        """Whether a call of `tool` may become a task: it streams, or may need an approval."""
+        if tool.streaming:
+            return True
+        approval = self._toolset.find_policy(ApprovalPolicy)
+        return approval is not None and approval.holds(tool)
+
+    def wants_run(self, tool: Tool, meta: Mapping[str, Any] | None) -> bool:
+        """Whether a call goes through the runs: a task, a key, or runs handed to workers."""
+        return (
+            (declares_tasks(meta) and self.offers(tool))
+            or bool(meta and meta.get(IDEMPOTENCY_META))
+            or self._runs.queued
+        )
+
+    async def start(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        call: ToolCall,
+        arguments: JsonType,
+        tool: Tool,
+    ) -> tuple[str, bool]:
+        """Start the call as a run: its id, and whether to answer with a task handle."""
+        meta = ctx.meta
+        key = meta.get(IDEMPOTENCY_META) if meta else None
+        key = key if isinstance(key, str) and 0 < len(key) <= 255 else None
+        run_id, _ = await self._runs.start(call, principal_of(ctx), arguments, key=key)
+        return run_id, declares_tasks(meta) and self.offers(tool)
+
+    def handle(self, run_id: str) -> dict[str, Any]:
+        """The `CreateTaskResult` of a run that just started."""
+        now = _now()
+        self._created[run_id] = now
+        if len(self._created) > 10_000:
+            self._created.pop(next(iter(self._created)))
+        return {
+            "resultType": "task",
+            "taskId": run_id,
+            "status": "working",
+            "createdAt": now,
+            "lastUpdatedAt": now,
+            "ttlMs": None,
+            "pollIntervalMs": self._poll,
+        }
+
+    async def result(self, run_id: str, output_schema: bool) -> dict[str, Any]:
+        """The `CallToolResult` of a run, once it ends (for a call answered without a task)."""
+        events = self._runs.store
+        position = "0"
+        while True:
+            batch = await events.read(run_id, position, wait=math.inf)
+            if batch is None:
+                raise MCPError(mcp.INTERNAL_ERROR, f"run {run_id} is gone")
+            for event in batch:
+                if event.final:
+                    value = from_envelope(event.data, tool_call_id=run_id).return_value
+                    return to_call_tool_result(value, output_schema)
+            if batch:
+                position = batch[-1].id.rpartition(".")[2]
+
+    async def _find(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> StreamInfo:
+        try:
+            return await self._runs.find(task_id, principal_of(ctx))
+        except LookupError:
+            raise MCPError(mcp.INVALID_PARAMS, "Failed to retrieve task: Task not found") from None
+
+    async def _get(
+        self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
+    ) -> dict[str, Any]:
+        info = await self._find(ctx, params.task_id)
+        events = await _all_events(self._runs.store, params.task_id)
+        created = self._created.get(params.task_id) or _stamp(events[0] if events else None)
+        task: dict[str, Any] = {
+            "taskId": params.task_id,
+            "createdAt": created or _now(),
+            "lastUpdatedAt": _stamp(events[-1] if events else None) or created or _now(),
+            "ttlMs": None,
+            "pollIntervalMs": self._poll,
+        }
+        final = events[-1] if events and events[-1].final else None
+        if final is not None:
+            value = from_envelope(final.data, tool_call_id=params.task_id).return_value
+            if error_code(value) == "CANCELLED":
+                return {**task, "status": "cancelled", "statusMessage": value.message}
+            tool = self._toolset.find_tool(info.meta.get("tool", ""))
+            output = tool is not None and tool.output_schema is not None
+            result = to_call_tool_result(value, output)
+            result.pop("resultType", None)
+            return {**task, "status": "completed", "result": result}
+        question = await self._runs.question(params.task_id)
+        if question is not None:
+            request = {
+                "method": "elicitation/create",
+                "params": {"mode": "form", "message": question, "requestedSchema": _ANSWER_SCHEMA},
+            }
+            return {**task, "status": "input_required", "inputRequests": {_APPROVAL: request}}
+        message = _last_progress(events)
+        return {**task, "status": "working", **({"statusMessage": message} if message else {})}
+
+    async def _update(
+        self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams
+    ) -> dict[str, Any]:
+        await self._find(ctx, params.task_id)
+        response = params.input_responses.get(_APPROVAL)
+        if isinstance(response, dict):  # other keys are no requests of ours: ignored
+            approved, reason = _answer_of(response)  # pyright: ignore[reportUnknownArgumentType]
+            await self._runs.answer(params.task_id, principal_of(ctx), approved, reason)
+        return {}
+
+    async def _cancel(
+        self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
+    ) -> dict[str, Any]:
+        await self._find(ctx, params.task_id)
+        await self._runs.cancel(params.task_id, principal_of(ctx))
+        return {}
+
+
+def _answer_of(response: dict[str, Any]) -> tuple[bool, str]:
+    """An elicitation's answer to an approval question: accepted with approved true, or not."""
+    content = response.get("content")
+    given: dict[str, Any] = content if isinstance(content, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    reason = given.get("reason")
+    text = reason if isinstance(reason, str) else ""
+    if response.get("action") != "accept":
+        return False, text or f"the client answered {response.get('action')!r}"
+    return given.get("approved") is True, text[:2000]
+
+
+async def _all_events(store: EventStore, run_id: str) -> list[StoredEvent]:
+    events: list[StoredEvent] = []
+    position = "0"
+    for _ in range(100):  # 25,600 events at most
+        batch = await store.read(run_id, position)
+        if not batch:
+            break
+        events += batch
+        position = batch[-1].id.rpartition(".")[2]
+    return events
+
+
+def _stamp(event: StoredEvent | None) -> str | None:
+    """When an event happened, as its metadata says."""
+    if event is None:
+        return None
+    try:
+        data = json.loads(event.data)
+        stamp = data["metadata"]["timestamp"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return stamp if isinstance(stamp, str) else None
+
+
+def _last_progress(events: list[StoredEvent]) -> str | None:
+    for event in reversed(events):
+        if event.kind == "tool_progress":
+            try:
+                message = json.loads(event.data).get("message")
+            except (ValueError, AttributeError):
+                return None
+            return message if isinstance(message, str) and message else None
+    return None
+
+
+# --- the client side ------------------------------------------------------------------------
+
+PROGRESS: contextvars.ContextVar[ProgressFnT | None] = contextvars.ContextVar(
+    "kosong_mcp_task_progress", default=None
+)
+"""Where a task's status messages go, for the call being made (set by the connection)."""
+
+
+class CreateTaskResult(mcp.Result):
+    """A task handle, as a server answers a call it runs as a task."""
+
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow", populate_by_name=True)
+
+    result_type: Literal["task"] = Field(default="task", alias="resultType")  # pyright: ignore[reportIncompatibleVariableOverride]
+    task_id: str = Field(alias="taskId")
+    status: str = "working"
+    poll_interval_ms: int | None = Field(default=None, alias="pollIntervalMs")
+
+
+class _TaskRequest(mcp.Request[dict[str, Any], str]):
+    """`tasks/get`, `tasks/update` or `tasks/cancel` (Mcp-Name: the task's id)."""
+
+    name_param: ClassVar[str | None] = "taskId"  # pyright: ignore[reportIncompatibleVariableOverride]
+    method: str  # pyright: ignore[reportIncompatibleVariableOverride]
+    params: dict[str, Any]  # pyright: ignore[reportIncompatibleVariableOverride]
+
+
+class _Detailed(mcp.Result):
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow", populate_by_name=True)
+
+    status: str = "working"
+    status_message: str | None = Field(default=None, alias="statusMessage")
+    poll_interval_ms: int | None = Field(default=None, alias="pollIntervalMs")
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    input_requests: dict[str, Any] | None = Field(default=None, alias="inputRequests")
+
+
+class TasksClient(ClientExtension):
+    """Declares the tasks extension and finishes each task handle (see the module doc)."""
+
+    identifier = TASKS
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        """The one shape it claims: a `tools/call` answered with a task handle."""
+        return [ResultClaim(result_type="task", model=CreateTaskResult, resolve=_follow)]
+
+
+async def _follow(handle: CreateTaskResult, ctx: ClaimContext) -> mcp.CallToolResult:
+    """Poll the task to its end; cancel it on the server if this call is cancelled."""
+    session = ctx.session
+    task_id = handle.task_id
+    interval = _interval(handle.poll_interval_ms)
+    progress = PROGRESS.get()
+    answered: set[str] = set()
+    try:
+        while True:
+            task = await session.send_request(
+                _TaskRequest(method="tasks/get", params={"taskId": task_id}), _Detailed
+            )
+            if task.status == "completed" and task.result is not None:
+                return mcp.CallToolResult.model_validate(task.result)
+            if task.status in ("failed", "cancelled", "completed"):
+                error = task.error or {}
+                message = str(error.get("message") or task.status_message or task.status)
+                return mcp.CallToolResult(
+                    content=[mcp.TextContent(text=f"The task {task.status}: {message}")],
+                    is_error=True,
+                )
+            if progress is not None and task.status_message:
+                await progress(0.0, None, task.status_message)
+            if task.status == "input_required" and task.input_requests:
+                responses = {
+                    key: await _respond(session, key, request)
+                    for key, request in task.input_requests.items()
+                    if key not in answered
+                }
+                if responses:
+                    answered.update(responses)
+                    await session.send_request(
+                        _TaskRequest(
+                            method="tasks/update",
+                            params={"taskId": task_id, "inputResponses": responses},
+                        ),
+                        mcp.Result,
+                    )
+            interval = _interval(task.poll_interval_ms) if task.poll_interval_ms else interval
+            await anyio.sleep(interval)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            try:
+                await session.send_request(
+                    _TaskRequest(method="tasks/cancel", params={"taskId": task_id}), mcp.Result
+                )
+            except Exception as e:  # the server is gone: nothing left to cancel there
+                logger.info("Could not cancel task %s: %s", task_id, e)
+        raise
+
+
+async def _respond(session: Any, key: str, request: Any) -> Any:
+    """The client's answer to one of a task's input requests (its elicitation handler's)."""
+    try:
+        parsed = mcp.ElicitRequest.model_validate(
+            {"method": "elicitation/create", **request}
+            if isinstance(request, dict) and "method" not in request
+            else request
+        )
+        answer = await session.dispatch_input_request(key, parsed)
+        return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+    except Exception as e:  # no handler, or it failed: the question is declined
+        logger.info("Declining the input request %r of a task: %s", key, e)
+        return {"action": "decline"}
+
+
+def _interval(milliseconds: int | None) -> float:
+    """A polling interval the server asked for, kept between 50 ms and 5 s."""
+    if milliseconds is None:
+        return 0.5
+    return min(5.0, max(0.05, milliseconds / 1000))
