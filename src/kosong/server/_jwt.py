@@ -179,7 +179,9 @@ def access_token(token: str, claims: dict[str, Any], audiences: Sequence[str]) -
     """The MCP SDK's `AccessToken` of verified claims (JWT or introspection: the same names)."""
     from mcp.server.auth.provider import AccessToken
 
-    scope: object = claims.get("scope", claims.get("scp"))
+    scope: object = claims.get("scope")
+    if scope is None:
+        scope = claims.get("scp")  # Azure's and Okta's name
     if isinstance(scope, str):
         scopes = scope.split()
     elif isinstance(scope, list):
@@ -187,7 +189,9 @@ def access_token(token: str, claims: dict[str, Any], audiences: Sequence[str]) -
     else:
         scopes = []
     subject: object = claims.get("sub")
-    client: object = claims.get("client_id", claims.get("azp"))
+    client: object = claims.get("client_id")
+    if client is None:
+        client = claims.get("azp")  # OpenID Connect's authorized party
     exp: object = claims.get("exp")
     aud: object = claims.get("aud")
     named: list[object] = [aud] if isinstance(aud, str) else []

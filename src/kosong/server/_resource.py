@@ -57,14 +57,20 @@ def metadata_route(
 
     Raises:
         ImportError: The MCP SDK is not installed.
-        pydantic.ValidationError: An authorization server is not an http(s) URL.
+        ValueError: An authorization server is not an http(s) URL.
     """
     from mcp.shared.auth import ProtectedResourceMetadata
+    from pydantic import ValidationError
 
     servers = list(authorization_servers)
-    ProtectedResourceMetadata.model_validate(  # checked once, when the app is made
-        {"resource": "http://localhost", "authorization_servers": servers}
-    )
+    try:  # checked once, when the app is made
+        ProtectedResourceMetadata.model_validate(
+            {"resource": "http://localhost", "authorization_servers": servers}
+        )
+    except ValidationError:
+        raise ValueError(
+            f"the authorization servers must be http(s) URLs: {', '.join(servers)}"
+        ) from None
 
     async def document(request: Request) -> Response:
         metadata = ProtectedResourceMetadata.model_validate(
