@@ -368,3 +368,15 @@ def test_no_token_text_makes_the_jwt_verifier_raise() -> None:
         assert asyncio.run(verifier.verify_token(token)) is None
 
     check()
+
+
+async def test_an_authorization_header_of_any_bytes_is_a_401() -> None:
+    async with AuthServer(audience=RESOURCE) as auth:
+        app = create_app(tools, jwt_config(auth))
+        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as c:
+            answers = [
+                await c.get("/tools", headers={"Authorization": value})
+                for value in (b"Bearer \xff\xfe", b"Bearer", b"bearer x y z",
+                              b"Bearer " + b"A" * 6000, b"Token abc")
+            ]  # fmt: skip
+    assert [a.status_code for a in answers] == [401] * len(answers)

@@ -194,6 +194,6 @@ def _bearer_token(scope: Scope) -> str | None:
     if scheme.lower() != b"bearer" or not token:
         return None
     try:
-        return token.decode("ascii")  # RFC 6750's b64token: ASCII only
-    except UnicodeDecodeError:
+        return token.decode()
+    except UnicodeDecodeError:  # no token anyone was given
         return None

@@ -89,7 +89,8 @@ class ServerConfig:
             raise ValueError("tokens cannot be empty")
         if self.verifier is not None and self.principals():
             raise ValueError("give token(s) or a verifier, not both")
-        if (self.required_scopes or self.authorization_servers) and self.token_verifier() is None:
+        checked = self.verifier is not None or self.principals()
+        if (self.required_scopes or self.authorization_servers) and not checked:
             raise ValueError("required_scopes and authorization_servers need tokens to check")
         if self.redis_url is not None and self.event_store is not None:
             raise ValueError("give redis_url or event_store, not both")
