@@ -375,7 +375,7 @@ async def test_an_authorization_header_of_any_bytes_is_a_401() -> None:
         app = create_app(tools, jwt_config(auth))
         async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as c:
             answers = [
-                await c.get("/tools", headers={"Authorization": value})
+                await c.get("/tools", headers=[(b"Authorization", value)])
                 for value in (b"Bearer \xff\xfe", b"Bearer", b"bearer x y z",
                               b"Bearer " + b"A" * 6000, b"Token abc")
             ]  # fmt: skip
