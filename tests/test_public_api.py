@@ -117,9 +117,9 @@ PUBLIC: dict[str, list[str]] = {
         "SEMVER_PATTERN", "SemVer", "parse_iso8601", "parse_semver",
     ],
     "kosong.server": [
-        "DEFAULT_MAX_BODY", "LOCAL_HOSTS", "MemoryRateLimiter", "RateLimit", "RateLimiter",
-        "Server", "ServerConfig", "as_toolset", "bind", "create_app", "query_arguments", "serve",
-        "serving",
+        "DEFAULT_MAX_BODY", "LOCAL_HOSTS", "IntrospectionVerifier", "JWTVerifier",
+        "MemoryRateLimiter", "RateLimit", "RateLimiter", "Server", "ServerConfig", "TokenVerifier",
+        "as_toolset", "bind", "create_app", "query_arguments", "serve", "serving",
     ],
     "kosong.server.redis_limits": ["RedisRateLimiter"],
     "kosong.eventstore": [
