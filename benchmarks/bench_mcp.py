@@ -110,7 +110,7 @@ def kosong() -> Any:
 
 
 def fastmcp() -> Any:
-    from fastmcp import FastMCP  # pyright: ignore[reportMissingImports]
+    from fastmcp import FastMCP  # its own venv has the server (dev has fastmcp-slim: a client)
 
     server = FastMCP("bench")
 

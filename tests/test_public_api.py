@@ -118,9 +118,10 @@ PUBLIC: dict[str, list[str]] = {
         "SEMVER_PATTERN", "SemVer", "parse_iso8601", "parse_semver",
     ],
     "kosong.server": [
-        "DEFAULT_MAX_BODY", "LOCAL_HOSTS", "MemoryRateLimiter", "RateLimit", "RateLimiter",
-        "Server", "ServerConfig", "as_toolset", "bind", "create_app", "query_arguments", "serve",
-        "serving", "work",
+        "DEFAULT_MAX_BODY", "LOCAL_HOSTS", "IntrospectionVerifier", "JWTVerifier",
+        "MemoryRateLimiter", "RateLimit", "RateLimiter", "Server", "ServerConfig", "TokenVerifier",
+        "as_toolset", "bind", "create_app", "query_arguments", "serve", "serving",
+        "work",
     ],
     "kosong.server.redis_limits": ["RedisRateLimiter"],
     "kosong.eventstore": [

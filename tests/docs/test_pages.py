@@ -43,6 +43,12 @@ def _run_page(page: Path) -> None:
             run_checked(source, f"{page.name}:{line}", module.__dict__, loop)
     finally:
         del sys.modules[module.__name__]
+        # What a library left running (sse-starlette's shutdown watcher) ends with the page.
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.wait(pending, timeout=10))
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
 

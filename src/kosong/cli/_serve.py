@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import re
 from typing import Any
 
@@ -11,7 +12,17 @@ import click
 
 from kosong.cli._errors import CLIError
 from kosong.cli._load import load_toolset
-from kosong.server import DEFAULT_MAX_BODY, LOCAL_HOSTS, RateLimit, ServerConfig, bind, create_app
+from kosong.server import (
+    DEFAULT_MAX_BODY,
+    LOCAL_HOSTS,
+    IntrospectionVerifier,
+    JWTVerifier,
+    RateLimit,
+    ServerConfig,
+    TokenVerifier,
+    bind,
+    create_app,
+)
 from kosong.server import serve as serve_app
 
 __all__ = ["check_redis", "parse_size", "serve"]
@@ -48,6 +59,19 @@ def _loopback(host: str) -> bool:
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--token", envvar="KOSONG_TOKEN", help="Bearer token every request must carry "
               "(or KOSONG_TOKEN).")  # fmt: skip
+@click.option("--jwks-url", metavar="URL", help="Accept JWTs signed with the keys published "
+              "here (needs --issuer and --audience; pip install 'kosong[auth]').")  # fmt: skip
+@click.option("--introspection-url", metavar="URL", help="Accept the tokens this RFC 7662 "
+              "endpoint says are active (client credentials from KOSONG_INTROSPECTION_CLIENT "
+              "and KOSONG_INTROSPECTION_SECRET, if it wants them).")  # fmt: skip
+@click.option("--issuer", metavar="URL", help="The authorization server issuing the tokens: "
+              "their `iss`, named in /.well-known/oauth-protected-resource.")  # fmt: skip
+@click.option("--audience", metavar="URL", help="The `aud` tokens must name: this server's "
+              "URL as clients reach it.")  # fmt: skip
+@click.option("--required-scope", "required_scopes", multiple=True, metavar="SCOPE",
+              help="A scope every token must carry (403 without it).")  # fmt: skip
+@click.option("--resource-url", metavar="URL", help="This server's public URL, as the "
+              "metadata names it (default: the URL each request came to).")  # fmt: skip
 @click.option("--redis", "redis_url", metavar="URL", envvar="KOSONG_REDIS",
               help="Redis shared by several processes: runs, cache, rate limits.")  # fmt: skip
 @click.option("--max-body", default=f"{DEFAULT_MAX_BODY // 2**20}MiB", show_default=True,
@@ -99,6 +123,12 @@ def serve(
     host: str,
     port: int,
     token: str | None,
+    jwks_url: str | None,
+    introspection_url: str | None,
+    issuer: str | None,
+    audience: str | None,
+    required_scopes: tuple[str, ...],
+    resource_url: str | None,
     redis_url: str | None,
     max_body: str,
     rate_limit: str,
@@ -129,24 +159,34 @@ def serve(
             "answered: add --allow-host NAME for the name clients use",
             err=True,
         )
-    config = ServerConfig(
-        token=token,
-        allowed_hosts=hosts,
-        allowed_origins=allow_origins,
-        max_body=body_limit,
-        rate_limit=limit,
-        redis_url=redis_url,
-        grace=grace,
-        lease=lease,
-        workers=workers,
-        max_queued=max_queued,
-        key_ttl=idempotency_ttl,
-        inspector=not no_inspector,
-    )
+    verifier = _verifier(token, jwks_url, introspection_url, issuer, audience)
+    try:
+        config = ServerConfig(
+            token=token,
+            verifier=verifier,
+            required_scopes=required_scopes,
+            resource_url=resource_url,
+            allowed_hosts=hosts,
+            allowed_origins=allow_origins,
+            max_body=body_limit,
+            rate_limit=limit,
+            redis_url=redis_url,
+            grace=grace,
+            lease=lease,
+            workers=workers,
+            max_queued=max_queued,
+            key_ttl=idempotency_ttl,
+            inspector=not no_inspector,
+        )
+    except ValueError as e:
+        raise CLIError(str(e)) from None
     if redis_url is not None:
         asyncio.run(check_redis(redis_url))
     mcp = not no_mcp and _mcp_installed()
-    app = create_app(toolset, config, mcp=mcp)
+    try:
+        app = create_app(toolset, config, mcp=mcp)
+    except ValueError as e:  # such as an --issuer that is not a URL
+        raise CLIError(str(e)) from None
     try:
         sock = bind(host, port)
     except OSError as e:
@@ -167,6 +207,38 @@ def serve(
     except RuntimeError as e:
         raise CLIError(f"the server stopped: {e}") from None
     return 0
+
+
+def _verifier(
+    token: str | None,
+    jwks_url: str | None,
+    introspection_url: str | None,
+    issuer: str | None,
+    audience: str | None,
+) -> TokenVerifier | None:
+    """The token verifier the options ask for (None: fixed tokens, or none)."""
+    given = [name for name, value in (("--token", token), ("--jwks-url", jwks_url),
+             ("--introspection-url", introspection_url)) if value]  # fmt: skip
+    if len(given) > 1:
+        raise CLIError(f"give one of {', '.join(given)}: each is a way of checking tokens")
+    try:
+        if jwks_url:
+            if not issuer or not audience:
+                raise CLIError("--jwks-url needs --issuer and --audience (this server's URL)")
+            return JWTVerifier(jwks_url, issuer=issuer, audience=audience)
+        if introspection_url:
+            return IntrospectionVerifier(
+                introspection_url,
+                client_id=os.environ.get("KOSONG_INTROSPECTION_CLIENT") or None,
+                client_secret=os.environ.get("KOSONG_INTROSPECTION_SECRET") or None,
+                issuer=issuer,
+                audience=audience,
+            )
+    except (ImportError, ValueError) as e:
+        raise CLIError(str(e)) from None
+    if issuer or audience:
+        raise CLIError("--issuer and --audience go with --jwks-url or --introspection-url")
+    return None
 
 
 def _mcp_installed() -> bool:

@@ -19,10 +19,17 @@
 - With Redis, every call is a run handed to workers through a queue (Docket): the front ends'
   own slots (`ServerConfig.workers`), and `work(toolset, config)` processes on any machine
   (`kosong worker`).
+- Tokens: fixed ones (`ServerConfig(token=...)`), or a `TokenVerifier` for tokens an OAuth
+  authorization server issues: `JWTVerifier` (signed JWTs, checked with its published keys) or
+  `IntrospectionVerifier` (RFC 7662; `pip install 'kosong[auth]'` for both); with them the app
+  serves the protected resource metadata (RFC 9728) its 401 challenges point to.
 """
 
 from kosong.server._app import Server, as_toolset, create_app, query_arguments
+from kosong.server._auth import TokenVerifier
 from kosong.server._config import DEFAULT_MAX_BODY, LOCAL_HOSTS, ServerConfig
+from kosong.server._introspection import IntrospectionVerifier
+from kosong.server._jwt import JWTVerifier
 from kosong.server._limits import MemoryRateLimiter, RateLimit, RateLimiter
 from kosong.server._serve import bind, serve, serving
 from kosong.server._worker import work
@@ -30,11 +37,14 @@ from kosong.server._worker import work
 __all__ = [
     "DEFAULT_MAX_BODY",
     "LOCAL_HOSTS",
+    "IntrospectionVerifier",
+    "JWTVerifier",
     "MemoryRateLimiter",
     "RateLimit",
     "RateLimiter",
     "Server",
     "ServerConfig",
+    "TokenVerifier",
     "as_toolset",
     "bind",
     "create_app",

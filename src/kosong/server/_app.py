@@ -71,6 +71,7 @@ from kosong.server._config import ServerConfig
 from kosong.server._guard import ANONYMOUS, PRINCIPAL, RETRY_AFTER_OUTAGE, error_body
 from kosong.server._inspector import inspector_routes, public_paths
 from kosong.server._limits import MemoryRateLimiter, RateLimiter, RateLimitMiddleware
+from kosong.server._resource import METADATA_PATH, metadata_route
 from kosong.server._runs import (
     IdempotencyConflictError,
     QueueFullError,
@@ -760,13 +761,18 @@ def create_app(
 
     rejected = server.rejected
     no_token = {"/healthz", *(public_paths() if config.inspector else ())}
+    issuers = config.issuers()
+    if issuers:  # RFC 9728: where a refused client finds who issues tokens
+        no_token.add(METADATA_PATH)
+        routes = [*routes, metadata_route(issuers, config.required_scopes, config.resource_url)]
     checks = [  # in this order; see _guard
         Middleware(HostOriginMiddleware, hosts=config.allowed_hosts,
                    origins=config.allowed_origins, rejected=rejected),
         Middleware(CrossSiteMiddleware, starts=_starts_run, origins=config.allowed_origins,
                    rejected=rejected),
-        Middleware(BearerTokenMiddleware, principals=config.principals(), exempt=no_token,
-                   rejected=rejected),
+        Middleware(BearerTokenMiddleware, verifier=config.token_verifier(),
+                   required_scopes=config.required_scopes, exempt=no_token,
+                   metadata=bool(issuers), resource_url=config.resource_url, rejected=rejected),
         *([Middleware(RateLimitMiddleware, limiter=server.limiter, exempt={"/healthz"},
                       rejected=rejected)] if server.limiter is not None else []),
         Middleware(BodySizeMiddleware, max_body=config.max_body, rejected=rejected),

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kosong.eventstore._store import EventStore
+from kosong.server._auth import StaticTokens, TokenVerifier
 from kosong.server._limits import RateLimit
 
 __all__ = ["DEFAULT_MAX_BODY", "LOCAL_HOSTS", "ServerConfig"]
@@ -30,6 +31,21 @@ class ServerConfig:
     principal is `"default"`. None: no authentication (unless `tokens` is given)."""
     tokens: Mapping[str, str] | None = None
     """Bearer tokens and the principal each stands for (`{"s3cret": "alice"}`)."""
+    verifier: TokenVerifier | None = None
+    """Checks bearer tokens instead of fixed ones: `JWTVerifier` (tokens an OAuth
+    authorization server signed), `IntrospectionVerifier` (tokens it answers for), or any
+    object with the MCP SDK's `async verify_token(token)`. The principal is the token's
+    subject (else its client id)."""
+    required_scopes: Sequence[str] = ()
+    """Scopes every token must carry; a token without them is refused with 403
+    (`insufficient_scope`)."""
+    authorization_servers: Sequence[str] = ()
+    """The OAuth authorization servers whose tokens are accepted, named by the protected
+    resource metadata (RFC 9728) at `/.well-known/oauth-protected-resource` and by each 401's
+    challenge. Default: the verifier's `issuer`, if it has one; none: no metadata is served."""
+    resource_url: str | None = None
+    """This server's public URL, its resource identifier in the metadata (tokens' audience).
+    Default: the URL each request came to (scheme, `Host`, the path the app is mounted at)."""
     allowed_hosts: Sequence[str] = LOCAL_HOSTS
     """Host names (any port) a request's `Host` may name; `"*"` allows any. Requests to
     other names are refused with 421 (DNS-rebinding protection)."""
@@ -80,6 +96,11 @@ class ServerConfig:
             raise ValueError("token cannot be empty")
         if self.tokens is not None and any(not t for t in self.tokens):
             raise ValueError("tokens cannot be empty")
+        if self.verifier is not None and self.principals():
+            raise ValueError("give token(s) or a verifier, not both")
+        checked = self.verifier is not None or self.principals()
+        if (self.required_scopes or self.authorization_servers) and not checked:
+            raise ValueError("required_scopes and authorization_servers need tokens to check")
         if self.redis_url is not None and self.event_store is not None:
             raise ValueError("give redis_url or event_store, not both")
         if self.workers < 0:
@@ -93,8 +114,22 @@ class ServerConfig:
                 raise ValueError(f"{name} cannot be negative")
 
     def principals(self) -> dict[str, str]:
-        """Every accepted token and its principal (empty: no authentication)."""
+        """Every fixed token and its principal (`token`, `tokens`)."""
         found = dict(self.tokens or {})
         if self.token is not None:
             found[self.token] = "default"
         return found
+
+    def token_verifier(self) -> TokenVerifier | None:
+        """What checks the tokens: the verifier, or the fixed tokens; None: no authentication."""
+        if self.verifier is not None:
+            return self.verifier
+        principals = self.principals()
+        return StaticTokens(principals) if principals else None
+
+    def issuers(self) -> list[str]:
+        """The authorization servers the metadata names (empty: no metadata is served)."""
+        if self.authorization_servers:
+            return list(self.authorization_servers)
+        issuer: object = getattr(self.verifier, "issuer", None)
+        return [issuer] if isinstance(issuer, str) and issuer else []

@@ -10,8 +10,9 @@ counts the refusal by reason in a `Counter` the app shares (`/metrics`):
 2. `CrossSiteMiddleware` (`_sites`): a request that runs or changes something may not come
    from another site, nor be one that any page can send without the browser asking the server
    first (a "simple" request).
-3. `BearerTokenMiddleware` (`_auth`): a valid bearer token, when tokens are set (401 with
-   `WWW-Authenticate`); it leaves who is calling in the scope under `PRINCIPAL`.
+3. `BearerTokenMiddleware` (`_auth`): a bearer token its `TokenVerifier` accepts, when one is
+   set (401 with a `WWW-Authenticate` challenge; 403 without the required scopes; 503 when
+   the verifier cannot answer); it leaves who is calling in the scope under `PRINCIPAL`.
 4. `RateLimitMiddleware` (`_limits`): the principal's rate (429 with `Retry-After`; 503 when
    the limiter's store cannot be reached: fail closed).
 5. `BodySizeMiddleware` (`_body`): the body size (413, before the route reads any of it).

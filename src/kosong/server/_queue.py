@@ -190,8 +190,8 @@ class RunQueue:
     async def _fallback(
         self,
         *args: Any,
-        execution: Execution = CurrentExecution(),
-        **kwargs: Any,  # noqa: B008 - Docket's dependency injection
+        execution: Execution = CurrentExecution(),  # noqa: B008 - Docket's injection
+        **kwargs: Any,
     ) -> None:
         """Run a run queued under a limit this worker does not know, without one; say so.
 
