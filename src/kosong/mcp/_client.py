@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import logging
 import math
@@ -42,6 +43,7 @@ from pydantic import PrivateAttr, ValidationError
 
 from kosong.mcp._connection import Connection, ProgressCallback, ServerGone, Target
 from kosong.mcp._convert import from_call_tool_result
+from kosong.mcp._tasks import IDEMPOTENCY_META
 from kosong.message import ToolCall
 from kosong.standard import CallContext, current_call
 from kosong.tooling import (
@@ -63,6 +65,9 @@ logger = logging.getLogger(__name__)
 
 ServerSpec = str | Sequence[str] | StdioServerParameters
 """An MCP server: an `http(s)://` URL, a command line, a list of arguments, or stdio parameters."""
+
+_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar("kosong_mcp_key", default=None)
+"""The idempotency key of the call `MCPToolset.call_tool` is making (its task's own)."""
 
 _SERVER_NAME = re.compile(r"\A[a-zA-Z_][a-zA-Z0-9_-]{0,31}\Z")
 _NOT_NAME = re.compile(r"[^a-zA-Z0-9_-]")
@@ -89,10 +94,12 @@ class MCPTool(CallableTool):
         # Progress is asked of the server only inside a pipeline, where it has somewhere to go.
         ctx = current_call()
         progress = _forward_progress(ctx) if ctx is not None else None
+        key = _KEY.get()
         try:
             result = await connection.call(
-                self.remote_name, kwargs, read_timeout=self._timeout, progress=progress
-            )
+                self.remote_name, kwargs, read_timeout=self._timeout, progress=progress,
+                meta={IDEMPOTENCY_META: key} if key else None,
+            )  # fmt: skip
         except ServerGone as e:
             return ToolNetworkError(str(e))
         except MCPError as e:
@@ -201,8 +208,16 @@ class MCPToolset(BaseToolset):
         return self._toolset.find_tool(name)
 
     async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
-        """Run one call: its arguments checked against the tool's schema, then sent."""
-        return await self._toolset.call_tool(call, tool, arguments)
+        """Run one call: its arguments checked against the tool's schema, then sent.
+
+        Its idempotency key (`extras["idempotency_key"]`) goes along in `_meta`.
+        """
+        key = call.extras.get("idempotency_key") if call.extras else None
+        token = _KEY.set(key if isinstance(key, str) and key else None)
+        try:
+            return await self._toolset.call_tool(call, tool, arguments)
+        finally:
+            _KEY.reset(token)
 
     # --- the servers -----------------------------------------------------------------------
 

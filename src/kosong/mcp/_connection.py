@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -28,6 +28,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from kosong.mcp._tasks import PROGRESS, TasksClient
 from kosong.tooling.error import describe_exception
 from mcp import Client, StdioServerParameters
 
@@ -120,7 +121,12 @@ class Connection:
         live: _Live | None = None
         try:
             async with (
-                Client(self.target, mode="auto", message_handler=self._on_message) as client,
+                Client(
+                    self.target,
+                    mode="auto",
+                    message_handler=self._on_message,
+                    extensions=[TasksClient()],  # task handles followed to their end
+                ) as client,
                 anyio.create_task_group() as group,
             ):
                 live = _Live(client, group)
@@ -250,8 +256,12 @@ class Connection:
         *,
         read_timeout: float | None,
         progress: ProgressCallback | None,
+        meta: dict[str, Any] | None = None,
     ) -> mcp.CallToolResult:
         """Call a tool; cancelling the caller cancels the request on the server.
+
+        A call the server runs as a task is followed to its end (and cancelled there when the
+        caller is); `meta` goes in the request's `_meta` (an idempotency key, say).
 
         Raises:
             ServerGone: the server cannot be reached, or went away during the call.
@@ -261,7 +271,9 @@ class Connection:
         call = _Call(asyncio.get_running_loop().create_future())
         live.calls.add(call)
         try:
-            live.group.start_soon(self._run, live, call, name, arguments, read_timeout, progress)
+            live.group.start_soon(
+                self._run, live, call, name, arguments, read_timeout, progress, meta
+            )
             return await call.future
         except asyncio.CancelledError:
             call.abandoned = True
@@ -279,15 +291,21 @@ class Connection:
         arguments: dict[str, Any],
         read_timeout: float | None,
         progress: ProgressCallback | None,
+        meta: dict[str, Any] | None,
     ) -> None:
         future = call.future
+        PROGRESS.set(progress)  # for a task's status messages (this task's own context)
         with anyio.CancelScope() as scope:
             call.scope = scope
             if call.abandoned:
                 return
             try:
                 result = await live.client.call_tool(
-                    name, arguments, read_timeout_seconds=read_timeout, progress_callback=progress
+                    name,
+                    arguments,
+                    read_timeout_seconds=read_timeout,
+                    progress_callback=progress,
+                    meta=cast(Any, meta),
                 )
             except MCPError as e:
                 error: Exception = e

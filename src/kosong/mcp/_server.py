@@ -24,7 +24,10 @@ It runs on the official SDK's low-level `mcp.server.Server`; every call goes thr
   (`SessionKeeper`);
 - a request whose id is neither a string nor an integer is an Invalid Request (`id: null`),
   in both eras, never taken for a notification;
-- DNS-rebinding protection is on: only localhost Host and Origin headers by default.
+- DNS-rebinding protection is on: only localhost Host and Origin headers by default;
+- given the runs of a kosong server (`runs=`, as `create_app(mcp=True)` does), it serves MCP
+  tasks (`io.modelcontextprotocol/tasks`, see `_tasks`) and honours idempotency keys
+  (`_meta["kosong/idempotency_key"]`), and with workers every call is a run they execute.
 
 A tool reaches the MCP request it serves with `mcp_request()` (to log to the client, say).
 """
@@ -66,6 +69,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from kosong.mcp._convert import output_schema_of, to_call_tool_result, to_mcp_tool
 from kosong.mcp._events import SessionEventStore
 from kosong.mcp._sessions import SessionKeeper
+from kosong.mcp._tasks import TaskRuns, Tasks
 from kosong.mcp._wire import invalid_id_response, peek_body, read_message
 from kosong.message import ToolCall
 from kosong.standard import PolicyToolset
@@ -135,6 +139,7 @@ class MCPToolServer:
         session_setup_timeout: float | None = 30,
         max_sessions_per_principal: int | None = 100,
         stateless: bool = False,
+        runs: TaskRuns | None = None,
     ) -> None:
         """Serve `toolset`.
 
@@ -159,6 +164,8 @@ class MCPToolServer:
                 is refused with 429; None: no limit (the SDK's 10,000 in all still holds).
             stateless: Serve handshake-era requests without sessions (no GET stream, no
                 resumption); 2026-era requests are stateless anyway.
+            runs: The runs of a kosong server: calls that may take long become MCP tasks of
+                those runs, and calls with an idempotency key runs of that key.
 
         Raises:
             ValueError: a timeout or the limit is not a positive number.
@@ -204,6 +211,9 @@ class MCPToolServer:
         self._server.add_notification_handler(
             "notifications/initialized", mcp.NotificationParams, self._session_initialized
         )
+        self._tasks = Tasks(runs, self._toolset) if runs is not None else None
+        if self._tasks is not None:
+            self._tasks.register(self._server)
 
     @property
     def toolset(self) -> PolicyToolset:
@@ -229,7 +239,12 @@ class MCPToolServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: mcp.PaginatedRequestParams | None
     ) -> mcp.ListToolsResult:
-        return mcp.ListToolsResult(tools=[to_mcp_tool(tool) for tool in self._toolset.tools])
+        tools = [to_mcp_tool(tool) for tool in self._toolset.tools]
+        if self._tasks is not None:  # the 2025-11-25 era's word for it (the 2026 one has none)
+            for listed, tool in zip(tools, self._toolset.tools, strict=True):
+                if self._tasks.offers(tool):
+                    listed.execution = mcp.ToolExecution(task_support="optional")
+        return mcp.ListToolsResult(tools=tools)
 
     async def _set_logging_level(
         self, ctx: ServerRequestContext[Any, Any], params: mcp.SetLevelRequestParams
@@ -243,6 +258,17 @@ class MCPToolServer:
         tool = toolset.find_tool(params.name)
         if tool is None:
             raise MCPError(mcp.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        tasks = self._tasks
+        if tasks is not None and tasks.wants_run(tool, ctx.meta):
+            try:
+                return await tasks.call(ctx, params.name, params.arguments or {}, tool)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # the runs' store is away, a key reused...: said, as a result
+                logger.warning("MCP call to %r could not run: %s", params.name, e)
+                text = f"Error running tool: {describe_exception(e)}"
+                return {"content": [{"type": "text", "text": text}], "isError": True,
+                        "resultType": "complete"}  # fmt: skip
         try:
             arguments = None if params.arguments is None else json.dumps(params.arguments)
             # Built without validating again what the SDK validated (two strings).

@@ -20,13 +20,14 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
-import math
+import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol, cast
 
 import anyio
 import mcp_types as mcp
+from mcp.client.context import ClientRequestContext
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
@@ -130,15 +131,17 @@ def declares_tasks(meta: Mapping[str, Any] | None) -> bool:
     """Whether a request's `_meta` declares the tasks extension among its capabilities."""
     if not meta:
         return False
-    capabilities = meta.get(CLIENT_CAPABILITIES)
-    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    capabilities: object = meta.get(CLIENT_CAPABILITIES)
+    if not isinstance(capabilities, dict):
+        return False
+    extensions: object = cast(dict[str, Any], capabilities).get("extensions")
     return isinstance(extensions, dict) and TASKS in extensions
 
 
 def principal_of(ctx: ServerRequestContext[Any, Any]) -> str:
     """Who is calling: kosong's guard's principal for a request over HTTP; else anonymous."""
-    scope = getattr(ctx.request, "scope", None)
-    found = scope.get(PRINCIPAL) if isinstance(scope, dict) else None
+    scope: object = getattr(ctx.request, "scope", None)
+    found = cast(dict[str, Any], scope).get(PRINCIPAL) if isinstance(scope, dict) else None
     return found if isinstance(found, str) else "anonymous"
 
 
@@ -178,19 +181,26 @@ class Tasks:
             or self._runs.queued
         )
 
-    async def start(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        call: ToolCall,
-        arguments: JsonType,
-        tool: Tool,
-    ) -> tuple[str, bool]:
-        """Start the call as a run: its id, and whether to answer with a task handle."""
+    async def call(
+        self, ctx: ServerRequestContext[Any, Any], name: str, arguments: JsonType, tool: Tool
+    ) -> dict[str, Any]:
+        """Run a `tools/call` as a run: a task handle at once, or the result once it ends."""
         meta = ctx.meta
-        key = meta.get(IDEMPOTENCY_META) if meta else None
-        key = key if isinstance(key, str) and 0 < len(key) <= 255 else None
-        run_id, _ = await self._runs.start(call, principal_of(ctx), arguments, key=key)
-        return run_id, declares_tasks(meta) and self.offers(tool)
+        found: object = meta.get(IDEMPOTENCY_META) if meta else None
+        key = found if isinstance(found, str) else None
+        principal = principal_of(ctx)
+        call = ToolCall(id=secrets.token_hex(16), function=ToolCall.FunctionBody(name=name))
+        run_id, _ = await self._runs.start(call, principal, arguments, key=key)
+        if declares_tasks(meta) and self.offers(tool):
+            return self.handle(run_id)
+        progress = meta is not None and meta.get("progress_token") is not None
+        try:
+            return await self.result(ctx, run_id, tool.output_schema is not None, progress)
+        except anyio.get_cancelled_exc_class():
+            if key is None:  # nobody can come back for it: the request's cancel is the run's
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await self._runs.cancel(run_id, principal)
+            raise
 
     def handle(self, run_id: str) -> dict[str, Any]:
         """The `CreateTaskResult` of a run that just started."""
@@ -208,18 +218,28 @@ class Tasks:
             "pollIntervalMs": self._poll,
         }
 
-    async def result(self, run_id: str, output_schema: bool) -> dict[str, Any]:
-        """The `CallToolResult` of a run, once it ends (for a call answered without a task)."""
+    async def result(
+        self, ctx: ServerRequestContext[Any, Any], run_id: str, output_schema: bool, progress: bool
+    ) -> dict[str, Any]:
+        """The `CallToolResult` of a run, once it ends (a call answered without a task).
+
+        Its progress goes to the client as it comes, when the request asked for it.
+        """
         events = self._runs.store
         position = "0"
         while True:
-            batch = await events.read(run_id, position, wait=math.inf)
+            batch = await events.read(run_id, position, wait=1.0)
             if batch is None:
                 raise MCPError(mcp.INTERNAL_ERROR, f"run {run_id} is gone")
             for event in batch:
                 if event.final:
                     value = from_envelope(event.data, tool_call_id=run_id).return_value
                     return to_call_tool_result(value, output_schema)
+                if progress and event.kind == "tool_progress":
+                    data = json.loads(event.data)
+                    await ctx.session.report_progress(
+                        float(data.get("progress") or 0), 100, data.get("message") or None
+                    )
             if batch:
                 position = batch[-1].id.rpartition(".")[2]
 
@@ -339,7 +359,7 @@ class CreateTaskResult(mcp.Result):
 
     model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow", populate_by_name=True)
 
-    result_type: Literal["task"] = Field(default="task", alias="resultType")  # pyright: ignore[reportIncompatibleVariableOverride]
+    result_type: Literal["task"] = Field(default="task", alias="resultType")
     task_id: str = Field(alias="taskId")
     status: str = "working"
     poll_interval_ms: int | None = Field(default=None, alias="pollIntervalMs")
@@ -348,9 +368,7 @@ class CreateTaskResult(mcp.Result):
 class _TaskRequest(mcp.Request[dict[str, Any], str]):
     """`tasks/get`, `tasks/update` or `tasks/cancel` (Mcp-Name: the task's id)."""
 
-    name_param: ClassVar[str | None] = "taskId"  # pyright: ignore[reportIncompatibleVariableOverride]
-    method: str  # pyright: ignore[reportIncompatibleVariableOverride]
-    params: dict[str, Any]  # pyright: ignore[reportIncompatibleVariableOverride]
+    name_param = "taskId"
 
 
 class _Detailed(mcp.Result):
@@ -433,7 +451,8 @@ async def _respond(session: Any, key: str, request: Any) -> Any:
             if isinstance(request, dict) and "method" not in request
             else request
         )
-        answer = await session.dispatch_input_request(key, parsed)
+        ctx = ClientRequestContext(session=session, request_id=key, meta=None)
+        answer = await session.dispatch_input_request(ctx, parsed)
         return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
     except Exception as e:  # no handler, or it failed: the question is declined
         logger.info("Declining the input request %r of a task: %s", key, e)

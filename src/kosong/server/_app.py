@@ -744,6 +744,7 @@ def create_app(
             dns_rebinding_protection=False,
             event_store=SessionEventStore(StoreEventLog(server.store)),
             retry_interval_ms=config.retry_ms,
+            runs=server.runs,
         )
         routes = [*routes, *over_mcp.routes()]
         lifespans = [*lifespans, over_mcp.lifespan]

@@ -185,6 +185,11 @@ class Runs:
         """Whether the server is shutting down."""
         return self._draining
 
+    @property
+    def queued(self) -> bool:
+        """Whether runs are handed to workers (with Redis), rather than executed here."""
+        return self.queue is not None
+
     @staticmethod
     def new_id() -> str:
         """A fresh run id: 128 random bits, unguessable."""
@@ -599,6 +604,10 @@ class Runs:
             with contextlib.suppress(Exception):
                 await self.state.started(run_id)
         return "cancelled" if ended_here else "finished"
+
+    async def question(self, run_id: str) -> str | None:
+        """The question the run waits on, unanswered, if any."""
+        return await self.state.question(run_id)
 
     async def answer(self, run_id: str, principal: str, approved: bool, reason: str) -> bool:
         """Answer the question the run waits on; False when it waits for none.

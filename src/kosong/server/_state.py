@@ -89,6 +89,13 @@ def key_digest(tool: str, arguments: JsonType) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _conflict(key: str) -> str:
+    return (
+        f"the idempotency key {key!r} was used for another call (another tool, or other "
+        "arguments); a key stands for one call"
+    )
+
+
 def _ledger_id(principal: str, key: str) -> str:
     return hashlib.sha256(f"{principal}\0{key}".encode()).hexdigest()
 
@@ -132,6 +139,10 @@ class RunState(ABC):
     async def waiting(self, principal: str) -> list[Waiting]:
         """The runs of `principal` waiting for an answer, the oldest first."""
 
+    @abstractmethod
+    async def question(self, run_id: str) -> str | None:
+        """The question the run waits on and nobody answered yet, if any."""
+
     async def admit(self, run_id: str, most: int | None) -> bool:
         """Count the run as queued, unless `most` are already (None: no bound)."""
         return True
@@ -162,7 +173,7 @@ class MemoryRunState(RunState):
         found = self._keys.get(ledger)
         if found is not None and found[2] > now:
             if found[1] != digest:
-                raise IdempotencyConflictError(key)
+                raise IdempotencyConflictError(_conflict(key))
             return found[0]
         if len(self._keys) > 10_000:  # drop the expired ones now and then
             self._keys = {k: v for k, v in self._keys.items() if v[2] > now}
@@ -215,6 +226,11 @@ class MemoryRunState(RunState):
         """See `RunState.waiting`."""
         found = [w for p, w in self._waiting.values() if p == principal]
         return sorted(found, key=lambda w: w.since)
+
+    async def question(self, run_id: str) -> str | None:
+        """See `RunState.question`."""
+        found = self._waiting.get(run_id)
+        return None if found is None or run_id in self._answers else found[1].question
 
 
 # KEYS: ledger. ARGV: run id, digest, ttl ms -> false (taken) or {run, digest}
@@ -317,7 +333,7 @@ class RedisRunState(RunState):
             if not found:
                 return None
             if found[1] != digest:
-                raise IdempotencyConflictError(key)
+                raise IdempotencyConflictError(_conflict(key))
             return str(found[0])
 
     async def release(self, principal: str, key: str, run_id: str) -> None:
@@ -418,3 +434,9 @@ class RedisRunState(RunState):
             if gone:
                 await self._client.zrem(index, *gone)
             return found
+
+    async def question(self, run_id: str) -> str | None:
+        """See `RunState.question`."""
+        with self._reachable():
+            found: Any = await self._client.hmget(self._meta(run_id), "q:question", "q:approved")
+        return found[0] if found[0] and not found[1] else None

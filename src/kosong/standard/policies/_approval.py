@@ -165,15 +165,18 @@ class ApprovalPolicy(Policy):
             lambda tool: is_destructive(tool, unannotated=unannotated)
         )
 
+    def holds(self, tool: Tool) -> bool:
+        """Whether calls of `tool` wait for the hook (fail closed: True when the rule fails)."""
+        try:
+            return bool(self._needs(tool))
+        except Exception:  # fail closed: when in doubt, ask
+            logger.exception("needs_approval failed on tool %r; asking the hook", tool.name)
+            return True
+
     async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Ask the hook when the tool needs it; run the call only if approved."""
         tool = ctx.tool
-        try:
-            needed = self._needs(tool)
-        except Exception:  # fail closed: when in doubt, ask
-            logger.exception("needs_approval failed on tool %r; asking the hook", tool.name)
-            needed = True
-        if not needed:
+        if not self.holds(tool):
             return await forward(call, ctx)
         started = time.perf_counter()
         request = ApprovalRequest(tool, call, ctx.arguments, ctx.trace_id)
