@@ -129,6 +129,8 @@ class _Run:
     """Events waiting for this run's writer task (a store that cannot append at once)."""
     ended: bool = False
     """Its final event is written (or on its way), or this process writes none."""
+    released: bool = False
+    """Stopped by a worker that stops: the queue delivers it again, to another worker."""
     final: asyncio.Future[bool] | None = None
     """The writing of its final event."""
     extras: dict[str, JsonType] = field(default_factory=lambda: {})
@@ -343,9 +345,15 @@ class Runs:
                 self._runs[run_id] = run
                 self._append(run, "tool_retrying", _retrying(call, claim.attempt), False)
             self._execute(run, call, UNPARSED)
-            if run.task is not None:
-                with contextlib.suppress(Exception):
-                    await run.task  # cancelled with this task: a DELETE, or the worker stops
+            task = run.task
+            if task is not None:
+                try:
+                    await asyncio.wait([task])  # ended by itself, or stopped from here
+                except asyncio.CancelledError:  # a DELETE through the queue, or the worker stops
+                    task.cancel()
+                    raise
+                if run.released:  # not done: the queue keeps it for another worker
+                    raise asyncio.CancelledError
             if run.final is not None:
                 await run.final
         finally:
@@ -637,7 +645,7 @@ class Runs:
             if run.task is None or run.task.done():
                 continue
             if self.queue is not None:
-                run.ended = True  # no final event from here: the queue goes on with it
+                run.ended = run.released = True  # no final event from here: the queue goes on
             else:
                 value = ToolCancelledError(run.tool, "the server shut down")
                 self._write_final(run.id, "tool_error", error_event_data(run.id, run.tool, value))
