@@ -245,16 +245,19 @@ def _report(progress: Any, message: Any, last: float) -> float:
 
 def _refusal(response: httpx.Response, *, resumed: bool) -> ToolReturnValue:
     """The error value of a response the server answered with an error status."""
+    said: object = None
     try:
         body = response.json()
         error = body["error"]
         code, message = str(error["code"]), str(error["message"])
+        said = error.get("retryable")
     except Exception:
         code, message = "NETWORK_ERROR", f"HTTP {response.status_code}: {response.text[:200]}"
     if resumed and response.status_code == 404:
-        code, message = "NETWORK_ERROR", f"the server lost the run: {message}"
+        code, message, said = "NETWORK_ERROR", f"the server lost the run: {message}", None
     try:
-        retryable = response.status_code in (429, 503) or code == "NETWORK_ERROR"
+        # What the envelope says; without it, what the catalog says of the code.
+        retryable = said if isinstance(said, bool) else None
         return coded_error(code, message, retryable=retryable)
     except ValueError:  # not a code of the standard's form
         return coded_error("EXECUTION_ERROR", f"{code}: {message}")

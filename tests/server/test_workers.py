@@ -162,6 +162,8 @@ async def test_a_worker_killed_in_the_middle_of_200_runs_loses_none_and_repeats_
     for (tool, name), (whole, _), log in zip(runs, finished, replayed, strict=True):
         kinds = whole.kinds
         assert sum(kind in FINAL for kind in kinds) == 1 and kinds[-1] in FINAL, kinds
+        if whole.final["success"]:  # its progress, reported on a worker, read on a front end
+            assert "tool_progress" in kinds
         assert log.events == whole.events  # one log, the same from anywhere
         final = whole.final
         if "tool_retrying" in kinds:
