@@ -44,6 +44,8 @@ def worker(
     """
     toolset = load_toolset(target)
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s: %(message)s")
+    if log_level != "debug":  # Docket logs every task it runs at info: only its warnings here
+        logging.getLogger("docket").setLevel(max(logging.WARNING, logging.root.level))
     asyncio.run(check_redis(redis_url))
     config = ServerConfig(
         redis_url=redis_url, workers=concurrency, lease=lease, grace=grace, rate_limit=None,

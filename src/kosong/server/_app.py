@@ -274,7 +274,7 @@ class Server:
                     f"cannot reach Redis at {self.config.redis_url}: {e or type(e).__name__}"
                 ) from e
             if self.config.workers > 0:
-                self._work = _spawn(
+                self._work = work = _spawn(
                     self.queue.work(
                         partial(self.runs.run_claimed, worker=self.worker_name),
                         [tool.name for tool in self.toolset.tools],
@@ -283,6 +283,7 @@ class Server:
                         name=f"kosong-{self.worker_name}",
                     )
                 )
+                work.add_done_callback(_worker_ended)
 
     async def aclose(self) -> None:
         """Drain, then release the queue, the store, the limiter and the Redis client."""
@@ -637,6 +638,12 @@ async def _body(request: Request) -> bytes:
             break
         parts.append(message.get("body", b""))
     return b"".join(parts)
+
+
+def _worker_ended(task: asyncio.Task[None]) -> None:
+    """The queue's worker in this process stopped: say why, if it was not asked to."""
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("The run queue's worker stopped: %r", task.exception())
 
 
 def _spawn(coro: Any) -> Any:
