@@ -381,7 +381,7 @@ class RedisRunState(RunState):
             return since, (approved == "1", reason) if approved else None
 
     async def answer_of(self, run_id: str, wait: float) -> tuple[bool, str] | None:
-        """See `RunState.answer_of`: asked again every tenth of a second, up to `wait`."""
+        """See `RunState.answer_of`: asked again every quarter of a second, up to `wait`."""
         with self._reachable():
             deadline = time.monotonic() + wait
             while True:
@@ -391,7 +391,7 @@ class RedisRunState(RunState):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None
-                await asyncio.sleep(min(0.1, left))
+                await asyncio.sleep(min(0.25, left))
 
     async def answer(self, run_id: str, approved: bool, reason: str) -> bool:
         """See `RunState.answer`."""
