@@ -12,7 +12,8 @@
 Needs the `mcp` extra: `pip install 'kosong[mcp]'`.
 """
 
-from kosong.mcp._client import MCPTool, MCPToolset, ServerSpec
+from kosong.mcp._answering import ElicitationRequest, SamplingRequest
+from kosong.mcp._client import MCPTool, MCPToolset
 from kosong.mcp._content import ResourcePart
 from kosong.mcp._events import (
     EventLog,
@@ -22,14 +23,17 @@ from kosong.mcp._events import (
     StoreEventLog,
 )
 from kosong.mcp._server import MCPToolServer, mcp_request
+from kosong.mcp._spec import ServerSpec
 
 __all__ = [
+    "ElicitationRequest",
     "EventLog",
     "MCPTool",
     "MCPToolServer",
     "MCPToolset",
     "MemoryEventLog",
     "ResourcePart",
+    "SamplingRequest",
     "ServerSpec",
     "SessionEvent",
     "SessionEventStore",

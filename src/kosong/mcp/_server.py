@@ -63,7 +63,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kosong.mcp._convert import output_schema_of, to_call_tool_result, to_mcp_tool
+from kosong.mcp._convert import to_call_tool_result, to_mcp_tool
 from kosong.mcp._events import SessionEventStore
 from kosong.mcp._sessions import SessionKeeper
 from kosong.mcp._wire import invalid_id_response, peek_body, read_message
@@ -261,7 +261,7 @@ class MCPToolServer:
                     result = await toolset.handle(call)
             finally:
                 _REQUEST.reset(token)
-            return to_call_tool_result(result.return_value, output_schema_of(tool) is not None)
+            return to_call_tool_result(result.return_value, tool.output_schema)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # never a JSON-RPC error: the model reads what went wrong
