@@ -1,4 +1,4 @@
-"""`kosong serve MODULE:ATTR`: serve a toolset over HTTP and SSE."""
+"""`kosong serve TARGET`: serve a toolset over HTTP and SSE (and MCP at `/mcp`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from kosong.cli._errors import CLIError
-from kosong.cli._load import load_toolset
+from kosong.cli._load import open_toolset
 from kosong.server import DEFAULT_MAX_BODY, LOCAL_HOSTS, RateLimit, ServerConfig, bind, create_app
 from kosong.server import serve as serve_app
 
@@ -43,7 +43,7 @@ def _loopback(host: str) -> bool:
 
 
 @click.command()
-@click.argument("target", metavar="MODULE:ATTR")
+@click.argument("target", metavar="TARGET")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--token", envvar="KOSONG_TOKEN", help="Bearer token every request must carry "
@@ -72,6 +72,8 @@ def _loopback(host: str) -> bool:
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
 @click.option("--no-mcp", is_flag=True, help="Do not serve the tools over MCP at /mcp.")
+@click.option("--name", default="kosong", show_default=True,
+              help="The server's name, as MCP clients are told.")  # fmt: skip
 def serve(
     target: str,
     host: str,
@@ -87,9 +89,13 @@ def serve(
     no_inspector: bool,
     log_level: str,
     no_mcp: bool,
+    name: str,
 ) -> int:
-    """Serve the tools of MODULE:ATTR (a Toolset, or a list of tools) over HTTP and SSE."""
-    toolset = load_toolset(target)
+    """Serve the tools of TARGET over HTTP and SSE, and over MCP at /mcp.
+
+    TARGET is MODULE:ATTR or path/to/file.py:ATTR, naming a Toolset, a list of tools, or a
+    function (sync or async) that returns one.
+    """
     try:
         limit = None if rate_limit.strip().lower() == "off" else RateLimit.parse(rate_limit)
         body_limit = parse_size(max_body)
@@ -112,10 +118,20 @@ def serve(
         grace=grace,
         lease=lease,
         inspector=not no_inspector,
+        name=name,
     )
-    if redis_url is not None:
-        asyncio.run(_check_redis(redis_url))
     mcp = not no_mcp and _mcp_installed()
+    asyncio.run(_serve(target, config, host, port, mcp=mcp, log_level=log_level))
+    return 0
+
+
+async def _serve(
+    target: str, config: ServerConfig, host: str, port: int, *, mcp: bool, log_level: str
+) -> None:
+    """Load the toolset and serve it, in one event loop (an async factory's toolset lives in it)."""
+    if config.redis_url is not None:
+        await _check_redis(config.redis_url)
+    toolset = await open_toolset(target)
     app = create_app(toolset, config, mcp=mcp)
     try:
         sock = bind(host, port)
@@ -128,13 +144,12 @@ def serve(
                err=True)  # fmt: skip
     if mcp:
         click.echo(f"kosong: and over MCP at http://{shown}:{bound}/mcp", err=True)
-    if not no_inspector:
+    if config.inspector:
         click.echo(f"kosong: inspect them in a browser: http://{shown}:{bound}/", err=True)
     try:
-        asyncio.run(serve_app(app, sock=sock, log_level=log_level))
+        await serve_app(app, sock=sock, log_level=log_level)
     except RuntimeError as e:
         raise CLIError(f"the server stopped: {e}") from None
-    return 0
 
 
 def _mcp_installed() -> bool:
