@@ -51,8 +51,8 @@ class ServerSpec:
     command: str | Sequence[str] | None = None
     """The command that runs the server over stdio: a command line or a list of arguments."""
     env: Mapping[str, str] | None = None
-    """The server process's environment (the SDK's safe default environment when None:
-    `PATH`, `HOME`... but not this process's secrets)."""
+    """More environment variables for the server process, over the SDK's safe default
+    environment (`PATH`, `HOME`..., never this process's other variables and secrets)."""
     cwd: str | os.PathLike[str] | None = None
     """The directory the server process runs in."""
     argv: tuple[str, ...] = field(default=(), init=False)
