@@ -31,3 +31,10 @@ tools = [weather, count]
 async def make_tools() -> list[object]:
     """The same tools, from an async factory."""
     return [weather, count]
+
+
+def make_toolset() -> object:
+    """The same tools in a toolset, from a sync factory."""
+    from kosong.tooling.simple import SimpleToolset
+
+    return SimpleToolset([weather, count])

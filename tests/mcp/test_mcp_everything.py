@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 from typing import Any
@@ -144,3 +145,16 @@ async def test_roots_are_listed(everything: ServerSpec, tmp_path: Path):
     text = str(result.return_value.output)
     assert "Current MCP Roots (2 total)" in text
     assert "URI: file:///srv/shared" in text and f"URI: {tmp_path.as_uri()}" in text
+
+
+def test_kosong_tools_call_prints_the_structured_content_as_the_envelopes_data():
+    require(EVERYTHING)
+    command = f"{NODE} {EVERYTHING} stdio"
+    done = subprocess.run(
+        [sys.executable, "-m", "kosong", "tools", "call", command, "get-structured-content",
+         '{"location": "New York"}'],
+        capture_output=True, text=True, timeout=90, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    envelope = json.loads(done.stdout)
+    assert envelope["data"] == {"temperature": 33, "conditions": "Cloudy", "humidity": 82}

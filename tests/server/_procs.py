@@ -22,12 +22,12 @@ TOOLS = str(Path(__file__).parent / "_tools.py") + ":tools"
 class ServerProcess:
     """`python -m kosong serve` on a free port; `url` once it listens."""
 
-    def __init__(self, *args: str, target: str = TOOLS) -> None:
+    def __init__(self, *args: str, target: str = TOOLS, cwd: Path | None = None) -> None:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kosong", "serve", target, "--port", "0",
              "--log-level", "warning", *args],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
         )  # fmt: skip
         assert self.proc.stderr is not None
         deadline = time.monotonic() + 20
