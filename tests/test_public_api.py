@@ -109,8 +109,9 @@ PUBLIC: dict[str, list[str]] = {
         "TruncationPolicy",
     ],
     "kosong.mcp": [
-        "EventLog", "MCPTool", "MCPToolServer", "MCPToolset", "MemoryEventLog", "ResourcePart",
-        "ServerSpec", "SessionEvent", "SessionEventStore", "StoreEventLog", "mcp_request",
+        "ElicitationRequest", "EventLog", "MCPTool", "MCPToolServer", "MCPToolset",
+        "MemoryEventLog", "ResourcePart", "SamplingRequest", "ServerSpec", "SessionEvent",
+        "SessionEventStore", "StoreEventLog", "ask_user_to_approve", "mcp_request",
     ],
     "kosong.utils.jsonschema": ["KNOWN_DRAFTS", "check_offline", "deref_json_schema"],
     "kosong.utils.typing": ["JsonType"],

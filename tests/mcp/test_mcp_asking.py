@@ -165,7 +165,10 @@ async def test_questions_asked_together_go_out_in_one_round(ours: Uvicorn):
     async with Client(ours.url, elicitation_callback=elicitation) as client:
         first = await client.session.call_tool("both", {}, allow_input_required=True)
         assert isinstance(first, mcp.InputRequiredResult) and first.input_requests is not None
-        messages = sorted(r.params.message for r in first.input_requests.values())  # pyright: ignore[reportAttributeAccessIssue]
+        messages = sorted(
+            r.params.message  # pyright: ignore[reportAttributeAccessIssue, reportOptionalMemberAccess]
+            for r in first.input_requests.values()
+        )
         assert messages == ["First?", "Second?"]
         done = await client.call_tool("both", {})
     assert done.content == [mcp.TextContent(text="accept accept")]
@@ -176,7 +179,8 @@ async def test_an_answer_resumes_only_its_own_call(ours: Uvicorn, asked: Asked):
         session = client.session
         first = await session.call_tool("greet", {}, allow_input_required=True)
         assert isinstance(first, mcp.InputRequiredResult) and first.request_state is not None
-        state, responses = first.request_state, {"elicitation-0": _name("Eve")}
+        state = first.request_state
+        responses: dict[str, mcp.InputResponse] = {"elicitation-0": _name("Eve")}
         # Another tool, other arguments, or a state nobody issued: told to call again.
         for name, arguments, given in [
             ("both", {}, state),

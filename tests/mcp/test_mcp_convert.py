@@ -98,7 +98,7 @@ def test_a_non_object_output_schema_travels_wrapped_in_result():
     }  # fmt: skip
     result = to_call_tool_result(ToolOk(output="3"), count.output_schema)
     assert result["structuredContent"] == {"result": 3}
-    jsonschema_rs.validate(served, result["structuredContent"])
+    jsonschema_rs.validate(served, result["structuredContent"])  # pyright: ignore[reportArgumentType]
 
 
 class Node(BaseModel):

@@ -5,21 +5,15 @@
 
 The same targets and options as `kosong mcp` (see `kosong mcp --help`): MODULE:ATTR or
 path/to/file.py:ATTR, naming a toolset, a list of tools, or a function (sync or async)
-returning one; `--name`, and `--http --host --port` to serve over HTTP.
+returning one; `--name`, and `--http --host --port` to serve over HTTP. It runs
+`python -m kosong mcp ...` (the command lives in `kosong.cli`, which imports this package).
 """
 
 from __future__ import annotations
 
+import runpy
 import sys
-from collections.abc import Sequence
-
-from kosong.cli import main as kosong
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Run `kosong mcp` with `argv` (default: the process's arguments); exits."""
-    kosong(["mcp", *(sys.argv[1:] if argv is None else argv)])
-
 
 if __name__ == "__main__":
-    main()
+    sys.argv = ["kosong", "mcp", *sys.argv[1:]]
+    runpy.run_module("kosong", run_name="__main__", alter_sys=True)
