@@ -206,6 +206,32 @@ async def test_an_answer_resumes_only_its_own_call(ours: Uvicorn, asked: Asked):
     assert asked.started == ["greet"]
 
 
+async def test_progress_goes_to_the_round_in_progress(asked: Asked):
+    @tool
+    async def survey() -> str:
+        """Report progress, ask, report again."""
+        call = current_call()
+        assert call is not None
+        call.report_progress(25, "before asking")
+        answer = await call.elicit("Name?", NAME)
+        call.report_progress(75, "after the answer")
+        return str(answer.action)
+
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    async with (
+        Uvicorn(MCPToolServer(SimpleToolset([survey])).app()) as running,
+        Client(running.url, elicitation_callback=_accept_name) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        done = await client.call_tool("survey", {}, progress_callback=on_progress)
+    assert done.content == [mcp.TextContent(text="accept")]
+    assert seen == [(25.0, "before asking"), (75.0, "after the answer")]
+
+
 async def test_a_call_left_waiting_gets_cancel_and_its_late_answer_is_refused(asked: Asked):
     finished: list[str] = []
     ended = asyncio.Event()

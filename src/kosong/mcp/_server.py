@@ -400,6 +400,7 @@ class MCPToolServer:
                 self._managers = None
                 self._sessions.clear()
                 self._keeper.clear()
+                self._rounds.clear()  # calls waiting for answers hear `cancel`, and end
 
     def app(self, path: str = "/mcp") -> Starlette:
         """A Starlette app serving MCP at `path` (run it with uvicorn, say)."""
