@@ -260,7 +260,7 @@ async def breakdown(rounds: int = 9, n: int = 1000) -> list[tuple[str, float]]:
         return await pipeline.handle(call)
 
     async def convert() -> object:
-        return to_call_tool_result(value, False)
+        return to_call_tool_result(value, None)
 
     import httpx
 

@@ -28,7 +28,7 @@ from mcp.shared.message import ServerMessageMetadata
 
 from kosong.mcp import MCPToolServer, ResourcePart, mcp_request
 from kosong.message import AudioURLPart, ImageURLPart, TextPart
-from kosong.standard import report_progress
+from kosong.standard import ElicitAnswer, current_call, report_progress
 from kosong.tooling import CallableTool, ToolError, ToolOk, ToolReturnValue, tool
 from kosong.tooling.simple import SimpleToolset
 
@@ -175,9 +175,12 @@ async def test_sampling(prompt: str) -> str:
     return f"LLM response: {text}"
 
 
-async def _elicit(message: str, schema: dict[str, Any]) -> mcp.ElicitResult:
-    ctx = _request()
-    return await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+async def _elicit(message: str, schema: dict[str, Any]) -> ElicitAnswer:
+    """Ask the user, as any kosong tool does: through the call, whichever the protocol era."""
+    call = current_call()
+    if call is None:  # called outside a pipeline: these tools exist for the suite
+        raise RuntimeError("this tool only runs inside a call")
+    return await call.elicit(message, schema)
 
 
 @tool

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
+from kosong import __version__
+from mcp import Client
+from tests.mcp._mcp_servers import free_port, wait_for_port
 from tests.server._procs import ServerProcess
 from tests.server._tools import tools
 
@@ -163,3 +168,77 @@ def test_check_exits_0_for_ordinary_tools_and_applies_strict_rules_only_when_ask
 def test_check_refuses_an_unknown_dialect_with_the_choices() -> None:
     done = kosong("check", f"{TOOLS}:tools", "--dialect", "palm")
     assert done.returncode == 2 and "'palm' is not one of" in done.stderr
+
+
+ROOT = Path(__file__).resolve().parents[2]
+STRUCTURED = ROOT / "tests" / "mcp" / "_structured_tools.py"
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        f"{STRUCTURED}:tools",  # a file path, a list of tools
+        f"{STRUCTURED}:make_toolset",  # a sync factory of a toolset
+        f"{STRUCTURED}:make_tools",  # an async factory of a list
+        "tests.mcp._structured_tools:make_tools",  # a module, from the working directory
+    ],
+)
+def test_every_command_takes_files_modules_and_factories_sync_or_async(target: str) -> None:
+    listed = kosong("tools", "list", target, cwd=ROOT)
+    checked = kosong("check", target, "--dialect", "openai", cwd=ROOT)
+    served = ServerProcess(target=target, cwd=ROOT)
+    try:
+        over_http = httpx.get(f"{served.url}/tools", timeout=10).json()
+    finally:
+        served.kill()
+    over_stdio = kosong(
+        "tools", "list", f"{sys.executable} -m kosong mcp {target}", cwd=ROOT
+    )  # `kosong mcp`, run by `kosong tools` as an MCP command
+    for done in (listed, checked, over_stdio):
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["weather", "count"]
+    assert [line.split()[0] for line in over_stdio.stdout.splitlines()] == ["weather", "count"]
+    assert [tool["name"] for tool in over_http["tools"]] == ["weather", "count"]
+
+
+def test_a_factory_that_fails_is_one_clear_line(tmp_path: Path) -> None:
+    (tmp_path / "broken_factory.py").write_text(
+        "async def make():\n    raise RuntimeError('no database')\n"
+    )
+    line = _one_clear_line(kosong("mcp", "broken_factory:make", cwd=tmp_path))
+    assert line == "kosong: error: calling broken_factory:make failed: RuntimeError: no database"
+
+
+def _mcp_over_http(port: int, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "kosong", "mcp", f"{STRUCTURED}:tools", "--http",
+         "--host", "127.0.0.1", "--port", str(port), *args],
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+async def test_kosong_mcp_and_kosong_serve_name_their_server_with_kosongs_version() -> None:
+    port = free_port()
+    mcp_http = _mcp_over_http(port, "--name", "weather-mcp")
+    served = ServerProcess("--name", "weather-http", target=f"{STRUCTURED}:tools")
+    try:
+        await asyncio.to_thread(wait_for_port, port)
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy") as client:
+            alone = client.server_info
+            count = await client.call_tool("count", {"words": ["a", "b", "c"]})
+        async with Client(f"{served.url}/mcp", mode="legacy") as client:
+            beside = client.server_info
+    finally:
+        mcp_http.kill()
+        mcp_http.wait(10)
+        served.kill()
+    assert alone is not None and (alone.name, alone.version) == ("weather-mcp", __version__)
+    assert beside is not None and (beside.name, beside.version) == ("weather-http", __version__)
+    assert count.structured_content == {"result": 3}
+
+
+def test_token_and_header_go_with_a_url_and_a_bad_header_is_one_clear_line() -> None:
+    line = _one_clear_line(kosong("tools", "list", f"{TOOLS}:tools", "--token", "x"))
+    assert "--token and --header go with a server URL" in line
+    bad = _one_clear_line(kosong("tools", "list", "http://127.0.0.1:9/mcp", "--header", "oops"))
+    assert "--header 'oops' is not 'Name: value'" in bad

@@ -18,6 +18,8 @@ CONFORMANCE = TOOLS / "@modelcontextprotocol" / "conformance" / "dist" / "index.
 INSPECTOR = (
     TOOLS / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
 )
+EVERYTHING = TOOLS / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+"""The reference "everything" server (TypeScript SDK): `node EVERYTHING stdio|streamableHttp`."""
 
 
 def require(*paths: Path) -> None:

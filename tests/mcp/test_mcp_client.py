@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -264,14 +265,21 @@ def test_bad_configuration_is_refused_at_once():
         MCPToolset({})
 
 
-def test_the_command_names_what_it_cannot_serve(capsys: pytest.CaptureFixture[str]):
-    from kosong.mcp.__main__ import main
-
-    assert main(["no_such_module_xyz:toolset"]) == 2
-    assert "cannot import 'no_such_module_xyz'" in capsys.readouterr().err
-    assert main(["json:dumps"]) == 2
-    assert "calling json:dumps failed: TypeError" in capsys.readouterr().err
-    assert main(["json:__doc__"]) == 2
-    assert "is a str, not a toolset" in capsys.readouterr().err
-    assert main(["json"]) == 2
-    assert "MODULE:ATTR" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [
+        ("no_such_module_xyz:toolset", "no module named 'no_such_module_xyz'"),
+        ("json:dumps", "calling json:dumps failed: TypeError"),
+        ("json:__doc__", "'json:__doc__' cannot be served"),
+        ("json", "is not MODULE:ATTR"),
+    ],
+)
+def test_python_m_kosong_mcp_names_what_it_cannot_serve_in_one_line(target: str, said: str):
+    # `python -m kosong.mcp` is `kosong mcp`: the same loader, the same one-line errors.
+    done = subprocess.run(
+        [sys.executable, "-m", "kosong.mcp", target],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kosong: error: ") and said in lines[0], lines

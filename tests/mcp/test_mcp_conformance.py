@@ -1,17 +1,21 @@
-"""The official MCP conformance suite and the MCP Inspector CLI, against our server.
+"""The official MCP conformance suite and the MCP Inspector CLI, against our server and client.
 
 The server is `examples/mcp_conformance_server.py` (the suite's fixture tools as a kosong
-toolset) in a child process on a free port; the suite and the Inspector run on Node 22.
+toolset) in a child process on a free port; the client is `examples/mcp_conformance_client.py`
+(`MCPToolset`, with the MCP SDK's OAuth client provider for the `auth/*` scenarios), which the
+suite runs against servers of its own. The suite and the Inspector run on Node 22.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,14 +74,12 @@ def test_json_schema_2020_12_keywords_are_preserved(server_url: str) -> None:
     assert "Passed: 4/4, 0 failed, 0 warnings" in output
 
 
-def test_sse_polling_scenario_has_no_failure(server_url: str) -> None:
-    # A pending scenario of the suite. It posts with `MCP-Protocol-Version: 2025-03-26`, to
-    # which the SDK (rightly) sends neither a priming event nor `retry:` (they came with
-    # 2025-11-25), so the suite warns about both; resumption itself is tested with a
-    # 2025-11-25 client in test_mcp_events.py.
+def test_post_streams_are_primed_with_an_event_and_a_retry_interval(server_url: str) -> None:
+    # The scenario opens a 2025-11-25 session, then posts naming 2025-03-26: the priming
+    # event and `retry:` follow the version the session negotiated (see `_as_negotiated`).
     code, output = _suite(server_url, "--scenario", "server-sse-polling")
     assert code == 0, output[-4000:]
-    assert re.search(r"Passed: \d+/\d+, 0 failed", output), output[-4000:]
+    assert "Passed: 3/3, 0 failed, 0 warnings" in output, output[-4000:]
 
 
 def _inspector(server_url: str, *args: str, exit_code: int = 0) -> dict[str, object]:
@@ -107,3 +109,88 @@ def test_the_mcp_inspector_lists_and_calls_our_tools(server_url: str) -> None:
     assert failed["content"] == [
         {"type": "text", "text": "This tool intentionally returns an error for testing"}
     ]
+
+
+CLIENT = [sys.executable, str(ROOT / "examples" / "mcp_conformance_client.py")]
+
+
+def _client_suite(tmp_path: Path, *args: str) -> tuple[int, str, dict[str, list[dict[str, Any]]]]:
+    """Run the suite's client mode; its exit code, output, and each scenario's checks."""
+    require(CONFORMANCE)
+    run = subprocess.run(
+        [str(NODE), str(CONFORMANCE), "client", "--command", shlex.join(CLIENT),
+         "-o", str(tmp_path), *args],
+        capture_output=True, text=True, timeout=300, cwd=ROOT / ".ci" / "mcp-tools", check=False,
+    )  # fmt: skip
+    checks = {
+        path.parent.name: json.loads(path.read_text()) for path in tmp_path.glob("*/checks.json")
+    }
+    return run.returncode, run.stdout + run.stderr, checks
+
+
+@pytest.mark.parametrize(
+    "scenario", ["initialize", "tools_call", "elicitation-sep1034-client-defaults"]
+)
+def test_our_client_passes_the_suites_client_scenarios(scenario: str, tmp_path: Path) -> None:
+    code, output, _ = _client_suite(tmp_path, "--scenario", scenario)
+    assert code == 0, output[-4000:]
+    assert re.search(r"Passed: (\d+)/\1, 0 failed, 0 warnings", output), output[-4000:]
+
+
+def test_our_client_resumes_a_dropped_stream_after_the_retry_interval(tmp_path: Path) -> None:
+    _, output, checks = _client_suite(tmp_path, "--scenario", "sse-retry")
+    status = {c["id"]: c["status"] for scenario in checks.values() for c in scenario}
+    assert status["client-sse-graceful-reconnect"] == "SUCCESS", output[-4000:]
+    assert status["client-sse-last-event-id"] == "SUCCESS", output[-4000:]
+    # Never early; "slightly late" (over 200 ms) is the suite's warning for a loaded machine,
+    # not a failure: the client waited for the server's `retry:` (500 ms) either way.
+    assert status["client-sse-retry-timing"] in ("SUCCESS", "WARNING"), output[-4000:]
+
+
+def test_our_client_signs_in_with_the_sdks_oauth_provider_in_every_auth_scenario(
+    tmp_path: Path,
+) -> None:
+    # Discovery (protected-resource and authorization-server metadata), dynamic registration,
+    # PKCE, scopes from the challenge, step-up, token endpoint authentication, refresh...
+    # against the suite's own authorization server. The baseline names the scenarios that
+    # need what an application configures around the client, and why.
+    code, output, _ = _client_suite(
+        tmp_path, "--suite", "auth", "--expected-failures", str(EXPECTED_FAILURES)
+    )
+    assert code == 0, output[-4000:]
+    assert "auth/metadata-default: 14 passed, 0 failed" in output
+    assert "auth/scope-step-up: 21 passed, 0 failed" in output
+
+
+def test_the_mcp_inspector_reads_our_structured_output(tmp_path: Path) -> None:
+    # Served by `kosong mcp --http` from an async factory in a file, as users would.
+    port = free_port()
+    target = f"{ROOT / 'tests' / 'mcp' / '_structured_tools.py'}:make_tools"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kosong", "mcp", target, "--http", "--port", str(port)],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port)
+        url = f"http://127.0.0.1:{port}/mcp"
+        listed = _inspector(url, "--method", "tools/list")
+        called = _inspector(
+            url, "--method", "tools/call", "--tool-name", "weather", "--tool-arg", "city=Oslo"
+        )
+        counted = _inspector(
+            url, "--method", "tools/call", "--tool-name", "count", "--tool-arg", 'words=["a","b"]'
+        )
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+    tools = {t["name"]: t for t in listed["tools"]}  # type: ignore[union-attr]
+    assert tools["weather"]["outputSchema"]["required"] == ["city", "temperature", "conditions"]
+    assert tools["weather"]["annotations"] == {"title": "Weather", "readOnlyHint": True}
+    assert tools["count"]["outputSchema"] == {
+        "type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]
+    }  # fmt: skip
+    weather = {"city": "Oslo", "temperature": 21.5, "conditions": "sunny"}
+    assert called["structuredContent"] == weather
+    text = json.dumps(weather, separators=(",", ":"))
+    assert called["content"] == [{"type": "text", "text": text}]
+    assert counted["structuredContent"] == {"result": 2}

@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 import re
 
+import jsonschema_rs
 import mcp_types as mcp
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from kosong.mcp import ResourcePart
 from kosong.mcp._client import _tool_name
-from kosong.mcp._convert import from_call_tool_result, to_call_tool_result
+from kosong.mcp._convert import from_call_tool_result, to_call_tool_result, to_mcp_tool
 from kosong.message import AudioURLPart, ImageURLPart, TextPart, VideoURLPart
-from kosong.standard import error_code
-from kosong.tooling import ToolError, ToolOk
+from kosong.standard import error_code, to_envelope
+from kosong.tooling import ToolError, ToolOk, tool
 from kosong.tooling.error import ToolTimeoutError
 
 NAME_RULE = re.compile(r"\A[a-zA-Z_][a-zA-Z0-9_-]{0,63}\Z")
@@ -47,7 +49,7 @@ def test_kosong_results_become_mcp_content_blocks():
         ],
         message="done",
     )
-    result = to_call_tool_result(value, output_schema=False)
+    result = to_call_tool_result(value, output_schema=None)
     assert result["isError"] is False
     assert result["content"] == [
         {"type": "text", "text": "hello"},
@@ -64,25 +66,64 @@ def test_kosong_results_become_mcp_content_blocks():
 
 
 def test_an_error_leads_with_its_message_and_carries_its_code():
-    result = to_call_tool_result(ToolTimeoutError("slow", 5), output_schema=False)
+    result = to_call_tool_result(ToolTimeoutError("slow", 5), output_schema=None)
     assert result["isError"] is True
     assert result["content"][0]["text"].startswith("Tool `slow` did not finish")
     assert result["_meta"] == {"kosong/error": {"code": "TIMEOUT"}}
     assert "structuredContent" not in result
 
 
+OBJECT = {"type": "object", "properties": {"t": {"type": "integer"}}}
+
+
 def test_structured_content_only_for_a_declared_output_schema_and_json_output():
     value = ToolOk(output=json.dumps({"t": 1}))
-    assert to_call_tool_result(value, output_schema=True)["structuredContent"] == {"t": 1}
-    assert "structuredContent" not in to_call_tool_result(value, output_schema=False)
-    assert "structuredContent" not in to_call_tool_result(ToolOk(output="x"), output_schema=True)
+    assert to_call_tool_result(value, output_schema=OBJECT)["structuredContent"] == {"t": 1}
+    assert "structuredContent" not in to_call_tool_result(value, output_schema=None)
+    assert "structuredContent" not in to_call_tool_result(ToolOk(output="x"), output_schema=OBJECT)
+    # An object schema whose output is not an object: nothing MCP could carry.
+    assert "structuredContent" not in to_call_tool_result(ToolOk(output="[1]"), OBJECT)
+
+
+def test_a_non_object_output_schema_travels_wrapped_in_result():
+    @tool
+    def count(words: list[str]) -> int:
+        """Count words."""
+        return len(words)
+
+    assert count.output_schema == {"type": "integer"}
+    served = to_mcp_tool(count.base).output_schema
+    assert served == {
+        "type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]
+    }  # fmt: skip
+    result = to_call_tool_result(ToolOk(output="3"), count.output_schema)
+    assert result["structuredContent"] == {"result": 3}
+    jsonschema_rs.validate(served, result["structuredContent"])  # pyright: ignore[reportArgumentType]
+
+
+class Node(BaseModel):
+    name: str
+    children: list[Node] = []
+
+
+async def test_a_recursive_output_schema_keeps_its_definitions_at_the_root_when_wrapped():
+    @tool
+    def forest() -> list[Node]:
+        """A forest."""
+        return [Node(name="a", children=[Node(name="b")])]
+
+    assert forest.output_schema is not None and "$defs" in forest.output_schema
+    served = to_mcp_tool(forest.base).output_schema
+    assert served is not None and "$defs" in served and "$defs" not in served["properties"]
+    result = to_call_tool_result(await forest.call({}), forest.output_schema)
+    jsonschema_rs.validate(served, result["structuredContent"])
 
 
 def test_mcp_results_become_kosong_values():
     one = from_call_tool_result(mcp.CallToolResult(content=[mcp.TextContent(text="3")]))
     assert isinstance(one, ToolOk) and one.output == "3"
     structured = from_call_tool_result(mcp.CallToolResult(content=[], structured_content={"a": 1}))
-    assert structured.output == '{"a": 1}'
+    assert structured.output == '{"a":1}'
     resources = from_call_tool_result(
         mcp.CallToolResult(
             content=[
@@ -126,3 +167,25 @@ def test_an_mcp_error_is_a_tool_error_with_the_code_it_carries():
     )
     assert error_code(odd) == "EXECUTION_ERROR"
     assert odd.message == "the MCP tool reported an error without a message"
+
+
+def test_structured_content_is_the_data_and_the_text_blocks_repeating_it_are_left_out():
+    result = mcp.CallToolResult(
+        content=[mcp.TextContent(text='{\n  "temperature": 33,\n  "city": "Zürich"\n}')],
+        structured_content={"temperature": 33, "city": "Zürich"},
+    )
+    value = from_call_tool_result(result)
+    assert value.output == '{"temperature":33,"city":"Zürich"}'  # compact, for the model
+    assert to_envelope(value, tool_name="weather").data == {"temperature": 33, "city": "Zürich"}
+    assert value.artifact is result  # the raw result stays with the application
+
+
+def test_structured_content_keeps_the_images_beside_it():
+    image = mcp.ImageContent(data="iVBORw0KGgo=", mime_type="image/png")
+    value = from_call_tool_result(
+        mcp.CallToolResult(content=[mcp.TextContent(text="{}"), image], structured_content={})
+    )
+    assert value.output == [
+        TextPart(text="{}"),
+        ImageURLPart(image_url=ImageURLPart.ImageURL(url="data:image/png;base64,iVBORw0KGgo=")),
+    ]

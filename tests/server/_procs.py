@@ -25,13 +25,19 @@ class ServerProcess:
     command = "serve"
     ready = r"at (http://\S+) "
 
-    def __init__(self, *args: str, target: str = TOOLS, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *args: str,
+        target: str = TOOLS,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
         environment = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         port = ["--port", "0"] if self.command == "serve" else []
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kosong", self.command, target, *port,
              "--log-level", "warning", *args],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment, cwd=cwd,
         )  # fmt: skip
         assert self.proc.stderr is not None
         deadline = time.monotonic() + 30

@@ -108,6 +108,7 @@ async def test_a_tool_sees_only_its_small_context() -> None:
         "add_warning",
         "debug_enabled",
         "elapsed_ms",
+        "elicit",
         "record_timing",
         "report_progress",
         "set_metadata",

@@ -22,7 +22,7 @@ __all__ = ["check"]
 )
 @click.option("--rejected-only", is_flag=True, help="Leave out what providers only ignore.")
 def check(target: str, dialects: tuple[str, ...], rejected_only: bool) -> int:
-    """Check the tools of TARGET (MODULE:ATTR) against each provider's schema rules.
+    """Check the tools of TARGET (MODULE:ATTR or path/to/file.py:ATTR) against each provider.
 
     Prints, per tool and provider, what the provider rejects or silently ignores, with the
     JSON path, the rule and a fix where one is safe. Strict mode's rules apply to the tools

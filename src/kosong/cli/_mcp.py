@@ -1,29 +1,92 @@
-"""`kosong mcp MODULE:ATTR`: serve a toolset over MCP on stdin/stdout."""
+"""`kosong mcp TARGET`: serve a toolset over MCP, on stdio (what a client launches) or HTTP.
+
+`python -m kosong.mcp TARGET` is this command too.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
 
 import click
 
 from kosong.cli._errors import CLIError
-from kosong.cli._load import load_toolset
+from kosong.cli._load import open_toolset
 
 __all__ = ["mcp"]
+
+_LOCAL = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 
 
 @click.command("mcp")
 @click.argument("target")
 @click.option("--name", default="kosong", show_default=True, help="The server's name for clients.")
-def mcp(target: str, name: str) -> int:
-    """Serve the tools of MODULE:ATTR over MCP on stdio (what an MCP client launches).
+@click.option(
+    "--http", is_flag=True, help="Serve streamable HTTP at http://HOST:PORT/mcp, not stdio."
+)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on (--http)."
+)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on (--http; 0: a free one).")  # fmt: skip
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Host name requests may use besides the loopback ones (--http).")  # fmt: skip
+@click.option("--allow-origin", "allow_origins", multiple=True, metavar="ORIGIN",
+              help="Browser origin allowed to call (--http).")  # fmt: skip
+@click.option("--log-level", default="warning", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
+def mcp(
+    target: str,
+    name: str,
+    http: bool,
+    host: str,
+    port: int,
+    allow_hosts: tuple[str, ...],
+    allow_origins: tuple[str, ...],
+    log_level: str,
+) -> int:
+    """Serve the tools of TARGET over MCP: on stdio, or streamable HTTP with --http.
 
-    Nothing a tool prints reaches the protocol stream: stdout goes to stderr while serving.
+    TARGET is MODULE:ATTR or path/to/file.py:ATTR, naming a Toolset, a list of tools, or a
+    function (sync or async) that returns one. Over stdio nothing a tool prints reaches the
+    protocol stream: stdout goes to stderr, from loading TARGET until the process exits.
     """
     try:
         from kosong.mcp import MCPToolServer
     except ImportError:
         raise CLIError("the MCP SDK is missing: pip install 'kosong[mcp]'") from None
-    toolset = load_toolset(target)
-    asyncio.run(MCPToolServer(toolset, name=name).run_stdio())
+    if not http:
+        asyncio.run(_stdio(target, name))
+        return 0
+    hosts = [*_LOCAL, *(h for name_ in allow_hosts for h in (name_, f"{name_}:*"))]
+    origins = [f"http://{h}" for h in _LOCAL] + list(allow_origins)
+
+    async def serve_http() -> None:
+        from kosong.server import bind, serve
+
+        toolset = await open_toolset(target)
+        server = MCPToolServer(toolset, name=name, allowed_hosts=hosts, allowed_origins=origins)
+        try:
+            sock = bind(host, port)
+        except OSError as e:
+            raise CLIError(str(e)) from None
+        shown = f"[{host}]" if ":" in host else host
+        url = f"http://{shown}:{sock.getsockname()[1]}/mcp"
+        click.echo(f"kosong: serving {len(toolset.tools)} tool(s) over MCP at {url}", err=True)
+        try:
+            await serve(server.app(), sock=sock, log_level=log_level)
+        except RuntimeError as e:
+            raise CLIError(f"the server stopped: {e}") from None
+
+    asyncio.run(serve_http())
     return 0
+
+
+async def _stdio(target: str, name: str) -> None:
+    from kosong.mcp import MCPToolServer
+
+    # What the target prints while it loads is still buffered: it goes to stderr too.
+    with contextlib.redirect_stdout(sys.stderr):
+        toolset = await open_toolset(target)
+    await MCPToolServer(toolset, name=name).run_stdio()

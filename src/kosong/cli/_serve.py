@@ -1,4 +1,4 @@
-"""`kosong serve MODULE:ATTR`: serve a toolset over HTTP and SSE."""
+"""`kosong serve TARGET`: serve a toolset over HTTP and SSE (and MCP at `/mcp`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from kosong.cli._errors import CLIError
-from kosong.cli._load import load_toolset
+from kosong.cli._load import open_toolset
 from kosong.server import (
     DEFAULT_MAX_BODY,
     LOCAL_HOSTS,
@@ -54,7 +54,7 @@ def _loopback(host: str) -> bool:
 
 
 @click.command()
-@click.argument("target", metavar="MODULE:ATTR")
+@click.argument("target", metavar="TARGET")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--token", envvar="KOSONG_TOKEN", help="Bearer token every request must carry "
@@ -118,6 +118,8 @@ def _loopback(host: str) -> bool:
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
 @click.option("--no-mcp", is_flag=True, help="Do not serve the tools over MCP at /mcp.")
+@click.option("--name", default="kosong", show_default=True,
+              help="The server's name, as MCP clients are told.")  # fmt: skip
 def serve(
     target: str,
     host: str,
@@ -142,11 +144,15 @@ def serve(
     no_inspector: bool,
     log_level: str,
     no_mcp: bool,
+    name: str,
 ) -> int:
-    """Serve the tools of MODULE:ATTR (a Toolset, or a list of tools) over HTTP and SSE."""
+    """Serve the tools of TARGET over HTTP and SSE, and over MCP at /mcp.
+
+    TARGET is MODULE:ATTR or path/to/file.py:ATTR, naming a Toolset, a list of tools, or a
+    function (sync or async) that returns one.
+    """
     if redis_url is None and (workers != 100 or max_queued is not None):
         raise CLIError("--workers and --max-queued need --redis (without it, calls run here)")
-    toolset = load_toolset(target)
     try:
         limit = None if rate_limit.strip().lower() == "off" else RateLimit.parse(rate_limit)
         body_limit = parse_size(max_body)
@@ -177,12 +183,22 @@ def serve(
             max_queued=max_queued,
             key_ttl=idempotency_ttl,
             inspector=not no_inspector,
+            name=name,
         )
     except ValueError as e:
         raise CLIError(str(e)) from None
-    if redis_url is not None:
-        asyncio.run(check_redis(redis_url))
     mcp = not no_mcp and _mcp_installed()
+    asyncio.run(_serve(target, config, host, port, mcp=mcp, log_level=log_level))
+    return 0
+
+
+async def _serve(
+    target: str, config: ServerConfig, host: str, port: int, *, mcp: bool, log_level: str
+) -> None:
+    """Load the toolset and serve it, in one event loop (an async factory's toolset lives in it)."""
+    if config.redis_url is not None:
+        await check_redis(config.redis_url)
+    toolset = await open_toolset(target)
     try:
         app = create_app(toolset, config, mcp=mcp)
     except ValueError as e:  # such as an --issuer that is not a URL
@@ -198,15 +214,14 @@ def serve(
                err=True)  # fmt: skip
     if mcp:
         click.echo(f"kosong: and over MCP at http://{shown}:{bound}/mcp", err=True)
-    if not no_inspector:
+    if config.inspector:
         click.echo(f"kosong: inspect them in a browser: http://{shown}:{bound}/", err=True)
-    if redis_url is not None and workers == 0:
+    if config.redis_url is not None and config.workers == 0:
         click.echo("kosong: a front end only: `kosong worker` processes run the calls", err=True)
     try:
-        asyncio.run(serve_app(app, sock=sock, log_level=log_level))
+        await serve_app(app, sock=sock, log_level=log_level)
     except RuntimeError as e:
         raise CLIError(f"the server stopped: {e}") from None
-    return 0
 
 
 def _verifier(

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from kosong.cli._errors import CLIError
-from kosong.cli._load import is_url, load_toolset
+from kosong.cli._load import is_url, open_toolset
 from kosong.message import ToolCall
 from kosong.server import query_arguments
 from kosong.standard import PolicyToolset, to_envelope, with_policies
@@ -23,30 +23,37 @@ from kosong.tooling import Tool, Toolset
 __all__ = ["tools"]
 
 _TARGET = (
-    "TARGET: MODULE:ATTR, the URL of a kosong server, or an MCP server: its URL (ending in "
-    "/mcp) or the command that runs it (quoted, e.g. 'python -m my_server')."
+    "TARGET: MODULE:ATTR or path/to/file.py:ATTR (a toolset, a list of tools, or a function "
+    "returning one), the URL of a kosong server, or an MCP server: its URL (ending in /mcp) "
+    "or the command that runs it (quoted, e.g. 'python -m my_server'). --token and --header "
+    "go with a URL, of either kind."
 )
 
 
 @contextlib.asynccontextmanager
-async def _open(target: str, token: str | None) -> AsyncGenerator[Toolset]:
+async def _open(
+    target: str, token: str | None, header_lines: tuple[str, ...] = ()
+) -> AsyncGenerator[Toolset]:
     """The toolset `target` names; for a URL, a `RemoteToolset` with its tools listed.
 
     An MCP server (a URL whose path ends in `/mcp`, or a command: a target with a space,
     which MODULE:ATTR never has) gives an `MCPToolset`.
     """
+    headers = _headers(header_lines)
+    if (token is not None or headers) and not is_url(target):
+        raise CLIError("--token and --header go with a server URL, not with a module or command")
     if _is_mcp(target):
-        async with _open_mcp(target) as toolset:
+        async with _open_mcp(target, token, headers) as toolset:
             yield toolset
         return
     if not is_url(target):
-        yield load_toolset(target)
+        yield await open_toolset(target)
         return
     import httpx
 
     from kosong.remote import RemoteToolset
 
-    remote = RemoteToolset(target, token=token)
+    remote = RemoteToolset(target, token=token, headers=headers)
     try:
         try:
             await remote.refresh()
@@ -67,15 +74,34 @@ def _is_mcp(target: str) -> bool:
     return any(c.isspace() for c in target.strip())
 
 
+def _headers(lines: tuple[str, ...]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for line in lines:
+        name, colon, value = line.partition(":")
+        if not colon or not name.strip() or any(c.isspace() for c in name.strip()):
+            raise CLIError(f"--header {line!r} is not 'Name: value'")
+        headers[name.strip()] = value.strip()
+    return headers
+
+
 @contextlib.asynccontextmanager
-async def _open_mcp(target: str) -> AsyncGenerator[Toolset]:
+async def _open_mcp(
+    target: str, token: str | None, headers: dict[str, str]
+) -> AsyncGenerator[Toolset]:
     try:
-        from kosong.mcp import MCPToolset
+        from kosong.mcp import MCPToolset, ServerSpec
     except ImportError:
         raise CLIError("the MCP SDK is missing: pip install 'kosong[mcp]'") from None
     # The command says what failed in one line of its own; the toolset's warnings would repeat it.
     logging.getLogger("kosong.mcp").setLevel(logging.ERROR)
-    toolset = MCPToolset({"mcp": target.strip()}, connect_timeout=20)
+    spec = target.strip()
+    if is_url(spec):
+        if token is not None:
+            headers = {**headers, "Authorization": f"Bearer {token}"}
+        server = ServerSpec(url=spec, headers=headers)
+    else:
+        server = ServerSpec(command=spec)
+    toolset = MCPToolset({"mcp": server}, connect_timeout=20)
     try:
         await toolset.connect()
         if toolset.errors:
@@ -101,6 +127,8 @@ def _find(toolset: Toolset, name: str) -> Tool:
 
 
 _token = click.option("--token", envvar="KOSONG_TOKEN", help="Bearer token for a server URL.")
+_header = click.option("--header", "header_lines", multiple=True, metavar="'NAME: VALUE'",
+                       help="A header for every request to a server URL; repeatable.")  # fmt: skip
 
 
 @click.group(epilog=_TARGET)
@@ -112,11 +140,14 @@ def tools() -> None:
 @click.argument("target")
 @click.option("--json", "as_json", is_flag=True, help="The definitions as JSON.")
 @_token
-def list_tools(target: str, as_json: bool, token: str | None) -> None:
-    """List the tools of TARGET (MODULE:ATTR or a server URL)."""
+@_header
+def list_tools(
+    target: str, as_json: bool, token: str | None, header_lines: tuple[str, ...]
+) -> None:
+    """List the tools of TARGET (MODULE:ATTR, a server URL or an MCP server)."""
 
     async def go() -> list[Tool]:
-        async with _open(target, token) as toolset:
+        async with _open(target, token, header_lines) as toolset:
             return toolset.tools
 
     found = asyncio.run(go())
@@ -133,11 +164,12 @@ def list_tools(target: str, as_json: bool, token: str | None) -> None:
 @click.argument("target")
 @click.argument("name", required=False)
 @_token
-def schema(target: str, name: str | None, token: str | None) -> None:
+@_header
+def schema(target: str, name: str | None, token: str | None, header_lines: tuple[str, ...]) -> None:
     """Print the definition of tool NAME of TARGET as JSON (every tool without NAME)."""
 
     async def go() -> Any:
-        async with _open(target, token) as toolset:
+        async with _open(target, token, header_lines) as toolset:
             if name is None:
                 return [t.model_dump(mode="json") for t in toolset.tools]
             return _find(toolset, name).model_dump(mode="json")
@@ -154,6 +186,7 @@ def schema(target: str, name: str | None, token: str | None) -> None:
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar (default: when stderr is a terminal).")  # fmt: skip
 @_token
+@_header
 def call(
     target: str,
     name: str,
@@ -161,6 +194,7 @@ def call(
     pairs: tuple[str, ...],
     progress: bool | None,
     token: str | None,
+    header_lines: tuple[str, ...],
 ) -> int:
     """Call tool NAME of TARGET and print the result envelope (exit code 1 on an error).
 
@@ -171,7 +205,7 @@ def call(
     show = progress if progress is not None else sys.stderr.isatty()
 
     async def go() -> dict[str, Any]:
-        async with _open(target, token) as toolset:
+        async with _open(target, token, header_lines) as toolset:
             text = arguments
             if text is None:
                 items: list[tuple[str, str]] = []

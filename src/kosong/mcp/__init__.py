@@ -1,10 +1,13 @@
 """MCP both ways: serve any kosong toolset to MCP clients, and use MCP servers' tools as a toolset.
 
 - `MCPToolServer`: a toolset as an MCP server, over streamable HTTP at `/mcp` (both protocol
-  eras) and stdio, through the `kosong.standard` pipeline; `mcp_request()` gives a running
-  tool the MCP request it serves. `python -m kosong.mcp MODULE:ATTR` serves a toolset.
-- `MCPToolset`: the tools of MCP servers (URLs or stdio commands) as a kosong toolset
-  (`MCPTool` each), each server's connection supervised on its own.
+  eras) and stdio, through the `kosong.standard` pipeline; a tool asks the client's user
+  with `current_call().elicit(...)` (either era), and `ask_user_to_approve` makes that an
+  `ApprovalPolicy` hook; `mcp_request()` gives a running tool the MCP request it serves.
+  `kosong mcp TARGET` (or `python -m kosong.mcp TARGET`) serves a toolset.
+- `MCPToolset`: the tools of MCP servers (URLs or stdio commands, or a `ServerSpec` with
+  credentials) as a kosong toolset (`MCPTool` each), each server's connection supervised on
+  its own; it answers what servers ask back (`ElicitationRequest`, `SamplingRequest`, roots).
 - `SessionEventStore`: resumable streams, event ids scoped per session, kept in an `EventLog`
   (`MemoryEventLog` by default).
 - `ResourcePart`: a content part that is an MCP embedded resource.
@@ -12,7 +15,9 @@
 Needs the `mcp` extra: `pip install 'kosong[mcp]'`.
 """
 
-from kosong.mcp._client import MCPTool, MCPToolset, ServerSpec
+from kosong.mcp._answering import ElicitationRequest, SamplingRequest
+from kosong.mcp._approve import ask_user_to_approve
+from kosong.mcp._client import MCPTool, MCPToolset
 from kosong.mcp._content import ResourcePart
 from kosong.mcp._events import (
     EventLog,
@@ -22,17 +27,21 @@ from kosong.mcp._events import (
     StoreEventLog,
 )
 from kosong.mcp._server import MCPToolServer, mcp_request
+from kosong.mcp._spec import ServerSpec
 
 __all__ = [
+    "ElicitationRequest",
     "EventLog",
     "MCPTool",
     "MCPToolServer",
     "MCPToolset",
     "MemoryEventLog",
     "ResourcePart",
+    "SamplingRequest",
     "ServerSpec",
     "SessionEvent",
     "SessionEventStore",
     "StoreEventLog",
+    "ask_user_to_approve",
     "mcp_request",
 ]

@@ -5,12 +5,20 @@
         result = await toolset.handle(call)
 
 - A server is a URL (streamable HTTP; the SDK negotiates the 2026 era or the handshake) or a
-  command run over stdio (a list of arguments, a command line, or `StdioServerParameters`).
+  command run over stdio (a list of arguments, a command line, or `StdioServerParameters`),
+  or a `ServerSpec` that adds credentials (`headers`, an `httpx2.Auth` or `httpx.Auth` such as
+  the MCP SDK's OAuth client provider) or the command's `env` and `cwd`. A server that refuses
+  the credentials (401 or 403) fails the connection with an error saying "unauthorized" and
+  what to pass, and a call with an `UNAUTHORIZED` or `PERMISSION_DENIED` result.
+- A server may ask back while a call runs (either era): `elicitation` answers its questions
+  for the user, `sampling` its requests for a completion (with the user's `ChatProvider`, or a
+  callback), `roots` lists the directories it may use. Only what is given is announced.
 - Each server's tools are listed as ours. A name two servers share is prefixed with each
   server's name (`weather_search`, `files_search`) rather than one overwriting the other; a
   name kosong's tool-name rule does not allow is rewritten to one it does.
 - Arguments are checked against the tool's input schema before they are sent; the result's
-  content becomes text or content parts (images and audio as `data:` URLs), `isError` a
+  content becomes text or content parts (images and audio as `data:` URLs), structured
+  content its compact JSON text (so the envelope's `data` is that object), `isError` a
   `ToolError` (with the error code a kosong server sent), and the raw `CallToolResult` the
   result's `artifact`.
 - Progress notifications reach `report_progress`, so a pipeline's `stream()` yields them as
@@ -31,9 +39,8 @@ import hashlib
 import logging
 import math
 import re
-import shlex
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -41,8 +48,16 @@ import mcp_types as mcp
 from mcp.shared.exceptions import MCPError
 from pydantic import PrivateAttr, ValidationError
 
-from kosong.mcp._connection import Connection, ProgressCallback, ServerGone, Target
+from kosong.mcp._answering import (
+    ElicitationCallback,
+    RootsSpec,
+    SamplingSpec,
+    asking,
+    roots_of,
+)
+from kosong.mcp._connection import Connection, ProgressCallback, Refused, ServerGone
 from kosong.mcp._convert import from_call_tool_result
+from kosong.mcp._spec import AuthFailure, ServerSpec, ServerTarget
 from kosong.mcp._tasks import IDEMPOTENCY_META
 from kosong.message import ToolCall
 from kosong.standard import CallContext, current_call
@@ -54,17 +69,19 @@ from kosong.tooling import (
     ToolResult,
     ToolReturnValue,
 )
-from kosong.tooling.error import ToolNetworkError, ToolTimeoutError, describe_exception
+from kosong.tooling.error import (
+    ToolNetworkError,
+    ToolPermissionDeniedError,
+    ToolTimeoutError,
+    ToolUnauthorizedError,
+    describe_exception,
+)
 from kosong.tooling.simple import SimpleToolset
 from kosong.utils.typing import JsonType
-from mcp import StdioServerParameters
 
-__all__ = ["MCPTool", "MCPToolset", "ServerSpec"]
+__all__ = ["MCPTool", "MCPToolset"]
 
 logger = logging.getLogger(__name__)
-
-ServerSpec = str | Sequence[str] | StdioServerParameters
-"""An MCP server: an `http(s)://` URL, a command line, a list of arguments, or stdio parameters."""
 
 _KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar("kosong_mcp_key", default=None)
 """The idempotency key of the call `MCPToolset.call_tool` is making (its task's own)."""
@@ -100,7 +117,11 @@ class MCPTool(CallableTool):
                 self.remote_name, kwargs, read_timeout=self._timeout, progress=progress,
                 meta={IDEMPOTENCY_META: key} if key else None,
             )  # fmt: skip
+        except Refused as e:
+            return self._refused(e.failure, str(e))
         except ServerGone as e:
+            if e.auth is not None:
+                return self._refused(e.auth, str(e))
             return ToolNetworkError(str(e))
         except MCPError as e:
             if e.code == mcp.REQUEST_TIMEOUT and self._timeout is not None:
@@ -118,6 +139,11 @@ class MCPTool(CallableTool):
             )
         return from_call_tool_result(result)
 
+    def _refused(self, failure: AuthFailure, text: str) -> ToolReturnValue:
+        if failure.status == 403:
+            return ToolPermissionDeniedError(self.name, text)
+        return ToolUnauthorizedError(text)
+
 
 class MCPToolset(BaseToolset):
     """The tools of MCP servers as one toolset (see the module doc).
@@ -129,42 +155,60 @@ class MCPToolset(BaseToolset):
 
     def __init__(
         self,
-        servers: Mapping[str, ServerSpec],
+        servers: Mapping[str, ServerTarget],
         *,
         call_timeout: float | None = None,
         connect_timeout: float = 10.0,
         on_tools_changed: Callable[[], None] | None = None,
+        elicitation: ElicitationCallback | None = None,
+        sampling: SamplingSpec | None = None,
+        roots: RootsSpec | None = None,
     ) -> None:
         """Prepare connections to `servers`, by name; nothing is started yet.
 
         Args:
-            servers: The servers by name (the name prefixes clashing tool names).
+            servers: The servers by name (the name prefixes clashing tool names): each a
+                `ServerSpec`, an `http(s)://` URL, a command line or list of arguments, or
+                `StdioServerParameters`.
             call_timeout: Seconds a call may take before it is cancelled on the server.
             connect_timeout: Seconds a connection may take to open.
             on_tools_changed: Called after the tools changed (a server said so, or
                 reconnected), once the new list is in place.
+            elicitation: Asks the user when a server's tool asks (`ElicitationRequest` in,
+                `ElicitAnswer` out), in form and URL modes.
+            sampling: Answers a server's request for a completion: the user's `ChatProvider`,
+                or an async callback (`SamplingRequest` in; text, a `Message` or the MCP
+                `CreateMessageResult` out).
+            roots: The directories servers may work in: `file://` URIs or absolute paths.
 
         Raises:
-            ValueError: a server name is not a short identifier, a spec is empty, or a
-                timeout is not a positive number.
+            ValueError: a server name is not a short identifier, a spec is empty, a root is
+                neither a URI nor an absolute path, or a timeout is not a positive number.
+            TypeError: a server is none of the accepted kinds.
         """
         for label, value in (("call_timeout", call_timeout), ("connect_timeout", connect_timeout)):
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{label} must be a positive number of seconds, got {value!r}")
         if not servers:
             raise ValueError("MCPToolset needs at least one server")
+        offered = None if roots is None else roots_of(roots)
         self._connections: dict[str, Connection] = {}
-        for name, spec in servers.items():
+        for name, target in servers.items():
             if not _SERVER_NAME.match(name):
                 raise ValueError(
                     f"server name {name!r} must start with a letter or `_` and hold only letters, "
                     "digits, `_` and `-` (at most 32): it prefixes tool names"
                 )
+            try:
+                spec = ServerSpec.of(target)
+            except ValueError as e:
+                raise ValueError(f"MCP server {name!r}: {e}") from None
             self._connections[name] = Connection(
                 name,
-                _target(name, spec),
+                spec,
                 connect_timeout=connect_timeout,
                 on_tools_changed=self._tools_changed,
+                asking=asking(name, elicitation, sampling, offered),
             )
         self._call_timeout = call_timeout
         self._on_tools_changed = on_tools_changed
@@ -343,20 +387,6 @@ def _tool_name(raw: str) -> str:
     if len(name) > 64:  # kept apart from other long names by a digest of the whole
         name = f"{name[:55]}_{hashlib.blake2b(raw.encode(), digest_size=4).hexdigest()}"
     return name
-
-
-def _target(name: str, spec: ServerSpec) -> Target:
-    if isinstance(spec, StdioServerParameters):
-        return spec
-    if isinstance(spec, str):
-        if spec.startswith(("http://", "https://")):
-            return spec
-        argv = shlex.split(spec)
-    else:
-        argv = list(spec)
-    if not argv:
-        raise ValueError(f"the command of MCP server {name!r} is empty")
-    return StdioServerParameters(command=argv[0], args=argv[1:])
 
 
 def _forward_progress(ctx: CallContext) -> ProgressCallback:

@@ -9,6 +9,10 @@ it ends, the supervisor fails every pending future with `ServerGone`; while call
 on an HTTP server, a watchdog checks every half second that its port still accepts
 connections, so a server that vanished fails them within a second. The next call starts a new
 connection.
+
+Over HTTP the SDK reports a 401 or 403 only as "Server returned an error response"; the
+connection's `AuthWatch` saw the status, so the failure says "unauthorized" (`ServerGone` with
+its `auth`, or `Refused` for a call) and what to pass.
 """
 
 from __future__ import annotations
@@ -28,14 +32,13 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from kosong.mcp._answering import Asking
+from kosong.mcp._spec import AuthFailure, AuthWatch, ServerSpec, http_transport
 from kosong.mcp._tasks import PROGRESS, TasksClient
 from kosong.tooling.error import describe_exception
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 logger = logging.getLogger(__name__)
-
-Target = str | StdioServerParameters
-"""A server: the URL of a streamable HTTP endpoint, or a command to run over stdio."""
 
 ProgressCallback = ProgressFnT
 """What receives a call's progress: `(progress, total, message)`."""
@@ -45,6 +48,19 @@ _WATCH_INTERVAL = 0.5
 
 class ServerGone(Exception):
     """The connection to the server ended (or could not be made) before the call finished."""
+
+    def __init__(self, message: str, auth: AuthFailure | None = None) -> None:
+        super().__init__(message)
+        self.auth = auth
+        """Set when the server refused the credentials (401 or 403)."""
+
+
+class Refused(Exception):
+    """The server refused a call's credentials (401 or 403 over HTTP)."""
+
+    def __init__(self, failure: AuthFailure, where: str) -> None:
+        super().__init__(failure.describe(where))
+        self.failure = failure
 
 
 @dataclass(slots=True, eq=False)  # kept in a set: compared by identity
@@ -72,13 +88,16 @@ class Connection:
     def __init__(
         self,
         name: str,
-        target: Target,
+        spec: ServerSpec,
         *,
         connect_timeout: float,
         on_tools_changed: Callable[[Connection], None],
+        asking: Asking | None = None,
     ) -> None:
         self.name = name
-        self.target = target
+        self.spec = spec
+        self._asking = asking or Asking()
+        self._auth = AuthWatch()
         self._connect_timeout = connect_timeout
         self._on_tools_changed = on_tools_changed
         self._live: _Live | None = None
@@ -116,17 +135,31 @@ class Connection:
                 f"{self._connect_timeout:g} seconds"
             ) from None
 
+    def _client(self) -> Client:
+        spec, asking = self.spec, self._asking
+        return Client(
+            http_transport(spec, self._auth) if spec.url is not None else spec.stdio(),
+            mode="auto",
+            message_handler=self._on_message,
+            elicitation_callback=asking.elicitation,
+            sampling_callback=asking.sampling,
+            list_roots_callback=asking.roots,
+            extensions=[TasksClient()],  # task handles followed to their end
+        )
+
+    def _reason(self, error: BaseException) -> str:
+        """Why a connection failed: "unauthorized..." when the server refused credentials."""
+        failure = self._auth.failure
+        if failure is not None:
+            return failure.describe(f"the MCP server `{self.name}` ({self.spec.where})")
+        return _describe(error)
+
     async def _supervise(self, starting: asyncio.Future[_Live]) -> None:
         reason = "the connection was closed"
         live: _Live | None = None
         try:
             async with (
-                Client(
-                    self.target,
-                    mode="auto",
-                    message_handler=self._on_message,
-                    extensions=[TasksClient()],  # task handles followed to their end
-                ) as client,
+                self._client() as client,
                 anyio.create_task_group() as group,
             ):
                 live = _Live(client, group)
@@ -144,15 +177,15 @@ class Connection:
                 self._connects += 1
                 if self._connects > 1:  # a reconnection: the tools may have changed meanwhile
                     self._on_tools_changed(self)
-                if isinstance(self.target, str):
-                    group.start_soon(self._watch, self.target, live)
+                if self.spec.url is not None:
+                    group.start_soon(self._watch, self.spec.url, live)
                 await live.stop.wait()
                 group.cancel_scope.cancel()
         except asyncio.CancelledError:
             reason = "the connection was cancelled"
             raise
         except BaseException as e:  # whatever ended it, the calls get a result
-            reason = _describe(e)
+            reason = self._reason(e)
             logger.warning("MCP server %r: connection ended: %s", self.name, reason)
         finally:
             if live is not None and self._live is live:
@@ -163,7 +196,7 @@ class Connection:
                 self._starting = None
                 if not self._closed:
                     self.last_error = reason
-            gone = ServerGone(f"the MCP server `{self.name}` is unreachable: {reason}")
+            gone = self._gone(reason)
             for call in list(live.calls if live is not None else ()):
                 if not call.future.done():
                     call.future.set_exception(gone)
@@ -183,10 +216,15 @@ class Connection:
         if self._live is live:
             self._live = None
             self.last_error = reason
-        gone = ServerGone(f"the MCP server `{self.name}` is unreachable: {reason}")
+        gone = self._gone(reason)
         for call in list(live.calls):
             if not call.future.done():
                 call.future.set_exception(gone)
+
+    def _gone(self, reason: str) -> ServerGone:
+        if self._auth.failure is not None:  # the reason says so already
+            return ServerGone(reason, self._auth.failure)
+        return ServerGone(f"the MCP server `{self.name}` is unreachable: {reason}")
 
     async def _watch(self, url: str, live: _Live) -> None:
         """While calls are pending, check every half second that the server still listens."""
@@ -245,8 +283,9 @@ class Connection:
                 if cursor is None:
                     break
         except Exception as e:
-            self._end(live, f"listing the tools failed: {_describe(e)}")
-            raise ServerGone(f"the MCP server `{self.name}` is unreachable: {_describe(e)}") from e
+            reason = self._reason(e)
+            self._end(live, f"listing the tools failed: {reason}")
+            raise self._gone(reason) from e
         return tools
 
     async def call(
@@ -265,6 +304,7 @@ class Connection:
 
         Raises:
             ServerGone: the server cannot be reached, or went away during the call.
+            Refused: the server refused the call's credentials (401 or 403).
             MCPError: the server answered with a protocol error (-32001 on timeout).
         """
         live = await self._connected()
@@ -309,7 +349,10 @@ class Connection:
                 )
             except MCPError as e:
                 error: Exception = e
-                if e.code == mcp.CONNECTION_CLOSED:
+                failure = self._auth.failure
+                if e.code == mcp.INTERNAL_ERROR and failure is not None:
+                    error = Refused(failure, f"the MCP server `{self.name}` ({self.spec.where})")
+                elif e.code == mcp.CONNECTION_CLOSED:
                     self._end(live, f"the connection closed: {e.message}")
                     error = ServerGone(f"the MCP server `{self.name}` went away during the call")
                 if not future.done():

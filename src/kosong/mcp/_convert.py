@@ -10,9 +10,16 @@ kosong → MCP (what our server sends):
 - an error's code (`kosong.standard.error_code`) travels in `_meta["kosong/error"]`, so a kosong
   client gets the same kind of error back;
 - a tool that declares an `output_schema` sends its JSON output as `structuredContent` too.
+  MCP wants an object there: an output schema of another type (`-> int`, `-> list[str]`) is
+  sent as `{"type": "object", "properties": {"result": <schema>}, "required": ["result"]}`
+  and the value as `{"result": <value>}`, the wrapping the MCP SDK's own servers use (and
+  pydantic-ai's client unwraps).
 
 MCP → kosong (what `MCPToolset` gives the model): the reverse, with binary content as `data:`
-URLs and the raw `CallToolResult` kept as the result's `artifact`.
+URLs and the raw `CallToolResult` kept as the result's `artifact`. A result with
+`structuredContent` is that JSON object, as compact JSON text (so the envelope's `data` is
+the object itself); its text blocks are the same value written for older clients, and are
+left out.
 """
 
 from __future__ import annotations
@@ -45,8 +52,26 @@ _DATA_URL = re.compile(
 
 
 def output_schema_of(tool: Tool) -> dict[str, Any] | None:
-    """The tool's declared output schema (`Tool.output_schema`), or None."""
-    return tool.output_schema
+    """The tool's `outputSchema` for MCP: its declared output schema, wrapped unless an object.
+
+    See the module doc; `is_wrapped` says which.
+    """
+    schema = tool.output_schema
+    if schema is None or not is_wrapped(schema):
+        return schema
+    inner = {k: v for k, v in schema.items() if k not in _ROOT_KEYS}
+    # `$defs` (a recursive type's) and `$schema` stay at the root, where references find them.
+    wrapper: dict[str, Any] = {k: schema[k] for k in _ROOT_KEYS if k in schema}
+    wrapper.update({"type": "object", "properties": {"result": inner}, "required": ["result"]})
+    return wrapper
+
+
+def is_wrapped(schema: Mapping[str, Any]) -> bool:
+    """Whether values of `schema` travel as `{"result": value}` (it is not an object schema)."""
+    return schema.get("type") != "object"
+
+
+_ROOT_KEYS = ("$schema", "$defs", "definitions")
 
 
 def to_mcp_tool(tool: Tool) -> mcp.Tool:
@@ -118,7 +143,9 @@ def _part_to_block(part: ContentPart) -> mcp.ContentBlock:
     return mcp.TextContent(text=part.model_dump_json())  # a part of the user's own kind
 
 
-def to_call_tool_result(value: ToolReturnValue, output_schema: bool) -> dict[str, Any]:
+def to_call_tool_result(
+    value: ToolReturnValue, output_schema: Mapping[str, Any] | None
+) -> dict[str, Any]:
     """The MCP result of a kosong result (see the module doc), in its wire form.
 
     A dict, not a `CallToolResult`: the SDK checks the result against the protocol version's
@@ -145,11 +172,15 @@ def to_call_tool_result(value: ToolReturnValue, output_schema: bool) -> dict[str
             result["_meta"] = {ERROR_META_KEY: {"code": code}}
         return result
     result = {"content": blocks, "isError": False, "resultType": "complete"}
-    if output_schema and isinstance(output, str):
-        # Output that is not JSON gets no structured content; the client's check of the
-        # output schema then says so.
+    if output_schema is not None and isinstance(output, str):
+        # Output that is not JSON (or not an object, unwrapped) gets no structured content;
+        # the client's check of the output schema then says so.
         with contextlib.suppress(ValueError):
-            result["structuredContent"] = json.loads(output)
+            data: JsonType = json.loads(output)
+            if is_wrapped(output_schema):
+                result["structuredContent"] = {"result": data}
+            elif isinstance(data, dict):
+                result["structuredContent"] = data
     return result
 
 
@@ -195,8 +226,9 @@ def _block_to_part(block: mcp.ContentBlock) -> ContentPart:
 def from_call_tool_result(result: mcp.CallToolResult) -> ToolReturnValue:
     """The kosong result of an MCP result: ToolOk, or a ToolError (coded when the server said).
 
-    One text block becomes plain text output; anything else a list of content parts. The raw
-    result is kept as the `artifact`.
+    Structured content becomes its compact JSON text (with any images or other non-text
+    blocks after it); otherwise one text block becomes plain text output, and anything else
+    a list of content parts. The raw result is kept as the `artifact`.
     """
     parts = [_block_to_part(block) for block in result.content]
     texts = [p.text for p in parts if isinstance(p, TextPart)]
@@ -209,8 +241,10 @@ def from_call_tool_result(result: mcp.CallToolResult) -> ToolReturnValue:
             return error
         return ToolError(message=message, artifact=result)
     output: str | list[ContentPart]
-    if not parts and result.structured_content is not None:
-        output = json.dumps(result.structured_content, ensure_ascii=False)
+    if result.structured_content is not None:
+        data = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+        others = [p for p in parts if not isinstance(p, TextPart)]
+        output = [TextPart(text=data), *others] if others else data
     elif len(parts) == 1 and isinstance(parts[0], TextPart):
         output = parts[0].text
     else:

@@ -37,11 +37,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import io
 import itertools
-import json
 import logging
+import os
+import sys
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Awaitable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any, cast
 
 import anyio
@@ -66,15 +68,18 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kosong.mcp._convert import output_schema_of, to_call_tool_result, to_mcp_tool
+from kosong import __version__
+from kosong.mcp._asking import Rounds, back_channel
+from kosong.mcp._convert import to_call_tool_result, to_mcp_tool
 from kosong.mcp._events import SessionEventStore
-from kosong.mcp._sessions import SessionKeeper
+from kosong.mcp._sessions import SessionKeeper, owner_of
 from kosong.mcp._tasks import TaskRuns, Tasks
 from kosong.mcp._wire import invalid_id_response, peek_body, read_message
 from kosong.message import ToolCall
-from kosong.standard import PolicyToolset
+from kosong.standard import Elicitor, PolicyToolset, elicit_with
 from kosong.tooling import ToolResult, Toolset
 from kosong.tooling.error import describe_exception
+from kosong.utils.typing import JsonType
 
 __all__ = ["MCPToolServer", "mcp_request"]
 
@@ -128,25 +133,27 @@ class MCPToolServer:
         toolset: Toolset,
         *,
         name: str = "kosong",
-        version: str = "",
+        version: str | None = None,
         instructions: str | None = None,
         event_store: EventStore | None = None,
         allowed_hosts: Sequence[str] = _LOCAL_HOSTS,
         allowed_origins: Sequence[str] = _LOCAL_ORIGINS,
         dns_rebinding_protection: bool = True,
-        retry_interval_ms: int | None = None,
+        retry_interval_ms: int | None = 1000,
         session_idle_timeout: float | None = 30 * 60,
         session_setup_timeout: float | None = 30,
         max_sessions_per_principal: int | None = 100,
         stateless: bool = False,
         runs: TaskRuns | None = None,
+        input_timeout: float = 600.0,
     ) -> None:
         """Serve `toolset`.
 
         Args:
             toolset: The tools; put in a pipeline without policies unless it is a `PolicyToolset`.
             name: The server's name, as `initialize` and `server/discover` tell clients.
-            version: The server's version.
+            version: The server's version (default: kosong's, as the SDK's servers give
+                the SDK's).
             instructions: What the client's model should know about these tools.
             event_store: Where SSE events are kept for resumption; a `SessionEventStore`
                 in memory by default (pass one over another `EventLog` to share it).
@@ -154,7 +161,8 @@ class MCPToolServer:
             allowed_origins: Origin headers accepted.
             dns_rebinding_protection: Check Host and Origin (on by default; turn it off only
                 behind a proxy that checks them).
-            retry_interval_ms: The SSE `retry:` the server suggests to reconnecting clients.
+            retry_interval_ms: The SSE `retry:` the server suggests to reconnecting clients,
+                sent with the priming event that opens each stream (None: neither).
             session_idle_timeout: Seconds after which an idle handshake-era session ends
                 (idle: no request in flight and no stream open); None: never.
             session_setup_timeout: The same for a session whose client sent nothing after
@@ -166,6 +174,8 @@ class MCPToolServer:
                 resumption); 2026-era requests are stateless anyway.
             runs: The runs of a kosong server: calls that may take long become MCP tasks of
                 those runs, and calls with an idempotency key runs of that key.
+            input_timeout: Seconds a 2026-era call that asked the user (`elicit`) waits for
+                the client to come back with the answers; then the answer is `cancel`.
 
         Raises:
             ValueError: a timeout or the limit is not a positive number.
@@ -181,6 +191,9 @@ class MCPToolServer:
         )
         self._retry_interval = retry_interval_ms
         self._stateless = stateless
+        if not input_timeout > 0:
+            raise ValueError(f"input_timeout must be a positive number, got {input_timeout!r}")
+        self._rounds = Rounds(ttl=input_timeout)
         self._keeper = SessionKeeper(
             self._stream,
             per_principal=max_sessions_per_principal,
@@ -197,7 +210,7 @@ class MCPToolServer:
         )
         self._server = _ToolsServer(
             name,
-            version=version,
+            version=version if version is not None else __version__,
             instructions=instructions,
             get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
@@ -254,8 +267,7 @@ class MCPToolServer:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: mcp.CallToolRequestParams
     ) -> dict[str, Any]:
-        toolset = self._toolset
-        tool = toolset.find_tool(params.name)
+        tool = self._toolset.find_tool(params.name)
         if tool is None:
             raise MCPError(mcp.INVALID_PARAMS, f"Unknown tool: {params.name}")
         tasks = self._tasks
@@ -270,44 +282,76 @@ class MCPToolServer:
                 return {"content": [{"type": "text", "text": text}], "isError": True,
                         "resultType": "complete"}  # fmt: skip
         try:
-            arguments = None if params.arguments is None else json.dumps(params.arguments)
-            # Built without validating again what the SDK validated (two strings).
+            # The SDK parsed the arguments: the pipeline takes them as they are.
+            arguments: JsonType = params.arguments if params.arguments is not None else {}
             call = ToolCall.model_construct(
                 id=f"mcp-{next(self._ids)}",
-                function=ToolCall.FunctionBody.model_construct(
-                    name=params.name, arguments=arguments
-                ),
+                function=ToolCall.FunctionBody.model_construct(name=params.name, arguments=None),
             )
-            token = _REQUEST.set(ctx)  # the call's task copies it; the tool reads it there
-            try:
-                meta = ctx.meta
-                if meta is not None and meta.get("progress_token") is not None:
-                    result = await self._streamed(ctx, call, toolset)
-                else:
-                    result = await toolset.handle(call)
-            finally:
-                _REQUEST.reset(token)
-            return to_call_tool_result(result.return_value, output_schema_of(tool) is not None)
+            if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+                result = await self._start(ctx, call, arguments, back_channel(ctx), lambda: ctx)
+            else:
+                outcome = await self._rounds.run(
+                    ctx,
+                    params,
+                    arguments,
+                    _principal(ctx),
+                    lambda elicitor, current: self._start(ctx, call, arguments, elicitor, current),
+                )
+                if outcome is None:
+                    return _error_result(
+                        f"The answers for `{params.name}` came after the call stopped waiting "
+                        "for them, or for a call this server does not know: call the tool again"
+                    )
+                if isinstance(outcome, dict):  # the call asks the user: `input_required`
+                    return outcome
+                result = outcome
+            return to_call_tool_result(result.return_value, tool.output_schema)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # never a JSON-RPC error: the model reads what went wrong
             logger.exception("MCP call to %r failed", params.name)
-            text = f"Error running tool: {describe_exception(e)}"
-            return {
-                "content": [{"type": "text", "text": text}],
-                "isError": True,
-                "resultType": "complete",
-            }
+            return _error_result(f"Error running tool: {describe_exception(e)}")
+
+    def _start(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        call: ToolCall,
+        arguments: JsonType,
+        elicitor: Elicitor,
+        current: Callable[[], ServerRequestContext[Any, Any]],
+    ) -> asyncio.Future[ToolResult]:
+        """Start the call; the tasks it runs in see the request and ask through `elicitor`."""
+        token = _REQUEST.set(ctx)  # the call's task copies it; the tool reads it there
+        try:
+            with elicit_with(elicitor):
+                meta = ctx.meta
+                if meta is not None and meta.get("progress_token") is not None:
+                    return asyncio.ensure_future(self._streamed(call, arguments, current))
+                handled = self._toolset.dispatch(call, arguments)
+        finally:
+            _REQUEST.reset(token)
+        if isinstance(handled, ToolResult):
+            done: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
+            done.set_result(handled)
+            return done
+        return handled
 
     async def _streamed(
-        self, ctx: ServerRequestContext[Any, Any], call: ToolCall, toolset: PolicyToolset
+        self,
+        call: ToolCall,
+        arguments: JsonType,
+        current: Callable[[], ServerRequestContext[Any, Any]],
     ) -> ToolResult:
-        async with toolset.stream(call) as events:
+        async with self._toolset.stream(call, arguments) as events:
             async for event in events:
                 if event.event == "tool_progress":
                     progress = cast(float, event.data["progress"])
                     message = cast(str, event.data.get("message") or "") or None
-                    await ctx.session.report_progress(progress, 100, message)
+                    try:  # to the request of the round in progress (2026 era: there may be none)
+                        await current().session.report_progress(progress, 100, message)
+                    except Exception as e:
+                        logger.debug("MCP progress not sent: %s", describe_exception(e))
             return await events.result()
 
     async def _session_initialized(
@@ -382,6 +426,7 @@ class MCPToolServer:
                 self._managers = None
                 self._sessions.clear()
                 self._keeper.clear()
+                self._rounds.clear()  # calls waiting for answers hear `cancel`, and end
 
     def app(self, path: str = "/mcp") -> Starlette:
         """A Starlette app serving MCP at `path` (run it with uvicorn, say)."""
@@ -423,10 +468,35 @@ class MCPToolServer:
                 return
             # Only an `initialize` opens a session; one we could not read might be one.
             opens = message is None or message.get("method") == "initialize"
+            scope = self._as_negotiated(scope)
         if not self._stateless:
             await self._keeper.handle(scope, receive, send, opens=opens)
         else:
             await self._stream(scope, receive, send)
+
+    def _as_negotiated(self, scope: Scope) -> Scope:
+        """A session's request, with the protocol version its session negotiated if newer.
+
+        The SDK opens a POST's event stream with a priming event (and `retry:`) only for a
+        request whose `MCP-Protocol-Version` is 2025-11-25 or later, since older clients
+        cannot read an event without data. That is a property of the client, which its
+        session's `initialize` told: a request of a session that negotiated 2025-11-25 but
+        names an older version (the conformance suite's SSE-polling scenario sends one) still
+        comes from a client that reads priming events, so it is handed on as its session's.
+        """
+        headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+        session_id = version = None
+        for key, value in headers:
+            if key == b"mcp-session-id":
+                session_id = value.decode("latin-1")
+            elif key == b"mcp-protocol-version" and version is None:
+                version = value.decode("latin-1")
+        session = self._sessions.get(session_id) if session_id is not None else None
+        if session is None or version is None or version >= session.protocol_version:
+            return scope  # versions are dates: a later one sorts after
+        negotiated = session.protocol_version.encode("latin-1")
+        changed = [(k, negotiated if k == b"mcp-protocol-version" else v) for k, v in headers]
+        return {**scope, "headers": changed}
 
     async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Hand the request to the SDK's streaming manager, bound to its session's events."""
@@ -445,13 +515,40 @@ class MCPToolServer:
     async def run_stdio(self) -> None:
         """Serve one client over this process's stdin and stdout until it closes stdin.
 
-        While it runs, what the process writes to its stdout (a tool's `print`, a child
-        process's output) goes to stderr instead, so it never corrupts the protocol stream.
+        The protocol gets a private copy of the process's stdout; from the moment this starts
+        until the process exits, stdout itself (`print`, logging to stdout, a child process's
+        output) goes to stderr, and `sys.stdout` is stderr while serving. So nothing a tool
+        prints ever reaches the protocol stream: not while serving, not text still buffered
+        from before (it is flushed to stderr first), not at shutdown (stdout is never handed
+        back, and the stream is closed when serving ends).
         """
-        async with stdio_server() as (read_stream, write_stream):
-            await self._server.run(
-                read_stream, write_stream, self._server.create_initialization_options()
-            )
+        wire = _take_stdout()
+        stdout = io.TextIOWrapper(os.fdopen(wire, "wb"), encoding="utf-8")
+        printing = sys.stdout
+        sys.stdout = sys.stderr
+        try:
+            async with stdio_server(stdout=anyio.wrap_file(stdout)) as (read_stream, write_stream):
+                await self._server.run(
+                    read_stream, write_stream, self._server.create_initialization_options()
+                )
+        finally:
+            sys.stdout = printing
+            with contextlib.suppress(OSError, ValueError):
+                stdout.close()  # the client reads the end of the stream
+
+
+def _take_stdout() -> int:
+    """A private descriptor for the protocol; fd 1 goes to stderr for good (see `run_stdio`).
+
+    Text printed before serving began, still in `sys.stdout`'s buffer, is flushed once fd 1
+    points at stderr, so it lands there too.
+    """
+    wire = os.dup(1)
+    os.set_inheritable(wire, False)  # a tool's child process must not write to the protocol
+    os.dup2(2, 1)
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    return wire
 
 
 class _ASGIEndpoint:
@@ -531,3 +628,15 @@ def _session_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
         return f"stdio-{id(ctx.session.client_params)}"
     session_id: object = headers.get("mcp-session-id")
     return session_id if isinstance(session_id, str) else None
+
+
+def _error_result(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True, "resultType": "complete"}
+
+
+def _principal(ctx: ServerRequestContext[Any, Any]) -> str:
+    """Who a 2026-era request speaks for: the guard's or the SDK's principal (HTTP), or stdio."""
+    scope: object = getattr(ctx.request, "scope", None)
+    if isinstance(scope, dict):
+        return repr(owner_of(cast(Scope, scope)))
+    return "stdio"

@@ -195,7 +195,7 @@ class Tasks:
             return self.handle(run_id)
         progress = meta is not None and meta.get("progress_token") is not None
         try:
-            return await self.result(ctx, run_id, tool.output_schema is not None, progress)
+            return await self.result(ctx, run_id, tool.output_schema, progress)
         except anyio.get_cancelled_exc_class():
             if key is None:  # nobody can come back for it: the request's cancel is the run's
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
@@ -219,7 +219,11 @@ class Tasks:
         }
 
     async def result(
-        self, ctx: ServerRequestContext[Any, Any], run_id: str, output_schema: bool, progress: bool
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        run_id: str,
+        output_schema: Mapping[str, Any] | None,
+        progress: bool,
     ) -> dict[str, Any]:
         """The `CallToolResult` of a run, once it ends (a call answered without a task).
 
@@ -268,8 +272,7 @@ class Tasks:
             if error_code(value) == "CANCELLED":
                 return {**task, "status": "cancelled", "statusMessage": value.message}
             tool = self._toolset.find_tool(info.meta.get("tool", ""))
-            output = tool is not None and tool.output_schema is not None
-            result = to_call_tool_result(value, output)
+            result = to_call_tool_result(value, tool.output_schema if tool is not None else None)
             result.pop("resultType", None)
             return {**task, "status": "completed", "result": result}
         question = await self._runs.question(params.task_id)

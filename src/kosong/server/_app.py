@@ -748,6 +748,7 @@ def create_app(
         # Resumable MCP streams live in the app's own store, beside its runs (in Redis too).
         over_mcp = MCPToolServer(
             server.toolset,
+            name=config.name,
             dns_rebinding_protection=False,
             event_store=SessionEventStore(StoreEventLog(server.store)),
             retry_interval_ms=config.retry_ms,

@@ -88,6 +88,8 @@ class ServerConfig:
     inspector: bool = True
     """Serve the inspector, a web page that shows the tools and calls them, at `/` (its
     files under `/inspector/`); False leaves `/` free."""
+    name: str = "kosong"
+    """The server's name, as MCP clients are told (`serverInfo.name` at `/mcp`)."""
 
     def __post_init__(self) -> None:
         if self.max_body < 0:

@@ -12,7 +12,8 @@ Every public name of the standard is imported from here (the policies from
   error-code catalog (`CATALOG`, `ErrorCode`, `error_code`, `coded_error`...).
 - A policy pipeline around any toolset: `with_policies(toolset, MetricsPolicy(), ...)`,
   `Policy`, `PolicyToolset`, the call's contexts (`CallContext` for tools, `PolicyContext`
-  for policies), progress (`report_progress`), trace ids (`trace_scope`...), and the events
+  for policies), progress (`report_progress`), questions for the user (`CallContext.elicit`,
+  answered through `elicit_with`), trace ids (`trace_scope`...), and the events
   of a call (`PolicyToolset.stream`, `ToolEvent`).
 - Helpers: cursor pagination, binary results, token estimates, and a compatibility checker
   between versions of a tool.
@@ -48,10 +49,13 @@ from kosong.standard._context import (
     RESERVED_METADATA,
     CallContext,
     CallMetadata,
+    ElicitAnswer,
+    Elicitor,
     PolicyContext,
     arguments_digest,
     canonical_json,
     current_call,
+    elicit_with,
     report_progress,
 )
 from kosong.standard._envelope import (
@@ -126,6 +130,8 @@ __all__ = [
     "CompatibilityReport",
     "ContentKind",
     "CursorError",
+    "ElicitAnswer",
+    "Elicitor",
     "Envelope",
     "EnvelopeError",
     "EnvelopeMetadata",
@@ -160,6 +166,7 @@ __all__ = [
     "current_trace_id",
     "decode_binary",
     "decode_cursor",
+    "elicit_with",
     "encode_cursor",
     "error_class_for",
     "error_code",

@@ -2,7 +2,9 @@
 
 - `CallContext`: what the running tool may see and add, through `current_call()` (or just
   `report_progress(...)`): the call's id, its tool's name, its trace id; progress; warnings,
-  extra metadata, debug details and timings for the result's metadata.
+  extra metadata, debug details and timings for the result's metadata; and `elicit`, a
+  question for the user, answered through whoever serves the call (`elicit_with`: an MCP
+  server asks its client) and declined when nobody can answer.
 - `PolicyContext`: what the policies of a pipeline share about the call: the call, the tool's
   definition, the arguments (parsed once, the way the toolset parses them), what the policies
   record (retries, cache information...) and the call's event listeners. Tools never see it.
@@ -15,6 +17,7 @@ until its result leaves it. On the way out, what was recorded becomes the result
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import hashlib
 import json
@@ -22,8 +25,12 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Final, cast
+from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, cast
+
+import jsonschema_rs
+from pydantic import BaseModel, ValidationError
 
 from kosong.message import ToolCall
 from kosong.standard._events import EventSink, EventType, ToolEvent, final_event
@@ -37,10 +44,13 @@ __all__ = [
     "RESERVED_METADATA",
     "CallContext",
     "CallMetadata",
+    "ElicitAnswer",
+    "Elicitor",
     "PolicyContext",
     "arguments_digest",
     "canonical_json",
     "current_call",
+    "elicit_with",
     "report_progress",
 ]
 
@@ -77,6 +87,86 @@ def report_progress(progress: float, message: str = "") -> None:
         ctx.report_progress(progress, message)
 
 
+@dataclass(frozen=True, slots=True)
+class ElicitAnswer:
+    """The user's answer to `CallContext.elicit`: accepted (with the values), declined, cancelled.
+
+    Only `action == "accept"` is a yes: a tool (or an approval hook) treats anything else as
+    a no.
+    """
+
+    action: Literal["accept", "decline", "cancel"]
+    """`"accept"`: the user answered; `"decline"`: refused (or nobody could be asked);
+    `"cancel"`: dismissed without choosing."""
+    content: dict[str, Any] | None = field(default=None)
+    """The values the user gave, when accepted (checked against the requested schema)."""
+
+    @classmethod
+    def accept(cls, content: Mapping[str, Any] | None = None) -> ElicitAnswer:
+        """The user answered with `content`."""
+        return cls("accept", dict(content) if content is not None else {})
+
+    @classmethod
+    def decline(cls) -> ElicitAnswer:
+        """The user refused (or could not be asked)."""
+        return cls("decline")
+
+    @classmethod
+    def cancel(cls) -> ElicitAnswer:
+        """The user dismissed the question."""
+        return cls("cancel")
+
+
+Elicitor = Callable[[str, dict[str, Any]], Awaitable[ElicitAnswer]]
+"""Asks the user `(message, requested JSON Schema)` on behalf of a running call."""
+
+_ELICITOR: contextvars.ContextVar[Elicitor | None] = contextvars.ContextVar(
+    "kosong_standard_elicitor", default=None
+)
+
+
+@contextlib.contextmanager
+def elicit_with(elicitor: Elicitor | None) -> Generator[None]:
+    """Have calls started inside this block ask the user through `elicitor`.
+
+    A call's task copies the context it starts in, so `elicit` inside the tool (or an
+    approval hook) reaches `elicitor`. Servers set it for each call they run; outside such a
+    block, `elicit` answers `decline` at once.
+    """
+    token = _ELICITOR.set(elicitor)
+    try:
+        yield
+    finally:
+        _ELICITOR.reset(token)
+
+
+def _requested_schema(schema: Mapping[str, Any] | type[BaseModel]) -> dict[str, Any]:
+    if isinstance(schema, type):
+        if not issubclass(schema, BaseModel):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"schema must be a JSON Schema or a pydantic model, not {schema!r}")
+        return schema.model_json_schema()
+    return dict(schema)
+
+
+def _checked(
+    answer: ElicitAnswer, schema: Mapping[str, Any] | type[BaseModel], requested: dict[str, Any]
+) -> ElicitAnswer:
+    """The answer, its accepted content checked against what was asked."""
+    if answer.action != "accept":
+        return answer
+    content = answer.content if answer.content is not None else {}
+    if isinstance(schema, type):
+        try:
+            schema.model_validate(content)
+        except ValidationError as e:
+            raise ValueError(f"the user's answer does not fit {schema.__name__}: {e}") from None
+    else:
+        error = next(iter(jsonschema_rs.validator_for(requested).iter_errors(content)), None)
+        if error is not None:
+            raise ValueError(f"the user's answer does not fit the schema asked: {error.message}")
+    return ElicitAnswer("accept", content)
+
+
 def canonical_json(value: JsonType) -> str:
     """JSON text of `value` with sorted keys and no spaces: equal values, equal text."""
     return _CANONICAL.encode(value)
@@ -90,7 +180,7 @@ class CallContext:
 
     Read: `tool_call_id`, `tool_name`, `trace_id`, `elapsed_ms`, `debug_enabled`. Report:
     `report_progress`. Add to the result's metadata: `add_warning`, `set_metadata`,
-    `add_debug` (kept in debug mode only), `record_timing`.
+    `add_debug` (kept in debug mode only), `record_timing`. Ask the user: `elicit`.
     """
 
     __slots__ = (
@@ -183,6 +273,25 @@ class CallContext:
         if self._timings is None:
             self._timings = {}
         self._timings[stage] = self._timings.get(stage, 0.0) + milliseconds
+
+    async def elicit(
+        self, message: str, schema: Mapping[str, Any] | type[BaseModel]
+    ) -> ElicitAnswer:
+        """Ask the user `message`, for values fitting `schema` (a JSON Schema or a model).
+
+        The question goes through whoever serves the call (an MCP server asks its client,
+        in either protocol era); when nobody can answer (plain HTTP, a client without
+        elicitation), the answer is `decline` at once. Keep `schema` flat: an object whose
+        properties are strings, numbers, booleans or enums, as MCP clients render forms.
+
+        Raises:
+            ValueError: the user accepted with values that do not fit `schema`.
+        """
+        requested = _requested_schema(schema)
+        elicitor = _ELICITOR.get()
+        if elicitor is None:
+            return ElicitAnswer.decline()
+        return _checked(await elicitor(message, requested), schema, requested)
 
 
 class PolicyContext:

@@ -24,7 +24,7 @@ from kosong.tooling._tool import Tool
 from kosong.tooling.error import ToolValidateError
 from kosong.utils.typing import JsonType
 
-__all__ = ["CallableTool2", "Params"]
+__all__ = ["CallableTool2", "Params", "unknown_properties"]
 
 Params = TypeVar("Params", bound=BaseModel)
 
@@ -78,7 +78,7 @@ class CallableTool2(ToolMetadata, ABC, Generic[Params]):
     async def call(self, arguments: JsonType) -> ToolReturnValue:
         """Validate `arguments` into `params`, call the tool, and return its result."""
         if self.strict and self._strict_validator is not None:  # private read only if strict
-            unknown = _unknown_properties(self._strict_validator, arguments)
+            unknown = unknown_properties(self._strict_validator, arguments)
             if unknown:
                 return ToolValidateError(unknown)
         try:
@@ -97,7 +97,7 @@ class CallableTool2(ToolMetadata, ABC, Generic[Params]):
         ...
 
 
-def _unknown_properties(validator: jsonschema_rs.Validator, arguments: Any) -> str:
+def unknown_properties(validator: jsonschema_rs.Validator, arguments: Any) -> str:
     """The undeclared properties in `arguments`, as text for the model ("" when none)."""
     lines: list[str] = []
     errors = (

@@ -26,7 +26,7 @@ from typing import Any, overload
 from pydantic import BaseModel, PrivateAttr, ValidationError
 from typing_extensions import Unpack
 
-from kosong.tooling._callable2 import CallableTool2
+from kosong.tooling._callable2 import CallableTool2, unknown_properties
 from kosong.tooling._calling import pydantic_errors_text
 from kosong.tooling._function_build import (
     AnyFunction,
@@ -42,6 +42,7 @@ from kosong.tooling._function_result import (
 )
 from kosong.tooling._parameters import SchemaMismatch
 from kosong.tooling._return import ToolReturnValue
+from kosong.tooling._schema import schema_validator
 from kosong.tooling._signature import Injected
 from kosong.tooling._tool import Tool
 from kosong.tooling.error import ToolValidateError
@@ -104,6 +105,8 @@ class FunctionTool(CallableTool2[BaseModel]):
             name=tool.name, description=tool.description, parameters=parameters,
             **tool.metadata(),
         )  # fmt: skip
+        if tool.strict:
+            tool._strict_validator = schema_validator(parameters)
         tool._runner = runner
         return tool
 
@@ -158,6 +161,10 @@ class FunctionTool(CallableTool2[BaseModel]):
     async def call(self, arguments: JsonType) -> ToolReturnValue:
         """Validate `arguments`, run the function, and return its result as a ToolReturnValue."""
         run = self._runner
+        if self.strict and self._strict_validator is not None:
+            unknown = unknown_properties(self._strict_validator, arguments)
+            if unknown:
+                return ToolValidateError(unknown)
         try:
             kwargs = run.bind(run.validate(arguments))
         except ValidationError as e:
@@ -246,8 +253,12 @@ def tool(
     """Make a `FunctionTool` from the decorated function (sync or async).
 
     Bare (`@tool`), with the tool's name (`@tool("multiplication-tool")`), or with options
-    (`@tool(parse_docstring=True, return_direct=True)`; see `ToolOptions`). The decorated name
-    is bound to the tool, not the function: call it with `invoke`, `ainvoke` or `call`.
+    (`@tool(parse_docstring=True, return_direct=True)`; see `ToolOptions`), including every
+    metadata field a class-based tool can declare (`title`, `read_only_hint`, `version`,
+    `cacheable`, `deprecated`, `output_schema`...). A structured return annotation (`-> int`,
+    `-> list[str]`, `-> Weather` for a model or dataclass) gives the tool its `output_schema`.
+    The decorated name is bound to the tool, not the function: call it with `invoke`,
+    `ainvoke` or `call`.
     """
     if callable(name_or_func):
         if options:

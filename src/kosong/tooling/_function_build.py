@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from kosong._threads import run_sync_tool
 from kosong.tooling._docstring import read_docstring
+from kosong.tooling._function_output import derived_output_schema
 from kosong.tooling._function_result import (
     ToolErrorHandler,
     ToolException,
@@ -24,6 +25,12 @@ from kosong.tooling._function_result import (
     return_value,
     split_content_and_artifact,
     tool_exception_result,
+)
+from kosong.tooling._metadata import (
+    METADATA_FIELDS,
+    EstimatedTokens,
+    ToolMetadata,
+    check_metadata_against_definition,
 )
 from kosong.tooling._parameters import (
     ParametersPlan,
@@ -70,6 +77,45 @@ class ToolOptions(TypedDict, total=False):
     """Parameter (property) name -> description, before every other source."""
     sequential: bool
     """Its calls run one at a time, in call order, under a `ConcurrencyPolicy`."""
+    # The metadata a class-based tool can declare (see `ToolMetadata`), checked the same way.
+    title: str | None
+    """A human-readable name for user interfaces (MCP)."""
+    read_only_hint: bool | None
+    """The tool does not change its environment (MCP `readOnlyHint`)."""
+    destructive_hint: bool | None
+    """The tool may destroy or overwrite data (MCP `destructiveHint`)."""
+    idempotent_hint: bool | None
+    """Calling it again with the same arguments has no further effect (MCP `idempotentHint`)."""
+    open_world_hint: bool | None
+    """The tool talks to an open world, such as the web (MCP `openWorldHint`)."""
+    output_schema: Mapping[str, Any] | None
+    """The JSON Schema of the JSON text a call returns. By default it is read from the
+    return annotation when that is structured (a model, a dataclass, a TypedDict, a list, a
+    dict, a number...); None declares none."""
+    version: str | None
+    """The tool's semantic version, `MAJOR.MINOR.PATCH`."""
+    changelog: Mapping[str, str] | None
+    """What each version changed, by semantic version."""
+    strict: bool | None
+    """Reject arguments with properties the schema does not declare."""
+    cacheable: bool | None
+    """Whether results may be cached (identical arguments give an identical result)."""
+    cache_ttl: float | None
+    """How long, in seconds, a cached result stays valid (needs `cacheable=True`)."""
+    cache_key_params: list[str] | None
+    """The arguments the cache key is made of (default: all of them)."""
+    streaming: bool | None
+    """Whether the tool reports progress while it runs."""
+    estimated_tokens: int | EstimatedTokens | Mapping[str, Any] | None
+    """Tokens the result takes: a number, or `{input, output: {min, max, typical}}`."""
+    deprecated: bool | None
+    """Whether the tool is deprecated."""
+    sunset_date: str | None
+    """When the tool stops working, as an ISO 8601 date or date-time."""
+    replacement: str | None
+    """The name of the tool to use instead."""
+    migration_guide: str | None
+    """Where to read how to move to the replacement (usually a URL)."""
 
 
 AnyFunction = Callable[..., Any]
@@ -159,6 +205,7 @@ def injecting_bind(run: Runner, values: Mapping[str, Any]) -> Callable[[Any], di
 
 
 _OPTIONS = frozenset(ToolOptions.__annotations__)
+_METADATA_OPTIONS = tuple(f for f in METADATA_FIELDS if f != "sequential")
 
 
 def make(
@@ -274,9 +321,21 @@ def make(
     sequential = options.get("sequential", False)
     if not isinstance(sequential, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"sequential must be True or False, got {sequential!r}")
+    given = cast(Mapping[str, Any], options)
+    declared: dict[str, Any] = {k: given[k] for k in _METADATA_OPTIONS if k in given}
     if sequential:
-        fields["sequential"] = True
-    return fields, plan.schema, runner
+        declared["sequential"] = True
+    if "output_schema" not in options and response_format == "content":
+        derived = derived_output_schema(source)
+        if derived is not None:  # pydantic's own schema: valid, not checked again
+            fields["output_schema"] = derived
+    parameters = plan.schema
+    if declared:
+        # Checked as a class-based tool's are (pydantic's ValidationError is a ValueError).
+        metadata = ToolMetadata.model_validate({k: _plain(v) for k, v in declared.items()})
+        parameters = check_metadata_against_definition(metadata, name, parameters)
+        fields.update(metadata.metadata())
+    return fields, parameters, runner
 
 
 def _plan(
@@ -355,3 +414,8 @@ def _positional_async(
         return await target(*[kwargs.pop(n) for n in names if n in kwargs], **kwargs)
 
     return call_positionally
+
+
+def _plain(value: Any) -> Any:
+    """A mapping option (`output_schema`, `changelog`...) as the dict the metadata holds."""
+    return dict(cast(Mapping[str, Any], value)) if isinstance(value, Mapping) else value
