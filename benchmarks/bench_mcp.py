@@ -235,6 +235,10 @@ async def breakdown(rounds: int = 9, n: int = 1000) -> list[tuple[str, float]]:
 
     class Ctx:
         meta = None
+        protocol_version = "2026-07-28"
+        request_id = 1
+        session = None
+        request = None
 
     server = MCPToolServer(SimpleToolset([add]))
     params = mcp.CallToolRequestParams(name="add", arguments={"a": 1, "b": 2})

@@ -873,8 +873,11 @@ def main() -> None:
     root = Path(tempfile.gettempdir()) / "srvbench-kosong-root"
     root.mkdir(exist_ok=True)
     link = root / "srvbench-mcp"
+    venv = Path(PY).parents[1]
+    if link.is_symlink() and link.readlink() != venv:  # left by a run from another venv
+        link.unlink()
     if not link.exists():
-        link.symlink_to(Path(PY).parents[1])
+        link.symlink_to(venv)
     os.environ["SRVBENCH_VENV_ROOT"] = str(root)
     result: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "python": sys.version}
     if args.what in ("rr", "all"):
