@@ -89,3 +89,28 @@ def test_the_server_and_mcp_share_the_event_store_below_them() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def private_imports_across_packages() -> list[str]:
+    """`kosong.a` importing `kosong.b._x`: a private module of another package."""
+    found: list[str] = []
+    for path in SRC.rglob("*.py"):
+        relative = path.relative_to(SRC.parent).with_suffix("")
+        here = node_of(".".join(relative.parts))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                private = any(part.startswith("_") for part in parts[2:])
+                if parts[0] == "kosong" and private and node_of(name) != here:
+                    found.append(f"{relative}: {name}")
+    return found
+
+
+def test_no_package_imports_another_packages_private_modules() -> None:
+    assert private_imports_across_packages() == []

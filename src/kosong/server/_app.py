@@ -56,7 +56,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
 from kosong.dialects import SOURCES, check_tools
-from kosong.eventstore._store import (
+from kosong.eventstore import (
     START,
     EventStore,
     MemoryEventStore,

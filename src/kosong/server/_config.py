@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kosong.eventstore._store import EventStore
+from kosong.eventstore import EventStore
 from kosong.server._auth import StaticTokens, TokenVerifier
 from kosong.server._limits import RateLimit
 

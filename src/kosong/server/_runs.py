@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from kosong.eventstore._store import (
+from kosong.eventstore import (
     START,
     EventStore,
     StoredEvent,
