@@ -210,10 +210,17 @@ def sdk_app() -> ASGIApp:
 
 
 class Uvicorn:
-    """An ASGI app served on a free loopback port by uvicorn, in this process and event loop."""
+    """An ASGI app served on a free loopback port by uvicorn, in this process and event loop.
 
-    def __init__(self, app: ASGIApp, port: int | None = None) -> None:
-        self.port = port or free_port()
+    `sock`, when given, is a socket already listening (its port known before the app is
+    made); it is closed when the server stops.
+    """
+
+    def __init__(
+        self, app: ASGIApp, port: int | None = None, *, sock: socket.socket | None = None
+    ) -> None:
+        self.sock = sock
+        self.port = sock.getsockname()[1] if sock is not None else port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         config = uvicorn.Config(
             app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"
@@ -222,7 +229,8 @@ class Uvicorn:
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Uvicorn:
-        self._task = asyncio.create_task(self._server.serve())
+        sockets = [self.sock] if self.sock is not None else None
+        self._task = asyncio.create_task(self._server.serve(sockets=sockets))
         async with asyncio.timeout(20):
             while not self._server.started:
                 if self._task.done():
@@ -235,6 +243,8 @@ class Uvicorn:
         assert self._task is not None
         async with asyncio.timeout(20):
             await self._task
+        if self.sock is not None:
+            self.sock.close()
 
 
 class Subprocess:

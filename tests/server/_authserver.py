@@ -15,7 +15,6 @@ It is served by uvicorn on a loopback socket bound before the app is made, so it
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import secrets
@@ -23,7 +22,6 @@ import time
 from typing import Any
 
 import jwt
-import uvicorn
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 from mcp.server.auth.provider import (
@@ -44,6 +42,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from kosong.server import bind
+from tests.mcp._mcp_servers import Uvicorn
 
 RESOURCE_SERVER = ("kosong-rs", "rs-secret")
 """The resource server's client credentials at the introspection endpoint."""
@@ -148,10 +147,7 @@ class AuthServer:
         )  # fmt: skip
         routes += [Route("/jwks", self._jwks),
                    Route("/introspect", self._introspect, methods=["POST"])]  # fmt: skip
-        app = Starlette(routes=routes)
-        config = uvicorn.Config(app, log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._task: asyncio.Task[None] | None = None
+        self._web = Uvicorn(Starlette(routes=routes), sock=self.sock)
 
     def jwk(self) -> dict[str, Any]:
         public: dict[str, Any] = RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True)
@@ -203,17 +199,8 @@ class AuthServer:
         return Response(json.dumps(answer), media_type="application/json")
 
     async def __aenter__(self) -> AuthServer:
-        self._task = asyncio.create_task(self._server.serve(sockets=[self.sock]))
-        async with asyncio.timeout(20):
-            while not self._server.started:
-                if self._task.done():
-                    self._task.result()
-                await asyncio.sleep(0.01)
+        await self._web.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        assert self._task is not None
-        async with asyncio.timeout(20):
-            await self._task
-        self.sock.close()
+        await self._web.__aexit__(*exc)
