@@ -106,12 +106,7 @@ async function load() {
   $("forget-token").hidden = !api.token;
   state.tools = (await response.json()).tools || [];
   setStatus(`${state.tools.length} tool${state.tools.length === 1 ? "" : "s"} on ${location.host}${api.token ? " (with a token)" : ""}.`);
-  try {
-    const dialects = await api.fetch("dialects");
-    state.report = dialects.ok ? await dialects.json() : null;
-  } catch {
-    state.report = null;
-  }
+  state.report = await fetchOptional("dialects", (response) => response.json());
   renderToolList();
   const wanted = new URLSearchParams(location.hash.slice(1)).get("tool");
   const first = state.tools.find((t) => t.name === wanted) || state.tools[0];
@@ -120,17 +115,23 @@ async function load() {
   refreshApprovals();
 }
 
+/** What `read` makes of `path`'s answer, or null: these panels are extras and stay quiet when
+ * the server is unreachable or answers an error (the tool list already said so). */
+async function fetchOptional(path, read) {
+  try {
+    const response = await api.fetch(path);
+    return response.ok ? await read(response) : null;
+  } catch {
+    return null;
+  }
+}
+
 // --- runs waiting for an answer (an approval hook that asked) ----------------------------------
 
 async function refreshApprovals() {
-  let runs;
-  try {
-    const response = await api.fetch("runs?state=waiting");
-    if (!response.ok) return;
-    runs = (await response.json()).runs || [];
-  } catch {
-    return;
-  }
+  const listed = await fetchOptional("runs?state=waiting", (response) => response.json());
+  if (!listed) return;
+  const runs = listed.runs || [];
   const list = $("approvals");
   const focused = list.contains(document.activeElement) ? document.activeElement.id : null;
   fill(list, runs.map(approvalItem));
@@ -527,14 +528,8 @@ $("clear-history").addEventListener("click", () => {
 // --- metrics -----------------------------------------------------------------------------------
 
 async function refreshMetrics() {
-  let text;
-  try {
-    const response = await api.fetch("metrics");
-    if (!response.ok) return;
-    text = await response.text();
-  } catch {
-    return;
-  }
+  const text = await fetchOptional("metrics", (response) => response.text());
+  if (text === null) return;
   const { tools, server } = toolMetrics(parsePrometheus(text));
   const rejected = Object.entries(server.rejected).filter(([, n]) => n > 0);
   fill(
