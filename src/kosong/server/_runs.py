@@ -30,7 +30,7 @@ import secrets
 import time
 from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -107,11 +107,9 @@ def _event_data(event: ToolEvent) -> str:
         return json.dumps(event.data, ensure_ascii=False)
     except Exception as e:  # an output that cannot be written as JSON still ends the run
         logger.exception("Could not encode a %s event", event.event)
-        metadata: object = event.data.get("metadata")
-        known = cast(dict[str, Any], metadata) if isinstance(metadata, dict) else {}
-        tool = str(known.get("tool_name") or "")
+        tool = str(_metadata(event).get("tool_name") or "unknown")
         value = _failed(f"the result could not be encoded as JSON: {type(e).__name__}")
-        return error_event_data("", tool or "unknown", value)
+        return error_event_data("", tool, value)
 
 
 _Append = tuple[str, str, bool, "asyncio.Future[bool] | None"]
@@ -133,7 +131,6 @@ class _Run:
     """Stopped by a worker that stops: the queue delivers it again, to another worker."""
     final: asyncio.Future[bool] | None = None
     """The writing of its final event."""
-    extras: dict[str, JsonType] = field(default_factory=lambda: {})
 
 
 class Runs:
@@ -226,9 +223,8 @@ class Runs:
         run_id, tool = call.id, call.function.name
         if key is not None:
             arguments = self._parsed(call, arguments)
-            digest = key_digest(tool, None if isinstance(arguments, Unparsed) else arguments)
-            if isinstance(arguments, Unparsed):  # unreadable: compared as written
-                digest = key_digest(tool, call.function.arguments)
+            unreadable = isinstance(arguments, Unparsed)  # then compared as written
+            digest = key_digest(tool, call.function.arguments if unreadable else arguments)
             found = await self.state.reserve(principal, key, digest, run_id, self._key_ttl)
             if found is not None:
                 return found, False
@@ -297,10 +293,10 @@ class Runs:
         with inbox_scope(self.inbox):
             handled = self._pipeline.dispatch(call, arguments)  # may send events at once
         if isinstance(handled, ToolResult):  # answered without a task
-            self._done(run, None, handled)
+            self._done(run, handled)
             return
         run.task = handled
-        handled.add_done_callback(partial(self._task_done, run))
+        handled.add_done_callback(partial(self._done, run))
 
     async def run_claimed(self, run_id: str, worker: str) -> None:
         """Execute a queued run here (this process is a worker that took it) to its end.
@@ -312,10 +308,9 @@ class Runs:
         if self._draining:  # taken as the worker stops: the queue delivers it again
             raise asyncio.CancelledError
         claim = await self.state.claim(run_id, worker)
-        if claim is None:  # ended (cancelled) or expired before a worker took it
-            await self.state.started(run_id)
-            return
         await self.state.started(run_id)
+        if claim is None:  # ended (cancelled) or expired before a worker took it
+            return
         meta = claim.meta
         name = meta.get("tool", "")
         run = _Run(run_id, name, meta.get("principal", ""))
@@ -332,17 +327,16 @@ class Runs:
         writing = getattr(self.store, "writing", None)
         if writing is not None:
             writing(run_id)
+        self._runs[run_id] = run
         try:
             if claim.attempt > 1 and not claim.was_waiting:
                 tool = self._pipeline.find_tool(name)
                 if tool is None or not is_safe_to_repeat(tool):
                     value = _uncertain(meta.get("key"))
-                    self._runs[run_id] = run
                     await self._write_final(
                         run_id, "tool_error", error_event_data(run_id, name, value)
                     )
                     return
-                self._runs[run_id] = run
                 self._append(run, "tool_retrying", _retrying(call, claim.attempt), False)
             self._execute(run, call, UNPARSED)
             task = run.task
@@ -460,24 +454,20 @@ class Runs:
         if run.task is not None:
             run.task.cancel()
 
-    def _task_done(self, run: _Run, task: asyncio.Future[ToolResult]) -> None:
-        self._done(run, task, None)
-
-    def _done(
-        self, run: _Run, task: asyncio.Future[ToolResult] | None, result: ToolResult | None
-    ) -> None:
-        """The call's task ended: its final event, if the pipeline sent none."""
+    def _done(self, run: _Run, outcome: asyncio.Future[ToolResult] | ToolResult) -> None:
+        """The call ended (its task, or at once): its final event, if the pipeline sent none."""
         try:
             if run.ended:
                 return
             # No final event from the pipeline: cancelled, or broken. It still ends with one.
-            if task is not None and task.cancelled():
-                value: ToolReturnValue = ToolCancelledError(run.tool, "the call was stopped")
-            elif task is not None and task.exception() is not None:
-                value = _failed(f"the server failed while running the call: {task.exception()!r}")
+            if isinstance(outcome, ToolResult):
+                value = outcome.return_value
+            elif outcome.cancelled():
+                value = ToolCancelledError(run.tool, "the call was stopped")
+            elif (error := outcome.exception()) is not None:
+                value = _failed(f"the server failed while running the call: {error!r}")
             else:
-                found = result if result is not None else cast(ToolResult, task and task.result())
-                value = found.return_value
+                value = outcome.result().return_value
             kind = "tool_error" if value.is_error else "tool_result"
             self._write_final(run.id, kind, error_event_data(run.id, run.tool, value))
         finally:
@@ -726,9 +716,12 @@ def _call_id(event: ToolEvent) -> str:
     """The id of the call an event belongs to (a run's id)."""
     if event.result is not None:
         return event.result.tool_call_id
+    return str(_metadata(event).get("tool_call_id") or "")
+
+
+def _metadata(event: ToolEvent) -> dict[str, Any]:
     metadata: object = event.data.get("metadata")
-    known = cast(dict[str, Any], metadata) if isinstance(metadata, dict) else {}
-    return str(known.get("tool_call_id") or "")
+    return cast(dict[str, Any], metadata) if isinstance(metadata, dict) else {}
 
 
 def _failed(message: str) -> ToolReturnValue:
