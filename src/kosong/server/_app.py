@@ -242,7 +242,7 @@ class Server:
         worker.
         """
         if self._drain is None:
-            self._drain = _spawn(self._drain_all())
+            self._drain = asyncio.create_task(self._drain_all())
         await asyncio.shield(self._drain)  # one waiter leaving must not cancel it
 
     async def _drain_all(self) -> None:
@@ -263,7 +263,7 @@ class Server:
         self._drain = None  # an app may be served again after it shut down
         self.runs.reopen()
         self._shutdown = anyio.Event()
-        self._watcher = _spawn(self._drain_on(self._shutdown))
+        self._watcher = asyncio.create_task(self._drain_on(self._shutdown))
         if self.redis is not None:
             try:
                 with anyio.fail_after(5):
@@ -274,7 +274,7 @@ class Server:
                     f"cannot reach Redis at {self.config.redis_url}: {e or type(e).__name__}"
                 ) from e
             if self.config.workers > 0:
-                self._work = work = _spawn(
+                self._work = work = asyncio.create_task(
                     self.queue.work(
                         partial(self.runs.run_claimed, worker=self.worker_name),
                         [tool.name for tool in self.toolset.tools],
@@ -381,11 +381,7 @@ class Server:
         else:  # a run: recorded under its key, or executed by a worker
             if self.toolset.find_tool(name) is None:
                 return self._unknown_tool(name)
-            made = await self._call(request, name, Runs.new_id())
-            if isinstance(made, Response):
-                return made
-            principal: str = request.scope.get(PRINCIPAL, ANONYMOUS)
-            started = await self._start(made[0], made[1], principal, key)
+            started = await self._start(request, name, key)
             if isinstance(started, Response):
                 return started
             result = await self.runs.result(started)
@@ -405,10 +401,13 @@ class Server:
             headers = {"WWW-Authenticate": 'Bearer realm="tool"'}
         return _json(envelope, status, headers)
 
-    async def _start(
-        self, call: ToolCall, arguments: JsonType | Unparsed, principal: str, key: str | None
-    ) -> str | Response:
-        """Start a run (or find the one `key` stands for): its id, or the refusal."""
+    async def _start(self, request: Request, name: str, key: str | None) -> str | Response:
+        """Start the run a request asks for (or find `key`'s): its id, or the refusal."""
+        made = await self._call(request, name, Runs.new_id())
+        if isinstance(made, Response):
+            return made
+        call, arguments = made
+        principal: str = request.scope.get(PRINCIPAL, ANONYMOUS)
         try:
             run_id, _ = await self.runs.start(call, principal, arguments, key=key)
         except ShuttingDownError:
@@ -469,10 +468,7 @@ class Server:
         key = _idempotency_key(request)
         if isinstance(key, Response):
             return key
-        made = await self._call(request, name, Runs.new_id())
-        if isinstance(made, Response):
-            return made
-        run_id = await self._start(made[0], made[1], principal, key)
+        run_id = await self._start(request, name, key)
         if isinstance(run_id, Response):
             return run_id
         return self._stream(run_id, START)
@@ -644,10 +640,6 @@ def _worker_ended(task: asyncio.Task[None]) -> None:
     """The queue's worker in this process stopped: say why, if it was not asked to."""
     if not task.cancelled() and task.exception() is not None:
         logger.error("The run queue's worker stopped: %r", task.exception())
-
-
-def _spawn(coro: Any) -> Any:
-    return asyncio.get_running_loop().create_task(coro)
 
 
 def _pipeline(toolset: Toolset, cache_backend: Any) -> tuple[PolicyToolset, MetricsRegistry]:
