@@ -10,8 +10,9 @@ browser's `Last-Event-ID`, say) can be led back to the stream and to the place i
 `0` is "before the first event".
 
 `MemoryEventStore` keeps the streams of one process, bounded in count and for a time after
-they end. `kosong.server.redis.RedisEventStore` keeps them in Redis streams, shared by several
-processes; there a stream also knows whether the process writing it is still alive.
+they end. `RedisEventStore` (`kosong.eventstore.redis_store`) keeps them in Redis streams,
+shared by several processes; there a stream also knows whether the process writing it is
+still alive.
 
 The store is protocol-neutral: the kind and the data of an event are opaque text, so another
 protocol (MCP's resumable streams, say) can keep its own messages in the same store.
@@ -29,18 +30,6 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-
-__all__ = [
-    "START",
-    "EventStore",
-    "MemoryEventStore",
-    "StoreFullError",
-    "StoreUnavailableError",
-    "StoredEvent",
-    "StreamInfo",
-    "event_id",
-    "split_event_id",
-]
 
 logger = logging.getLogger(__name__)
 

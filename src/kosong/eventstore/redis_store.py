@@ -112,9 +112,6 @@ table.insert(all, 1, alive)
 return all
 """
 
-# KEYS: bucket. ARGV: rate per second, burst. -> wait in microseconds (0: allowed)
-
-
 def connect(url: str, *, max_connections: int = 2048, **options: Any) -> aioredis.Redis:
     """A `redis.asyncio.Redis` client for `url` that answers text (as the store expects).
 
@@ -286,7 +283,7 @@ class RedisEventStore(EventStore):
         checked, with the stream's existence and the events already there, in one round
         trip; only then, when there are none yet, does it block waiting for some.
         """
-        if after != START and _entry_id(after) is None:
+        if after != START and not _is_entry_id(after):
             raise ValueError(f"{after!r} is not a position of stream {stream_id!r}")
         meta_key, events_key = self._keys(stream_id)
         with reachable():
@@ -360,13 +357,9 @@ class RedisEventStore(EventStore):
         await self._client.aclose()
 
 
-def _entry_id(position: str) -> tuple[int, int] | None:
-    """A Redis stream entry id (`ms-seq`, or `ms`) as numbers; None when it is not one."""
-    first, dash, second = position.partition("-")
-    parts = (first, second) if dash else (first,)
-    if not all(p.isascii() and p.isdigit() and len(p) <= 20 for p in parts):
-        return None
-    numbers = tuple(int(p) for p in parts)
-    if any(n > _MAX_ID_PART for n in numbers):
-        return None
-    return numbers[0], numbers[1] if dash else 0
+def _is_entry_id(position: str) -> bool:
+    """Whether `position` is a Redis stream entry id (`ms-seq`, or `ms`)."""
+    parts = position.split("-")
+    return len(parts) <= 2 and all(
+        p.isascii() and p.isdigit() and len(p) <= 20 and int(p) <= _MAX_ID_PART for p in parts
+    )
