@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import logging
 import sys
@@ -222,7 +223,7 @@ def call(
             tool_call = ToolCall(
                 id="cli", function=ToolCall.FunctionBody(name=name, arguments=text)
             )
-            out: Any = sys.stderr if show else _Null()
+            out = sys.stderr if show else io.StringIO()  # no progress bar: written nowhere
             bar: Any
             with click.progressbar(length=100, label=name, file=out) as bar:
                 done = 0
@@ -242,16 +243,3 @@ def call(
     envelope = asyncio.run(go())
     click.echo(json.dumps(envelope, indent=2, ensure_ascii=False))
     return 0 if envelope.get("success") else 1
-
-
-class _Null:
-    """A file that swallows what is written (no progress bar)."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        return None
-
-    def isatty(self) -> bool:
-        return False

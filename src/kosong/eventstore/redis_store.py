@@ -112,6 +112,7 @@ table.insert(all, 1, alive)
 return all
 """
 
+
 def connect(url: str, *, max_connections: int = 2048, **options: Any) -> aioredis.Redis:
     """A `redis.asyncio.Redis` client for `url` that answers text (as the store expects).
 

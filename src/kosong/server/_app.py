@@ -669,26 +669,25 @@ def query_arguments(tool: Tool, items: Sequence[tuple[str, str]]) -> dict[str, A
     `?city=Beijing` gives `{"city": "Beijing"}`; a parameter repeated, or declared an
     array, gives a list.
     """
-    declared: object = tool.parameters.get("properties")
-    properties = cast(dict[str, Any], declared) if isinstance(declared, dict) else {}
+    properties = _object(tool.parameters.get("properties"))
     grouped: dict[str, list[str]] = {}
     for key, value in items:
         grouped.setdefault(key, []).append(value)
     arguments: dict[str, Any] = {}
     for key, values in grouped.items():
-        found: object = properties.get(key)
-        schema = cast(dict[str, Any], found) if isinstance(found, dict) else {}
-        declared = schema.get("type")
-        if declared == "array" or len(values) > 1:
-            inner: object = schema.get("items")
-            items_schema = cast(dict[str, Any], inner) if isinstance(inner, dict) else {}
-            if declared == "array" and len(values) == 1 and values[0].startswith("["):
-                arguments[key] = _coerce(values[0], schema)
-            else:
-                arguments[key] = [_coerce(v, items_schema) for v in values]
+        schema = _object(properties.get(key))
+        is_array = schema.get("type") == "array"
+        if is_array and len(values) == 1 and values[0].startswith("["):
+            arguments[key] = _coerce(values[0], schema)
+        elif is_array or len(values) > 1:
+            arguments[key] = [_coerce(v, _object(schema.get("items"))) for v in values]
         else:
             arguments[key] = _coerce(values[0], schema)
     return arguments
+
+
+def _object(value: object) -> dict[str, Any]:
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
 def _coerce(text: str, schema: dict[str, Any]) -> Any:
