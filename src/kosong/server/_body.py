@@ -80,12 +80,11 @@ class BodySizeMiddleware:
         )  # fmt: skip
 
 
-async def _discard(
-    receive: Receive, most: int = _DISCARD_BYTES, seconds: float = _DISCARD_SECONDS
-) -> None:
-    """Read and drop the rest of a request body: up to `most` bytes, `seconds` at most."""
+async def _discard(receive: Receive) -> None:
+    """Read and drop the rest of a request body: up to `_DISCARD_BYTES`, for a short while."""
+    most = _DISCARD_BYTES
     try:
-        async with asyncio.timeout(seconds):
+        async with asyncio.timeout(_DISCARD_SECONDS):
             while most > 0:
                 message = await receive()
                 if message["type"] != "http.request" or not message.get("more_body", False):
