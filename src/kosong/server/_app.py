@@ -216,7 +216,7 @@ class Server:
             self.toolset, self.store, state, queue=queue, max_runs=config.max_runs,
             max_queued=config.max_queued, idle=config.idle, key_ttl=config.key_ttl,
         )  # fmt: skip
-        self.worker_name = f"{secrets.token_hex(4)}"
+        self.worker_name = secrets.token_hex(4)
         """This process's name among the queue's workers."""
         self._work: Any = None
         self.limiter = limiter
@@ -643,12 +643,7 @@ def _worker_ended(task: asyncio.Task[None]) -> None:
 
 
 def _pipeline(toolset: Toolset, cache_backend: Any) -> tuple[PolicyToolset, MetricsRegistry]:
-    """The pipeline calls go through, and the registry `/metrics` reads.
-
-    A `PolicyToolset` is served as it is (with a metrics policy put around it if it has
-    none); any other toolset gets metrics, and a result cache (in Redis when configured)
-    when one of its tools is `cacheable`.
-    """
+    """The pipeline calls go through (as `create_app` says), and the registry `/metrics` reads."""
     if isinstance(toolset, PolicyToolset):
         found = toolset.find_policy(MetricsPolicy)
         if found is None:

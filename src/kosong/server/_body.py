@@ -18,13 +18,11 @@ _DISCARD_SECONDS = 2.0
 class BodySizeMiddleware:
     """Refuses a body over `max_body` bytes (413) before the route reads any of it."""
 
-    def __init__(
-        self, app: ASGIApp, *, max_body: int, rejected: Counter[str] | None = None
-    ) -> None:
+    def __init__(self, app: ASGIApp, *, max_body: int, rejected: Counter[str]) -> None:
         """Pass on requests to `app` whose body is at most `max_body` bytes."""
         self.app = app
         self._max_body = max_body
-        self.rejected = rejected if rejected is not None else Counter[str]()
+        self.rejected = rejected
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the body's size (announced, or as it arrives), then pass the request on."""
