@@ -261,7 +261,7 @@ class Server:
             ConnectionError: Redis does not answer.
         """
         self._drain = None  # an app may be served again after it shut down
-        self.runs.reopen()
+        self.runs.draining = False
         self._shutdown = anyio.Event()
         self._watcher = asyncio.create_task(self._drain_on(self._shutdown))
         if self.redis is not None:

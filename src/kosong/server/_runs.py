@@ -168,7 +168,8 @@ class Runs:
         self._runs: dict[str, _Run] = {}
         self._writers: set[asyncio.Task[None]] = set()
         self._watcher: asyncio.Task[None] | None = None
-        self._draining = False
+        self.draining = False
+        """Whether the server is shutting down (it starts no new run)."""
         self.inbox: ApprovalInbox = _Inbox(self)
         """Where the approval questions of this process's runs wait (`ApprovalDecision.ask`)."""
         self.followers = 0
@@ -178,11 +179,6 @@ class Runs:
     def active(self) -> int:
         """Runs executing in this process."""
         return len(self._runs)
-
-    @property
-    def draining(self) -> bool:
-        """Whether the server is shutting down."""
-        return self._draining
 
     @property
     def queued(self) -> bool:
@@ -216,7 +212,7 @@ class Runs:
             IdempotencyConflictError: `key` stands for another call.
             StoreUnavailableError: the store (Redis) cannot be reached.
         """
-        if self._draining:
+        if self.draining:
             raise ShuttingDownError("the server is shutting down")
         if self.queue is None and len(self._runs) >= self._max_runs:
             raise StoreFullError(f"{len(self._runs)} runs are in flight, the most allowed")
@@ -238,17 +234,15 @@ class Runs:
         return run_id, True
 
     def _parsed(self, call: ToolCall, arguments: JsonType | Unparsed) -> JsonType | Unparsed:
-        if not isinstance(arguments, Unparsed):
-            return arguments
         tool = self._pipeline.find_tool(call.function.name)
-        if tool is None:
-            return arguments
-        try:
-            return parse_arguments(
-                call.function.arguments, self._pipeline.limits, expects_object=tool.expects_object
-            )
-        except ValueError:
-            return arguments
+        if isinstance(arguments, Unparsed) and tool is not None:
+            with contextlib.suppress(ValueError):  # unreadable: left unparsed
+                return parse_arguments(
+                    call.function.arguments,
+                    self._pipeline.limits,
+                    expects_object=tool.expects_object,
+                )
+        return arguments
 
     async def _open(
         self, call: ToolCall, principal: str, arguments: JsonType | Unparsed, key: str | None
@@ -305,7 +299,7 @@ class Runs:
         tool is safe to repeat, or when it had only been waiting for an answer; otherwise it
         ends with an error saying it may or may not have taken effect.
         """
-        if self._draining:  # taken as the worker stops: the queue delivers it again
+        if self.draining:  # taken as the worker stops: the queue delivers it again
             raise asyncio.CancelledError
         claim = await self.state.claim(run_id, worker)
         await self.state.started(run_id)
@@ -616,10 +610,6 @@ class Runs:
         info = await self.find(run_id, principal)
         return not info.ended and await self.state.answer(run_id, approved, reason)
 
-    def reopen(self) -> None:
-        """Start runs again (the app is served anew after a shutdown)."""
-        self._draining = False
-
     async def drain(self, grace: float) -> None:
         """Start no new run; give the running ones `grace` seconds, then stop the rest.
 
@@ -627,7 +617,7 @@ class Runs:
         down, and the responses following them get the time to send it. With one, it is left
         to the queue, which delivers it again to another worker.
         """
-        self._draining = True
+        self.draining = True
         tasks = [run.task for run in self._runs.values() if run.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=grace)

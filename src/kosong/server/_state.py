@@ -30,8 +30,6 @@ from kosong.utils.typing import JsonType
 
 if TYPE_CHECKING:
     from kosong.eventstore.redis_store import RedisEventStore
-else:
-    RedisEventStore = object
 
 __all__ = [
     "Claim",
