@@ -155,12 +155,10 @@ async def _store_unavailable(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own refusals (no such route, a method it does not take) as envelopes."""
-    status = exc.status_code if isinstance(exc, HTTPException) else 400
-    headers = exc.headers if isinstance(exc, HTTPException) else None
-    if status == 404:
-        return _error(404, "RESOURCE_NOT_FOUND", f"nothing at {request.url.path}", headers)
-    detail = exc.detail if isinstance(exc, HTTPException) else "bad request"
-    return _error(status, "INVALID_PARAMS", detail, headers)
+    assert isinstance(exc, HTTPException)  # the only exceptions it is registered for
+    if exc.status_code == 404:
+        return _error(404, "RESOURCE_NOT_FOUND", f"nothing at {request.url.path}", exc.headers)
+    return _error(exc.status_code, "INVALID_PARAMS", exc.detail, exc.headers)
 
 
 _REJECTED = ("auth", "body", "cross_site", "host", "origin", "rate", "unavailable")
@@ -319,18 +317,13 @@ class Server:
     async def metrics_text(self, request: Request) -> Response:
         """The metrics policy's counters and the server's, in Prometheus text."""
         lines = [self.metrics.prometheus_text().rstrip("\n")]
-
-        def gauge(name: str, help_text: str, value: int) -> None:
-            lines.extend(
-                (
-                    f"# HELP kosong_server_{name} {help_text}",
-                    f"# TYPE kosong_server_{name} gauge",
-                    f"kosong_server_{name} {value}",
-                )
-            )
-
-        gauge("runs_active", "Streamed calls running in this process.", self.runs.active)
-        gauge("streams_open", "SSE responses following a run right now.", self.runs.followers)
+        gauges = (
+            ("runs_active", "Streamed calls running in this process.", self.runs.active),
+            ("streams_open", "SSE responses following a run right now.", self.runs.followers),
+        )
+        for name, help_text, value in gauges:
+            metric = f"kosong_server_{name}"
+            lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} gauge", f"{metric} {value}"]
         lines += [
             "# HELP kosong_server_rejected_requests_total Requests refused before any route.",
             "# TYPE kosong_server_rejected_requests_total counter",
