@@ -223,18 +223,17 @@ def call(
             tool_call = ToolCall(
                 id="cli", function=ToolCall.FunctionBody(name=name, arguments=text)
             )
-            out = sys.stderr if show else io.StringIO()  # no progress bar: written nowhere
+            out = sys.stderr if show else io.StringIO()  # hidden: drawn nowhere
             bar: Any
             with click.progressbar(length=100, label=name, file=out) as bar:
                 done = 0
                 async with pipeline.stream(tool_call) as events:
                     async for event in events:
                         if event.result is not None:
-                            if show:
-                                bar.update(100 - done)
+                            bar.update(100 - done)
                             return to_envelope(event.result).dump()
                         percent = event.data.get("progress")
-                        if isinstance(percent, int | float) and percent > done and show:
+                        if isinstance(percent, int | float) and percent > done:
                             bar.label = f"{name}: {event.data.get('message') or ''}".strip(": ")
                             bar.update(int(percent) - done)
                             done = int(percent)
