@@ -564,7 +564,7 @@ class Server:
             body: object = json.loads(await _body(request) or b"null")
         except (ValueError, RecursionError):
             body = None
-        given = cast(dict[str, Any], body) if isinstance(body, dict) else {}
+        given = _object(body)
         approved, reason = given.get("approved"), given.get("reason", "")
         if not isinstance(approved, bool) or not isinstance(reason, str):
             return _error(

@@ -170,7 +170,7 @@ class Runs:
         self._watcher: asyncio.Task[None] | None = None
         self.draining = False
         """Whether the server is shutting down (it starts no new run)."""
-        self.inbox: ApprovalInbox = _Inbox(self)
+        self.inbox: ApprovalInbox = _Inbox(state, self._runs)
         """Where the approval questions of this process's runs wait (`ApprovalDecision.ask`)."""
         self.followers = 0
         """Responses following a run right now."""
@@ -655,17 +655,17 @@ class Runs:
 class _Inbox(ApprovalInbox):
     """The questions of runs, kept in the run state: listed, and answered from any process."""
 
-    def __init__(self, runs: Runs) -> None:
-        self._runs = runs
+    def __init__(self, state: RunState, runs: dict[str, _Run]) -> None:
+        self._state = state
+        self._runs = runs  # the runs executing in this process, by id
 
     async def ask(
         self, request: ApprovalRequest, question: str, within: float | None
     ) -> ApprovalDecision | None:
-        runs = self._runs
+        state = self._state
         run_id = request.tool_call.id
-        run = runs._runs.get(run_id)  # pyright: ignore[reportPrivateUsage] - its own runs
+        run = self._runs.get(run_id)
         principal = run.principal if run is not None else ""
-        state = runs.state
         since, answer = await state.wait(
             run_id, principal, request.tool.name, request.arguments, question
         )
