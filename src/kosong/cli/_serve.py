@@ -217,11 +217,7 @@ async def _serve(
 
 
 def listen(host: str, port: int) -> tuple[socket.socket, str]:
-    """A socket listening on `host:port`, and its URL.
-
-    Raises:
-        CLIError: the address cannot be used.
-    """
+    """A socket listening on `host:port`, and its URL; CLIError when the address is unusable."""
     try:
         sock = bind(host, port)
     except OSError as e:
@@ -231,11 +227,7 @@ def listen(host: str, port: int) -> tuple[socket.socket, str]:
 
 
 async def run_app(app: Any, sock: socket.socket, log_level: str) -> None:
-    """Serve `app` on `sock` until a signal.
-
-    Raises:
-        CLIError: the server stopped (its app failed to start).
-    """
+    """Serve `app` on `sock` until a signal; CLIError when its app fails to start."""
     try:
         await serve_app(app, sock=sock, log_level=log_level)
     except RuntimeError as e:
