@@ -63,21 +63,13 @@ def mcp(
     origins = [f"http://{h}" for h in _LOCAL] + list(allow_origins)
 
     async def serve_http() -> None:
-        from kosong.server import bind, serve
+        from kosong.cli._serve import listen, run_app
 
         toolset = await open_toolset(target)
         server = MCPToolServer(toolset, name=name, allowed_hosts=hosts, allowed_origins=origins)
-        try:
-            sock = bind(host, port)
-        except OSError as e:
-            raise CLIError(str(e)) from None
-        shown = f"[{host}]" if ":" in host else host
-        url = f"http://{shown}:{sock.getsockname()[1]}/mcp"
-        click.echo(f"kosong: serving {len(toolset.tools)} tool(s) over MCP at {url}", err=True)
-        try:
-            await serve(server.app(), sock=sock, log_level=log_level)
-        except RuntimeError as e:
-            raise CLIError(f"the server stopped: {e}") from None
+        sock, url = listen(host, port)
+        click.echo(f"kosong: serving {len(toolset.tools)} tool(s) over MCP at {url}/mcp", err=True)
+        await run_app(server.app(), sock, log_level)
 
     asyncio.run(serve_http())
     return 0

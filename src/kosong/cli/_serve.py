@@ -6,6 +6,7 @@ import asyncio
 import ipaddress
 import os
 import re
+import socket
 from typing import Any
 
 import click
@@ -25,7 +26,7 @@ from kosong.server import (
 )
 from kosong.server import serve as serve_app
 
-__all__ = ["check_redis", "parse_size", "serve"]
+__all__ = ["check_redis", "listen", "parse_size", "run_app", "serve"]
 
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
           "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}  # fmt: skip
@@ -203,21 +204,30 @@ async def _serve(
         app = create_app(toolset, config, mcp=mcp)
     except ValueError as e:  # such as an --issuer that is not a URL
         raise CLIError(str(e)) from None
+    sock, url = listen(host, port)
+    count = len(toolset.tools)
+    click.echo(f"kosong: serving {count} tool(s) at {url} (Ctrl+C to stop)", err=True)
+    if mcp:
+        click.echo(f"kosong: and over MCP at {url}/mcp", err=True)
+    if config.inspector:
+        click.echo(f"kosong: inspect them in a browser: {url}/", err=True)
+    if config.redis_url is not None and config.workers == 0:
+        click.echo("kosong: a front end only: `kosong worker` processes run the calls", err=True)
+    await run_app(app, sock, log_level)
+
+
+def listen(host: str, port: int) -> tuple[socket.socket, str]:
+    """A socket listening on `host:port`, and its URL; CLIError when the address is unusable."""
     try:
         sock = bind(host, port)
     except OSError as e:
         raise CLIError(str(e)) from None
-    bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    count = len(toolset.tools)
-    click.echo(f"kosong: serving {count} tool(s) at http://{shown}:{bound} (Ctrl+C to stop)",
-               err=True)  # fmt: skip
-    if mcp:
-        click.echo(f"kosong: and over MCP at http://{shown}:{bound}/mcp", err=True)
-    if config.inspector:
-        click.echo(f"kosong: inspect them in a browser: http://{shown}:{bound}/", err=True)
-    if config.redis_url is not None and config.workers == 0:
-        click.echo("kosong: a front end only: `kosong worker` processes run the calls", err=True)
+    return sock, f"http://{shown}:{sock.getsockname()[1]}"
+
+
+async def run_app(app: Any, sock: socket.socket, log_level: str) -> None:
+    """Serve `app` on `sock` until a signal; CLIError when its app fails to start."""
     try:
         await serve_app(app, sock=sock, log_level=log_level)
     except RuntimeError as e:

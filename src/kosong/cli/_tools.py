@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import logging
 import sys
@@ -222,18 +223,17 @@ def call(
             tool_call = ToolCall(
                 id="cli", function=ToolCall.FunctionBody(name=name, arguments=text)
             )
-            out: Any = sys.stderr if show else _Null()
+            out = sys.stderr if show else io.StringIO()  # hidden: drawn nowhere
             bar: Any
             with click.progressbar(length=100, label=name, file=out) as bar:
                 done = 0
                 async with pipeline.stream(tool_call) as events:
                     async for event in events:
                         if event.result is not None:
-                            if show:
-                                bar.update(100 - done)
+                            bar.update(100 - done)
                             return to_envelope(event.result).dump()
                         percent = event.data.get("progress")
-                        if isinstance(percent, int | float) and percent > done and show:
+                        if isinstance(percent, int | float) and percent > done:
                             bar.label = f"{name}: {event.data.get('message') or ''}".strip(": ")
                             bar.update(int(percent) - done)
                             done = int(percent)
@@ -242,16 +242,3 @@ def call(
     envelope = asyncio.run(go())
     click.echo(json.dumps(envelope, indent=2, ensure_ascii=False))
     return 0 if envelope.get("success") else 1
-
-
-class _Null:
-    """A file that swallows what is written (no progress bar)."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        return None
-
-    def isatty(self) -> bool:
-        return False

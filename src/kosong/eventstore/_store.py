@@ -1,21 +1,4 @@
-"""Event stores: the events of each run (or any stream of messages), kept for replay.
-
-An `EventStore` keeps, per stream, an ordered log of events and a few words about the stream
-(who opened it, for which tool). A writer appends; readers read the events after a position,
-waiting for new ones, and so can join a stream at any time: replay and live delivery are the
-same read. A stream ends with its final event; after that nothing more is appended.
-
-Event ids carry their stream: `"<stream id>.<position>"`, so whoever holds an event id (a
-browser's `Last-Event-ID`, say) can be led back to the stream and to the place in it. Position
-`0` is "before the first event".
-
-`MemoryEventStore` keeps the streams of one process, bounded in count and for a time after
-they end. `kosong.server.redis.RedisEventStore` keeps them in Redis streams, shared by several
-processes; there a stream also knows whether the process writing it is still alive.
-
-The store is protocol-neutral: the kind and the data of an event are opaque text, so another
-protocol (MCP's resumable streams, say) can keep its own messages in the same store.
-"""
+"""`EventStore`, the interface of event stores, and `MemoryEventStore`; see the package doc."""
 
 from __future__ import annotations
 
@@ -29,18 +12,6 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-
-__all__ = [
-    "START",
-    "EventStore",
-    "MemoryEventStore",
-    "StoreFullError",
-    "StoreUnavailableError",
-    "StoredEvent",
-    "StreamInfo",
-    "event_id",
-    "split_event_id",
-]
 
 logger = logging.getLogger(__name__)
 

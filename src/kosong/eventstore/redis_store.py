@@ -112,8 +112,6 @@ table.insert(all, 1, alive)
 return all
 """
 
-# KEYS: bucket. ARGV: rate per second, burst. -> wait in microseconds (0: allowed)
-
 
 def connect(url: str, *, max_connections: int = 2048, **options: Any) -> aioredis.Redis:
     """A `redis.asyncio.Redis` client for `url` that answers text (as the store expects).
@@ -165,7 +163,8 @@ class RedisEventStore(EventStore):
             raise TypeError("RedisEventStore needs a redis.asyncio.Redis; use from_url(url)")
         if ttl <= 0 or lease <= 0:
             raise ValueError("ttl and lease must be positive")
-        self._client = client
+        self.client = client
+        """The Redis client."""
         self._prefix = prefix
         self._ttl_ms = math.ceil(ttl * 1000)
         self._running_ttl_ms = max(self._ttl_ms, 600_000)
@@ -185,11 +184,6 @@ class RedisEventStore(EventStore):
         """Connect to the Redis server at `url` (e.g. `redis://localhost:6379/0`)."""
         return cls(connect(url), **options)
 
-    @property
-    def client(self) -> aioredis.Redis:
-        """The Redis client."""
-        return self._client
-
     def _keys(self, stream_id: str) -> list[str]:
         return [self.key(stream_id, "m"), self.key(stream_id, "e")]
 
@@ -202,7 +196,7 @@ class RedisEventStore(EventStore):
         return f"{self._prefix}run:{{{stream_id}}}:{suffix}"
 
     async def _renew(self) -> None:
-        await self._client.set(
+        await self.client.set(
             self._owner_prefix + self.owner, "1", px=math.ceil(self._lease * 1000)
         )
 
@@ -214,7 +208,7 @@ class RedisEventStore(EventStore):
                 await self._renew()
                 if time.monotonic() - last_keys > self._running_ttl_ms / 4000 and self._writing:
                     last_keys = time.monotonic()
-                    async with self._client.pipeline(transaction=False) as pipe:
+                    async with self.client.pipeline(transaction=False) as pipe:
                         for stream_id in list(self._writing):
                             for key in self._keys(stream_id):
                                 pipe.pexpire(key, self._running_ttl_ms)
@@ -286,11 +280,11 @@ class RedisEventStore(EventStore):
         checked, with the stream's existence and the events already there, in one round
         trip; only then, when there are none yet, does it block waiting for some.
         """
-        if after != START and _entry_id(after) is None:
+        if after != START and not _is_entry_id(after):
             raise ValueError(f"{after!r} is not a position of stream {stream_id!r}")
         meta_key, events_key = self._keys(stream_id)
         with reachable():
-            async with self._client.pipeline(transaction=False) as pipe:
+            async with self.client.pipeline(transaction=False) as pipe:
                 pipe.exists(meta_key)
                 if after != START:
                     pipe.xrange(events_key, min=after, max=after, count=1)
@@ -303,7 +297,7 @@ class RedisEventStore(EventStore):
             reply: Any = found[-1]
             if not reply and wait > 0:
                 block = max(1, math.ceil(wait * 1000))
-                reply = await self._client.xread({events_key: after}, count=limit, block=block)
+                reply = await self.client.xread({events_key: after}, count=limit, block=block)
         if not reply:
             return []
         entries = cast(list[tuple[str, dict[str, str]]], reply[0][1])
@@ -331,7 +325,7 @@ class RedisEventStore(EventStore):
         if not stream_ids:
             return set()
         with reachable():
-            async with self._client.pipeline(transaction=False) as pipe:
+            async with self.client.pipeline(transaction=False) as pipe:
                 for stream_id in stream_ids:
                     pipe.hget(self._keys(stream_id)[0], "ended")
                 flags: list[Any] = await pipe.execute()
@@ -356,17 +350,13 @@ class RedisEventStore(EventStore):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             with contextlib.suppress(Exception):
-                await self._client.delete(self._owner_prefix + self.owner)
-        await self._client.aclose()
+                await self.client.delete(self._owner_prefix + self.owner)
+        await self.client.aclose()
 
 
-def _entry_id(position: str) -> tuple[int, int] | None:
-    """A Redis stream entry id (`ms-seq`, or `ms`) as numbers; None when it is not one."""
-    first, dash, second = position.partition("-")
-    parts = (first, second) if dash else (first,)
-    if not all(p.isascii() and p.isdigit() and len(p) <= 20 for p in parts):
-        return None
-    numbers = tuple(int(p) for p in parts)
-    if any(n > _MAX_ID_PART for n in numbers):
-        return None
-    return numbers[0], numbers[1] if dash else 0
+def _is_entry_id(position: str) -> bool:
+    """Whether `position` is a Redis stream entry id (`ms-seq`, or `ms`)."""
+    parts = position.split("-")
+    return len(parts) <= 2 and all(
+        p.isascii() and p.isdigit() and len(p) <= 20 and int(p) <= _MAX_ID_PART for p in parts
+    )

@@ -155,12 +155,10 @@ async def _store_unavailable(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own refusals (no such route, a method it does not take) as envelopes."""
-    status = exc.status_code if isinstance(exc, HTTPException) else 400
-    headers = exc.headers if isinstance(exc, HTTPException) else None
-    if status == 404:
-        return _error(404, "RESOURCE_NOT_FOUND", f"nothing at {request.url.path}", headers)
-    detail = exc.detail if isinstance(exc, HTTPException) else "bad request"
-    return _error(status, "INVALID_PARAMS", detail, headers)
+    assert isinstance(exc, HTTPException)  # the only exceptions it is registered for
+    if exc.status_code == 404:
+        return _error(404, "RESOURCE_NOT_FOUND", f"nothing at {request.url.path}", exc.headers)
+    return _error(exc.status_code, "INVALID_PARAMS", exc.detail, exc.headers)
 
 
 _REJECTED = ("auth", "body", "cross_site", "host", "origin", "rate", "unavailable")
@@ -216,7 +214,7 @@ class Server:
             self.toolset, self.store, state, queue=queue, max_runs=config.max_runs,
             max_queued=config.max_queued, idle=config.idle, key_ttl=config.key_ttl,
         )  # fmt: skip
-        self.worker_name = f"{secrets.token_hex(4)}"
+        self.worker_name = secrets.token_hex(4)
         """This process's name among the queue's workers."""
         self._work: Any = None
         self.limiter = limiter
@@ -242,7 +240,7 @@ class Server:
         worker.
         """
         if self._drain is None:
-            self._drain = _spawn(self._drain_all())
+            self._drain = asyncio.create_task(self._drain_all())
         await asyncio.shield(self._drain)  # one waiter leaving must not cancel it
 
     async def _drain_all(self) -> None:
@@ -261,9 +259,9 @@ class Server:
             ConnectionError: Redis does not answer.
         """
         self._drain = None  # an app may be served again after it shut down
-        self.runs.reopen()
+        self.runs.draining = False
         self._shutdown = anyio.Event()
-        self._watcher = _spawn(self._drain_on(self._shutdown))
+        self._watcher = asyncio.create_task(self._drain_on(self._shutdown))
         if self.redis is not None:
             try:
                 with anyio.fail_after(5):
@@ -274,7 +272,7 @@ class Server:
                     f"cannot reach Redis at {self.config.redis_url}: {e or type(e).__name__}"
                 ) from e
             if self.config.workers > 0:
-                self._work = work = _spawn(
+                self._work = work = asyncio.create_task(
                     self.queue.work(
                         partial(self.runs.run_claimed, worker=self.worker_name),
                         [tool.name for tool in self.toolset.tools],
@@ -319,18 +317,13 @@ class Server:
     async def metrics_text(self, request: Request) -> Response:
         """The metrics policy's counters and the server's, in Prometheus text."""
         lines = [self.metrics.prometheus_text().rstrip("\n")]
-
-        def gauge(name: str, help_text: str, value: int) -> None:
-            lines.extend(
-                (
-                    f"# HELP kosong_server_{name} {help_text}",
-                    f"# TYPE kosong_server_{name} gauge",
-                    f"kosong_server_{name} {value}",
-                )
-            )
-
-        gauge("runs_active", "Streamed calls running in this process.", self.runs.active)
-        gauge("streams_open", "SSE responses following a run right now.", self.runs.followers)
+        gauges = (
+            ("runs_active", "Streamed calls running in this process.", self.runs.active),
+            ("streams_open", "SSE responses following a run right now.", self.runs.followers),
+        )
+        for name, help_text, value in gauges:
+            metric = f"kosong_server_{name}"
+            lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} gauge", f"{metric} {value}"]
         lines += [
             "# HELP kosong_server_rejected_requests_total Requests refused before any route.",
             "# TYPE kosong_server_rejected_requests_total counter",
@@ -381,11 +374,7 @@ class Server:
         else:  # a run: recorded under its key, or executed by a worker
             if self.toolset.find_tool(name) is None:
                 return self._unknown_tool(name)
-            made = await self._call(request, name, Runs.new_id())
-            if isinstance(made, Response):
-                return made
-            principal: str = request.scope.get(PRINCIPAL, ANONYMOUS)
-            started = await self._start(made[0], made[1], principal, key)
+            started = await self._start(request, name, key)
             if isinstance(started, Response):
                 return started
             result = await self.runs.result(started)
@@ -405,10 +394,13 @@ class Server:
             headers = {"WWW-Authenticate": 'Bearer realm="tool"'}
         return _json(envelope, status, headers)
 
-    async def _start(
-        self, call: ToolCall, arguments: JsonType | Unparsed, principal: str, key: str | None
-    ) -> str | Response:
-        """Start a run (or find the one `key` stands for): its id, or the refusal."""
+    async def _start(self, request: Request, name: str, key: str | None) -> str | Response:
+        """Start the run a request asks for (or find `key`'s): its id, or the refusal."""
+        made = await self._call(request, name, Runs.new_id())
+        if isinstance(made, Response):
+            return made
+        call, arguments = made
+        principal: str = request.scope.get(PRINCIPAL, ANONYMOUS)
         try:
             run_id, _ = await self.runs.start(call, principal, arguments, key=key)
         except ShuttingDownError:
@@ -469,10 +461,7 @@ class Server:
         key = _idempotency_key(request)
         if isinstance(key, Response):
             return key
-        made = await self._call(request, name, Runs.new_id())
-        if isinstance(made, Response):
-            return made
-        run_id = await self._start(made[0], made[1], principal, key)
+        run_id = await self._start(request, name, key)
         if isinstance(run_id, Response):
             return run_id
         return self._stream(run_id, START)
@@ -575,7 +564,7 @@ class Server:
             body: object = json.loads(await _body(request) or b"null")
         except (ValueError, RecursionError):
             body = None
-        given = cast(dict[str, Any], body) if isinstance(body, dict) else {}
+        given = _object(body)
         approved, reason = given.get("approved"), given.get("reason", "")
         if not isinstance(approved, bool) or not isinstance(reason, str):
             return _error(
@@ -646,17 +635,8 @@ def _worker_ended(task: asyncio.Task[None]) -> None:
         logger.error("The run queue's worker stopped: %r", task.exception())
 
 
-def _spawn(coro: Any) -> Any:
-    return asyncio.get_running_loop().create_task(coro)
-
-
 def _pipeline(toolset: Toolset, cache_backend: Any) -> tuple[PolicyToolset, MetricsRegistry]:
-    """The pipeline calls go through, and the registry `/metrics` reads.
-
-    A `PolicyToolset` is served as it is (with a metrics policy put around it if it has
-    none); any other toolset gets metrics, and a result cache (in Redis when configured)
-    when one of its tools is `cacheable`.
-    """
+    """The pipeline calls go through (as `create_app` says), and the registry `/metrics` reads."""
     if isinstance(toolset, PolicyToolset):
         found = toolset.find_policy(MetricsPolicy)
         if found is None:
@@ -677,26 +657,25 @@ def query_arguments(tool: Tool, items: Sequence[tuple[str, str]]) -> dict[str, A
     `?city=Beijing` gives `{"city": "Beijing"}`; a parameter repeated, or declared an
     array, gives a list.
     """
-    declared: object = tool.parameters.get("properties")
-    properties = cast(dict[str, Any], declared) if isinstance(declared, dict) else {}
+    properties = _object(tool.parameters.get("properties"))
     grouped: dict[str, list[str]] = {}
     for key, value in items:
         grouped.setdefault(key, []).append(value)
     arguments: dict[str, Any] = {}
     for key, values in grouped.items():
-        found: object = properties.get(key)
-        schema = cast(dict[str, Any], found) if isinstance(found, dict) else {}
-        declared = schema.get("type")
-        if declared == "array" or len(values) > 1:
-            inner: object = schema.get("items")
-            items_schema = cast(dict[str, Any], inner) if isinstance(inner, dict) else {}
-            if declared == "array" and len(values) == 1 and values[0].startswith("["):
-                arguments[key] = _coerce(values[0], schema)
-            else:
-                arguments[key] = [_coerce(v, items_schema) for v in values]
+        schema = _object(properties.get(key))
+        is_array = schema.get("type") == "array"
+        if is_array and len(values) == 1 and values[0].startswith("["):
+            arguments[key] = _coerce(values[0], schema)
+        elif is_array or len(values) > 1:
+            arguments[key] = [_coerce(v, _object(schema.get("items"))) for v in values]
         else:
             arguments[key] = _coerce(values[0], schema)
     return arguments
+
+
+def _object(value: object) -> dict[str, Any]:
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
 def _coerce(text: str, schema: dict[str, Any]) -> Any:

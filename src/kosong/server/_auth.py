@@ -117,7 +117,7 @@ class BearerTokenMiddleware:
         exempt: Collection[str] = (),
         metadata: bool = False,
         resource_url: str | None = None,
-        rejected: Counter[str] | None = None,
+        rejected: Counter[str],
     ) -> None:
         """Check tokens with `verifier`; None: anyone may call, as `ANONYMOUS`."""
         self.app = app
@@ -126,7 +126,7 @@ class BearerTokenMiddleware:
         self._exempt = frozenset(exempt)
         self._metadata = metadata
         self._resource_url = resource_url
-        self.rejected = rejected if rejected is not None else Counter[str]()
+        self.rejected = rejected
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Find the request's principal, or refuse it."""

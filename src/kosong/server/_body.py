@@ -18,13 +18,11 @@ _DISCARD_SECONDS = 2.0
 class BodySizeMiddleware:
     """Refuses a body over `max_body` bytes (413) before the route reads any of it."""
 
-    def __init__(
-        self, app: ASGIApp, *, max_body: int, rejected: Counter[str] | None = None
-    ) -> None:
+    def __init__(self, app: ASGIApp, *, max_body: int, rejected: Counter[str]) -> None:
         """Pass on requests to `app` whose body is at most `max_body` bytes."""
         self.app = app
         self._max_body = max_body
-        self.rejected = rejected if rejected is not None else Counter[str]()
+        self.rejected = rejected
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the body's size (announced, or as it arrives), then pass the request on."""
@@ -80,12 +78,11 @@ class BodySizeMiddleware:
         )  # fmt: skip
 
 
-async def _discard(
-    receive: Receive, most: int = _DISCARD_BYTES, seconds: float = _DISCARD_SECONDS
-) -> None:
-    """Read and drop the rest of a request body: up to `most` bytes, `seconds` at most."""
+async def _discard(receive: Receive) -> None:
+    """Read and drop the rest of a request body: up to `_DISCARD_BYTES`, for a short while."""
+    most = _DISCARD_BYTES
     try:
-        async with asyncio.timeout(seconds):
+        async with asyncio.timeout(_DISCARD_SECONDS):
             while most > 0:
                 message = await receive()
                 if message["type"] != "http.request" or not message.get("more_body", False):

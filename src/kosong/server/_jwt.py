@@ -34,10 +34,6 @@ class KeysUnavailableError(ConnectionError):
     """The issuer's key set cannot be fetched (or holds no usable key): tokens cannot be checked."""
 
 
-def _needs(what: str) -> ImportError:
-    return ImportError(f"{what} needs PyJWT and the MCP SDK: pip install 'kosong[auth]'")
-
-
 class JWTVerifier:
     """Accepts JWT access tokens signed by `issuer`'s keys, for `audience`.
 
@@ -84,7 +80,9 @@ class JWTVerifier:
             import jwt  # noqa: F401  # pyright: ignore[reportUnusedImport]
             from mcp.server.auth.provider import AccessToken  # noqa: F401  # pyright: ignore[reportUnusedImport]
         except ImportError:
-            raise _needs("JWTVerifier") from None
+            raise ImportError(
+                "JWTVerifier needs PyJWT and the MCP SDK: pip install 'kosong[auth]'"
+            ) from None
         audiences = [audience] if isinstance(audience, str) else list(audience)
         if not audiences or not all(audiences):
             raise ValueError("JWTVerifier needs the audience tokens must be issued for")

@@ -115,12 +115,7 @@ class RateLimitMiddleware:
     """
 
     def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        limiter: RateLimiter,
-        exempt: Collection[str] = (),
-        rejected: Counter[str] | None = None,
+        self, app: ASGIApp, *, limiter: RateLimiter, exempt: Collection[str], rejected: Counter[str]
     ) -> None:
         """Limit the requests to `app` with `limiter`."""
         self.app = app
@@ -128,7 +123,7 @@ class RateLimitMiddleware:
         # The in-memory limiter answers without a coroutine: no await on every request.
         self._now = limiter.acquire_now if isinstance(limiter, MemoryRateLimiter) else None
         self._exempt = frozenset(exempt)
-        self.rejected = rejected if rejected is not None else Counter[str]()
+        self.rejected = rejected
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Take a request from the bucket, or refuse it."""

@@ -87,11 +87,9 @@ Execute = Callable[[str], Awaitable[None]]
 class RunQueue:
     """Runs queued in Redis for the workers; see the module doc."""
 
-    def __init__(
-        self, url: str, limit: Callable[[str], int | None], *, name: str = "kosong-runs"
-    ) -> None:
+    def __init__(self, url: str, limit: Callable[[str], int | None]) -> None:
         """Queue runs in the Redis at `url`; `limit(tool)` says how many may run at once."""
-        self.docket = Docket(name=name, url=url)
+        self.docket = Docket(name="kosong-runs", url=url)
         _quiet_outages()
         self._limit = limit
         self._tasks: dict[int | None, str] = {}

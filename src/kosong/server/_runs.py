@@ -30,7 +30,7 @@ import secrets
 import time
 from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -107,11 +107,9 @@ def _event_data(event: ToolEvent) -> str:
         return json.dumps(event.data, ensure_ascii=False)
     except Exception as e:  # an output that cannot be written as JSON still ends the run
         logger.exception("Could not encode a %s event", event.event)
-        metadata: object = event.data.get("metadata")
-        known = cast(dict[str, Any], metadata) if isinstance(metadata, dict) else {}
-        tool = str(known.get("tool_name") or "")
+        tool = str(_metadata(event).get("tool_name") or "unknown")
         value = _failed(f"the result could not be encoded as JSON: {type(e).__name__}")
-        return error_event_data("", tool or "unknown", value)
+        return error_event_data("", tool, value)
 
 
 _Append = tuple[str, str, bool, "asyncio.Future[bool] | None"]
@@ -133,7 +131,6 @@ class _Run:
     """Stopped by a worker that stops: the queue delivers it again, to another worker."""
     final: asyncio.Future[bool] | None = None
     """The writing of its final event."""
-    extras: dict[str, JsonType] = field(default_factory=lambda: {})
 
 
 class Runs:
@@ -171,8 +168,9 @@ class Runs:
         self._runs: dict[str, _Run] = {}
         self._writers: set[asyncio.Task[None]] = set()
         self._watcher: asyncio.Task[None] | None = None
-        self._draining = False
-        self.inbox: ApprovalInbox = _Inbox(self)
+        self.draining = False
+        """Whether the server is shutting down (it starts no new run)."""
+        self.inbox: ApprovalInbox = _Inbox(state, self._runs)
         """Where the approval questions of this process's runs wait (`ApprovalDecision.ask`)."""
         self.followers = 0
         """Responses following a run right now."""
@@ -181,11 +179,6 @@ class Runs:
     def active(self) -> int:
         """Runs executing in this process."""
         return len(self._runs)
-
-    @property
-    def draining(self) -> bool:
-        """Whether the server is shutting down."""
-        return self._draining
 
     @property
     def queued(self) -> bool:
@@ -219,16 +212,15 @@ class Runs:
             IdempotencyConflictError: `key` stands for another call.
             StoreUnavailableError: the store (Redis) cannot be reached.
         """
-        if self._draining:
+        if self.draining:
             raise ShuttingDownError("the server is shutting down")
         if self.queue is None and len(self._runs) >= self._max_runs:
             raise StoreFullError(f"{len(self._runs)} runs are in flight, the most allowed")
         run_id, tool = call.id, call.function.name
         if key is not None:
             arguments = self._parsed(call, arguments)
-            digest = key_digest(tool, None if isinstance(arguments, Unparsed) else arguments)
-            if isinstance(arguments, Unparsed):  # unreadable: compared as written
-                digest = key_digest(tool, call.function.arguments)
+            unreadable = isinstance(arguments, Unparsed)  # then compared as written
+            digest = key_digest(tool, call.function.arguments if unreadable else arguments)
             found = await self.state.reserve(principal, key, digest, run_id, self._key_ttl)
             if found is not None:
                 return found, False
@@ -242,17 +234,15 @@ class Runs:
         return run_id, True
 
     def _parsed(self, call: ToolCall, arguments: JsonType | Unparsed) -> JsonType | Unparsed:
-        if not isinstance(arguments, Unparsed):
-            return arguments
         tool = self._pipeline.find_tool(call.function.name)
-        if tool is None:
-            return arguments
-        try:
-            return parse_arguments(
-                call.function.arguments, self._pipeline.limits, expects_object=tool.expects_object
-            )
-        except ValueError:
-            return arguments
+        if isinstance(arguments, Unparsed) and tool is not None:
+            with contextlib.suppress(ValueError):  # unreadable: left unparsed
+                return parse_arguments(
+                    call.function.arguments,
+                    self._pipeline.limits,
+                    expects_object=tool.expects_object,
+                )
+        return arguments
 
     async def _open(
         self, call: ToolCall, principal: str, arguments: JsonType | Unparsed, key: str | None
@@ -297,10 +287,10 @@ class Runs:
         with inbox_scope(self.inbox):
             handled = self._pipeline.dispatch(call, arguments)  # may send events at once
         if isinstance(handled, ToolResult):  # answered without a task
-            self._done(run, None, handled)
+            self._done(run, handled)
             return
         run.task = handled
-        handled.add_done_callback(partial(self._task_done, run))
+        handled.add_done_callback(partial(self._done, run))
 
     async def run_claimed(self, run_id: str, worker: str) -> None:
         """Execute a queued run here (this process is a worker that took it) to its end.
@@ -309,13 +299,12 @@ class Runs:
         tool is safe to repeat, or when it had only been waiting for an answer; otherwise it
         ends with an error saying it may or may not have taken effect.
         """
-        if self._draining:  # taken as the worker stops: the queue delivers it again
+        if self.draining:  # taken as the worker stops: the queue delivers it again
             raise asyncio.CancelledError
         claim = await self.state.claim(run_id, worker)
-        if claim is None:  # ended (cancelled) or expired before a worker took it
-            await self.state.started(run_id)
-            return
         await self.state.started(run_id)
+        if claim is None:  # ended (cancelled) or expired before a worker took it
+            return
         meta = claim.meta
         name = meta.get("tool", "")
         run = _Run(run_id, name, meta.get("principal", ""))
@@ -332,17 +321,16 @@ class Runs:
         writing = getattr(self.store, "writing", None)
         if writing is not None:
             writing(run_id)
+        self._runs[run_id] = run
         try:
             if claim.attempt > 1 and not claim.was_waiting:
                 tool = self._pipeline.find_tool(name)
                 if tool is None or not is_safe_to_repeat(tool):
                     value = _uncertain(meta.get("key"))
-                    self._runs[run_id] = run
                     await self._write_final(
                         run_id, "tool_error", error_event_data(run_id, name, value)
                     )
                     return
-                self._runs[run_id] = run
                 self._append(run, "tool_retrying", _retrying(call, claim.attempt), False)
             self._execute(run, call, UNPARSED)
             task = run.task
@@ -460,24 +448,20 @@ class Runs:
         if run.task is not None:
             run.task.cancel()
 
-    def _task_done(self, run: _Run, task: asyncio.Future[ToolResult]) -> None:
-        self._done(run, task, None)
-
-    def _done(
-        self, run: _Run, task: asyncio.Future[ToolResult] | None, result: ToolResult | None
-    ) -> None:
-        """The call's task ended: its final event, if the pipeline sent none."""
+    def _done(self, run: _Run, outcome: asyncio.Future[ToolResult] | ToolResult) -> None:
+        """The call ended (its task, or at once): its final event, if the pipeline sent none."""
         try:
             if run.ended:
                 return
             # No final event from the pipeline: cancelled, or broken. It still ends with one.
-            if task is not None and task.cancelled():
-                value: ToolReturnValue = ToolCancelledError(run.tool, "the call was stopped")
-            elif task is not None and task.exception() is not None:
-                value = _failed(f"the server failed while running the call: {task.exception()!r}")
+            if isinstance(outcome, ToolResult):
+                value = outcome.return_value
+            elif outcome.cancelled():
+                value = ToolCancelledError(run.tool, "the call was stopped")
+            elif (error := outcome.exception()) is not None:
+                value = _failed(f"the server failed while running the call: {error!r}")
             else:
-                found = result if result is not None else cast(ToolResult, task and task.result())
-                value = found.return_value
+                value = outcome.result().return_value
             kind = "tool_error" if value.is_error else "tool_result"
             self._write_final(run.id, kind, error_event_data(run.id, run.tool, value))
         finally:
@@ -626,10 +610,6 @@ class Runs:
         info = await self.find(run_id, principal)
         return not info.ended and await self.state.answer(run_id, approved, reason)
 
-    def reopen(self) -> None:
-        """Start runs again (the app is served anew after a shutdown)."""
-        self._draining = False
-
     async def drain(self, grace: float) -> None:
         """Start no new run; give the running ones `grace` seconds, then stop the rest.
 
@@ -637,7 +617,7 @@ class Runs:
         down, and the responses following them get the time to send it. With one, it is left
         to the queue, which delivers it again to another worker.
         """
-        self._draining = True
+        self.draining = True
         tasks = [run.task for run in self._runs.values() if run.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=grace)
@@ -675,17 +655,17 @@ class Runs:
 class _Inbox(ApprovalInbox):
     """The questions of runs, kept in the run state: listed, and answered from any process."""
 
-    def __init__(self, runs: Runs) -> None:
-        self._runs = runs
+    def __init__(self, state: RunState, runs: dict[str, _Run]) -> None:
+        self._state = state
+        self._runs = runs  # the runs executing in this process, by id
 
     async def ask(
         self, request: ApprovalRequest, question: str, within: float | None
     ) -> ApprovalDecision | None:
-        runs = self._runs
+        state = self._state
         run_id = request.tool_call.id
-        run = runs._runs.get(run_id)  # pyright: ignore[reportPrivateUsage] - its own runs
+        run = self._runs.get(run_id)
         principal = run.principal if run is not None else ""
-        state = runs.state
         since, answer = await state.wait(
             run_id, principal, request.tool.name, request.arguments, question
         )
@@ -726,9 +706,12 @@ def _call_id(event: ToolEvent) -> str:
     """The id of the call an event belongs to (a run's id)."""
     if event.result is not None:
         return event.result.tool_call_id
+    return str(_metadata(event).get("tool_call_id") or "")
+
+
+def _metadata(event: ToolEvent) -> dict[str, Any]:
     metadata: object = event.data.get("metadata")
-    known = cast(dict[str, Any], metadata) if isinstance(metadata, dict) else {}
-    return str(known.get("tool_call_id") or "")
+    return cast(dict[str, Any], metadata) if isinstance(metadata, dict) else {}
 
 
 def _failed(message: str) -> ToolReturnValue:

@@ -48,9 +48,13 @@ def bind(host: str, port: int) -> socket.socket:
 class _Server(uvicorn.Server):
     """uvicorn's server, draining the app's runs before it closes connections."""
 
-    def __init__(self, config: uvicorn.Config, app: Any, *, signals: bool) -> None:
-        super().__init__(config)
-        self._app = app
+    def __init__(self, app: Any, *, signals: bool, log_level: str, **options: Any) -> None:
+        self._runtime = getattr(getattr(app, "state", None), "kosong", None)
+        grace = float(self._runtime.config.grace) if self._runtime is not None else 10.0
+        options.setdefault("timeout_graceful_shutdown", max(1, round(grace + 5)))
+        # Access lines are info: below that level none is printed, so none is made either.
+        options.setdefault("access_log", log_level in ("trace", "debug", "info"))
+        super().__init__(uvicorn.Config(app, log_level=log_level, lifespan="on", **options))
         self._signals = signals
 
     @contextlib.contextmanager
@@ -64,23 +68,9 @@ class _Server(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for server in self.servers:
             server.close()  # stop accepting while the runs drain
-        state = getattr(self._app, "state", None)
-        runtime = getattr(state, "kosong", None)
-        if runtime is not None:
-            await runtime.drain()
+        if self._runtime is not None:
+            await self._runtime.drain()
         await super().shutdown(sockets)
-
-
-def _config(app: Any, *, log_level: str, grace: float, **options: Any) -> uvicorn.Config:
-    options.setdefault("timeout_graceful_shutdown", max(1, round(grace + 5)))
-    # Access lines are info: below that level none is printed, so none is made either.
-    options.setdefault("access_log", log_level in ("trace", "debug", "info"))
-    return uvicorn.Config(app, log_level=log_level, lifespan="on", **options)
-
-
-def _grace(app: Any) -> float:
-    runtime = getattr(getattr(app, "state", None), "kosong", None)
-    return float(runtime.config.grace) if runtime is not None else 10.0
 
 
 async def serve(
@@ -102,8 +92,7 @@ async def serve(
         RuntimeError: the app failed to start (Redis unreachable, say); the log says why.
     """
     sock = sock if sock is not None else bind(host, port)
-    server = _Server(_config(app, log_level=log_level, grace=_grace(app), **options), app,
-                     signals=True)  # fmt: skip
+    server = _Server(app, signals=True, log_level=log_level, **options)
     try:
         await server.serve(sockets=[sock])
     except SystemExit:  # uvicorn's way of saying the app's start-up failed
@@ -132,8 +121,7 @@ async def serving(
     """
     sock = bind(host, port)
     bound_port = sock.getsockname()[1]
-    server = _Server(_config(app, log_level=log_level, grace=_grace(app), **options), app,
-                     signals=False)  # fmt: skip
+    server = _Server(app, signals=False, log_level=log_level, **options)
 
     async def run() -> None:
         try:

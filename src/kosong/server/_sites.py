@@ -42,8 +42,8 @@ class HostOriginMiddleware:
         app: ASGIApp,
         *,
         hosts: Collection[str],
-        origins: Collection[str] = (),
-        rejected: Counter[str] | None = None,
+        origins: Collection[str],
+        rejected: Counter[str],
     ) -> None:
         """Pass requests to `app` whose `Host` is one of `hosts` and `Origin` allowed."""
         self.app = app
@@ -51,7 +51,7 @@ class HostOriginMiddleware:
         self._hosts = frozenset(h.lower() for h in hosts if h != "*")
         self._any_origin = "*" in origins
         self._origins = frozenset(_origin(o) for o in origins)
-        self.rejected = rejected if rejected is not None else Counter[str]()
+        self.rejected = rejected
 
     def _origin_ok(self, origin: str) -> bool:
         origin = _origin(origin)
@@ -126,14 +126,14 @@ class CrossSiteMiddleware:
         app: ASGIApp,
         *,
         starts: Callable[[Scope], bool],
-        origins: Collection[str] = (),
-        rejected: Counter[str] | None = None,
+        origins: Collection[str],
+        rejected: Counter[str],
     ) -> None:
         """Guard `app`; `starts(scope)` says whether a GET or HEAD request starts something."""
         self.app = app
         self._starts = starts
         self._listed = frozenset(_origin(o) for o in origins if o != "*")
-        self.rejected = rejected if rejected is not None else Counter[str]()
+        self.rejected = rejected
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse a request from another site that would act; pass the others on."""

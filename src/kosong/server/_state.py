@@ -30,8 +30,6 @@ from kosong.utils.typing import JsonType
 
 if TYPE_CHECKING:
     from kosong.eventstore.redis_store import RedisEventStore
-else:
-    RedisEventStore = object
 
 __all__ = [
     "Claim",
@@ -292,22 +290,22 @@ return 1
 """
 
 
+_PREFIX = "kosong:"
+_STALE_MS = 600_000
+"""A run counted as queued this long without a worker taking it no longer counts (its front
+end died before it could queue it)."""
+
+
 class RedisRunState(RunState):
     """The state of runs in Redis, shared by every front end and worker."""
 
-    def __init__(self, store: RedisEventStore, *, prefix: str = "kosong:", stale: float = 600):
-        """Keep it beside the runs of `store` (with its client), other keys under `prefix`.
-
-        A run counted as queued for `stale` seconds without a worker taking it no longer
-        counts (its front end died before it could queue it).
-        """
+    def __init__(self, store: RedisEventStore) -> None:
+        """Keep it beside the runs of `store` (with its client), other keys under `kosong:`."""
         from kosong.eventstore.redis_store import reachable
 
         self._reachable = reachable
         self._store = store
         self._client: Any = store.client
-        self._prefix = prefix
-        self._stale_ms = math.ceil(stale * 1000)
         self._reserve = self._client.register_script(_RESERVE)
         self._release = self._client.register_script(_RELEASE)
         self._admit = self._client.register_script(_ADMIT)
@@ -319,14 +317,14 @@ class RedisRunState(RunState):
         return self._store.key(run_id, "m")
 
     def _index(self, principal: str) -> str:
-        return f"{self._prefix}waiting:{hashlib.sha256(principal.encode()).hexdigest()[:32]}"
+        return f"{_PREFIX}waiting:{hashlib.sha256(principal.encode()).hexdigest()[:32]}"
 
     async def reserve(
         self, principal: str, key: str, digest: str, run_id: str, ttl: float
     ) -> str | None:
         """See `RunState.reserve`."""
         with self._reachable():
-            ledger = f"{self._prefix}idem:{_ledger_id(principal, key)}"
+            ledger = f"{_PREFIX}idem:{_ledger_id(principal, key)}"
             found: Any = await self._reserve(
                 keys=[ledger], args=[run_id, digest, math.ceil(ttl * 1000)]
             )
@@ -339,20 +337,20 @@ class RedisRunState(RunState):
     async def release(self, principal: str, key: str, run_id: str) -> None:
         """See `RunState.release`."""
         with self._reachable():
-            ledger = f"{self._prefix}idem:{_ledger_id(principal, key)}"
+            ledger = f"{_PREFIX}idem:{_ledger_id(principal, key)}"
             await self._release(keys=[ledger], args=[run_id])
 
     async def admit(self, run_id: str, most: int | None) -> bool:
         """See `RunState.admit`."""
         with self._reachable():
             now = math.floor(time.time() * 1000)
-            args = [run_id, now, now - self._stale_ms, "" if most is None else most]
-            return bool(await self._admit(keys=[f"{self._prefix}queued"], args=args))
+            args = [run_id, now, now - _STALE_MS, "" if most is None else most]
+            return bool(await self._admit(keys=[f"{_PREFIX}queued"], args=args))
 
     async def started(self, run_id: str) -> None:
         """See `RunState.started`."""
         with self._reachable():
-            await self._client.zrem(f"{self._prefix}queued", run_id)
+            await self._client.zrem(f"{_PREFIX}queued", run_id)
 
     async def claim(self, run_id: str, worker: str) -> Claim | None:
         """See `RunState.claim`."""
