@@ -125,3 +125,64 @@ def test_rate_limits_parse_from_text() -> None:
     assert RateLimit.parse("600/m,burst=50") == RateLimit(10, 50)
     with pytest.raises(ValueError, match="must look like"):
         RateLimit.parse("fast")
+
+
+@pytest.mark.parametrize(
+    ("name", "first", "second"),
+    [
+        ("Host", "127.0.0.1", "evil.example.com"),
+        ("Host", "evil.example.com", "127.0.0.1"),
+        ("Authorization", "Bearer s3cret", "Bearer nope"),
+        ("Authorization", "Bearer nope", "Bearer s3cret"),
+        ("Origin", "http://127.0.0.1", "http://evil.example.com"),
+        ("Sec-Fetch-Site", "same-origin", "cross-site"),
+        ("Content-Type", "application/json", "text/plain"),
+    ],
+)
+async def test_a_header_the_checks_read_is_refused_when_sent_twice(
+    name: str, first: str, second: str
+) -> None:
+    # Sent as raw bytes on a real socket, so that no client merges or drops the second value:
+    # with two values, one check could pass on one and the next check read the other.
+    config = ServerConfig(token="s3cret")
+    async with serving(create_app(tools, config)) as url:
+        host, port = url.removeprefix("http://").split(":")
+        lines = {"Host": "127.0.0.1", "Authorization": "Bearer s3cret",
+                 "Content-Type": "application/json"}  # fmt: skip
+        lines.pop(name, None)
+        head = "".join(f"{k}: {v}\r\n" for k, v in lines.items())
+        body = b'{"a": 1, "b": 2}'
+        request = (
+            f"POST /tools/add HTTP/1.1\r\n{head}{name}: {first}\r\n{name}: {second}\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode() + body
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(request)
+        answer = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+        async with httpx.AsyncClient(base_url=url) as c:
+            metrics = await c.get("/metrics", headers={"Authorization": "Bearer s3cret"})
+    status_line, _, rest = answer.partition(b"\r\n")
+    assert status_line == b"HTTP/1.1 400 Bad Request"
+    if name == "Host" and b"Invalid HTTP request" in rest:
+        return  # uvicorn refuses two Hosts itself (RFC 9112 3.2); the app would too
+    assert f"the {name.lower()} header is sent more than once".encode() in rest
+    assert b'"INVALID_PARAMS"' in rest and b'"result"' not in rest
+    assert 'kosong_server_rejected_requests_total{reason="header"} 1' in metrics.text
+
+
+async def test_two_hosts_are_refused_by_the_app_too() -> None:
+    # Behind an ASGI server that passes both on, the app's first check refuses them.
+    scope = {"type": "http", "method": "GET", "path": "/healthz", "root_path": "",
+             "headers": [(b"host", b"127.0.0.1"), (b"host", b"evil.example.com")]}  # fmt: skip
+    sent: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b""}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    await create_app(tools)(scope, receive, send)
+    assert sent[0]["status"] == 400
+    assert b"the host header is sent more than once" in sent[1]["body"]  # type: ignore[operator]

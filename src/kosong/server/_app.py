@@ -161,7 +161,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return _error(exc.status_code, "INVALID_PARAMS", exc.detail, exc.headers)
 
 
-_REJECTED = ("auth", "body", "cross_site", "host", "origin", "rate", "unavailable")
+_REJECTED = ("auth", "body", "cross_site", "header", "host", "origin", "rate", "unavailable")
 """The reasons `/metrics` counts refused requests by (each one always shown)."""
 
 

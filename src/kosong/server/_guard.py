@@ -6,7 +6,8 @@ this order; the first that refuses answers with the standard's error envelope (`
 counts the refusal by reason in a `Counter` the app shares (`/metrics`):
 
 1. `HostOriginMiddleware` (`_sites`): the `Host` must name an allowed host (421, against DNS
-   rebinding), and an `Origin`, when sent, must be allowed (403).
+   rebinding), and an `Origin`, when sent, must be allowed (403); a header the checks read
+   may be sent only once (400), so that every check reads the same value.
 2. `CrossSiteMiddleware` (`_sites`): a request that runs or changes something may not come
    from another site, nor be one that any page can send without the browser asking the server
    first (a "simple" request).
