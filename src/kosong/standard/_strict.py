@@ -79,24 +79,19 @@ _DESCRIBED = frozenset(
     {"default", "examples", "minLength", "maxLength", "uniqueItems", "minProperties",
      "maxProperties", "contentEncoding", "contentMediaType", "minContains", "maxContains"}
 )  # fmt: skip
+_CONDITIONAL = "conditional schemas (`if`/`then`/`else`) are not supported in strict mode"
 _REFUSED = {
     "allOf": "`allOf` with several schemas cannot be expressed; merge them into one schema",
-    "not": "`not` is not supported in strict mode",
-    "if": "conditional schemas (`if`/`then`/`else`) are not supported in strict mode",
-    "then": "conditional schemas (`if`/`then`/`else`) are not supported in strict mode",
-    "else": "conditional schemas (`if`/`then`/`else`) are not supported in strict mode",
-    "dependentRequired": "`dependentRequired` is not supported in strict mode",
-    "dependentSchemas": "`dependentSchemas` is not supported in strict mode",
-    "dependencies": "`dependencies` is not supported in strict mode",
+    "if": _CONDITIONAL,
+    "then": _CONDITIONAL,
+    "else": _CONDITIONAL,
     "patternProperties": "objects with pattern-named properties cannot be strict; list the "
     "properties, or use an array of {key, value} objects",
-    "propertyNames": "`propertyNames` is not supported in strict mode",
-    "unevaluatedProperties": "`unevaluatedProperties` is not supported in strict mode",
-    "unevaluatedItems": "`unevaluatedItems` is not supported in strict mode",
     "prefixItems": "tuples (`prefixItems`) are not supported in strict mode; use an object",
     "additionalItems": "tuples (`additionalItems`) are not supported in strict mode",
-    "contains": "`contains` is not supported in strict mode",
 }
+"""Keywords refused with a hint; any other unknown keyword is refused as unsupported."""
+_ACCEPTED = _STRUCTURE | _CONSTRAINTS | _SILENT | _DESCRIBED | {"definitions", "oneOf"}
 
 
 class StrictSchemaError(ValueError):
@@ -174,8 +169,9 @@ class _Converter:
             raise StrictSchemaError(path, "a boolean schema cannot be strict; give a typed schema")
         node = cast(dict[str, Any], node)
         for key in node:
-            if key in _REFUSED and not (key == "allOf" and len(node["allOf"]) == 1):
-                raise StrictSchemaError(f"{path}.{key}", _REFUSED[key])
+            if key not in _ACCEPTED and not (key == "allOf" and len(node["allOf"]) == 1):
+                problem = _REFUSED.get(key, f"`{key}` is not supported in strict mode")
+                raise StrictSchemaError(f"{path}.{key}", problem)
         if "allOf" in node:  # exactly one: merge it into this schema
             merged = {
                 **cast(dict[str, Any], node["allOf"][0]),
@@ -194,16 +190,12 @@ class _Converter:
         notes: list[str] = []
         out: dict[str, Any] = {}
         for key, value in node.items():
-            if key in _SILENT or key in ("definitions",):
-                continue
             if key in _DESCRIBED:
                 notes.append(f"{key}: {_note(value)}")
             elif key == "format" and value not in SUPPORTED_FORMATS:
                 notes.append(f"format: {_note(value)}")
             elif key in _STRUCTURE or key in _CONSTRAINTS:
                 out[key] = value
-            elif key != "oneOf":
-                raise StrictSchemaError(f"{path}.{key}", f"`{key}` is not supported in strict mode")
         if "$ref" in out:
             extra = set(out) - {"$ref", "description"}
             if extra:
