@@ -310,11 +310,8 @@ def from_envelope(
         envelope = _ENVELOPE.validate_json(envelope)
     elif not isinstance(envelope, Envelope):
         envelope = _ENVELOPE.validate_python(envelope)
-    extension = envelope.kosong or {}
-    value = _restore(envelope, extension)
-    call_id = tool_call_id
-    if call_id is None:
-        call_id = envelope.metadata.tool_call_id or ""
+    value = _restore(envelope, envelope.kosong or {})
+    call_id = tool_call_id if tool_call_id is not None else envelope.metadata.tool_call_id or ""
     metadata: dict[str, JsonType] = envelope.metadata.model_dump(mode="json", exclude_none=True)
     metadata.pop("tool_call_id", None)  # the result's own field
     if envelope.debug_info is not None:

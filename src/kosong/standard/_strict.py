@@ -353,7 +353,7 @@ def check_strict_schema(
             return
         node = cast(dict[str, Any], node)
         for key in node:
-            if key not in _STRUCTURE and key not in _CONSTRAINTS and key not in ("title",):
+            if key not in _STRUCTURE and key not in _CONSTRAINTS and key != "title":
                 problems.append(f"{where}.{key}: `{key}` is not supported in strict mode")
         if "format" in node and node["format"] not in SUPPORTED_FORMATS:
             problems.append(f"{where}.format: format {node['format']!r} is not supported")
