@@ -47,6 +47,7 @@ __all__ = [
     "StrictSchemaError",
     "check_strict_schema",
     "from_strict_arguments",
+    "local_ref",
     "to_strict_arguments",
     "to_strict_schema",
 ]
@@ -391,6 +392,22 @@ def check_strict_schema(
     return problems
 
 
+def local_ref(root: object, ref: object) -> object | None:
+    """What a local `$ref` (`#/$defs/x`) points at in `root`, or None (not local, or nowhere)."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return None
+    node = root
+    for raw in ref[1:].split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = cast(Mapping[str, Any], node)[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(cast(list[Any], node)):
+            node = cast(list[Any], node)[int(part)]
+        else:
+            return None
+    return node
+
+
 def _optional_names(schema: Mapping[str, Any]) -> tuple[dict[str, Any], set[str]]:
     props = cast(dict[str, Any], schema.get("properties") or {})
     required = set(cast(list[str], schema.get("required") or []))
@@ -425,18 +442,11 @@ class _Mapper:
         self.fill = fill
 
     def resolve(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
-        seen = 0
-        while isinstance(ref := schema.get("$ref"), str) and ref.startswith("#") and seen < 64:
-            node: Any = self.root
-            for token in ref.lstrip("#").split("/")[1:]:
-                token = token.replace("~1", "/").replace("~0", "~")
-                node = (
-                    cast(Mapping[str, Any], node).get(token) if isinstance(node, Mapping) else None
-                )
-            if not isinstance(node, Mapping):
-                return schema
-            schema = cast(Mapping[str, Any], node)
-            seen += 1
+        for _ in range(64):
+            target = local_ref(self.root, schema.get("$ref"))
+            if not isinstance(target, Mapping):
+                break
+            schema = cast(Mapping[str, Any], target)
         return schema
 
     def branch(self, value: JsonType, schema: Mapping[str, Any]) -> Mapping[str, Any]:
