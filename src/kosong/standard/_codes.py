@@ -21,8 +21,10 @@ from kosong.tooling import ToolError, ToolResult, ToolReturnValue
 from kosong.tooling import error as errors
 from kosong.tooling.error import (
     ToolCancelledError,
+    ToolNetworkError,
     ToolNotFoundError,
     ToolRuntimeError,
+    ToolTimeoutError,
     ToolValidateError,
 )
 from kosong.utils.typing import JsonType
@@ -92,12 +94,10 @@ CATALOG: Mapping[str, ErrorSpec] = MappingProxyType(
                       errors.ToolPermissionDeniedError),
             ErrorSpec(ErrorCode.UNAUTHORIZED, "not authenticated", 401, False,
                       errors.ToolUnauthorizedError),
-            ErrorSpec(ErrorCode.TIMEOUT, "the call timed out", 504, True,
-                      errors.ToolTimeoutError),
+            ErrorSpec(ErrorCode.TIMEOUT, "the call timed out", 504, True, ToolTimeoutError),
             ErrorSpec(ErrorCode.RATE_LIMITED, "rate limit reached", 429, True,
                       errors.ToolRateLimitedError),
-            ErrorSpec(ErrorCode.NETWORK_ERROR, "network failure", 503, True,
-                      errors.ToolNetworkError),
+            ErrorSpec(ErrorCode.NETWORK_ERROR, "network failure", 503, True, ToolNetworkError),
             ErrorSpec(ErrorCode.EXECUTION_ERROR, "the tool failed", 500, False, ToolRuntimeError),
             ErrorSpec(ErrorCode.TOOL_DEPRECATED, "the tool is retired", 410, False,
                       errors.ToolDeprecatedError),
