@@ -21,8 +21,10 @@ from kosong.tooling import ToolError, ToolResult, ToolReturnValue
 from kosong.tooling import error as errors
 from kosong.tooling.error import (
     ToolCancelledError,
+    ToolNetworkError,
     ToolNotFoundError,
     ToolRuntimeError,
+    ToolTimeoutError,
     ToolValidateError,
 )
 from kosong.utils.typing import JsonType
@@ -78,35 +80,29 @@ class ErrorSpec:
     """False for kosong's extensions, which appendix A does not list."""
 
 
-def _spec(
-    code: ErrorCode, description: str, status: int, retryable: bool, cls: type[ToolError]
-) -> ErrorSpec:
-    return ErrorSpec(code, description, status, retryable, cls)
-
-
 CATALOG: Mapping[str, ErrorSpec] = MappingProxyType(
     {
         spec.code.value: spec
         for spec in (
-            _spec(ErrorCode.INVALID_PARAMS, "parameter validation failed", 400, False,
-                  ToolValidateError),
-            _spec(ErrorCode.TOOL_NOT_FOUND, "the tool does not exist", 404, False,
-                  ToolNotFoundError),
-            _spec(ErrorCode.RESOURCE_NOT_FOUND, "the resource does not exist", 404, False,
-                  errors.ToolResourceNotFoundError),
-            _spec(ErrorCode.PERMISSION_DENIED, "not permitted", 403, False,
-                  errors.ToolPermissionDeniedError),
-            _spec(ErrorCode.UNAUTHORIZED, "not authenticated", 401, False,
-                  errors.ToolUnauthorizedError),
-            _spec(ErrorCode.TIMEOUT, "the call timed out", 504, True, errors.ToolTimeoutError),
-            _spec(ErrorCode.RATE_LIMITED, "rate limit reached", 429, True,
-                  errors.ToolRateLimitedError),
-            _spec(ErrorCode.NETWORK_ERROR, "network failure", 503, True, errors.ToolNetworkError),
-            _spec(ErrorCode.EXECUTION_ERROR, "the tool failed", 500, False, ToolRuntimeError),
-            _spec(ErrorCode.TOOL_DEPRECATED, "the tool is retired", 410, False,
-                  errors.ToolDeprecatedError),
-            _spec(ErrorCode.QUOTA_EXCEEDED, "quota spent", 429, False,
-                  errors.ToolQuotaExceededError),
+            ErrorSpec(ErrorCode.INVALID_PARAMS, "parameter validation failed", 400, False,
+                      ToolValidateError),
+            ErrorSpec(ErrorCode.TOOL_NOT_FOUND, "the tool does not exist", 404, False,
+                      ToolNotFoundError),
+            ErrorSpec(ErrorCode.RESOURCE_NOT_FOUND, "the resource does not exist", 404, False,
+                      errors.ToolResourceNotFoundError),
+            ErrorSpec(ErrorCode.PERMISSION_DENIED, "not permitted", 403, False,
+                      errors.ToolPermissionDeniedError),
+            ErrorSpec(ErrorCode.UNAUTHORIZED, "not authenticated", 401, False,
+                      errors.ToolUnauthorizedError),
+            ErrorSpec(ErrorCode.TIMEOUT, "the call timed out", 504, True, ToolTimeoutError),
+            ErrorSpec(ErrorCode.RATE_LIMITED, "rate limit reached", 429, True,
+                      errors.ToolRateLimitedError),
+            ErrorSpec(ErrorCode.NETWORK_ERROR, "network failure", 503, True, ToolNetworkError),
+            ErrorSpec(ErrorCode.EXECUTION_ERROR, "the tool failed", 500, False, ToolRuntimeError),
+            ErrorSpec(ErrorCode.TOOL_DEPRECATED, "the tool is retired", 410, False,
+                      errors.ToolDeprecatedError),
+            ErrorSpec(ErrorCode.QUOTA_EXCEEDED, "quota spent", 429, False,
+                      errors.ToolQuotaExceededError),
             ErrorSpec(ErrorCode.REPEATED_CALL, "the same call was repeated too often", 429,
                       False, errors.ToolRepeatedCallError, in_standard=False),
             # 499: nginx's "client closed request"; no standard status says "cancelled".

@@ -260,7 +260,7 @@ class _Checker:
                 has_default = isinstance(new_props[name], Mapping) and "default" in new_props[name]
                 note = (
                     " (its default does not help: required means callers must send it)"
-                    if (has_default)
+                    if has_default
                     else " without a default"
                 )
                 self.add("parameter_added_required", where, f"new required parameter{note}", True)

@@ -35,7 +35,6 @@ from pydantic import BaseModel, ValidationError
 from kosong.message import ToolCall
 from kosong.standard._events import EventSink, EventType, ToolEvent, final_event
 from kosong.standard._trace import format_epoch, new_event_id, now_timestamp
-from kosong.standard._values import round3
 from kosong.tooling import Tool, ToolError, ToolResult
 from kosong.tooling.error import ToolCancelledError
 from kosong.utils.typing import JsonType
@@ -490,7 +489,7 @@ class CallMetadata(Mapping[str, JsonType]):
                 "retry_count": ctx.retry_count,
                 "attempt_codes": list(ctx.attempt_codes),
                 "shared_execution": ctx.shared,
-                "execution_time_ms": round3(self._elapsed_ms),
+                "execution_time_ms": round(self._elapsed_ms, 3),
                 "trace_id": ctx.trace_id,
                 **call._debug,  # pyright: ignore[reportPrivateUsage]
             }
@@ -502,7 +501,7 @@ class CallMetadata(Mapping[str, JsonType]):
             call = self._context
             data: dict[str, JsonType] = {
                 "tool_name": tool_name,
-                "execution_time_ms": round3(self._elapsed_ms),
+                "execution_time_ms": round(self._elapsed_ms, 3),
                 "timestamp": format_epoch(self._epoch),
                 "trace_id": trace_id,
             }
@@ -510,9 +509,9 @@ class CallMetadata(Mapping[str, JsonType]):
             if processing_ms or timings:
                 performance: dict[str, JsonType] = {}
                 if processing_ms:
-                    performance["processing_ms"] = round3(processing_ms)
+                    performance["processing_ms"] = round(processing_ms, 3)
                 if timings:
-                    performance.update({k: round3(v) for k, v in timings.items()})
+                    performance.update({k: round(v, 3) for k, v in timings.items()})
                 data["performance"] = performance
             if cache is not None:
                 data["cache"] = dict(cache)

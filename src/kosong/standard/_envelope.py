@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import Any, Literal, Self, cast
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -44,9 +43,9 @@ from kosong.standard._codes import (
     error_details,
     is_retryable,
 )
-from kosong.standard._trace import current_trace_id, format_timestamp, new_trace_id
-from kosong.standard._values import RESULT_CLASSES, restore_value, standard_part
-from kosong.tooling import DisplayBlock, ToolError, ToolOk, ToolResult, ToolReturnValue
+from kosong.standard._trace import current_trace_id, new_trace_id, now_timestamp
+from kosong.standard._values import RESULT_CLASSES, STANDARD_KEY, restore_value
+from kosong.tooling import ToolError, ToolOk, ToolResult, ToolReturnValue
 from kosong.utils.typing import JsonType
 
 __all__ = [
@@ -211,7 +210,6 @@ class Envelope(BaseModel):
 
 
 _ENVELOPE = TypeAdapter(Envelope)
-_DISPLAY = TypeAdapter(list[DisplayBlock])
 _PARTS = TypeAdapter(list[ContentPart])
 
 
@@ -263,7 +261,7 @@ def to_envelope(
     if "tool_name" not in written:
         raise ValueError("the result carries no metadata: pass tool_name= to to_envelope")
     if "timestamp" not in written:  # made only when missing: a result leaving a pipeline has it
-        written["timestamp"] = format_timestamp(datetime.now(UTC))
+        written["timestamp"] = now_timestamp()
     if "trace_id" not in written:
         written["trace_id"] = current_trace_id() or new_trace_id()
     if call_id is not None:
@@ -312,11 +310,8 @@ def from_envelope(
         envelope = _ENVELOPE.validate_json(envelope)
     elif not isinstance(envelope, Envelope):
         envelope = _ENVELOPE.validate_python(envelope)
-    extension = envelope.kosong or {}
-    value = _restore(envelope, extension)
-    call_id = tool_call_id
-    if call_id is None:
-        call_id = envelope.metadata.tool_call_id or ""
+    value = _restore(envelope, envelope.kosong or {})
+    call_id = tool_call_id if tool_call_id is not None else envelope.metadata.tool_call_id or ""
     metadata: dict[str, JsonType] = envelope.metadata.model_dump(mode="json", exclude_none=True)
     metadata.pop("tool_call_id", None)  # the result's own field
     if envelope.debug_info is not None:
@@ -324,7 +319,10 @@ def from_envelope(
     return ToolResult(call_id, value, metadata=metadata)
 
 
-# --- the extension: what the default restoration would get wrong -------------------------------
+# --- the extension: what restoring from the standard's fields alone would get wrong ---------
+
+_RESTORED = {"output", "message", "display", "extras"}
+"""The fields of a result the extension may carry, each only when the default differs."""
 
 
 def _default_class(envelope: Envelope) -> type[ToolReturnValue]:
@@ -335,77 +333,49 @@ def _default_class(envelope: Envelope) -> type[ToolReturnValue]:
     return error_class_for(envelope.error.code)
 
 
-def _default_error_part(envelope: Envelope, cls: type[ToolReturnValue]) -> dict[str, Any] | None:
-    error = envelope.error
+def _default_extras(error: EnvelopeError | None, cls: type[ToolReturnValue]) -> JsonType:
+    """The standard's part of the extras, rebuilt from the envelope's `error`."""
     if error is None:
         return None
-    details = {k: v for k, v in (error.model_extra or {}).items()}
     spec = CATALOG.get(error.code)
-    default_retryable = spec.retryable if spec is not None else False
-    part: dict[str, Any] = {"code": error.code}
-    if error.retryable is not None and error.retryable != default_retryable:
+    part: dict[str, JsonType] = {"code": error.code}
+    if error.retryable is not None and error.retryable != (spec is not None and spec.retryable):
         part["retryable"] = error.retryable
-    part.update(details)
-    carries_code = isinstance(getattr(cls, "code", None), str)
-    if not carries_code and len(part) == 1:
-        # A class without a code of its own (ToolValidateError...) keeps nothing in extras
-        # when the envelope says only what its class implies.
-        implied = error_code(cls.model_construct(is_error=True))
-        if implied == error.code:
-            return None
-    return part
+    part.update(error.model_extra or {})
+    if (
+        len(part) == 1
+        and not isinstance(getattr(cls, "code", None), str)
+        and error_code(cls.model_construct(is_error=True)) == error.code
+    ):  # a class without a code of its own (ToolValidateError...) implies it: no extras
+        return None
+    return {STANDARD_KEY: {"error": part}}
 
 
-def _default_output(envelope: Envelope, form: str | None) -> str:
+def _default_output(envelope: Envelope, form: object) -> str:
     data = envelope.data
     if envelope.error is not None or data is None:
         return ""
     if isinstance(data, str):
         return data
-    return _dump_json(data, form or "default")
+    return _dump_json(data, form if isinstance(form, str) else "default")
 
 
 def _restore(envelope: Envelope, ext: Mapping[str, Any]) -> ToolReturnValue:
     class_name = ext.get("class")
     cls = RESULT_CLASSES.get(class_name) if isinstance(class_name, str) else None
     cls = cls or _default_class(envelope)
-    form = ext.get("json_form")
-    output: Any
-    if "output" in ext:
-        output = ext["output"]
-    elif ext.get("parts"):
-        output = envelope.data
-    else:
-        output = _default_output(envelope, form if isinstance(form, str) else None)
-    message = ext.get("message", envelope.error.message if envelope.error is not None else "")
-    data = {
-        "is_error": envelope.error is not None,
-        "output": output,
-        "message": message,
-        "display": ext.get("display", []),
-        "extras": _restored_extras(envelope, ext, cls),
+    error = envelope.error
+    data: dict[str, Any] = {
+        "is_error": error is not None,
+        "output": _default_output(envelope, ext.get("json_form")),
+        "message": error.message if error is not None else "",
+        "display": [],
+        "extras": _default_extras(error, cls),
     }
+    if ext.get("parts"):
+        data["output"] = envelope.data
+    data.update({key: ext[key] for key in _RESTORED if key in ext})
     return restore_value(cls.__name__, data)
-
-
-def _restored_extras(
-    envelope: Envelope, ext: Mapping[str, Any], cls: type[ToolReturnValue]
-) -> dict[str, Any] | None:
-    """The extras `_restore` gives a result of class `cls`."""
-    if ext.get("extras_verbatim"):
-        return cast("dict[str, Any] | None", ext.get("extras"))
-    standard: dict[str, Any] = {}
-    error = ext["error"] if "error" in ext else _default_error_part(envelope, cls)
-    if error is not None:
-        standard["error"] = error
-    extras: dict[str, Any] | None = None
-    if "extras" in ext:
-        extras = dict(cast(dict[str, Any], ext["extras"]))
-    if standard:
-        kept = (extras or {}).get("standard")
-        merged = {**cast(dict[str, Any], kept), **standard} if isinstance(kept, dict) else standard
-        extras = {**(extras or {}), "standard": merged}
-    return extras
 
 
 def _extension(
@@ -415,33 +385,11 @@ def _extension(
     ext: dict[str, JsonType] = {}
     if json_form not in (None, "default"):
         ext["json_form"] = json_form
-    cls = _default_class(envelope)
-    if type(value) is not cls:
-        ext["class"] = type(value).__name__
-        cls = type(value)
-    if isinstance(value.output, str):
-        if value.output != _default_output(envelope, json_form):
-            ext["output"] = value.output
-    elif envelope.error is None:
+    if not isinstance(value.output, str) and envelope.error is None:
         ext["parts"] = True  # the output is the content parts in `data`
-    else:  # an error has no `data`
-        ext["output"] = _PARTS.dump_python(value.output, mode="json")
-    default_message = envelope.error.message if envelope.error is not None else ""
-    if value.message != default_message:
-        ext["message"] = value.message
-    if value.display:
-        ext["display"] = _DISPLAY.dump_python(value.display, mode="json")
-    part = standard_part(value)
-    if part.get("error") != _default_error_part(envelope, cls):
-        ext["error"] = cast(JsonType, part.get("error"))
-    others = {k: v for k, v in (value.extras or {}).items() if k != "standard"}
-    # Anything in the standard part besides the error rides along too.
-    rest = {k: v for k, v in part.items() if k != "error"}
-    if rest:
-        others["standard"] = rest
-    if others:
-        ext["extras"] = others
-    if _restored_extras(envelope, ext, cls) != value.extras:  # odd: {}, a non-dict part...
-        ext["extras"] = value.extras
-        ext["extras_verbatim"] = True
+    if type(value) is not _default_class(envelope):
+        ext["class"] = type(value).__name__
+    wanted = value.model_dump(mode="json", include=_RESTORED)
+    restored = _restore(envelope, ext).model_dump(mode="json", include=_RESTORED)
+    ext.update({key: field for key, field in wanted.items() if field != restored[key]})
     return ext

@@ -258,13 +258,9 @@ class PolicyToolset(WrapperToolset):
 
     async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
         """Run the call through the policies, then the core toolset."""
-        repairs: list[JsonType] | None = None
-        if self._repairers:
-            repaired = await self._repair(call, tool, arguments)
-            if repaired is not None:
-                call, arguments, repairs = _applied(call, repaired)
-        ctx = self._context(call, tool, arguments, None, repairs)
-        if self._offloads(call):
+        repaired = await self._repair(call, tool, arguments) if self._repairers else None
+        ctx = self._context(call, tool, arguments, None, repaired)
+        if self._offloads(ctx.tool_call):
             await self._digest(ctx)
         return await self._run(ctx, self._enter)
 
@@ -299,9 +295,8 @@ class PolicyToolset(WrapperToolset):
         repaired = await self._repair(call, tool, UNPARSED)
         if repaired is None:
             return await self._refused(call, tool, error)
-        call, arguments, repairs = _applied(call, repaired)
-        ctx = self._context(call, tool, arguments, None, repairs)
-        if self._offloads(call):
+        ctx = self._context(call, tool, repaired.arguments, None, repaired)
+        if self._offloads(ctx.tool_call):
             await self._digest(ctx)
         return await self._run(ctx, self._enter)
 
@@ -329,8 +324,13 @@ class PolicyToolset(WrapperToolset):
         tool: Tool | None,
         arguments: JsonType,
         refusal: ToolError | None,
-        repairs: list[JsonType] | None = None,
+        repaired: RepairedArguments | None = None,
     ) -> PolicyContext:
+        if repaired is not None:
+            # The call holds the repaired arguments as its text too: a core that reads the
+            # text itself (a plain `Toolset`) gets what the policies saw.
+            arguments = repaired.arguments
+            call = with_json_arguments(call, arguments)
         extras = call.extras
         given = extras.get("trace_id") if extras else None
         trace_id = (
@@ -344,14 +344,14 @@ class PolicyToolset(WrapperToolset):
         ctx = PolicyContext(
             call,
             tool,
-            None if refusal is not None else arguments,
+            arguments,
             trace_id,
             refusal=refusal,
             sink=sink,
             loop=asyncio.get_running_loop(),
         )
-        if repairs is not None:
-            ctx.repairs = repairs
+        if repaired is not None:
+            ctx.repairs = repaired.repairs
         return ctx
 
     async def _run(self, ctx: PolicyContext, enter: Forward) -> ToolResult:
@@ -385,18 +385,6 @@ class PolicyToolset(WrapperToolset):
             return await super().call_tool(call, tool, arguments)
         finally:
             ctx.processing_ms += (time.perf_counter() - started) * 1000
-
-
-def _applied(
-    call: ToolCall, repaired: RepairedArguments
-) -> tuple[ToolCall, JsonType, list[JsonType]]:
-    """The call, its arguments and its repairs once `repaired` is applied.
-
-    The call holds the repaired arguments as its text too: a core that reads the text itself
-    (a plain `Toolset`) gets what the policies saw.
-    """
-    arguments = repaired.arguments
-    return with_json_arguments(call, arguments), arguments, repaired.repairs
 
 
 def _chain(policies: Sequence[Policy], core: Forward) -> Forward:

@@ -47,6 +47,7 @@ __all__ = [
     "StrictSchemaError",
     "check_strict_schema",
     "from_strict_arguments",
+    "local_ref",
     "to_strict_arguments",
     "to_strict_schema",
 ]
@@ -79,24 +80,19 @@ _DESCRIBED = frozenset(
     {"default", "examples", "minLength", "maxLength", "uniqueItems", "minProperties",
      "maxProperties", "contentEncoding", "contentMediaType", "minContains", "maxContains"}
 )  # fmt: skip
+_CONDITIONAL = "conditional schemas (`if`/`then`/`else`) are not supported in strict mode"
 _REFUSED = {
     "allOf": "`allOf` with several schemas cannot be expressed; merge them into one schema",
-    "not": "`not` is not supported in strict mode",
-    "if": "conditional schemas (`if`/`then`/`else`) are not supported in strict mode",
-    "then": "conditional schemas (`if`/`then`/`else`) are not supported in strict mode",
-    "else": "conditional schemas (`if`/`then`/`else`) are not supported in strict mode",
-    "dependentRequired": "`dependentRequired` is not supported in strict mode",
-    "dependentSchemas": "`dependentSchemas` is not supported in strict mode",
-    "dependencies": "`dependencies` is not supported in strict mode",
+    "if": _CONDITIONAL,
+    "then": _CONDITIONAL,
+    "else": _CONDITIONAL,
     "patternProperties": "objects with pattern-named properties cannot be strict; list the "
     "properties, or use an array of {key, value} objects",
-    "propertyNames": "`propertyNames` is not supported in strict mode",
-    "unevaluatedProperties": "`unevaluatedProperties` is not supported in strict mode",
-    "unevaluatedItems": "`unevaluatedItems` is not supported in strict mode",
     "prefixItems": "tuples (`prefixItems`) are not supported in strict mode; use an object",
     "additionalItems": "tuples (`additionalItems`) are not supported in strict mode",
-    "contains": "`contains` is not supported in strict mode",
 }
+"""Keywords refused with a hint; any other unknown keyword is refused as unsupported."""
+_ACCEPTED = _STRUCTURE | _CONSTRAINTS | _SILENT | _DESCRIBED | {"definitions", "oneOf"}
 
 
 class StrictSchemaError(ValueError):
@@ -174,8 +170,9 @@ class _Converter:
             raise StrictSchemaError(path, "a boolean schema cannot be strict; give a typed schema")
         node = cast(dict[str, Any], node)
         for key in node:
-            if key in _REFUSED and not (key == "allOf" and len(node["allOf"]) == 1):
-                raise StrictSchemaError(f"{path}.{key}", _REFUSED[key])
+            if key not in _ACCEPTED and not (key == "allOf" and len(node["allOf"]) == 1):
+                problem = _REFUSED.get(key, f"`{key}` is not supported in strict mode")
+                raise StrictSchemaError(f"{path}.{key}", problem)
         if "allOf" in node:  # exactly one: merge it into this schema
             merged = {
                 **cast(dict[str, Any], node["allOf"][0]),
@@ -194,16 +191,12 @@ class _Converter:
         notes: list[str] = []
         out: dict[str, Any] = {}
         for key, value in node.items():
-            if key in _SILENT or key in ("definitions",):
-                continue
             if key in _DESCRIBED:
                 notes.append(f"{key}: {_note(value)}")
             elif key == "format" and value not in SUPPORTED_FORMATS:
                 notes.append(f"format: {_note(value)}")
             elif key in _STRUCTURE or key in _CONSTRAINTS:
                 out[key] = value
-            elif key != "oneOf":
-                raise StrictSchemaError(f"{path}.{key}", f"`{key}` is not supported in strict mode")
         if "$ref" in out:
             extra = set(out) - {"$ref", "description"}
             if extra:
@@ -361,7 +354,7 @@ def check_strict_schema(
             return
         node = cast(dict[str, Any], node)
         for key in node:
-            if key not in _STRUCTURE and key not in _CONSTRAINTS and key not in ("title",):
+            if key not in _STRUCTURE and key not in _CONSTRAINTS and key != "title":
                 problems.append(f"{where}.{key}: `{key}` is not supported in strict mode")
         if "format" in node and node["format"] not in SUPPORTED_FORMATS:
             problems.append(f"{where}.format: format {node['format']!r} is not supported")
@@ -399,6 +392,22 @@ def check_strict_schema(
     return problems
 
 
+def local_ref(root: object, ref: object) -> object | None:
+    """What a local `$ref` (`#/$defs/x`) points at in `root`, or None (not local, or nowhere)."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return None
+    node = root
+    for raw in ref[1:].split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = cast(Mapping[str, Any], node)[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(cast(list[Any], node)):
+            node = cast(list[Any], node)[int(part)]
+        else:
+            return None
+    return node
+
+
 def _optional_names(schema: Mapping[str, Any]) -> tuple[dict[str, Any], set[str]]:
     props = cast(dict[str, Any], schema.get("properties") or {})
     required = set(cast(list[str], schema.get("required") or []))
@@ -433,18 +442,11 @@ class _Mapper:
         self.fill = fill
 
     def resolve(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
-        seen = 0
-        while isinstance(ref := schema.get("$ref"), str) and ref.startswith("#") and seen < 64:
-            node: Any = self.root
-            for token in ref.lstrip("#").split("/")[1:]:
-                token = token.replace("~1", "/").replace("~0", "~")
-                node = (
-                    cast(Mapping[str, Any], node).get(token) if isinstance(node, Mapping) else None
-                )
-            if not isinstance(node, Mapping):
-                return schema
-            schema = cast(Mapping[str, Any], node)
-            seen += 1
+        for _ in range(64):
+            target = local_ref(self.root, schema.get("$ref"))
+            if not isinstance(target, Mapping):
+                break
+            schema = cast(Mapping[str, Any], target)
         return schema
 
     def branch(self, value: JsonType, schema: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -23,7 +23,6 @@ __all__ = [
     "RESULT_CLASSES",
     "STANDARD_KEY",
     "restore_value",
-    "round3",
     "shared_copy",
     "standard_part",
 ]
@@ -106,8 +105,3 @@ def restore_value(class_name: str | None, data: dict[str, Any]) -> ToolReturnVal
         return base
     fields = {name: getattr(base, name) for name in ToolReturnValue.model_fields}
     return cls.model_construct(_fields_set=base.model_fields_set, **fields)
-
-
-def round3(value: float) -> float:
-    """`value` rounded to three decimals (milliseconds to microseconds)."""
-    return round(value, 3)

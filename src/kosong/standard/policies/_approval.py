@@ -229,9 +229,7 @@ def _decision(answer: object) -> ApprovalDecision:
     if answer is False:
         return ApprovalDecision.deny("the call was not approved")
     if isinstance(answer, ApprovalDecision):
-        if answer.question is not None:
-            return answer
-        if answer.approved is True:
+        if answer.question is not None or answer.approved is True:
             return answer
         return ApprovalDecision.deny(answer.reason or "the call was not approved")
     shown = repr(answer)

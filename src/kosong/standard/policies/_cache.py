@@ -28,7 +28,7 @@ from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext, arguments_digest
 from kosong.standard._pipeline import Forward, Policy
 from kosong.standard._trace import format_epoch
-from kosong.standard._values import restore_value, round3, shared_copy
+from kosong.standard._values import restore_value, shared_copy
 from kosong.tooling import Tool, ToolResult, ToolReturnValue
 from kosong.tooling.error import describe_exception
 
@@ -183,7 +183,7 @@ class CachePolicy(Policy):
             ctx.cache = {
                 "hit": True,
                 "cached_at": format_epoch(entry.cached_at),
-                "ttl_remaining": round3(entry.expires_at - now),
+                "ttl_remaining": round(entry.expires_at - now, 3),
             }
             return ToolResult(call.id, shared_copy(entry.value))  # each hit, a copy of its own
         result = await forward(call, ctx)

@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from kosong.standard._strict import local_ref
 from kosong.tooling import ArgumentLimits, ArgumentsError, parse_arguments
 from kosong.utils.typing import JsonType
 
@@ -134,26 +135,9 @@ class _Walk:
             node = _as_dict(schema)
             if node is None or "$ref" not in node:
                 return schema
-            schema = self.pointer(node["$ref"])
+            target = local_ref(self.root, node["$ref"])
+            schema = True if target is None else target
         return True
-
-    def pointer(self, ref: object) -> object:
-        if not isinstance(ref, str) or not ref.startswith("#"):
-            return True
-        node: object = self.root
-        for raw in ref[1:].split("/")[1:]:
-            part = raw.replace("~1", "/").replace("~0", "~")
-            mapping = _as_dict(node)
-            if mapping is not None and part in mapping:
-                node = mapping[part]
-            elif isinstance(node, list) and part.isdigit():
-                elements = cast(list[Any], node)
-                if int(part) >= len(elements):
-                    return True
-                node = elements[int(part)]
-            else:
-                return True
-        return node
 
     def kinds(self, schema: object, hops: int) -> frozenset[str] | None:
         """The JSON types `schema` allows, or None when it does not say (or allows any)."""

@@ -2,8 +2,7 @@
 
 When a call arrives while an identical one (same tool, same arguments in canonical form) is
 running, it waits for that one's result instead of running the tool again (and gets a copy of
-its own). Only tools whose hints say they are read-only
-or idempotent are shared (their
+its own). Only tools whose hints say they are read-only or idempotent are shared (their
 result does not depend on who asked); others always run. A waiting call that is cancelled
 leaves the shared run alone; if the call that runs the tool is cancelled, a waiting call takes
 over and runs it itself.

@@ -2,14 +2,14 @@
 
 Trace ids of the standard (`trace_YYYYMMDD_<12 hex>`) are handled by the pipeline for every
 call (see `current_trace_id` and `trace_scope` in `kosong.standard`); this policy adds
-OpenTelemetry spans
-(`pip install 'kosong[otel]'`). Each call gets a span named `execute_tool <tool name>` with the
-GenAI semantic conventions' attributes (`gen_ai.operation.name`, `gen_ai.tool.name`,
-`gen_ai.tool.call.id`), the standard's trace id (`kosong.trace_id`), the retry count and cache
-outcome, and for a failure the status ERROR with the error code as `error.type`. The span is
-current while the tool runs, so spans the tool (or a nested call) starts are its children.
-Until an SDK is configured (a global tracer provider set), the policy makes no spans at all,
-since nothing would record them; from then on it uses the provider's tracer.
+OpenTelemetry spans (`pip install 'kosong[otel]'`). Each call gets a span named
+`execute_tool <tool name>` with the GenAI semantic conventions' attributes
+(`gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`), the standard's trace id
+(`kosong.trace_id`), the retry count and cache outcome, and for a failure the status ERROR with
+the error code as `error.type`. The span is current while the tool runs, so spans the tool (or
+a nested call) starts are its children. Until an SDK is configured (a global tracer provider
+set), the policy makes no spans at all, since nothing would record them; from then on it uses
+the provider's tracer.
 """
 
 from __future__ import annotations

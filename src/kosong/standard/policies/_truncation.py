@@ -173,12 +173,6 @@ class TruncationPolicy(Policy):
         """The "read more" tool."""
         return [self._read_more]
 
-    def _limit_chars(self, tool_name: str, text: str) -> int | None:
-        limit = self._per_tool.get(tool_name, self._max)
-        if limit is None or self._unit == "chars":
-            return limit
-        return max(1, chars_for_tokens(limit, guess_kind(text[:4096])))
-
     async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Answer "read more" calls; cut long outputs of the others."""
         if call.function.name == self._read_more.name:
@@ -200,7 +194,9 @@ class TruncationPolicy(Policy):
             return None
         if len(output) <= self._quick:
             return None
-        limit = self._limit_chars(call.function.name, output)
+        limit = self._per_tool.get(call.function.name, self._max)
+        if limit is not None and self._unit != "chars":
+            limit = max(1, chars_for_tokens(limit, guess_kind(output[:4096])))
         if limit is None or len(output) <= limit:
             return None
         return limit
