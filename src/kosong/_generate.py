@@ -162,21 +162,19 @@ def for_call(
         ValueError: the provider cannot send them (its `with_...` method says why).
     """
     if generation_overrides:
-        method = getattr(provider, "with_generation_kwargs", None)
-        if method is None:
-            raise TypeError(
-                f"{type(provider).__name__} takes no generation_overrides: it has no "
-                "with_generation_kwargs method"
-            )
-        provider = method(**generation_overrides)
+        provider = _option(provider, "with_generation_kwargs", "generation_overrides")(
+            **generation_overrides
+        )
     if tool_choice is not None:
-        method = getattr(provider, "with_tool_choice", None)
-        if method is None:
-            raise TypeError(
-                f"{type(provider).__name__} takes no tool_choice: it has no with_tool_choice method"
-            )
-        provider = method(tool_choice)
+        provider = _option(provider, "with_tool_choice", "tool_choice")(tool_choice)
     return provider
+
+
+def _option(provider: ChatProvider, method: str, option: str) -> Callable[..., ChatProvider]:
+    found = getattr(provider, method, None)
+    if found is None:
+        raise TypeError(f"{type(provider).__name__} takes no {option}: it has no {method} method")
+    return found
 
 
 def _optional_str(stream: Any, name: str) -> str | None:
