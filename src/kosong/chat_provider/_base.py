@@ -25,12 +25,14 @@ from kosong.chat_provider import (
     APIStatusError,
     APITimeoutError,
     ChatProviderError,
+    StreamedMessage,
     StreamedMessagePart,
     ThinkingEffort,
     TokenUsage,
     ToolChoice,
 )
 from kosong.dialects import Dialect, DialectError, DialectReport, Finding, check_tools
+from kosong.message import Message
 from kosong.tooling import Tool
 
 __all__ = [
@@ -38,11 +40,10 @@ __all__ = [
     "HTTPProvider",
     "ProviderBase",
     "api_key_from",
-    "check_dialect",
-    "check_tool_choice",
     "header_of",
     "model_from",
     "sdk_error",
+    "split_body",
     "summarize_body",
 ]
 
@@ -140,7 +141,11 @@ class ProviderBase:
 
 
 class HTTPProvider(ProviderBase):
-    """A provider behind an SDK client: streaming or not, a client to close, typed errors."""
+    """A provider behind an SDK client: streaming or not, a client to close, typed errors.
+
+    A subclass builds the body (`request_body`), says where it goes (`_path` or `_endpoint`)
+    and sends it (`_send`); what its SDK raises (`_errors`) becomes a `ChatProviderError`.
+    """
 
     client: Any
     """The SDK client (transport, retries, timeouts)."""
@@ -148,6 +153,8 @@ class HTTPProvider(ProviderBase):
     """The environment variable the API key is read from."""
     _sdk: ClassVar[ModuleType]
     _transport: ClassVar[ModuleType]
+    _errors: ClassVar[tuple[type[BaseException], ...]]
+    _path: ClassVar[str] = ""
 
     def __init__(
         self, model: str, generation_kwargs: Mapping[str, Any] | None, *, stream: bool
@@ -162,13 +169,64 @@ class HTTPProvider(ProviderBase):
         """Whether the answer is streamed (False: one plain request, the same parts)."""
         return self._stream
 
-    def _url(self, path: str) -> str:
-        return f"{str(self.client.base_url).rstrip('/')}/{path}"
+    def request_body(
+        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
+    ) -> dict[str, Any]:
+        """The request body this provider sends (plain dicts, as JSON goes on the wire).
+
+        Raises:
+            DialectError: the service would reject one of the tool definitions.
+            ValueError: `tool_choice` names no tool of the request.
+        """
+        raise NotImplementedError
+
+    async def generate(
+        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
+    ) -> StreamedMessage:
+        """Send the request and return the answer (streamed, or whole with `stream=False`).
+
+        Raises:
+            DialectError: the service would reject one of the tool definitions (not sent).
+            ValueError: `tool_choice` names no tool of the request (not sent).
+            ChatProviderError: the request failed.
+        """
+        body = self.request_body(system_prompt, tools, history)
+        url = self._endpoint()
+        try:
+            return await self._send(body, url)
+        except self._errors as e:
+            raise self._error(e, url) from e
+
+    async def _send(self, body: dict[str, Any], url: str) -> StreamedMessage:
+        raise NotImplementedError
+
+    def _endpoint(self) -> str:
+        return f"{str(self.client.base_url).rstrip('/')}/{self._path}"
 
     def _error(self, error: BaseException, url: str) -> ChatProviderError:
         return sdk_error(
             error, self._sdk, self._transport, provider=self.name, model=self._model, url=url
         )
+
+    def _check_tools(self, tools: Sequence[Tool], dialect_of: Mapping[str, Dialect]) -> None:
+        """Raise `DialectError` or ValueError for tools or a tool choice the API would refuse."""
+        provider = type(self).__name__
+        findings: list[Finding] = []
+        for tool in tools:
+            findings += check_tools([tool], [dialect_of[tool.name]], include_ignored=False).findings
+        if findings:
+            dialects = sorted(set(dialect_of.values()))
+            raise DialectError(provider, DialectReport([t.name for t in tools], dialects, findings))
+        choice = self._tool_choice
+        if choice is None or choice in ("auto", "none"):
+            return
+        if not tools:
+            raise ValueError(f"{provider}: tool_choice={choice!r} needs tools, and none were given")
+        if choice != "required" and choice not in {t.name for t in tools}:
+            names = ", ".join(sorted(t.name for t in tools))
+            raise ValueError(
+                f"{provider}: tool_choice={choice!r} names no tool of this request (tools: {names})"
+            )
 
     def on_retryable_error(self, error: BaseException) -> bool:
         """Rebuild the client when a retry may then succeed; True when it did.
@@ -233,35 +291,18 @@ def api_key_from(api_key: str | None, variable: str, provider: str) -> str:
     return key
 
 
-def model_from(model: str | None, variable: str, provider: str) -> str:
-    """The model given, or the one in the environment; a clear error when there is none."""
-    chosen = model or os.environ.get(variable)
+def model_from(model: str | None, variable: str, provider: str, default: str | None = None) -> str:
+    """The model given, else the environment's, else `default`; a clear error for none."""
+    chosen = model or os.environ.get(variable) or default
     if not chosen:
         raise ValueError(f"{provider} needs a model: pass model=... or set {variable}")
     return chosen
 
 
-def check_dialect(provider: str, tools: Sequence[Tool], dialect_of: Mapping[str, Dialect]) -> None:
-    """Raise `DialectError` when the provider would reject one of `tools`."""
-    findings: list[Finding] = []
-    for tool in tools:
-        findings += check_tools([tool], [dialect_of[tool.name]], include_ignored=False).findings
-    if findings:
-        dialects = sorted(set(dialect_of.values()))
-        raise DialectError(provider, DialectReport([t.name for t in tools], dialects, findings))
-
-
-def check_tool_choice(choice: ToolChoice | None, tools: Sequence[Tool], provider: str) -> None:
-    """Raise ValueError when `choice` asks for a tool call that `tools` cannot satisfy."""
-    if choice is None or choice in ("auto", "none"):
-        return
-    if not tools:
-        raise ValueError(f"{provider}: tool_choice={choice!r} needs tools, and none were given")
-    if choice != "required" and choice not in {t.name for t in tools}:
-        names = ", ".join(sorted(t.name for t in tools))
-        raise ValueError(
-            f"{provider}: tool_choice={choice!r} names no tool of this request (tools: {names})"
-        )
+def split_body(body: Mapping[str, Any], *named: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The fields an SDK method names (its arguments), and the rest (its `extra_body`)."""
+    known = {k: body[k] for k in named if k in body}
+    return known, {k: v for k, v in body.items() if k not in known}
 
 
 def header_of(response: Any, *names: str) -> str | None:

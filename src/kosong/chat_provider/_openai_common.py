@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 from kosong.chat_provider import (
     ChatProviderError,
@@ -21,10 +22,9 @@ from kosong.chat_provider._base import (
     CompletedMessage,
     HTTPProvider,
     api_key_from,
-    check_dialect,
-    check_tool_choice,
     header_of,
-    sdk_error,
+    model_from,
+    split_body,
 )
 from kosong.chat_provider._media import media_placeholder
 from kosong.dialects import Dialect
@@ -70,11 +70,6 @@ def openai_effort(effort: str, model: str) -> str:
     return "max" if version >= _MAX_EFFORT_SINCE else "xhigh"
 
 
-def convert_error(error: BaseException) -> ChatProviderError:
-    """An `openai` SDK or transport error as one of ours (without provider context)."""
-    return sdk_error(error, openai, httpx2)
-
-
 def text_of(parts: Sequence[ContentPart]) -> str:
     """The text parts joined."""
     return "".join(p.text for p in parts if isinstance(p, TextPart))
@@ -96,7 +91,51 @@ def _has_field(model: Any, name: str) -> bool:
     return name in model.__dict__ or bool(model.model_extra and name in model.model_extra)
 
 
-class ChatCompletionsProvider(HTTPProvider):
+class OpenAIProvider(HTTPProvider):
+    """A provider on the `openai` SDK's client (the base of OpenAIChat, Kimi, OpenAIResponses).
+
+    The model, key and base URL come from the arguments, else from the environment variables
+    the subclass names, else its defaults.
+    """
+
+    _sdk = openai
+    _transport = httpx2
+    _errors = (openai.OpenAIError, httpx2.HTTPError)
+    _key_variable = "OPENAI_API_KEY"
+    _model_variable: ClassVar[str] = "OPENAI_MODEL"
+    _default_model: ClassVar[str | None] = None
+    _base_url_variable: ClassVar[str] = "OPENAI_BASE_URL"
+    _default_base_url: ClassVar[str | None] = None
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        stream: bool = True,
+        tool_message_conversion: ToolMessageConversion = None,
+        generation_kwargs: Mapping[str, Any] | None = None,
+        **client_kwargs: Any,
+    ) -> None:
+        """Talk to `model` at `base_url` with `api_key` (see the class doc for defaults).
+
+        Raises:
+            ValueError: no model, or no API key, was given or found in the environment.
+        """
+        title = type(self).__name__
+        model = model_from(model, self._model_variable, title, self._default_model)
+        super().__init__(model, generation_kwargs, stream=stream)
+        self._tool_message_conversion = tool_message_conversion
+        self.client: openai.AsyncOpenAI = openai.AsyncOpenAI(
+            api_key=api_key_from(api_key, self._key_variable, title),
+            base_url=base_url or os.environ.get(self._base_url_variable) or self._default_base_url,
+            **client_kwargs,
+        )
+        """The `openai.AsyncOpenAI` client (transport, retries, timeouts)."""
+
+
+class ChatCompletionsProvider(OpenAIProvider):
     """A Chat Completions provider on the `openai` SDK (the base of OpenAIChat and Kimi).
 
     Subclasses say how media parts go (`_media_part`), how thinking is asked for
@@ -105,38 +144,15 @@ class ChatCompletionsProvider(HTTPProvider):
 
     name = "openai"
     _dialect: Dialect = "openai"
-    _key_variable = "OPENAI_API_KEY"
-    _provider_title = "OpenAIChat"
-    _sdk = openai
-    _transport = httpx2
+    _path = "chat/completions"
     _managed_fields = frozenset(
         {"model", "messages", "stream", "stream_options", "tools", "tool_choice"}
     )
     _max_tokens_field = "max_completion_tokens"
     _tool_media = False
     """Whether tool messages take media parts (Moonshot's do; OpenAI's take text only)."""
-
-    def __init__(
-        self,
-        *,
-        model: str,
-        api_key: str | None,
-        base_url: str | None,
-        reasoning_key: str | None,
-        tool_message_conversion: ToolMessageConversion,
-        generation_kwargs: Mapping[str, Any] | None,
-        stream: bool,
-        client_kwargs: Mapping[str, Any],
-    ) -> None:
-        super().__init__(model, generation_kwargs, stream=stream)
-        self._reasoning_key = reasoning_key
-        self._tool_message_conversion = tool_message_conversion
-        self.client: openai.AsyncOpenAI = openai.AsyncOpenAI(
-            api_key=api_key_from(api_key, self._key_variable, self._provider_title),
-            base_url=base_url,
-            **client_kwargs,
-        )
-        """The `openai.AsyncOpenAI` client (transport, retries, timeouts)."""
+    _reasoning_key: str | None = None
+    """The field thinking streams in and goes back in (None: the answer's thinking is not read)."""
 
     def _prepare_tools(self, tools: Sequence[Tool]) -> list[Tool]:
         return list(tools)
@@ -173,11 +189,9 @@ class ChatCompletionsProvider(HTTPProvider):
             ValueError: `tool_choice` names no tool of the request.
         """
         prepared = self._prepare_tools(tools)
-        dialects: dict[str, Dialect] = {
-            t.name: "openai-strict" if t.strict else self._dialect for t in prepared
-        }
-        check_dialect(self._provider_title, prepared, dialects)
-        check_tool_choice(self._tool_choice, prepared, self._provider_title)
+        self._check_tools(
+            prepared, {t.name: "openai-strict" if t.strict else self._dialect for t in prepared}
+        )
         messages: list[dict[str, Any]] = []
         if system_prompt:
             messages.append({"role": "system", "content": system_prompt})
@@ -261,31 +275,16 @@ class ChatCompletionsProvider(HTTPProvider):
             out["partial"] = True
         return out
 
-    async def generate(
-        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
+    async def _send(
+        self, body: dict[str, Any], url: str
     ) -> ChatCompletionsStream | CompletedMessage:
-        """Send the request and return the answer (streamed, or whole with `stream=False`).
-
-        Raises:
-            DialectError: the service would reject one of the tool definitions (not sent).
-            ValueError: `tool_choice` names no tool of the request (not sent).
-            ChatProviderError: the request failed.
-        """
-        body = self.request_body(system_prompt, tools, history)
-        url = self._url("chat/completions")
-        known = {k: body[k] for k in ("model", "messages", "stream") if k in body}
-        rest = {k: v for k, v in body.items() if k not in known}
+        known, rest = split_body(body, "model", "messages", "stream")
         completions = self.client.chat.completions
-        try:
-            if self._stream:
-                stream = cast(Any, await completions.create(**known, extra_body=rest))
-                return ChatCompletionsStream(
-                    stream, self._reasoning_key, lambda e: self._error(e, url)
-                )
-            raw = cast(Any, await completions.with_raw_response.create(**known, extra_body=rest))
-            return self._completed(raw.parse(), raw)
-        except (openai.OpenAIError, httpx2.HTTPError) as e:
-            raise self._error(e, url) from e
+        if self._stream:
+            stream = cast(Any, await completions.create(**known, extra_body=rest))
+            return ChatCompletionsStream(stream, self._reasoning_key, lambda e: self._error(e, url))
+        raw = cast(Any, await completions.with_raw_response.create(**known, extra_body=rest))
+        return self._completed(raw.parse(), raw)
 
     def _completed(self, completion: Any, raw: Any) -> CompletedMessage:
         parts: list[StreamedMessagePart] = []

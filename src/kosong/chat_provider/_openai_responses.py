@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, cast
 
 from kosong.chat_provider import ChatProviderError, StreamedMessagePart, TokenUsage
-from kosong.chat_provider._base import (
-    CompletedMessage,
-    HTTPProvider,
-    api_key_from,
-    check_dialect,
-    check_tool_choice,
-    header_of,
-    model_from,
-)
+from kosong.chat_provider._base import CompletedMessage, header_of, split_body
 from kosong.chat_provider._media import media_placeholder
 from kosong.chat_provider._openai_common import (
+    OpenAIProvider,
     ToolCallAssembler,
-    ToolMessageConversion,
     httpx2,
     openai,
     openai_effort,
 )
-from kosong.dialects import Dialect
 from kosong.formats import to_openai_responses_tool
 from kosong.message import ContentPart, ImageURLPart, Message, TextPart, ThinkPart, ToolCall
 from kosong.tooling import Tool
@@ -33,7 +23,7 @@ from kosong.tooling import Tool
 __all__ = ["OpenAIResponses"]
 
 
-class OpenAIResponses(HTTPProvider):
+class OpenAIResponses(OpenAIProvider):
     """OpenAI's Responses API, stateless (`store: false`): the whole history goes each time.
 
     - `model`: required (or `OPENAI_MODEL`); `api_key`: default `OPENAI_API_KEY`;
@@ -56,37 +46,8 @@ class OpenAIResponses(HTTPProvider):
     """
 
     name = "openai-responses"
-    _key_variable = "OPENAI_API_KEY"
-    _sdk = openai
-    _transport = httpx2
+    _path = "responses"
     _managed_fields = frozenset({"model", "input", "stream", "store", "tools", "tool_choice"})
-
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        stream: bool = True,
-        tool_message_conversion: ToolMessageConversion = None,
-        generation_kwargs: Mapping[str, Any] | None = None,
-        **client_kwargs: Any,
-    ) -> None:
-        """Talk to `model` at `base_url` (see the class doc for defaults).
-
-        Raises:
-            ValueError: no model, or no API key, was given or found in the environment.
-        """
-        super().__init__(
-            model_from(model, "OPENAI_MODEL", "OpenAIResponses"), generation_kwargs, stream=stream
-        )
-        self._tool_message_conversion = tool_message_conversion
-        self.client: openai.AsyncOpenAI = openai.AsyncOpenAI(
-            api_key=api_key_from(api_key, "OPENAI_API_KEY", "OpenAIResponses"),
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
-            **client_kwargs,
-        )
-        """The `openai.AsyncOpenAI` client."""
 
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
@@ -97,11 +58,7 @@ class OpenAIResponses(HTTPProvider):
             DialectError: the API would reject one of the tool definitions.
             ValueError: `tool_choice` names no tool of the request.
         """
-        dialects: dict[str, Dialect] = {
-            t.name: "openai-strict" if t.strict else "openai" for t in tools
-        }
-        check_dialect("OpenAIResponses", tools, dialects)
-        check_tool_choice(self._tool_choice, tools, "OpenAIResponses")
+        self._check_tools(tools, {t.name: "openai-strict" if t.strict else "openai" for t in tools})
         items: list[dict[str, Any]] = []
         if system_prompt:
             items.append({"role": "developer", "content": system_prompt})
@@ -168,30 +125,15 @@ class OpenAIResponses(HTTPProvider):
             return content[0]["text"]
         return content or ""
 
-    async def generate(
-        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
-    ) -> ResponsesStream | CompletedMessage:
-        """Send the request and return the answer (streamed, or whole with `stream=False`).
-
-        Raises:
-            DialectError: the API would reject one of the tool definitions (not sent).
-            ValueError: `tool_choice` names no tool of the request (not sent).
-            ChatProviderError: the request failed.
-        """
-        body = self.request_body(system_prompt, tools, history)
-        url = self._url("responses")
-        known = {k: body[k] for k in ("model", "input", "stream") if k in body}
-        rest = {k: v for k, v in body.items() if k not in known}
-        try:
-            if self._stream:
-                stream = cast(Any, await self.client.responses.create(**known, extra_body=rest))
-                where = {"provider": self.name, "model": self._model, "url": url}
-                return ResponsesStream(stream, lambda e: self._error(e, url), where)
-            raw = cast(
-                Any, await self.client.responses.with_raw_response.create(**known, extra_body=rest)
-            )
-        except (openai.OpenAIError, httpx2.HTTPError) as e:
-            raise self._error(e, url) from e
+    async def _send(self, body: dict[str, Any], url: str) -> ResponsesStream | CompletedMessage:
+        known, rest = split_body(body, "model", "input", "stream")
+        if self._stream:
+            stream = cast(Any, await self.client.responses.create(**known, extra_body=rest))
+            where = {"provider": self.name, "model": self._model, "url": url}
+            return ResponsesStream(stream, lambda e: self._error(e, url), where)
+        raw = cast(
+            Any, await self.client.responses.with_raw_response.create(**known, extra_body=rest)
+        )
         response = raw.parse()
         parts: list[StreamedMessagePart] = []
         for item in response.output:

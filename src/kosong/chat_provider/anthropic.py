@@ -21,10 +21,9 @@ from kosong.chat_provider._base import (
     CompletedMessage,
     HTTPProvider,
     api_key_from,
-    check_dialect,
-    check_tool_choice,
     header_of,
     model_from,
+    split_body,
 )
 from kosong.chat_provider._media import data_url, media_placeholder
 from kosong.formats import to_anthropic_tool
@@ -155,6 +154,8 @@ class Anthropic(HTTPProvider):
     _key_variable = "ANTHROPIC_API_KEY"
     _sdk = anthropic
     _transport = httpx2
+    _errors = (anthropic.AnthropicError, httpx2.HTTPError)
+    _path = "v1/messages"
     _managed_fields = frozenset(
         {"model", "messages", "system", "stream", "tools", "tool_choice", "thinking"}
     )
@@ -235,8 +236,7 @@ class Anthropic(HTTPProvider):
             DialectError: the API would reject one of the tool definitions.
             ValueError: `tool_choice` names no tool of the request.
         """
-        check_dialect("Anthropic", tools, dict.fromkeys((t.name for t in tools), "anthropic"))
-        check_tool_choice(self._tool_choice, tools, "Anthropic")
+        self._check_tools(tools, dict.fromkeys((t.name for t in tools), "anthropic"))
         extra = dict(self._generation_kwargs)
         max_tokens = int(extra.pop("max_tokens", self._max_tokens))
         thinking, max_tokens = self._thinking_fields(max_tokens)
@@ -309,34 +309,19 @@ class Anthropic(HTTPProvider):
             return [{"type": "text", "text": text}] if text else []
         return _blocks(parts)
 
-    async def generate(
-        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
-    ) -> AnthropicStream | CompletedMessage:
-        """Send the request and return the answer (streamed, or whole with `stream=False`).
-
-        Raises:
-            DialectError: the API would reject one of the tool definitions (not sent).
-            ValueError: `tool_choice` names no tool of the request (not sent).
-            ChatProviderError: the request failed.
-        """
-        body = self.request_body(system_prompt, tools, history)
-        url = self._url("v1/messages")
-        known = {k: body[k] for k in ("model", "max_tokens", "messages", "stream") if k in body}
-        rest = {k: v for k, v in body.items() if k not in known}
+    async def _send(self, body: dict[str, Any], url: str) -> AnthropicStream | CompletedMessage:
+        known, rest = split_body(body, "model", "max_tokens", "messages", "stream")
         messages = self.client.messages
-        try:
-            if self._stream:
-                stream = cast(Any, await messages.create(**known, extra_body=rest))
-                return AnthropicStream(stream, lambda e: self._error(e, url))
-            # An explicit timeout: the SDK refuses a plain request it guesses may take long.
-            raw = cast(
-                Any,
-                await messages.with_raw_response.create(
-                    **known, extra_body=rest, timeout=self.client.timeout
-                ),
-            )
-        except (anthropic.AnthropicError, httpx2.HTTPError) as e:
-            raise self._error(e, url) from e
+        if self._stream:
+            stream = cast(Any, await messages.create(**known, extra_body=rest))
+            return AnthropicStream(stream, lambda e: self._error(e, url))
+        # An explicit timeout: the SDK refuses a plain request it guesses may take long.
+        raw = cast(
+            Any,
+            await messages.with_raw_response.create(
+                **known, extra_body=rest, timeout=self.client.timeout
+            ),
+        )
         message = await raw.parse()  # the anthropic SDK's raw response parses asynchronously
         usage = message.usage
         return CompletedMessage(

@@ -29,8 +29,6 @@ from kosong.chat_provider import (
 from kosong.chat_provider._base import (
     CompletedMessage,
     HTTPProvider,
-    check_dialect,
-    check_tool_choice,
     header_of,
     summarize_body,
 )
@@ -52,16 +50,17 @@ except ImportError as e:  # pragma: no cover - the extra is missing
     ) from e
 
 
-def _aiohttp_errors() -> tuple[type[BaseException], ...]:
-    """The SDK's async transport is aiohttp when it is installed, else httpx2."""
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """httpx2's errors, and aiohttp's: the SDK's async transport when it is installed."""
     try:
         import aiohttp
     except ImportError:  # pragma: no cover - depends on what is installed
-        return ()
-    return (aiohttp.ClientError,)
+        return (httpx2.HTTPError,)
+    return (httpx2.HTTPError, aiohttp.ClientError)
 
 
-_AIOHTTP_ERRORS = _aiohttp_errors()
+_TRANSPORT_ERRORS = _transport_errors()
+_ERRORS: tuple[type[BaseException], ...] = (genai_errors.APIError, TimeoutError, *_TRANSPORT_ERRORS)
 
 __all__ = [
     "DEFAULT_GEMINI_BASE_URL",
@@ -199,6 +198,7 @@ class Gemini(HTTPProvider):
     """
 
     name = "gemini"
+    _errors = _ERRORS
     _managed_fields = frozenset(
         {
             "model",
@@ -267,14 +267,10 @@ class Gemini(HTTPProvider):
                 'thinks (the API cannot turn its thinking off): use with_thinking("low")'
             )
 
-    def _url(self, path: str) -> str:
-        return f"{self._base_url}/{self._api_version}/{path}"
-
     def _endpoint(self) -> str:
         model = self._model if "/" in self._model else f"models/{self._model}"
-        if self._stream:
-            return self._url(f"{model}:streamGenerateContent?alt=sse")
-        return self._url(f"{model}:generateContent")
+        method = "streamGenerateContent?alt=sse" if self._stream else "generateContent"
+        return f"{self._base_url}/{self._api_version}/{model}:{method}"
 
     def _thinking_config(self) -> dict[str, Any] | None:
         effort = self._thinking
@@ -312,8 +308,7 @@ class Gemini(HTTPProvider):
                 a call the history does not hold (Gemini needs the function's name).
         """
         prepared = [fix_tool(t, "gemini") for t in tools]
-        check_dialect("Gemini", prepared, {t.name: "gemini" for t in prepared})
-        check_tool_choice(self._tool_choice, prepared, "Gemini")
+        self._check_tools(prepared, {t.name: "gemini" for t in prepared})
         body: dict[str, Any] = {"contents": self._contents(history)}
         if system_prompt:
             body["systemInstruction"] = {"parts": [{"text": system_prompt}]}
@@ -388,18 +383,7 @@ class Gemini(HTTPProvider):
             response["parts"] = media
         return {"functionResponse": response}
 
-    async def generate(
-        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
-    ) -> GeminiStream | CompletedMessage:
-        """Send the request and return the answer (streamed, or whole with `stream=False`).
-
-        Raises:
-            DialectError: the API would reject one of the tool definitions (not sent).
-            ValueError: `tool_choice` names no tool of the request (not sent).
-            ChatProviderError: the request failed.
-        """
-        body = self.request_body(system_prompt, tools, history)
-        url = self._endpoint()
+    async def _send(self, body: dict[str, Any], url: str) -> GeminiStream | CompletedMessage:
         # The SDK's types check the contents; the body goes as written (`extra_body` replaces
         # the SDK's rendering of them, which names some nested fields in snake_case).
         try:
@@ -415,26 +399,19 @@ class Gemini(HTTPProvider):
             http_options=genai_types.HttpOptions(extra_body=body)
         )
         models: Any = self.client.aio.models
-
-        def convert(error: BaseException) -> ChatProviderError:
-            return self._error(error, url)
-
-        try:
-            if self._stream:
-                chunks = aiter(
-                    await models.generate_content_stream(
-                        model=self._model, contents=contents, config=config
-                    )
+        if self._stream:
+            chunks = aiter(
+                await models.generate_content_stream(
+                    model=self._model, contents=contents, config=config
                 )
-                # The SDK sends the request at the first chunk: send it now, so a failed
-                # request fails here, as with the other providers.
-                first = await anext(chunks, None)
-                return GeminiStream(first, chunks, convert)
-            response = await models.generate_content(
-                model=self._model, contents=contents, config=config
             )
-        except _ERRORS as e:
-            raise convert(e) from e
+            # The SDK sends the request at the first chunk: send it now, so a failed
+            # request fails here, as with the other providers.
+            first = await anext(chunks, None)
+            return GeminiStream(first, chunks, lambda e: self._error(e, url))
+        response = await models.generate_content(
+            model=self._model, contents=contents, config=config
+        )
         reader = _Reader()
         parts = reader.parts(response)
         return CompletedMessage(
@@ -701,14 +678,6 @@ class GeminiStream:
             raise self._convert(e) from e
 
 
-_ERRORS: tuple[type[BaseException], ...] = (
-    genai_errors.APIError,
-    httpx2.HTTPError,
-    TimeoutError,
-    *_AIOHTTP_ERRORS,
-)
-
-_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (httpx2.HTTPError, *_AIOHTTP_ERRORS)
 _NAMED_STATUS = re.compile(r"\A[A-Z][A-Z_]+\Z")
 
 
