@@ -16,7 +16,7 @@ import html
 import json
 import os
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, ClassVar, Self, cast
 
@@ -39,6 +39,7 @@ __all__ = [
     "CompletedMessage",
     "HTTPProvider",
     "ProviderBase",
+    "SDKStream",
     "api_key_from",
     "header_of",
     "model_from",
@@ -262,11 +263,11 @@ class CompletedMessage:
         self,
         parts: Sequence[StreamedMessagePart],
         *,
-        id: str | None,
-        usage: TokenUsage | None,
-        finish_reason: str | None,
-        request_id: str | None,
-        provider_trace_id: str | None,
+        id: str | None = None,
+        usage: TokenUsage | None = None,
+        finish_reason: str | None = None,
+        request_id: str | None = None,
+        provider_trace_id: str | None = None,
     ) -> None:
         self._parts = list(parts)
         self.id = id
@@ -278,6 +279,41 @@ class CompletedMessage:
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
         for part in self._parts:
             yield part
+
+
+class SDKStream:
+    """An answer an SDK streams, as parts (`_parts`); its id, usage and finish reason once read.
+
+    What the SDK raises meanwhile (`_errors`) becomes a `ChatProviderError` (`convert`).
+    """
+
+    _errors: ClassVar[tuple[type[BaseException], ...]]
+
+    def __init__(
+        self,
+        stream: Any,
+        convert: Callable[[BaseException], ChatProviderError],
+        *,
+        request_id: str | None = None,
+        provider_trace_id: str | None = None,
+    ) -> None:
+        self._stream = stream
+        self._convert = convert
+        self.id: str | None = None
+        self.usage: TokenUsage | None = None
+        self.finish_reason: str | None = None
+        self.request_id = request_id
+        self.provider_trace_id = provider_trace_id
+
+    async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
+        try:
+            async for part in self._parts():
+                yield part
+        except self._errors as e:
+            raise self._convert(e) from e
+
+    def _parts(self) -> AsyncIterator[StreamedMessagePart]:
+        raise NotImplementedError
 
 
 def api_key_from(api_key: str | None, variable: str, provider: str) -> str:

@@ -21,6 +21,7 @@ from kosong.chat_provider import (
 from kosong.chat_provider._base import (
     CompletedMessage,
     HTTPProvider,
+    SDKStream,
     api_key_from,
     header_of,
     model_from,
@@ -49,6 +50,7 @@ except ImportError as e:  # pragma: no cover - the extra is missing
     ) from e
 
 logger = logging.getLogger("kosong.chat_provider")
+SDK_ERRORS = (openai.OpenAIError, httpx2.HTTPError)
 
 ToolMessageConversion = Literal["extract_text"] | None
 
@@ -100,7 +102,7 @@ class OpenAIProvider(HTTPProvider):
 
     _sdk = openai
     _transport = httpx2
-    _errors = (openai.OpenAIError, httpx2.HTTPError)
+    _errors = SDK_ERRORS
     _key_variable = "OPENAI_API_KEY"
     _model_variable: ClassVar[str] = "OPENAI_MODEL"
     _default_model: ClassVar[str | None] = None
@@ -446,8 +448,10 @@ def usage_of(raw: Any) -> TokenUsage | None:
     )
 
 
-class ChatCompletionsStream:
+class ChatCompletionsStream(SDKStream):
     """A Chat Completions answer as `StreamedMessagePart`s."""
+
+    _errors = SDK_ERRORS
 
     def __init__(
         self,
@@ -455,54 +459,50 @@ class ChatCompletionsStream:
         reasoning_key: str | None,
         convert: Callable[[BaseException], ChatProviderError],
     ) -> None:
-        self._stream = stream
-        self._reasoning_key = reasoning_key
-        self._convert = convert
-        self.id: str | None = None
-        self.usage: TokenUsage | None = None
-        self.finish_reason: str | None = None
         response = getattr(stream, "response", None)
-        self.request_id = header_of(response, "x-request-id", "request-id")
-        self.provider_trace_id = header_of(response, "x-trace-id")
+        super().__init__(
+            stream,
+            convert,
+            request_id=header_of(response, "x-request-id", "request-id"),
+            provider_trace_id=header_of(response, "x-trace-id"),
+        )
+        self._reasoning_key = reasoning_key
 
-    async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
+    async def _parts(self) -> AsyncIterator[StreamedMessagePart]:
         calls = ToolCallAssembler()
         reasoning_key = self._reasoning_key
         reasoning_seen = False
-        try:
-            async for chunk in self._stream:
-                self.id = chunk.id or self.id
-                if chunk.usage is not None:
-                    self.usage = usage_of(chunk.usage)
-                for choice in chunk.choices:
-                    delta = choice.delta
-                    if reasoning_key is not None:
-                        thinking = field_of(delta, reasoning_key)
-                        # The first reasoning field is kept even when empty: it says the
-                        # backend thinks, and the field must go back on the next turn.
-                        if thinking or (thinking is not None and not reasoning_seen):
-                            reasoning_seen = True
-                            yield ThinkPart(think=thinking)
-                    if delta.content:
-                        yield TextPart(text=delta.content)
-                    for tc in delta.tool_calls or ():
-                        function = tc.function
-                        index = field_of(tc, "index")
-                        for part in calls.feed(
-                            calls.index_for(tc.id) if index is None else index,
-                            tc.id,
-                            function.name if function else None,
-                            function.arguments if function else None,
-                        ):
-                            yield part
-                    extra_usage = field_of(choice, "usage")  # Moonshot puts it here
-                    if extra_usage is not None:
-                        self.usage = usage_of(extra_usage)
-                    if choice.finish_reason is not None:
-                        self.finish_reason = choice.finish_reason
-                        for part in calls.finish():
-                            yield part
-        except (openai.OpenAIError, httpx2.HTTPError) as e:
-            raise self._convert(e) from e
+        async for chunk in self._stream:
+            self.id = chunk.id or self.id
+            if chunk.usage is not None:
+                self.usage = usage_of(chunk.usage)
+            for choice in chunk.choices:
+                delta = choice.delta
+                if reasoning_key is not None:
+                    thinking = field_of(delta, reasoning_key)
+                    # The first reasoning field is kept even when empty: it says the
+                    # backend thinks, and the field must go back on the next turn.
+                    if thinking or (thinking is not None and not reasoning_seen):
+                        reasoning_seen = True
+                        yield ThinkPart(think=thinking)
+                if delta.content:
+                    yield TextPart(text=delta.content)
+                for tc in delta.tool_calls or ():
+                    function = tc.function
+                    index = field_of(tc, "index")
+                    for part in calls.feed(
+                        calls.index_for(tc.id) if index is None else index,
+                        tc.id,
+                        function.name if function else None,
+                        function.arguments if function else None,
+                    ):
+                        yield part
+                extra_usage = field_of(choice, "usage")  # Moonshot puts it here
+                if extra_usage is not None:
+                    self.usage = usage_of(extra_usage)
+                if choice.finish_reason is not None:
+                    self.finish_reason = choice.finish_reason
+                    for part in calls.finish():
+                        yield part
         for part in calls.finish():
             yield part

@@ -7,13 +7,12 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, cast
 
 from kosong.chat_provider import ChatProviderError, StreamedMessagePart, TokenUsage
-from kosong.chat_provider._base import CompletedMessage, header_of, split_body
+from kosong.chat_provider._base import CompletedMessage, SDKStream, header_of, split_body
 from kosong.chat_provider._media import media_placeholder
 from kosong.chat_provider._openai_common import (
+    SDK_ERRORS,
     OpenAIProvider,
     ToolCallAssembler,
-    httpx2,
-    openai,
     openai_effort,
 )
 from kosong.formats import to_openai_responses_tool
@@ -231,8 +230,10 @@ def _failure(response: Any) -> str | None:
     return f"the response failed: {error.message if error else 'no reason given'}"
 
 
-class ResponsesStream:
+class ResponsesStream(SDKStream):
     """A Responses API answer as `StreamedMessagePart`s."""
+
+    _errors = SDK_ERRORS
 
     def __init__(
         self,
@@ -240,58 +241,48 @@ class ResponsesStream:
         convert: Callable[[BaseException], ChatProviderError],
         where: dict[str, str],
     ) -> None:
-        self._stream = stream
-        self._convert = convert
+        request_id = header_of(getattr(stream, "response", None), "x-request-id")
+        super().__init__(stream, convert, request_id=request_id)
         self._where = where
-        self.id: str | None = None
-        self.usage: TokenUsage | None = None
-        self.finish_reason: str | None = None
-        self.request_id = header_of(getattr(stream, "response", None), "x-request-id")
-        self.provider_trace_id: str | None = None
 
-    async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
+    async def _parts(self) -> AsyncIterator[StreamedMessagePart]:
         calls = ToolCallAssembler()
-        try:
-            async for event in self._stream:
-                kind = event.type
-                if kind == "response.output_text.delta":
-                    yield TextPart(text=event.delta)
-                elif kind in (
-                    "response.reasoning_summary_text.delta",
-                    "response.reasoning_text.delta",
-                ):
-                    yield ThinkPart(think=event.delta)
-                elif kind == "response.output_item.added" and event.item.type == "function_call":
-                    item = event.item
-                    for part in calls.feed(
-                        event.output_index, item.call_id, item.name, item.arguments
-                    ):
+        async for event in self._stream:
+            kind = event.type
+            if kind == "response.output_text.delta":
+                yield TextPart(text=event.delta)
+            elif kind in (
+                "response.reasoning_summary_text.delta",
+                "response.reasoning_text.delta",
+            ):
+                yield ThinkPart(think=event.delta)
+            elif kind == "response.output_item.added" and event.item.type == "function_call":
+                item = event.item
+                for part in calls.feed(event.output_index, item.call_id, item.name, item.arguments):
+                    yield part
+            elif kind == "response.function_call_arguments.delta":
+                for part in calls.feed(event.output_index, None, None, event.delta):
+                    yield part
+            elif kind == "response.output_item.done":
+                item = event.item
+                if item.type == "function_call":
+                    for part in calls.done(event.output_index):
                         yield part
-                elif kind == "response.function_call_arguments.delta":
-                    for part in calls.feed(event.output_index, None, None, event.delta):
-                        yield part
-                elif kind == "response.output_item.done":
-                    item = event.item
-                    if item.type == "function_call":
-                        for part in calls.done(event.output_index):
-                            yield part
-                    elif item.type == "reasoning":
-                        # The done event holds the whole encrypted content (the added one
-                        # may not): it closes the reasoning summary streamed before it.
-                        packed = _pack_reasoning(item)
-                        if packed is not None:
-                            yield ThinkPart(think="", encrypted=packed)
-                elif kind in ("response.completed", "response.incomplete", "response.created"):
-                    self._read_response(event.response)
-                elif kind == "response.failed":
-                    self._read_response(event.response)
-                    failure = _failure(event.response) or "the response failed"
-                    raise ChatProviderError(failure, **self._where)
-                elif kind == "error":
-                    message = f"the API reported an error: {event.message}"
-                    raise ChatProviderError(message, **self._where)
-        except (openai.OpenAIError, httpx2.HTTPError) as e:
-            raise self._convert(e) from e
+                elif item.type == "reasoning":
+                    # The done event holds the whole encrypted content (the added one
+                    # may not): it closes the reasoning summary streamed before it.
+                    packed = _pack_reasoning(item)
+                    if packed is not None:
+                        yield ThinkPart(think="", encrypted=packed)
+            elif kind in ("response.completed", "response.incomplete", "response.created"):
+                self._read_response(event.response)
+            elif kind == "response.failed":
+                self._read_response(event.response)
+                failure = _failure(event.response) or "the response failed"
+                raise ChatProviderError(failure, **self._where)
+            elif kind == "error":
+                message = f"the API reported an error: {event.message}"
+                raise ChatProviderError(message, **self._where)
         for part in calls.finish():
             yield part
 

@@ -20,6 +20,7 @@ from kosong.chat_provider import (
 from kosong.chat_provider._base import (
     CompletedMessage,
     HTTPProvider,
+    SDKStream,
     api_key_from,
     header_of,
     model_from,
@@ -45,6 +46,8 @@ except ImportError as e:  # pragma: no cover - the extra is missing
     raise ImportError(
         "the Anthropic provider needs the `anthropic` package: pip install 'kosong[anthropic]'"
     ) from e
+
+_ERRORS = (anthropic.AnthropicError, httpx2.HTTPError)
 
 __all__ = ["THINKING_BUDGETS", "THINKING_MODELS", "Anthropic", "ThinkingSpec", "thinking_spec"]
 
@@ -154,7 +157,7 @@ class Anthropic(HTTPProvider):
     _key_variable = "ANTHROPIC_API_KEY"
     _sdk = anthropic
     _transport = httpx2
-    _errors = (anthropic.AnthropicError, httpx2.HTTPError)
+    _errors = _ERRORS
     _path = "v1/messages"
     _managed_fields = frozenset(
         {"model", "messages", "system", "stream", "tools", "tool_choice", "thinking"}
@@ -323,19 +326,12 @@ class Anthropic(HTTPProvider):
             ),
         )
         message = await raw.parse()  # the anthropic SDK's raw response parses asynchronously
-        usage = message.usage
         return CompletedMessage(
             [part for block in message.content for part in _block_parts(block)],
             id=message.id,
-            usage=TokenUsage(
-                input_other=usage.input_tokens or 0,
-                output=usage.output_tokens or 0,
-                input_cache_read=getattr(usage, "cache_read_input_tokens", None) or 0,
-                input_cache_creation=getattr(usage, "cache_creation_input_tokens", None) or 0,
-            ),
+            usage=_usage(message.usage, message.usage.output_tokens),
             finish_reason=message.stop_reason,
             request_id=header_of(raw, "request-id"),
-            provider_trace_id=None,
         )
 
 
@@ -422,65 +418,57 @@ def _input(call: ToolCall) -> dict[str, Any]:
     return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
-class AnthropicStream:
+class AnthropicStream(SDKStream):
     """A Messages API answer as `StreamedMessagePart`s."""
 
+    _errors = _ERRORS
+
     def __init__(self, stream: Any, convert: Callable[[BaseException], ChatProviderError]) -> None:
-        self._stream = stream
-        self._convert = convert
-        self.id: str | None = None
-        self.usage: TokenUsage | None = None
-        self.finish_reason: str | None = None
-        self.request_id = header_of(getattr(stream, "response", None), "request-id")
-        self.provider_trace_id: str | None = None
-        self._input = (0, 0, 0)
+        request_id = header_of(getattr(stream, "response", None), "request-id")
+        super().__init__(stream, convert, request_id=request_id)
+        self._input: Any = None
 
-    async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
+    async def _parts(self) -> AsyncIterator[StreamedMessagePart]:
         tool_blocks: set[int] = set()
-        try:
-            async for event in self._stream:
-                kind = event.type
-                if kind == "content_block_delta":
-                    delta = event.delta
-                    if delta.type == "text_delta":
-                        yield TextPart(text=delta.text)
-                    elif delta.type == "input_json_delta":
-                        yield ToolCallPart(arguments_part=delta.partial_json)
-                    elif delta.type == "thinking_delta":
-                        yield ThinkPart(think=delta.thinking)
-                    elif delta.type == "signature_delta":
-                        yield ThinkPart(think="", encrypted=delta.signature)
-                elif kind == "content_block_start":
-                    block = event.content_block
-                    if block.type == "tool_use":
-                        tool_blocks.add(event.index)
-                        yield ToolCall(
-                            id=block.id,
-                            function=ToolCall.FunctionBody(name=block.name, arguments=""),
-                        )
-                    elif block.type == "text" and block.text:
-                        yield TextPart(text=block.text)
-                elif kind == "content_block_stop":
-                    if event.index in tool_blocks:
-                        yield ToolCallPart(last=True)
-                elif kind == "message_start":
-                    message = event.message
-                    self.id = message.id
-                    usage = message.usage
-                    self._input = (
-                        usage.input_tokens or 0,
-                        getattr(usage, "cache_read_input_tokens", None) or 0,
-                        getattr(usage, "cache_creation_input_tokens", None) or 0,
+        async for event in self._stream:
+            kind = event.type
+            if kind == "content_block_delta":
+                delta = event.delta
+                if delta.type == "text_delta":
+                    yield TextPart(text=delta.text)
+                elif delta.type == "input_json_delta":
+                    yield ToolCallPart(arguments_part=delta.partial_json)
+                elif delta.type == "thinking_delta":
+                    yield ThinkPart(think=delta.thinking)
+                elif delta.type == "signature_delta":
+                    yield ThinkPart(think="", encrypted=delta.signature)
+            elif kind == "content_block_start":
+                block = event.content_block
+                if block.type == "tool_use":
+                    tool_blocks.add(event.index)
+                    yield ToolCall(
+                        id=block.id,
+                        function=ToolCall.FunctionBody(name=block.name, arguments=""),
                     )
-                    self._set_usage(usage.output_tokens or 0)
-                elif kind == "message_delta":
-                    self.finish_reason = event.delta.stop_reason or self.finish_reason
-                    self._set_usage(event.usage.output_tokens or 0)
-        except (anthropic.AnthropicError, httpx2.HTTPError) as e:
-            raise self._convert(e) from e
+                elif block.type == "text" and block.text:
+                    yield TextPart(text=block.text)
+            elif kind == "content_block_stop":
+                if event.index in tool_blocks:
+                    yield ToolCallPart(last=True)
+            elif kind == "message_start":
+                self.id = event.message.id
+                self._input = event.message.usage  # the input tokens are counted here only
+                self.usage = _usage(self._input, self._input.output_tokens)
+            elif kind == "message_delta":
+                self.finish_reason = event.delta.stop_reason or self.finish_reason
+                self.usage = _usage(self._input, event.usage.output_tokens)
 
-    def _set_usage(self, output: int) -> None:
-        other, read, created = self._input
-        self.usage = TokenUsage(
-            input_other=other, output=output, input_cache_read=read, input_cache_creation=created
-        )
+
+def _usage(usage: Any, output_tokens: int | None) -> TokenUsage:
+    """`TokenUsage` from the input counts of a Messages API `usage`, and `output_tokens`."""
+    return TokenUsage(
+        input_other=(usage.input_tokens or 0) if usage else 0,
+        output=output_tokens or 0,
+        input_cache_read=getattr(usage, "cache_read_input_tokens", None) or 0,
+        input_cache_creation=getattr(usage, "cache_creation_input_tokens", None) or 0,
+    )

@@ -27,8 +27,8 @@ from kosong.chat_provider import (
     TokenUsage,
 )
 from kosong.chat_provider._base import (
-    CompletedMessage,
     HTTPProvider,
+    SDKStream,
     header_of,
     summarize_body,
 )
@@ -383,7 +383,7 @@ class Gemini(HTTPProvider):
             response["parts"] = media
         return {"functionResponse": response}
 
-    async def _send(self, body: dict[str, Any], url: str) -> GeminiStream | CompletedMessage:
+    async def _send(self, body: dict[str, Any], url: str) -> GeminiStream:
         # The SDK's types check the contents; the body goes as written (`extra_body` replaces
         # the SDK's rendering of them, which names some nested fields in snake_case).
         try:
@@ -412,16 +412,7 @@ class Gemini(HTTPProvider):
         response = await models.generate_content(
             model=self._model, contents=contents, config=config
         )
-        reader = _Reader()
-        parts = reader.parts(response)
-        return CompletedMessage(
-            parts,
-            id=reader.id,
-            usage=reader.usage,
-            finish_reason=reader.finish_reason,
-            request_id=None,
-            provider_trace_id=None,
-        )
+        return GeminiStream(response, None, lambda e: self._error(e, url))
 
     def _error(self, error: BaseException, url: str) -> ChatProviderError:
         return gemini_error(error, provider=self.name, model=self._model, url=url)
@@ -570,56 +561,6 @@ def _pack(signature: str, part: Literal["thought", "text", "empty"]) -> str:
     return json.dumps({"thoughtSignature": signature, "part": part}, separators=(",", ":"))
 
 
-class _Reader:
-    """Turns `GenerateContentResponse`s (whole, or one stream chunk each) into parts."""
-
-    def __init__(self) -> None:
-        self.id: str | None = None
-        self.usage: TokenUsage | None = None
-        self.finish_reason: str | None = None
-
-    def parts(self, response: Any) -> list[StreamedMessagePart]:
-        self.id = response.response_id or self.id
-        if response.usage_metadata is not None:
-            self.usage = _usage(response.usage_metadata)
-        out: list[StreamedMessagePart] = []
-        candidates: list[Any] = response.candidates or []
-        feedback: Any = response.prompt_feedback
-        if not candidates and feedback is not None and feedback.block_reason is not None:
-            self.finish_reason = _enum_text(feedback.block_reason)
-        for candidate in candidates[:1]:
-            if candidate.finish_reason is not None:
-                self.finish_reason = _enum_text(candidate.finish_reason)
-            content: Any = candidate.content
-            parts: list[Any] = (content.parts if content is not None else None) or []
-            for part in parts:
-                out.extend(self._part(part))
-        return out
-
-    def _part(self, part: Any) -> list[StreamedMessagePart]:
-        signature = _b64(part.thought_signature)
-        call = part.function_call
-        if call is not None:
-            arguments = json.dumps(call.args or {}, ensure_ascii=False)
-            return [
-                ToolCall(
-                    id=call.id or f"call_{uuid.uuid4().hex[:24]}",
-                    function=ToolCall.FunctionBody(name=call.name or "", arguments=arguments),
-                    extras={_SIGNATURE_KEY: signature} if signature else None,
-                ),
-                ToolCallPart(last=True),
-            ]
-        text: str = part.text or ""
-        if part.thought:
-            encrypted = _pack(signature, "thought") if signature else None
-            return [ThinkPart(think=text, encrypted=encrypted)] if text or signature else []
-        out: list[StreamedMessagePart] = [TextPart(text=text)] if text else []
-        if signature:
-            # Kept beside the text it came on, and sent back on that text's part.
-            out.append(ThinkPart(think="", encrypted=_pack(signature, "text" if text else "empty")))
-        return out
-
-
 def _enum_text(value: Any) -> str:
     return str(getattr(value, "value", value))
 
@@ -634,48 +575,76 @@ def _usage(metadata: Any) -> TokenUsage:
     )
 
 
-class GeminiStream:
-    """A `streamGenerateContent` answer as `StreamedMessagePart`s."""
+class GeminiStream(SDKStream):
+    """A Gemini answer as `StreamedMessagePart`s.
+
+    The chunks of `streamGenerateContent` (the first one read already), or the one response
+    of `generateContent` (`rest` None).
+    """
+
+    _errors = _ERRORS
 
     def __init__(
         self,
         first: Any,
-        rest: AsyncIterator[Any],
+        rest: AsyncIterator[Any] | None,
         convert: Callable[[BaseException], ChatProviderError],
     ) -> None:
+        super().__init__(rest, convert)
         self._first = first
-        self._rest = rest
-        self._convert = convert
-        self._reader = _Reader()
-        self.request_id: str | None = None
-        self.provider_trace_id: str | None = None
 
-    @property
-    def id(self) -> str | None:
-        """The response's id (`responseId`)."""
-        return self._reader.id
-
-    @property
-    def usage(self) -> TokenUsage | None:
-        """Tokens used, from the last chunk's `usageMetadata`."""
-        return self._reader.usage
-
-    @property
-    def finish_reason(self) -> str | None:
-        """Why the model stopped (`STOP`, `MAX_TOKENS`, `SAFETY`...)."""
-        return self._reader.finish_reason
-
-    async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
+    async def _parts(self) -> AsyncIterator[StreamedMessagePart]:
         if self._first is None:
             return
-        for part in self._reader.parts(self._first):
+        for part in self._read(self._first):
             yield part
-        try:
-            async for chunk in self._rest:
-                for part in self._reader.parts(chunk):
+        if self._stream is not None:
+            async for chunk in self._stream:
+                for part in self._read(chunk):
                     yield part
-        except _ERRORS as e:
-            raise self._convert(e) from e
+
+    def _read(self, response: Any) -> list[StreamedMessagePart]:
+        """The parts of one response (or stream chunk); it also sets id, usage, finish reason."""
+        self.id = response.response_id or self.id
+        if response.usage_metadata is not None:
+            self.usage = _usage(response.usage_metadata)
+        out: list[StreamedMessagePart] = []
+        candidates: list[Any] = response.candidates or []
+        feedback: Any = response.prompt_feedback
+        if not candidates and feedback is not None and feedback.block_reason is not None:
+            self.finish_reason = _enum_text(feedback.block_reason)
+        for candidate in candidates[:1]:
+            if candidate.finish_reason is not None:
+                self.finish_reason = _enum_text(candidate.finish_reason)
+            content: Any = candidate.content
+            parts: list[Any] = (content.parts if content is not None else None) or []
+            for part in parts:
+                out.extend(_part_of(part))
+        return out
+
+
+def _part_of(part: Any) -> list[StreamedMessagePart]:
+    signature = _b64(part.thought_signature)
+    call = part.function_call
+    if call is not None:
+        arguments = json.dumps(call.args or {}, ensure_ascii=False)
+        return [
+            ToolCall(
+                id=call.id or f"call_{uuid.uuid4().hex[:24]}",
+                function=ToolCall.FunctionBody(name=call.name or "", arguments=arguments),
+                extras={_SIGNATURE_KEY: signature} if signature else None,
+            ),
+            ToolCallPart(last=True),
+        ]
+    text: str = part.text or ""
+    if part.thought:
+        encrypted = _pack(signature, "thought") if signature else None
+        return [ThinkPart(think=text, encrypted=encrypted)] if text or signature else []
+    out: list[StreamedMessagePart] = [TextPart(text=text)] if text else []
+    if signature:
+        # Kept beside the text it came on, and sent back on that text's part.
+        out.append(ThinkPart(think="", encrypted=_pack(signature, "text" if text else "empty")))
+    return out
 
 
 _NAMED_STATUS = re.compile(r"\A[A-Z][A-Z_]+\Z")
