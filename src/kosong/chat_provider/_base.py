@@ -43,6 +43,7 @@ __all__ = [
     "api_key_from",
     "header_of",
     "model_from",
+    "renamed",
     "sdk_error",
     "split_body",
     "summarize_body",
@@ -177,7 +178,8 @@ class HTTPProvider(ProviderBase):
 
         Raises:
             DialectError: the service would reject one of the tool definitions.
-            ValueError: `tool_choice` names no tool of the request.
+            ValueError: `tool_choice` names no tool of the request, or the history holds what
+                the API cannot take (the message says what).
         """
         raise NotImplementedError
 
@@ -188,7 +190,8 @@ class HTTPProvider(ProviderBase):
 
         Raises:
             DialectError: the service would reject one of the tool definitions (not sent).
-            ValueError: `tool_choice` names no tool of the request (not sent).
+            ValueError: `tool_choice` names no tool of the request, or the history holds what
+                the API cannot take (not sent).
             ChatProviderError: the request failed.
         """
         body = self.request_body(system_prompt, tools, history)
@@ -339,6 +342,14 @@ def split_body(body: Mapping[str, Any], *named: str) -> tuple[dict[str, Any], di
     """The fields an SDK method names (its arguments), and the rest (its `extra_body`)."""
     known = {k: body[k] for k in named if k in body}
     return known, {k: v for k, v in body.items() if k not in known}
+
+
+def renamed(fields: Mapping[str, Any], old: str, new: str) -> dict[str, Any]:
+    """A copy of `fields` with `old` sent as `new` (`new` itself wins when both are there)."""
+    out = dict(fields)
+    if old in out:
+        out.setdefault(new, out.pop(old))
+    return out
 
 
 def header_of(response: Any, *names: str) -> str | None:

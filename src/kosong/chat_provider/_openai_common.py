@@ -13,6 +13,8 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Literal, cast
 
+from typing_extensions import override
+
 from kosong.chat_provider import (
     ChatProviderError,
     StreamedMessagePart,
@@ -25,6 +27,7 @@ from kosong.chat_provider._base import (
     api_key_from,
     header_of,
     model_from,
+    renamed,
     split_body,
 )
 from kosong.chat_provider._media import media_placeholder
@@ -70,11 +73,6 @@ def openai_effort(effort: str, model: str) -> str:
     found = _GPT_VERSION.match(model.lower())
     version: tuple[int, int] = (int(found[1]), int(found[2] or 0)) if found else (0, 0)
     return "max" if version >= _MAX_EFFORT_SINCE else "xhigh"
-
-
-def text_of(parts: Sequence[ContentPart]) -> str:
-    """The text parts joined."""
-    return "".join(p.text for p in parts if isinstance(p, TextPart))
 
 
 def field_of(model: Any, name: str) -> Any:
@@ -140,8 +138,8 @@ class OpenAIProvider(HTTPProvider):
 class ChatCompletionsProvider(OpenAIProvider):
     """A Chat Completions provider on the `openai` SDK (the base of OpenAIChat and Kimi).
 
-    Subclasses say how media parts go (`_media_part`), how thinking is asked for
-    (`_thinking_fields`) and which name `max_tokens` takes (`_max_tokens_field`).
+    Subclasses say how tools go (`_prepare_tools`, `_tool_entry`), how media parts go
+    (`_media_part`) and how thinking is asked for (`_thinking_fields`).
     """
 
     name = "openai"
@@ -150,7 +148,6 @@ class ChatCompletionsProvider(OpenAIProvider):
     _managed_fields = frozenset(
         {"model", "messages", "stream", "stream_options", "tools", "tool_choice"}
     )
-    _max_tokens_field = "max_completion_tokens"
     _tool_media = False
     """Whether tool messages take media parts (Moonshot's do; OpenAI's take text only)."""
     _reasoning_key: str | None = None
@@ -170,26 +167,10 @@ class ChatCompletionsProvider(OpenAIProvider):
             return {}
         return {"reasoning_effort": openai_effort(effort, self.model_name)}
 
-    def _tool_choice_field(self, choice: str) -> Any:
-        if choice in ("auto", "none", "required"):
-            return choice
-        return {"type": "function", "function": {"name": choice}}
-
-    def _generation_fields(self) -> dict[str, Any]:
-        fields = dict(self._generation_kwargs)
-        if "max_tokens" in fields and self._max_tokens_field != "max_tokens":
-            fields.setdefault(self._max_tokens_field, fields.pop("max_tokens"))
-        return fields
-
+    @override
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        """The request body this provider sends (plain dicts, as JSON goes on the wire).
-
-        Raises:
-            DialectError: the service would reject one of the tool definitions.
-            ValueError: `tool_choice` names no tool of the request.
-        """
         prepared = self._prepare_tools(tools)
         self._check_tools(
             prepared, {t.name: "openai-strict" if t.strict else self._dialect for t in prepared}
@@ -205,9 +186,13 @@ class ChatCompletionsProvider(OpenAIProvider):
         body.update(self._thinking_fields())
         if prepared:
             body["tools"] = [self._tool_entry(t) for t in prepared]
-        if self._tool_choice is not None:
-            body["tool_choice"] = self._tool_choice_field(self._tool_choice)
-        body.update(self._generation_fields())
+        choice = self._tool_choice
+        if choice is not None:
+            named = choice not in ("auto", "none", "required")
+            body["tool_choice"] = (
+                {"type": "function", "function": {"name": choice}} if named else choice
+            )
+        body.update(renamed(self._generation_kwargs, "max_tokens", "max_completion_tokens"))
         return body
 
     def _media_part(self, part: ContentPart) -> dict[str, Any] | None:
@@ -248,7 +233,7 @@ class ChatCompletionsProvider(OpenAIProvider):
         if message.role == "tool":
             out["content"] = self._tool_content(message.content)
         elif message.role == "assistant":
-            text = text_of(message.content)
+            text = message.extract_text()
             if not (message.tool_calls and not text.strip()):
                 out["content"] = text  # only tool calls: no empty text beside them
             thinking = [p for p in message.content if isinstance(p, ThinkPart)]

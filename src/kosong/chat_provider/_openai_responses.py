@@ -6,8 +6,10 @@ import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, cast
 
+from typing_extensions import override
+
 from kosong.chat_provider import ChatProviderError, StreamedMessagePart, TokenUsage
-from kosong.chat_provider._base import CompletedMessage, SDKStream, header_of, split_body
+from kosong.chat_provider._base import CompletedMessage, SDKStream, header_of, renamed, split_body
 from kosong.chat_provider._media import media_placeholder
 from kosong.chat_provider._openai_common import (
     SDK_ERRORS,
@@ -48,15 +50,10 @@ class OpenAIResponses(OpenAIProvider):
     _path = "responses"
     _managed_fields = frozenset({"model", "input", "stream", "store", "tools", "tool_choice"})
 
+    @override
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        """The request body this provider sends.
-
-        Raises:
-            DialectError: the API would reject one of the tool definitions.
-            ValueError: `tool_choice` names no tool of the request.
-        """
         self._check_tools(tools, {t.name: "openai-strict" if t.strict else "openai" for t in tools})
         items: list[dict[str, Any]] = []
         if system_prompt:
@@ -79,10 +76,7 @@ class OpenAIResponses(OpenAIProvider):
             effort = openai_effort(self._thinking, self.model_name)
             body["reasoning"] = {"effort": effort, "summary": "auto"}
             body["include"] = ["reasoning.encrypted_content"]
-        fields = dict(self._generation_kwargs)
-        if "max_tokens" in fields:
-            fields.setdefault("max_output_tokens", fields.pop("max_tokens"))
-        body.update(fields)
+        body.update(renamed(self._generation_kwargs, "max_tokens", "max_output_tokens"))
         return body
 
     def _items(self, message: Message) -> list[dict[str, Any]]:
@@ -100,7 +94,7 @@ class OpenAIResponses(OpenAIProvider):
                 for part in message.content
                 if isinstance(part, ThinkPart) and (item := _reasoning_item(part)) is not None
             ]
-            text = "".join(p.text for p in message.content if isinstance(p, TextPart))
+            text = message.extract_text()
             if text.strip():
                 out.append({"role": "assistant", "content": text})
             for call in message.tool_calls or []:

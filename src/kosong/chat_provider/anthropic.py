@@ -11,6 +11,8 @@ import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, cast
 
+from typing_extensions import override
+
 from kosong.chat_provider import (
     ChatProviderError,
     StreamedMessagePart,
@@ -230,15 +232,10 @@ class Anthropic(HTTPProvider):
             fields["output_config"] = {"effort": _clamp_effort(effort, spec.efforts)}
         return fields, max_tokens
 
+    @override
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        """The request body this provider sends (plain dicts).
-
-        Raises:
-            DialectError: the API would reject one of the tool definitions.
-            ValueError: `tool_choice` names no tool of the request.
-        """
         self._check_tools(tools, dict.fromkeys((t.name for t in tools), "anthropic"))
         extra = dict(self._generation_kwargs)
         max_tokens = int(extra.pop("max_tokens", self._max_tokens))
@@ -295,13 +292,8 @@ class Anthropic(HTTPProvider):
                 if blocks:
                     out.append({"role": "assistant", "content": blocks})
             elif message.role == "system":
-                text = "".join(p.text for p in message.content if isinstance(p, TextPart))
-                out.append(
-                    {
-                        "role": "user",
-                        "content": [{"type": "text", "text": f"<system>{text}</system>"}],
-                    }
-                )
+                text = f"<system>{message.extract_text()}</system>"
+                out.append({"role": "user", "content": [{"type": "text", "text": text}]})
             else:
                 out.append({"role": "user", "content": _blocks(message.content)})
         return out

@@ -17,6 +17,8 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, cast
 
+from typing_extensions import override
+
 from kosong.chat_provider import (
     APIConnectionError,
     APIStatusError,
@@ -297,16 +299,10 @@ class Gemini(HTTPProvider):
             (top if name in _TOP_LEVEL_FIELDS else config)[name] = value
         return config, top
 
+    @override
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        """The request body this provider sends (plain dicts, as the API reference names them).
-
-        Raises:
-            DialectError: the API would reject one of the tool definitions.
-            ValueError: `tool_choice` names no tool of the request, or a tool result answers
-                a call the history does not hold (Gemini needs the function's name).
-        """
         prepared = [fix_tool(t, "gemini") for t in tools]
         self._check_tools(prepared, {t.name: "gemini" for t in prepared})
         body: dict[str, Any] = {"contents": self._contents(history)}
