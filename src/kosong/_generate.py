@@ -23,6 +23,7 @@ __all__ = ["Callback", "GenerateResult", "call_back", "for_call", "generate"]
 logger = logging.getLogger("kosong.generate")
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
 
 Callback: TypeAlias = Callable[[_T], Awaitable[None] | None]
 """A callback that may be a plain function or an async one."""
@@ -51,13 +52,14 @@ class GenerateResult:
         return self.provider_trace_id
 
 
-async def call_back(callback: Callback[_T] | None, value: _T) -> None:
-    """Call `callback` with `value`, awaiting it when it is async."""
+async def call_back(callback: Callable[[_T], Awaitable[_R] | _R] | None, value: _T) -> _R | None:
+    """Call `callback` with `value`, awaiting it when it is async; its answer (None if none)."""
     if callback is None:
-        return
+        return None
     result = callback(value)
     if inspect.isawaitable(result):
-        await result
+        return await result
+    return result
 
 
 async def generate(

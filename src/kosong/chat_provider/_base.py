@@ -32,7 +32,7 @@ from kosong.chat_provider import (
     ToolChoice,
 )
 from kosong.dialects import Dialect, DialectError, DialectReport, Finding, check_tools
-from kosong.message import Message
+from kosong.message import Message, ToolCall
 from kosong.tooling import Tool
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "ProviderBase",
     "SDKStream",
     "api_key_from",
+    "arguments_object",
     "header_of",
     "model_from",
     "renamed",
@@ -336,6 +337,15 @@ def model_from(model: str | None, variable: str, provider: str, default: str | N
     if not chosen:
         raise ValueError(f"{provider} needs a model: pass model=... or set {variable}")
     return chosen
+
+
+def arguments_object(call: ToolCall) -> dict[str, Any]:
+    """A call's arguments as the object APIs want back ({} when they were not one)."""
+    try:
+        value = json.loads(call.function.arguments or "{}")
+    except ValueError:
+        return {}
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
 def split_body(body: Mapping[str, Any], *named: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -24,6 +24,7 @@ from kosong.chat_provider._base import (
     HTTPProvider,
     SDKStream,
     api_key_from,
+    arguments_object,
     header_of,
     model_from,
     split_body,
@@ -397,17 +398,14 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
             blocks.extend(_blocks([part]))
     for call in message.tool_calls or []:
         blocks.append(
-            {"type": "tool_use", "id": call.id, "name": call.function.name, "input": _input(call)}
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.function.name,
+                "input": arguments_object(call),
+            }
         )
     return blocks
-
-
-def _input(call: ToolCall) -> dict[str, Any]:
-    try:
-        value = json.loads(call.function.arguments or "{}")
-    except ValueError:
-        return {}
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
 class AnthropicStream(SDKStream):

@@ -31,6 +31,7 @@ from kosong.chat_provider import (
 from kosong.chat_provider._base import (
     HTTPProvider,
     SDKStream,
+    arguments_object,
     header_of,
     summarize_body,
 )
@@ -529,7 +530,11 @@ def _model_parts(message: Message, *, sign: bool) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
     for call in message.tool_calls or []:
         entry: dict[str, Any] = {
-            "functionCall": {"id": call.id, "name": call.function.name, "args": _args(call)}
+            "functionCall": {
+                "id": call.id,
+                "name": call.function.name,
+                "args": arguments_object(call),
+            }
         }
         signature = (call.extras or {}).get(_SIGNATURE_KEY)
         if isinstance(signature, str) and signature:
@@ -538,14 +543,6 @@ def _model_parts(message: Message, *, sign: bool) -> list[dict[str, Any]]:
     if sign and calls and not any("thoughtSignature" in c for c in calls):
         calls[0]["thoughtSignature"] = _SKIP_SIGNATURE
     return out + calls
-
-
-def _args(call: ToolCall) -> dict[str, Any]:
-    try:
-        value = json.loads(call.function.arguments or "{}")
-    except ValueError:
-        return {}
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
 def _b64(raw: bytes | None) -> str | None:
