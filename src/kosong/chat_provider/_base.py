@@ -42,7 +42,9 @@ __all__ = [
     "SDKStream",
     "api_key_from",
     "arguments_object",
+    "connection_error",
     "header_of",
+    "json_object",
     "model_from",
     "renamed",
     "sdk_error",
@@ -339,13 +341,18 @@ def model_from(model: str | None, variable: str, provider: str, default: str | N
     return chosen
 
 
+def json_object(text: str | None) -> dict[str, Any] | None:
+    """`text` parsed as a JSON object; None when it is not one."""
+    try:
+        value = json.loads(text or "")
+    except ValueError:
+        return None
+    return cast(dict[str, Any], value) if isinstance(value, dict) else None
+
+
 def arguments_object(call: ToolCall) -> dict[str, Any]:
     """A call's arguments as the object APIs want back ({} when they were not one)."""
-    try:
-        value = json.loads(call.function.arguments or "{}")
-    except ValueError:
-        return {}
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
+    return json_object(call.function.arguments) or {}
 
 
 def split_body(body: Mapping[str, Any], *named: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -412,6 +419,25 @@ def summarize_body(body: object, limit: int = SUMMARY_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def connection_error(
+    error: BaseException,
+    cause: BaseException,
+    timeouts: tuple[type[BaseException], ...],
+    failures: tuple[type[BaseException], ...],
+    where: Mapping[str, Any],
+) -> ChatProviderError | None:
+    """`error` as a timeout or a failed connection (named by its `cause`); None if neither.
+
+    A timeout is checked first, since it is a connection error too.
+    """
+    if isinstance(error, timeouts):
+        return APITimeoutError(f"the request timed out ({type(cause).__name__})", **where)
+    if isinstance(error, failures):
+        detail = str(cause) or "no detail"
+        return APIConnectionError(f"connection failed: {type(cause).__name__}: {detail}", **where)
+    return None
+
+
 def sdk_error(
     error: BaseException,
     sdk: ModuleType,
@@ -423,16 +449,14 @@ def sdk_error(
 ) -> ChatProviderError:
     """An SDK (`openai`, `anthropic`) or transport (`httpx2`) error as one of ours.
 
-    Both SDKs name their errors alike; a timeout is checked before other connection errors,
-    since it is one of them. The error names the provider, the model and the URL.
+    Both SDKs name their errors alike. The error names the provider, the model and the URL.
     """
     where: dict[str, Any] = {"provider": provider, "model": model, "url": url}
-    cause = error.__cause__ or error
-    if isinstance(error, sdk.APITimeoutError | transport.TimeoutException):
-        return APITimeoutError(f"the request timed out ({type(cause).__name__})", **where)
-    if isinstance(error, sdk.APIConnectionError | transport.TransportError):
-        detail = str(cause) or "no detail"
-        return APIConnectionError(f"connection failed: {type(cause).__name__}: {detail}", **where)
+    timeouts = (sdk.APITimeoutError, transport.TimeoutException)
+    failures = (sdk.APIConnectionError, transport.TransportError)
+    failed = connection_error(error, error.__cause__ or error, timeouts, failures, where)
+    if failed is not None:
+        return failed
     if isinstance(error, sdk.APIStatusError):
         status: Any = error
         response: Any = status.response

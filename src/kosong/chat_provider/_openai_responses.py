@@ -9,7 +9,14 @@ from typing import Any, cast
 from typing_extensions import override
 
 from kosong.chat_provider import ChatProviderError, StreamedMessagePart, TokenUsage
-from kosong.chat_provider._base import CompletedMessage, SDKStream, header_of, renamed, split_body
+from kosong.chat_provider._base import (
+    CompletedMessage,
+    SDKStream,
+    header_of,
+    json_object,
+    renamed,
+    split_body,
+)
 from kosong.chat_provider._media import media_placeholder
 from kosong.chat_provider._openai_common import (
     SDK_ERRORS,
@@ -154,13 +161,7 @@ def _pack_reasoning(item: Any) -> str | None:
 
 def _reasoning_item(part: ThinkPart) -> dict[str, Any] | None:
     """The Responses reasoning item a `ThinkPart` came from; None for another provider's."""
-    try:
-        packed = json.loads(part.encrypted or "")
-    except ValueError:
-        return None
-    if not isinstance(packed, dict):
-        return None
-    packed = cast(dict[str, Any], packed)
+    packed = json_object(part.encrypted) or {}
     item_id, encrypted = packed.get("id"), packed.get("encrypted_content")
     if not isinstance(item_id, str) or not isinstance(encrypted, str):
         return None

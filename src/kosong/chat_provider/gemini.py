@@ -20,9 +20,7 @@ from typing import Any, Literal, NamedTuple, cast
 from typing_extensions import override
 
 from kosong.chat_provider import (
-    APIConnectionError,
     APIStatusError,
-    APITimeoutError,
     ChatProviderError,
     StreamedMessagePart,
     ThinkingEffort,
@@ -32,7 +30,9 @@ from kosong.chat_provider._base import (
     HTTPProvider,
     SDKStream,
     arguments_object,
+    connection_error,
     header_of,
+    json_object,
     summarize_body,
 )
 from kosong.chat_provider._media import data_url, media_placeholder, media_url
@@ -486,16 +486,8 @@ def _user_parts(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
 
 def _signature(encrypted: str | None) -> dict[str, Any] | None:
     """A Gemini thought signature packed in a `ThinkPart`'s `encrypted`; None for others."""
-    if not encrypted or not encrypted.startswith("{"):
-        return None
-    try:
-        packed: Any = json.loads(encrypted)
-    except ValueError:
-        return None
-    if not isinstance(packed, dict):
-        return None
-    found = cast(dict[str, Any], packed)
-    return found if isinstance(found.get("thoughtSignature"), str) else None
+    packed = json_object(encrypted) or {}
+    return packed if isinstance(packed.get("thoughtSignature"), str) else None
 
 
 def _model_parts(message: Message, *, sign: bool) -> list[dict[str, Any]]:
@@ -669,6 +661,10 @@ def gemini_error(
 ) -> ChatProviderError:
     """A `google-genai` or transport error (`aiohttp`, `httpx2`) as one of ours."""
     where: dict[str, Any] = {"provider": provider, "model": model, "url": url}
+    timeouts = (TimeoutError, httpx2.TimeoutException)
+    failed = connection_error(error, error, timeouts, _TRANSPORT_ERRORS, where)
+    if failed is not None:
+        return failed
     if isinstance(error, genai_errors.APIError):
         api_error: Any = error
         response: Any = api_error.response
@@ -679,9 +675,4 @@ def gemini_error(
             request_id=header_of(response, "x-request-id"),
             **where,
         )
-    if isinstance(error, TimeoutError | httpx2.TimeoutException):
-        return APITimeoutError(f"the request timed out ({type(error).__name__})", **where)
-    if isinstance(error, _TRANSPORT_ERRORS):
-        detail = str(error) or "no detail"
-        return APIConnectionError(f"connection failed: {type(error).__name__}: {detail}", **where)
     return ChatProviderError(f"{type(error).__name__}: {error}", **where)
