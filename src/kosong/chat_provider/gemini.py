@@ -203,18 +203,8 @@ class Gemini(HTTPProvider):
     name = "gemini"
     _errors = _ERRORS
     _managed_fields = frozenset(
-        {
-            "model",
-            "contents",
-            "stream",
-            "tools",
-            "system_instruction",
-            "systemInstruction",
-            "tool_config",
-            "toolConfig",
-            "thinking_config",
-            "thinkingConfig",
-        }
+        {"model", "contents", "stream", "tools", "system_instruction", "systemInstruction"}
+        | {"tool_config", "toolConfig", "thinking_config", "thinkingConfig"}
     )
 
     def __init__(
