@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import ModuleType
-from typing import Any, ClassVar, Self, cast
+from typing import Any, ClassVar, Self, TypeVar, cast
 
 from kosong.chat_provider import (
     APIConnectionError,
@@ -44,15 +44,19 @@ __all__ = [
     "arguments_object",
     "connection_error",
     "header_of",
+    "highest_at_most",
     "json_object",
     "model_from",
     "renamed",
     "sdk_error",
+    "spec_of",
     "split_body",
     "summarize_body",
 ]
 
 _TOOL_CHOICES = ("auto", "none", "required")
+_Spec = TypeVar("_Spec")
+_T = TypeVar("_T")
 SUMMARY_LIMIT = 300
 """The longest error body summary kept in an error's message (characters)."""
 
@@ -320,6 +324,22 @@ class SDKStream:
 
     def _parts(self) -> AsyncIterator[StreamedMessagePart]:
         raise NotImplementedError
+
+
+def spec_of(model: str, family: str, table: Sequence[tuple[str, _Spec]], default: _Spec) -> _Spec:
+    """The spec of the first row of `table` whose prefix `model` starts with, else `default`.
+
+    What comes before the `family` prefix of the id (`us.anthropic.`, `models/`) is skipped.
+    """
+    name = model.lower()
+    name = name[name.find(family) :] if family in name else name
+    return next((spec for prefix, spec in table if name.startswith(prefix)), default)
+
+
+def highest_at_most(options: Sequence[_T], rank: Callable[[_T], int], limit: int) -> _T:
+    """The highest of `options` (lowest first) ranked at most `limit`; the lowest if none is."""
+    below = [option for option in options if rank(option) <= limit]
+    return below[-1] if below else options[0]
 
 
 def api_key_from(api_key: str | None, variable: str, provider: str) -> str:

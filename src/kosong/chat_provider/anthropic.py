@@ -26,7 +26,9 @@ from kosong.chat_provider._base import (
     api_key_from,
     arguments_object,
     header_of,
+    highest_at_most,
     model_from,
+    spec_of,
     split_body,
 )
 from kosong.chat_provider._media import data_url, media_placeholder
@@ -109,20 +111,7 @@ _EPHEMERAL = {"type": "ephemeral"}
 
 def thinking_spec(model: str) -> ThinkingSpec:
     """The `ThinkingSpec` of a model id (a cloud prefix such as `us.anthropic.` is skipped)."""
-    name = model.lower()
-    name = name[name.find("claude-") :] if "claude-" in name else name
-    return next(
-        (spec for prefix, spec in THINKING_MODELS if name.startswith(prefix)), _DEFAULT_SPEC
-    )
-
-
-def _clamp_effort(effort: ThinkingEffort, accepted: Sequence[ThinkingEffort]) -> ThinkingEffort:
-    """The highest accepted effort not above `effort` (the lowest accepted if none is)."""
-    rank = _EFFORTS.index(effort)
-    ordered: list[ThinkingEffort] = [e for e in _EFFORTS if e in accepted]
-    below: list[ThinkingEffort] = [e for e in ordered if _EFFORTS.index(e) <= rank]
-    chosen: ThinkingEffort = below[-1] if below else ordered[0]
-    return chosen
+    return spec_of(model, "claude-", THINKING_MODELS, _DEFAULT_SPEC)
 
 
 class Anthropic(HTTPProvider):
@@ -230,7 +219,9 @@ class Anthropic(HTTPProvider):
             fields["thinking"] = {"type": "enabled", "budget_tokens": budget}
             max_tokens = max(max_tokens, budget + 4096)  # budget_tokens must be below it
         if spec.efforts:
-            fields["output_config"] = {"effort": _clamp_effort(effort, spec.efforts)}
+            accepted = sorted(spec.efforts, key=_EFFORTS.index)
+            chosen = highest_at_most(accepted, _EFFORTS.index, _EFFORTS.index(effort))
+            fields["output_config"] = {"effort": chosen}
         return fields, max_tokens
 
     @override

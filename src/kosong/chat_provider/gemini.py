@@ -32,7 +32,9 @@ from kosong.chat_provider._base import (
     arguments_object,
     connection_error,
     header_of,
+    highest_at_most,
     json_object,
+    spec_of,
     summarize_body,
 )
 from kosong.chat_provider._media import data_url, media_placeholder, media_url
@@ -156,9 +158,7 @@ _CONTENTS = TypeAdapter(list[genai_types.Content])
 
 def model_spec(model: str) -> ModelSpec:
     """The `ModelSpec` of a model id (a prefix such as `models/` is skipped)."""
-    name = model.lower()
-    name = name[name.find("gemini-") :] if "gemini-" in name else name
-    return next((spec for prefix, spec in MODELS if name.startswith(prefix)), _NEWEST)
+    return spec_of(model, "gemini-", MODELS, _NEWEST)
 
 
 def _camel(name: str) -> str:
@@ -273,9 +273,7 @@ class Gemini(HTTPProvider):
         if effort == "off":
             return {"thinkingLevel": "MINIMAL"} if spec.off == "minimal" else {"thinkingBudget": 0}
         if spec.levels:
-            rank = _EFFORT_RANK[effort]
-            below = [level for level in spec.levels if _LEVEL_RANK[level] <= rank]
-            level = below[-1] if below else spec.levels[0]
+            level = highest_at_most(spec.levels, _LEVEL_RANK.__getitem__, _EFFORT_RANK[effort])
             return {"thinkingLevel": level, "includeThoughts": True}
         low, high = spec.budget
         budget = min(max(GEMINI_THINKING_BUDGETS[effort], low), high)
