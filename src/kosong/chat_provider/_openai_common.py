@@ -11,6 +11,7 @@ import logging
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, cast
 
 from typing_extensions import override
@@ -303,14 +304,19 @@ class ChatCompletionsProvider(OpenAIProvider):
         )
 
 
+@dataclass(slots=True)
 class _Call:
-    __slots__ = ("arguments", "emitted", "id", "name")
+    id: str | None
+    name: str | None
+    arguments: str = ""
+    emitted: bool = False
 
-    def __init__(self, id: str | None, name: str | None) -> None:
-        self.id = id
-        self.name = name
-        self.arguments = ""
-        self.emitted = False
+    def emit(self, index: int) -> ToolCall:
+        self.emitted = True
+        return ToolCall(
+            id=self.id or f"call_{index}",
+            function=ToolCall.FunctionBody(name=self.name or "", arguments=self.arguments),
+        )
 
 
 def _complete_json(text: str) -> bool:
@@ -376,25 +382,14 @@ class ToolCallAssembler:
             logger.warning("a fragment for tool call %s came after the call was complete", call.id)
 
     def _start_next(self) -> Iterator[StreamedMessagePart]:
-        waiting = sorted(i for i, c in self._calls.items() if not c.emitted)
-        if not waiting:
-            return
-        index = waiting[0]
-        call = self._calls[index]
-        if call.name is None:  # the name has not arrived yet: wait for it
-            return
-        call.emitted = True
-        self._current = index
-        yield ToolCall(
-            id=call.id or f"call_{index}",
-            function=ToolCall.FunctionBody(name=call.name, arguments=call.arguments),
-        )
+        index = min((i for i, c in self._calls.items() if not c.emitted), default=None)
+        # A call whose name has not arrived yet waits for it.
+        if index is not None and self._calls[index].name is not None:
+            self._current = index
+            yield self._calls[index].emit(index)
 
     def done(self, index: int) -> Iterator[StreamedMessagePart]:
         """The provider says call `index` is complete: mark it, and start the next one."""
-        call = self._calls.get(index)
-        if call is None:
-            return
         if index == self._current:
             yield ToolCallPart(last=True)
             del self._calls[index]
@@ -408,11 +403,7 @@ class ToolCallAssembler:
         for index in sorted(self._calls):
             call = self._calls[index]
             if not call.emitted:
-                call.emitted = True
-                yield ToolCall(
-                    id=call.id or f"call_{index}",
-                    function=ToolCall.FunctionBody(name=call.name or "", arguments=call.arguments),
-                )
+                yield call.emit(index)
         self._calls.clear()
         self._current = None
         yield ToolCallPart(last=True)
