@@ -48,7 +48,6 @@ __all__ = [
     "json_object",
     "model_from",
     "renamed",
-    "sdk_error",
     "spec_of",
     "split_body",
     "summarize_body",
@@ -215,9 +214,30 @@ class HTTPProvider(ProviderBase):
         return f"{str(self.client.base_url).rstrip('/')}/{self._path}"
 
     def _error(self, error: BaseException, url: str) -> ChatProviderError:
-        return sdk_error(
-            error, self._sdk, self._transport, provider=self.name, model=self._model, url=url
-        )
+        """An SDK (`openai`, `anthropic`: named alike) or transport error as one of ours."""
+        where: dict[str, Any] = {"provider": self.name, "model": self._model, "url": url}
+        sdk, transport = self._sdk, self._transport
+        timeouts = (sdk.APITimeoutError, transport.TimeoutException)
+        failures = (sdk.APIConnectionError, transport.TransportError)
+        failed = connection_error(error, error.__cause__ or error, timeouts, failures, where)
+        if failed is not None:
+            return failed
+        if isinstance(error, sdk.APIStatusError):
+            status: Any = error
+            response: Any = status.response
+            summary = summarize_body(status.body) or getattr(response, "reason_phrase", "") or ""
+            return APIStatusError(
+                status.status_code,
+                summary or "no error body",
+                request_id=status.request_id or header_of(response, "x-request-id", "request-id"),
+                provider_trace_id=header_of(response, "x-trace-id"),
+                **where,
+            )
+        if isinstance(error, sdk.APIError):
+            api_error: Any = error
+            summary = summarize_body(api_error.body) or str(error)
+            return ChatProviderError(f"the API reported an error: {summary}", **where)
+        return ChatProviderError(f"{type(error).__name__}: {error}", **where)
 
     def _check_tools(self, tools: Sequence[Tool], dialect_of: Mapping[str, Dialect]) -> None:
         """Raise `DialectError` or ValueError for tools or a tool choice the API would refuse."""
@@ -456,40 +476,3 @@ def connection_error(
         detail = str(cause) or "no detail"
         return APIConnectionError(f"connection failed: {type(cause).__name__}: {detail}", **where)
     return None
-
-
-def sdk_error(
-    error: BaseException,
-    sdk: ModuleType,
-    transport: ModuleType,
-    *,
-    provider: str | None = None,
-    model: str | None = None,
-    url: str | None = None,
-) -> ChatProviderError:
-    """An SDK (`openai`, `anthropic`) or transport (`httpx2`) error as one of ours.
-
-    Both SDKs name their errors alike. The error names the provider, the model and the URL.
-    """
-    where: dict[str, Any] = {"provider": provider, "model": model, "url": url}
-    timeouts = (sdk.APITimeoutError, transport.TimeoutException)
-    failures = (sdk.APIConnectionError, transport.TransportError)
-    failed = connection_error(error, error.__cause__ or error, timeouts, failures, where)
-    if failed is not None:
-        return failed
-    if isinstance(error, sdk.APIStatusError):
-        status: Any = error
-        response: Any = status.response
-        summary = summarize_body(status.body) or getattr(response, "reason_phrase", "") or ""
-        return APIStatusError(
-            status.status_code,
-            summary or "no error body",
-            request_id=status.request_id or header_of(response, "x-request-id", "request-id"),
-            provider_trace_id=header_of(response, "x-trace-id"),
-            **where,
-        )
-    if isinstance(error, sdk.APIError):
-        api_error: Any = error
-        summary = summarize_body(api_error.body) or str(error)
-        return ChatProviderError(f"the API reported an error: {summary}", **where)
-    return ChatProviderError(f"{type(error).__name__}: {error}", **where)

@@ -400,7 +400,23 @@ class Gemini(HTTPProvider):
         return GeminiStream(response, None, lambda e: self._error(e, url))
 
     def _error(self, error: BaseException, url: str) -> ChatProviderError:
-        return gemini_error(error, provider=self.name, model=self._model, url=url)
+        """A `google-genai` or transport (`aiohttp`, `httpx2`) error as one of ours."""
+        where: dict[str, Any] = {"provider": self.name, "model": self._model, "url": url}
+        timeouts = (TimeoutError, httpx2.TimeoutException)
+        failed = connection_error(error, error, timeouts, _TRANSPORT_ERRORS, where)
+        if failed is not None:
+            return failed
+        if isinstance(error, genai_errors.APIError):
+            api_error: Any = error
+            response: Any = api_error.response
+            summary = _status_summary(api_error.details) or str(api_error.status or "")
+            return APIStatusError(
+                int(api_error.code or 0),
+                summary or "no error body",
+                request_id=header_of(response, "x-request-id"),
+                **where,
+            )
+        return ChatProviderError(f"{type(error).__name__}: {error}", **where)
 
     def on_retryable_error(self, error: BaseException) -> bool:
         """Rebuild the client with the key read again after the API refused the key.
@@ -638,29 +654,3 @@ def _status_summary(details: Any) -> str:
         # Not JSON: the SDK keeps the text as `message` (and the reason phrase as `status`).
         return summarize_body(data.get("message"))
     return summarize_body(details)
-
-
-def gemini_error(
-    error: BaseException,
-    *,
-    provider: str | None = None,
-    model: str | None = None,
-    url: str | None = None,
-) -> ChatProviderError:
-    """A `google-genai` or transport error (`aiohttp`, `httpx2`) as one of ours."""
-    where: dict[str, Any] = {"provider": provider, "model": model, "url": url}
-    timeouts = (TimeoutError, httpx2.TimeoutException)
-    failed = connection_error(error, error, timeouts, _TRANSPORT_ERRORS, where)
-    if failed is not None:
-        return failed
-    if isinstance(error, genai_errors.APIError):
-        api_error: Any = error
-        response: Any = api_error.response
-        summary = _status_summary(api_error.details) or str(api_error.status or "")
-        return APIStatusError(
-            int(api_error.code or 0),
-            summary or "no error body",
-            request_id=header_of(response, "x-request-id"),
-            **where,
-        )
-    return ChatProviderError(f"{type(error).__name__}: {error}", **where)
