@@ -202,37 +202,25 @@ class ChatCompletionsProvider(OpenAIProvider):
             return {"type": "image_url", "image_url": {"url": part.image_url.url}}
         return None
 
-    def _parts(self, parts: Sequence[ContentPart], *, media: bool) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def _content(self, parts: Sequence[ContentPart], *, media: bool) -> str | list[dict[str, Any]]:
+        """A string for one text (or none), else a part list; `media`: media parts may go."""
+        wire: list[dict[str, Any]] = []
         for part in parts:
-            if isinstance(part, ThinkPart):
-                continue
             if isinstance(part, TextPart):
-                out.append({"type": "text", "text": part.text})
-                continue
-            wire = self._media_part(part) if media else None
-            out.append(wire or {"type": "text", "text": media_placeholder(part)})
-        return out
-
-    def _content(self, parts: Sequence[ContentPart]) -> str | list[dict[str, Any]]:
-        """User and system content: a string for one text (or none), else a part list."""
-        wire = self._parts(parts, media=True)
-        if len(wire) <= 1 and all(p["type"] == "text" for p in wire):
-            return wire[0]["text"] if wire else ""
-        return wire
-
-    def _tool_content(self, parts: Sequence[ContentPart]) -> str | list[dict[str, Any]]:
-        if self._tool_message_conversion == "extract_text":
-            return "\n".join(p.text for p in parts if isinstance(p, TextPart))
-        wire = self._parts(parts, media=self._tool_media)
+                wire.append({"type": "text", "text": part.text})
+            elif not isinstance(part, ThinkPart):
+                found = self._media_part(part) if media else None
+                wire.append(found or {"type": "text", "text": media_placeholder(part)})
         if len(wire) == 1 and wire[0]["type"] == "text":
             return wire[0]["text"]
         return wire or ""
 
     def _message(self, message: Message) -> dict[str, Any]:
         out: dict[str, Any] = {"role": message.role}
-        if message.role == "tool":
-            out["content"] = self._tool_content(message.content)
+        if message.role == "tool" and self._tool_message_conversion == "extract_text":
+            out["content"] = message.extract_text("\n")
+        elif message.role == "tool":
+            out["content"] = self._content(message.content, media=self._tool_media)
         elif message.role == "assistant":
             text = message.extract_text()
             if not (message.tool_calls and not text.strip()):
@@ -254,7 +242,7 @@ class ChatCompletionsProvider(OpenAIProvider):
                     for call in message.tool_calls
                 ]
         else:
-            out["content"] = self._content(message.content)
+            out["content"] = self._content(message.content, media=True)
         if message.name is not None:
             out["name"] = message.name
         if message.tool_call_id is not None:
