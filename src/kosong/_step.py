@@ -69,10 +69,17 @@ async def step(
     """
     futures: list[asyncio.Future[ToolResult]] = []
 
+    def report(future: asyncio.Future[ToolResult]) -> None:
+        if on_tool_result is None or future.cancelled() or future.exception() is not None:
+            return
+        try:
+            on_tool_result(future.result())
+        except Exception:  # a failing callback must not break the step
+            logger.exception("on_tool_result raised")
+
     def dispatch(tool_call: ToolCall) -> None:
         future = _as_future(toolset.handle(tool_call))
-        if on_tool_result is not None:
-            future.add_done_callback(_reporter(on_tool_result))
+        future.add_done_callback(report)
         futures.append(future)
 
     try:
@@ -132,20 +139,6 @@ def _as_future(handled: asyncio.Future[ToolResult] | ToolResult) -> asyncio.Futu
         future.set_result(handled)
         return future
     return handled
-
-
-def _reporter(
-    callback: Callable[[ToolResult], None],
-) -> Callable[[asyncio.Future[ToolResult]], None]:
-    def report(future: asyncio.Future[ToolResult]) -> None:
-        if future.cancelled() or future.exception() is not None:
-            return
-        try:
-            callback(future.result())
-        except Exception:  # a failing callback must not break the step
-            logger.exception("on_tool_result raised")
-
-    return report
 
 
 async def _cancel_all(futures: Sequence[asyncio.Future[ToolResult]]) -> None:

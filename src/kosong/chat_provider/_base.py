@@ -427,11 +427,11 @@ _SCRIPT_OR_STYLE = re.compile(r"<(script|style)\b.*?</\1\s*>", re.IGNORECASE | r
 _TAG = re.compile(r"<[^>]*>")
 
 
-def summarize_body(body: object, limit: int = SUMMARY_LIMIT) -> str:
+def summarize_body(body: object) -> str:
     """A short account of an error body: the JSON error's message, else its first text line.
 
-    An HTML page is read as text (tags dropped), so its title is what remains. At most `limit`
-    characters; "" for an empty body.
+    An HTML page is read as text (tags dropped), so its title is what remains. At most
+    `SUMMARY_LIMIT` characters; "" for an empty body.
     """
     text: str
     if isinstance(body, Mapping):
@@ -456,7 +456,7 @@ def summarize_body(body: object, limit: int = SUMMARY_LIMIT) -> str:
     else:
         text = str(body)
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + "…"
 
 
 def connection_error(
