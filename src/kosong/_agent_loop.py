@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeGuard
@@ -208,7 +207,7 @@ async def agent_loop(
                 raise ToolRetriesExhausted(name, value, failures[name], budget, messages, steps)
         if _ran_one_of(stop_names, calls):
             return AgentLoopResult(messages, steps, "stop_at_tool")
-        if stop_when is not None and await _holds(stop_when, done):
+        if await call_back(stop_when, done):
             return AgentLoopResult(messages, steps, "stopped")
         if token_budget is not None and tokens >= token_budget:
             return AgentLoopResult(messages, steps, "token_budget")
@@ -244,10 +243,3 @@ def _ran_one_of(names: frozenset[str], calls: list[tuple[ToolCall, ToolResult]])
         and not isinstance(result.return_value, ToolNotFoundError)
         for call, result in calls
     )
-
-
-async def _holds(predicate: Callable[[AgentStep], bool | Awaitable[bool]], done: AgentStep) -> bool:
-    verdict = predicate(done)
-    if inspect.isawaitable(verdict):
-        verdict = await verdict
-    return bool(verdict)

@@ -23,6 +23,7 @@ __all__ = ["Callback", "GenerateResult", "call_back", "for_call", "generate"]
 logger = logging.getLogger("kosong.generate")
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
 
 Callback: TypeAlias = Callable[[_T], Awaitable[None] | None]
 """A callback that may be a plain function or an async one."""
@@ -51,13 +52,14 @@ class GenerateResult:
         return self.provider_trace_id
 
 
-async def call_back(callback: Callback[_T] | None, value: _T) -> None:
-    """Call `callback` with `value`, awaiting it when it is async."""
+async def call_back(callback: Callable[[_T], Awaitable[_R] | _R] | None, value: _T) -> _R | None:
+    """Call `callback` with `value`, awaiting it when it is async; its answer (None if none)."""
     if callback is None:
-        return
+        return None
     result = callback(value)
     if inspect.isawaitable(result):
-        await result
+        return await result
+    return result
 
 
 async def generate(
@@ -162,21 +164,19 @@ def for_call(
         ValueError: the provider cannot send them (its `with_...` method says why).
     """
     if generation_overrides:
-        method = getattr(provider, "with_generation_kwargs", None)
-        if method is None:
-            raise TypeError(
-                f"{type(provider).__name__} takes no generation_overrides: it has no "
-                "with_generation_kwargs method"
-            )
-        provider = method(**generation_overrides)
+        provider = _option(provider, "with_generation_kwargs", "generation_overrides")(
+            **generation_overrides
+        )
     if tool_choice is not None:
-        method = getattr(provider, "with_tool_choice", None)
-        if method is None:
-            raise TypeError(
-                f"{type(provider).__name__} takes no tool_choice: it has no with_tool_choice method"
-            )
-        provider = method(tool_choice)
+        provider = _option(provider, "with_tool_choice", "tool_choice")(tool_choice)
     return provider
+
+
+def _option(provider: ChatProvider, method: str, option: str) -> Callable[..., ChatProvider]:
+    found = getattr(provider, method, None)
+    if found is None:
+        raise TypeError(f"{type(provider).__name__} takes no {option}: it has no {method} method")
+    return found
 
 
 def _optional_str(stream: Any, name: str) -> str | None:

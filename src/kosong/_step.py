@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kosong._generate import Callback, generate
-from kosong.chat_provider import ChatProvider, StreamedMessagePart, TokenUsage, ToolChoice
+from kosong._generate import Callback, GenerateResult, generate
+from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
 from kosong.message import ContentPart, Message, TextPart, ToolCall
 from kosong.tooling import ToolResult, Toolset
 
@@ -18,30 +18,13 @@ __all__ = ["StepResult", "step", "tool_result_to_message"]
 logger = logging.getLogger("kosong.step")
 
 
-@dataclass(frozen=True, slots=True)
-class StepResult:
-    """One answer of the model, with the results of its tool calls on the way."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepResult(GenerateResult):
+    """One answer of the model (a `GenerateResult`) with the results of its tool calls."""
 
-    id: str | None
-    """The response's id, when the provider gives one."""
-    message: Message
-    """The assistant message: its content parts and tool calls."""
-    usage: TokenUsage | None
-    """Tokens used, when the provider reports them."""
     tool_calls: list[ToolCall]
     """The tool calls of the answer, in order (each already handed to the toolset)."""
     _tool_result_futures: list[asyncio.Future[ToolResult]] = field(repr=False)
-    provider_trace_id: str | None = None
-    """The provider's trace id of the answer, when it sent one (Moonshot's `x-trace-id`)."""
-    request_id: str | None = None
-    """The service's id of the HTTP request, when it sent one."""
-    finish_reason: str | None = None
-    """Why the model stopped, in the provider's words."""
-
-    @property
-    def trace_id(self) -> str | None:
-        """The older name of `provider_trace_id`, kept for code written for it."""
-        return self.provider_trace_id
 
     async def tool_results(self) -> list[ToolResult]:
         """Wait for every tool call's result; return them in call order.
@@ -86,10 +69,17 @@ async def step(
     """
     futures: list[asyncio.Future[ToolResult]] = []
 
+    def report(future: asyncio.Future[ToolResult]) -> None:
+        if on_tool_result is None or future.cancelled() or future.exception() is not None:
+            return
+        try:
+            on_tool_result(future.result())
+        except Exception:  # a failing callback must not break the step
+            logger.exception("on_tool_result raised")
+
     def dispatch(tool_call: ToolCall) -> None:
         future = _as_future(toolset.handle(tool_call))
-        if on_tool_result is not None:
-            future.add_done_callback(_reporter(on_tool_result))
+        future.add_done_callback(report)
         futures.append(future)
 
     try:
@@ -149,20 +139,6 @@ def _as_future(handled: asyncio.Future[ToolResult] | ToolResult) -> asyncio.Futu
         future.set_result(handled)
         return future
     return handled
-
-
-def _reporter(
-    callback: Callable[[ToolResult], None],
-) -> Callable[[asyncio.Future[ToolResult]], None]:
-    def report(future: asyncio.Future[ToolResult]) -> None:
-        if future.cancelled() or future.exception() is not None:
-            return
-        try:
-            callback(future.result())
-        except Exception:  # a failing callback must not break the step
-            logger.exception("on_tool_result raised")
-
-    return report
 
 
 async def _cancel_all(futures: Sequence[asyncio.Future[ToolResult]]) -> None:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import (
     BaseModel,
     Field,
-    SerializationInfo,
     SerializerFunctionWrapHandler,
     field_serializer,
     field_validator,
@@ -225,10 +224,7 @@ class Message(BaseModel):
 
     @field_serializer("content", mode="wrap")
     def _serialize_content(
-        self,
-        content: list[ContentPart],
-        handler: SerializerFunctionWrapHandler,
-        info: SerializationInfo,
+        self, content: list[ContentPart], handler: SerializerFunctionWrapHandler
     ) -> Any:
         if len(content) == 1 and type(content[0]) is TextPart:
             return content[0].text

@@ -197,15 +197,8 @@ class ChatProviderError(Exception):
         """The URL called, when known."""
 
     def _where(self) -> str:
-        where = [
-            part
-            for part in (
-                self.provider,
-                f"model {self.model}" if self.model else None,
-                self.url,
-            )
-            if part
-        ]
+        model = f"model {self.model}" if self.model else None
+        where = [part for part in (self.provider, model, self.url) if part]
         return f" [{', '.join(where)}]" if where else ""
 
     def __str__(self) -> str:

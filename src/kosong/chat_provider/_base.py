@@ -16,37 +16,46 @@ import html
 import json
 import os
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import ModuleType
-from typing import Any, ClassVar, Self, cast
+from typing import Any, ClassVar, Self, TypeVar, cast
 
 from kosong.chat_provider import (
     APIConnectionError,
     APIStatusError,
     APITimeoutError,
     ChatProviderError,
+    StreamedMessage,
     StreamedMessagePart,
     ThinkingEffort,
     TokenUsage,
     ToolChoice,
 )
 from kosong.dialects import Dialect, DialectError, DialectReport, Finding, check_tools
+from kosong.message import Message, ToolCall
 from kosong.tooling import Tool
 
 __all__ = [
     "CompletedMessage",
     "HTTPProvider",
     "ProviderBase",
+    "SDKStream",
     "api_key_from",
-    "check_dialect",
-    "check_tool_choice",
+    "arguments_object",
+    "connection_error",
     "header_of",
+    "highest_at_most",
+    "json_object",
     "model_from",
-    "sdk_error",
+    "renamed",
+    "spec_of",
+    "split_body",
     "summarize_body",
 ]
 
 _TOOL_CHOICES = ("auto", "none", "required")
+_Spec = TypeVar("_Spec")
+_T = TypeVar("_T")
 SUMMARY_LIMIT = 300
 """The longest error body summary kept in an error's message (characters)."""
 
@@ -140,7 +149,11 @@ class ProviderBase:
 
 
 class HTTPProvider(ProviderBase):
-    """A provider behind an SDK client: streaming or not, a client to close, typed errors."""
+    """A provider behind an SDK client: streaming or not, a client to close, typed errors.
+
+    A subclass builds the body (`request_body`), says where it goes (`_path` or `_endpoint`)
+    and sends it (`_send`); what its SDK raises (`_errors`) becomes a `ChatProviderError`.
+    """
 
     client: Any
     """The SDK client (transport, retries, timeouts)."""
@@ -148,6 +161,8 @@ class HTTPProvider(ProviderBase):
     """The environment variable the API key is read from."""
     _sdk: ClassVar[ModuleType]
     _transport: ClassVar[ModuleType]
+    _errors: ClassVar[tuple[type[BaseException], ...]]
+    _path: ClassVar[str] = ""
 
     def __init__(
         self, model: str, generation_kwargs: Mapping[str, Any] | None, *, stream: bool
@@ -162,13 +177,87 @@ class HTTPProvider(ProviderBase):
         """Whether the answer is streamed (False: one plain request, the same parts)."""
         return self._stream
 
-    def _url(self, path: str) -> str:
-        return f"{str(self.client.base_url).rstrip('/')}/{path}"
+    def request_body(
+        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
+    ) -> dict[str, Any]:
+        """The request body this provider sends (plain dicts, as JSON goes on the wire).
+
+        Raises:
+            DialectError: the service would reject one of the tool definitions.
+            ValueError: `tool_choice` names no tool of the request, or the history holds what
+                the API cannot take (the message says what).
+        """
+        raise NotImplementedError
+
+    async def generate(
+        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
+    ) -> StreamedMessage:
+        """Send the request and return the answer (streamed, or whole with `stream=False`).
+
+        Raises:
+            DialectError: the service would reject one of the tool definitions (not sent).
+            ValueError: `tool_choice` names no tool of the request, or the history holds what
+                the API cannot take (not sent).
+            ChatProviderError: the request failed.
+        """
+        body = self.request_body(system_prompt, tools, history)
+        url = self._endpoint()
+        try:
+            return await self._send(body, url)
+        except self._errors as e:
+            raise self._error(e, url) from e
+
+    async def _send(self, body: dict[str, Any], url: str) -> StreamedMessage:
+        raise NotImplementedError
+
+    def _endpoint(self) -> str:
+        return f"{str(self.client.base_url).rstrip('/')}/{self._path}"
 
     def _error(self, error: BaseException, url: str) -> ChatProviderError:
-        return sdk_error(
-            error, self._sdk, self._transport, provider=self.name, model=self._model, url=url
-        )
+        """An SDK (`openai`, `anthropic`: named alike) or transport error as one of ours."""
+        where: dict[str, Any] = {"provider": self.name, "model": self._model, "url": url}
+        sdk, transport = self._sdk, self._transport
+        timeouts = (sdk.APITimeoutError, transport.TimeoutException)
+        failures = (sdk.APIConnectionError, transport.TransportError)
+        failed = connection_error(error, error.__cause__ or error, timeouts, failures, where)
+        if failed is not None:
+            return failed
+        if isinstance(error, sdk.APIStatusError):
+            status: Any = error
+            response: Any = status.response
+            summary = summarize_body(status.body) or getattr(response, "reason_phrase", "") or ""
+            return APIStatusError(
+                status.status_code,
+                summary or "no error body",
+                request_id=status.request_id or header_of(response, "x-request-id", "request-id"),
+                provider_trace_id=header_of(response, "x-trace-id"),
+                **where,
+            )
+        if isinstance(error, sdk.APIError):
+            api_error: Any = error
+            summary = summarize_body(api_error.body) or str(error)
+            return ChatProviderError(f"the API reported an error: {summary}", **where)
+        return ChatProviderError(f"{type(error).__name__}: {error}", **where)
+
+    def _check_tools(self, tools: Sequence[Tool], dialect_of: Mapping[str, Dialect]) -> None:
+        """Raise `DialectError` or ValueError for tools or a tool choice the API would refuse."""
+        provider = type(self).__name__
+        findings: list[Finding] = []
+        for tool in tools:
+            findings += check_tools([tool], [dialect_of[tool.name]], include_ignored=False).findings
+        if findings:
+            dialects = sorted(set(dialect_of.values()))
+            raise DialectError(provider, DialectReport([t.name for t in tools], dialects, findings))
+        choice = self._tool_choice
+        if choice is None or choice in ("auto", "none"):
+            return
+        if not tools:
+            raise ValueError(f"{provider}: tool_choice={choice!r} needs tools, and none were given")
+        if choice != "required" and choice not in {t.name for t in tools}:
+            names = ", ".join(sorted(t.name for t in tools))
+            raise ValueError(
+                f"{provider}: tool_choice={choice!r} names no tool of this request (tools: {names})"
+            )
 
     def on_retryable_error(self, error: BaseException) -> bool:
         """Rebuild the client when a retry may then succeed; True when it did.
@@ -204,11 +293,11 @@ class CompletedMessage:
         self,
         parts: Sequence[StreamedMessagePart],
         *,
-        id: str | None,
-        usage: TokenUsage | None,
-        finish_reason: str | None,
-        request_id: str | None,
-        provider_trace_id: str | None,
+        id: str | None = None,
+        usage: TokenUsage | None = None,
+        finish_reason: str | None = None,
+        request_id: str | None = None,
+        provider_trace_id: str | None = None,
     ) -> None:
         self._parts = list(parts)
         self.id = id
@@ -222,6 +311,57 @@ class CompletedMessage:
             yield part
 
 
+class SDKStream:
+    """An answer an SDK streams, as parts (`_parts`); its id, usage and finish reason once read.
+
+    What the SDK raises meanwhile (`_errors`) becomes a `ChatProviderError` (`convert`).
+    """
+
+    _errors: ClassVar[tuple[type[BaseException], ...]]
+
+    def __init__(
+        self,
+        stream: Any,
+        convert: Callable[[BaseException], ChatProviderError],
+        *,
+        request_id: str | None = None,
+        provider_trace_id: str | None = None,
+    ) -> None:
+        self._stream = stream
+        self._convert = convert
+        self.id: str | None = None
+        self.usage: TokenUsage | None = None
+        self.finish_reason: str | None = None
+        self.request_id = request_id
+        self.provider_trace_id = provider_trace_id
+
+    async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
+        try:
+            async for part in self._parts():
+                yield part
+        except self._errors as e:
+            raise self._convert(e) from e
+
+    def _parts(self) -> AsyncIterator[StreamedMessagePart]:
+        raise NotImplementedError
+
+
+def spec_of(model: str, family: str, table: Sequence[tuple[str, _Spec]], default: _Spec) -> _Spec:
+    """The spec of the first row of `table` whose prefix `model` starts with, else `default`.
+
+    What comes before the `family` prefix of the id (`us.anthropic.`, `models/`) is skipped.
+    """
+    name = model.lower()
+    name = name[name.find(family) :] if family in name else name
+    return next((spec for prefix, spec in table if name.startswith(prefix)), default)
+
+
+def highest_at_most(options: Sequence[_T], rank: Callable[[_T], int], limit: int) -> _T:
+    """The highest of `options` (lowest first) ranked at most `limit`; the lowest if none is."""
+    below = [option for option in options if rank(option) <= limit]
+    return below[-1] if below else options[0]
+
+
 def api_key_from(api_key: str | None, variable: str, provider: str) -> str:
     """The key given, or the one in the environment; a clear error when there is none."""
     key = api_key or os.environ.get(variable)
@@ -233,35 +373,40 @@ def api_key_from(api_key: str | None, variable: str, provider: str) -> str:
     return key
 
 
-def model_from(model: str | None, variable: str, provider: str) -> str:
-    """The model given, or the one in the environment; a clear error when there is none."""
-    chosen = model or os.environ.get(variable)
+def model_from(model: str | None, variable: str, provider: str, default: str | None = None) -> str:
+    """The model given, else the environment's, else `default`; a clear error for none."""
+    chosen = model or os.environ.get(variable) or default
     if not chosen:
         raise ValueError(f"{provider} needs a model: pass model=... or set {variable}")
     return chosen
 
 
-def check_dialect(provider: str, tools: Sequence[Tool], dialect_of: Mapping[str, Dialect]) -> None:
-    """Raise `DialectError` when the provider would reject one of `tools`."""
-    findings: list[Finding] = []
-    for tool in tools:
-        findings += check_tools([tool], [dialect_of[tool.name]], include_ignored=False).findings
-    if findings:
-        dialects = sorted(set(dialect_of.values()))
-        raise DialectError(provider, DialectReport([t.name for t in tools], dialects, findings))
+def json_object(text: str | None) -> dict[str, Any] | None:
+    """`text` parsed as a JSON object; None when it is not one."""
+    try:
+        value = json.loads(text or "")
+    except ValueError:
+        return None
+    return cast(dict[str, Any], value) if isinstance(value, dict) else None
 
 
-def check_tool_choice(choice: ToolChoice | None, tools: Sequence[Tool], provider: str) -> None:
-    """Raise ValueError when `choice` asks for a tool call that `tools` cannot satisfy."""
-    if choice is None or choice in ("auto", "none"):
-        return
-    if not tools:
-        raise ValueError(f"{provider}: tool_choice={choice!r} needs tools, and none were given")
-    if choice != "required" and choice not in {t.name for t in tools}:
-        names = ", ".join(sorted(t.name for t in tools))
-        raise ValueError(
-            f"{provider}: tool_choice={choice!r} names no tool of this request (tools: {names})"
-        )
+def arguments_object(call: ToolCall) -> dict[str, Any]:
+    """A call's arguments as the object APIs want back ({} when they were not one)."""
+    return json_object(call.function.arguments) or {}
+
+
+def split_body(body: Mapping[str, Any], *named: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The fields an SDK method names (its arguments), and the rest (its `extra_body`)."""
+    known = {k: body[k] for k in named if k in body}
+    return known, {k: v for k, v in body.items() if k not in known}
+
+
+def renamed(fields: Mapping[str, Any], old: str, new: str) -> dict[str, Any]:
+    """A copy of `fields` with `old` sent as `new` (`new` itself wins when both are there)."""
+    out = dict(fields)
+    if old in out:
+        out.setdefault(new, out.pop(old))
+    return out
 
 
 def header_of(response: Any, *names: str) -> str | None:
@@ -282,11 +427,11 @@ _SCRIPT_OR_STYLE = re.compile(r"<(script|style)\b.*?</\1\s*>", re.IGNORECASE | r
 _TAG = re.compile(r"<[^>]*>")
 
 
-def summarize_body(body: object, limit: int = SUMMARY_LIMIT) -> str:
+def summarize_body(body: object) -> str:
     """A short account of an error body: the JSON error's message, else its first text line.
 
-    An HTML page is read as text (tags dropped), so its title is what remains. At most `limit`
-    characters; "" for an empty body.
+    An HTML page is read as text (tags dropped), so its title is what remains. At most
+    `SUMMARY_LIMIT` characters; "" for an empty body.
     """
     text: str
     if isinstance(body, Mapping):
@@ -311,43 +456,23 @@ def summarize_body(body: object, limit: int = SUMMARY_LIMIT) -> str:
     else:
         text = str(body)
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + "…"
 
 
-def sdk_error(
+def connection_error(
     error: BaseException,
-    sdk: ModuleType,
-    transport: ModuleType,
-    *,
-    provider: str | None = None,
-    model: str | None = None,
-    url: str | None = None,
-) -> ChatProviderError:
-    """An SDK (`openai`, `anthropic`) or transport (`httpx2`) error as one of ours.
+    cause: BaseException,
+    timeouts: tuple[type[BaseException], ...],
+    failures: tuple[type[BaseException], ...],
+    where: Mapping[str, Any],
+) -> ChatProviderError | None:
+    """`error` as a timeout or a failed connection (named by its `cause`); None if neither.
 
-    Both SDKs name their errors alike; a timeout is checked before other connection errors,
-    since it is one of them. The error names the provider, the model and the URL.
+    A timeout is checked first, since it is a connection error too.
     """
-    where: dict[str, Any] = {"provider": provider, "model": model, "url": url}
-    cause = error.__cause__ or error
-    if isinstance(error, sdk.APITimeoutError | transport.TimeoutException):
+    if isinstance(error, timeouts):
         return APITimeoutError(f"the request timed out ({type(cause).__name__})", **where)
-    if isinstance(error, sdk.APIConnectionError | transport.TransportError):
+    if isinstance(error, failures):
         detail = str(cause) or "no detail"
         return APIConnectionError(f"connection failed: {type(cause).__name__}: {detail}", **where)
-    if isinstance(error, sdk.APIStatusError):
-        status: Any = error
-        response: Any = status.response
-        summary = summarize_body(status.body) or getattr(response, "reason_phrase", "") or ""
-        return APIStatusError(
-            status.status_code,
-            summary or "no error body",
-            request_id=status.request_id or header_of(response, "x-request-id", "request-id"),
-            provider_trace_id=header_of(response, "x-trace-id"),
-            **where,
-        )
-    if isinstance(error, sdk.APIError):
-        api_error: Any = error
-        summary = summarize_body(api_error.body) or str(error)
-        return ChatProviderError(f"the API reported an error: {summary}", **where)
-    return ChatProviderError(f"{type(error).__name__}: {error}", **where)
+    return None

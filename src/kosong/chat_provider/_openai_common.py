@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal, cast
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, cast
+
+from typing_extensions import override
 
 from kosong.chat_provider import (
     ChatProviderError,
@@ -20,11 +24,12 @@ from kosong.chat_provider import (
 from kosong.chat_provider._base import (
     CompletedMessage,
     HTTPProvider,
+    SDKStream,
     api_key_from,
-    check_dialect,
-    check_tool_choice,
     header_of,
-    sdk_error,
+    model_from,
+    renamed,
+    split_body,
 )
 from kosong.chat_provider._media import media_placeholder
 from kosong.dialects import Dialect
@@ -49,6 +54,7 @@ except ImportError as e:  # pragma: no cover - the extra is missing
     ) from e
 
 logger = logging.getLogger("kosong.chat_provider")
+SDK_ERRORS = (openai.OpenAIError, httpx2.HTTPError)
 
 ToolMessageConversion = Literal["extract_text"] | None
 
@@ -70,16 +76,6 @@ def openai_effort(effort: str, model: str) -> str:
     return "max" if version >= _MAX_EFFORT_SINCE else "xhigh"
 
 
-def convert_error(error: BaseException) -> ChatProviderError:
-    """An `openai` SDK or transport error as one of ours (without provider context)."""
-    return sdk_error(error, openai, httpx2)
-
-
-def text_of(parts: Sequence[ContentPart]) -> str:
-    """The text parts joined."""
-    return "".join(p.text for p in parts if isinstance(p, TextPart))
-
-
 def field_of(model: Any, name: str) -> Any:
     """A declared or extra field of an SDK model, or None.
 
@@ -96,47 +92,67 @@ def _has_field(model: Any, name: str) -> bool:
     return name in model.__dict__ or bool(model.model_extra and name in model.model_extra)
 
 
-class ChatCompletionsProvider(HTTPProvider):
-    """A Chat Completions provider on the `openai` SDK (the base of OpenAIChat and Kimi).
+class OpenAIProvider(HTTPProvider):
+    """A provider on the `openai` SDK's client (the base of OpenAIChat, Kimi, OpenAIResponses).
 
-    Subclasses say how media parts go (`_media_part`), how thinking is asked for
-    (`_thinking_fields`) and which name `max_tokens` takes (`_max_tokens_field`).
+    The model, key and base URL come from the arguments, else from the environment variables
+    the subclass names, else its defaults.
     """
 
-    name = "openai"
-    _dialect: Dialect = "openai"
-    _key_variable = "OPENAI_API_KEY"
-    _provider_title = "OpenAIChat"
     _sdk = openai
     _transport = httpx2
-    _managed_fields = frozenset(
-        {"model", "messages", "stream", "stream_options", "tools", "tool_choice"}
-    )
-    _max_tokens_field = "max_completion_tokens"
-    _tool_media = False
-    """Whether tool messages take media parts (Moonshot's do; OpenAI's take text only)."""
+    _errors = SDK_ERRORS
+    _key_variable = "OPENAI_API_KEY"
+    _model_variable: ClassVar[str] = "OPENAI_MODEL"
+    _default_model: ClassVar[str | None] = None
+    _base_url_variable: ClassVar[str] = "OPENAI_BASE_URL"
+    _default_base_url: ClassVar[str | None] = None
 
     def __init__(
         self,
         *,
-        model: str,
-        api_key: str | None,
-        base_url: str | None,
-        reasoning_key: str | None,
-        tool_message_conversion: ToolMessageConversion,
-        generation_kwargs: Mapping[str, Any] | None,
-        stream: bool,
-        client_kwargs: Mapping[str, Any],
+        model: str | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        stream: bool = True,
+        tool_message_conversion: ToolMessageConversion = None,
+        generation_kwargs: Mapping[str, Any] | None = None,
+        **client_kwargs: Any,
     ) -> None:
+        """Talk to `model` at `base_url` with `api_key` (see the class doc for defaults).
+
+        Raises:
+            ValueError: no model, or no API key, was given or found in the environment.
+        """
+        title = type(self).__name__
+        model = model_from(model, self._model_variable, title, self._default_model)
         super().__init__(model, generation_kwargs, stream=stream)
-        self._reasoning_key = reasoning_key
         self._tool_message_conversion = tool_message_conversion
         self.client: openai.AsyncOpenAI = openai.AsyncOpenAI(
-            api_key=api_key_from(api_key, self._key_variable, self._provider_title),
-            base_url=base_url,
+            api_key=api_key_from(api_key, self._key_variable, title),
+            base_url=base_url or os.environ.get(self._base_url_variable) or self._default_base_url,
             **client_kwargs,
         )
         """The `openai.AsyncOpenAI` client (transport, retries, timeouts)."""
+
+
+class ChatCompletionsProvider(OpenAIProvider):
+    """A Chat Completions provider on the `openai` SDK (the base of OpenAIChat and Kimi).
+
+    Subclasses say how tools go (`_prepare_tools`, `_tool_entry`), how media parts go
+    (`_media_part`) and how thinking is asked for (`_thinking_fields`).
+    """
+
+    name = "openai"
+    _dialect: Dialect = "openai"
+    _path = "chat/completions"
+    _managed_fields = frozenset(
+        {"model", "messages", "stream", "stream_options", "tools", "tool_choice"}
+    )
+    _tool_media = False
+    """Whether tool messages take media parts (Moonshot's do; OpenAI's take text only)."""
+    _reasoning_key: str | None = None
+    """The field thinking streams in and goes back in (None: the answer's thinking is not read)."""
 
     def _prepare_tools(self, tools: Sequence[Tool]) -> list[Tool]:
         return list(tools)
@@ -152,32 +168,14 @@ class ChatCompletionsProvider(HTTPProvider):
             return {}
         return {"reasoning_effort": openai_effort(effort, self.model_name)}
 
-    def _tool_choice_field(self, choice: str) -> Any:
-        if choice in ("auto", "none", "required"):
-            return choice
-        return {"type": "function", "function": {"name": choice}}
-
-    def _generation_fields(self) -> dict[str, Any]:
-        fields = dict(self._generation_kwargs)
-        if "max_tokens" in fields and self._max_tokens_field != "max_tokens":
-            fields.setdefault(self._max_tokens_field, fields.pop("max_tokens"))
-        return fields
-
+    @override
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        """The request body this provider sends (plain dicts, as JSON goes on the wire).
-
-        Raises:
-            DialectError: the service would reject one of the tool definitions.
-            ValueError: `tool_choice` names no tool of the request.
-        """
         prepared = self._prepare_tools(tools)
-        dialects: dict[str, Dialect] = {
-            t.name: "openai-strict" if t.strict else self._dialect for t in prepared
-        }
-        check_dialect(self._provider_title, prepared, dialects)
-        check_tool_choice(self._tool_choice, prepared, self._provider_title)
+        self._check_tools(
+            prepared, {t.name: "openai-strict" if t.strict else self._dialect for t in prepared}
+        )
         messages: list[dict[str, Any]] = []
         if system_prompt:
             messages.append({"role": "system", "content": system_prompt})
@@ -189,9 +187,13 @@ class ChatCompletionsProvider(HTTPProvider):
         body.update(self._thinking_fields())
         if prepared:
             body["tools"] = [self._tool_entry(t) for t in prepared]
-        if self._tool_choice is not None:
-            body["tool_choice"] = self._tool_choice_field(self._tool_choice)
-        body.update(self._generation_fields())
+        choice = self._tool_choice
+        if choice is not None:
+            named = choice not in ("auto", "none", "required")
+            body["tool_choice"] = (
+                {"type": "function", "function": {"name": choice}} if named else choice
+            )
+        body.update(renamed(self._generation_kwargs, "max_tokens", "max_completion_tokens"))
         return body
 
     def _media_part(self, part: ContentPart) -> dict[str, Any] | None:
@@ -200,39 +202,27 @@ class ChatCompletionsProvider(HTTPProvider):
             return {"type": "image_url", "image_url": {"url": part.image_url.url}}
         return None
 
-    def _parts(self, parts: Sequence[ContentPart], *, media: bool) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def _content(self, parts: Sequence[ContentPart], *, media: bool) -> str | list[dict[str, Any]]:
+        """A string for one text (or none), else a part list; `media`: media parts may go."""
+        wire: list[dict[str, Any]] = []
         for part in parts:
-            if isinstance(part, ThinkPart):
-                continue
             if isinstance(part, TextPart):
-                out.append({"type": "text", "text": part.text})
-                continue
-            wire = self._media_part(part) if media else None
-            out.append(wire or {"type": "text", "text": media_placeholder(part)})
-        return out
-
-    def _content(self, parts: Sequence[ContentPart]) -> str | list[dict[str, Any]]:
-        """User and system content: a string for one text (or none), else a part list."""
-        wire = self._parts(parts, media=True)
-        if len(wire) <= 1 and all(p["type"] == "text" for p in wire):
-            return wire[0]["text"] if wire else ""
-        return wire
-
-    def _tool_content(self, parts: Sequence[ContentPart]) -> str | list[dict[str, Any]]:
-        if self._tool_message_conversion == "extract_text":
-            return "\n".join(p.text for p in parts if isinstance(p, TextPart))
-        wire = self._parts(parts, media=self._tool_media)
+                wire.append({"type": "text", "text": part.text})
+            elif not isinstance(part, ThinkPart):
+                found = self._media_part(part) if media else None
+                wire.append(found or {"type": "text", "text": media_placeholder(part)})
         if len(wire) == 1 and wire[0]["type"] == "text":
             return wire[0]["text"]
         return wire or ""
 
     def _message(self, message: Message) -> dict[str, Any]:
         out: dict[str, Any] = {"role": message.role}
-        if message.role == "tool":
-            out["content"] = self._tool_content(message.content)
+        if message.role == "tool" and self._tool_message_conversion == "extract_text":
+            out["content"] = message.extract_text("\n")
+        elif message.role == "tool":
+            out["content"] = self._content(message.content, media=self._tool_media)
         elif message.role == "assistant":
-            text = text_of(message.content)
+            text = message.extract_text()
             if not (message.tool_calls and not text.strip()):
                 out["content"] = text  # only tool calls: no empty text beside them
             thinking = [p for p in message.content if isinstance(p, ThinkPart)]
@@ -252,7 +242,7 @@ class ChatCompletionsProvider(HTTPProvider):
                     for call in message.tool_calls
                 ]
         else:
-            out["content"] = self._content(message.content)
+            out["content"] = self._content(message.content, media=True)
         if message.name is not None:
             out["name"] = message.name
         if message.tool_call_id is not None:
@@ -261,31 +251,16 @@ class ChatCompletionsProvider(HTTPProvider):
             out["partial"] = True
         return out
 
-    async def generate(
-        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
+    async def _send(
+        self, body: dict[str, Any], url: str
     ) -> ChatCompletionsStream | CompletedMessage:
-        """Send the request and return the answer (streamed, or whole with `stream=False`).
-
-        Raises:
-            DialectError: the service would reject one of the tool definitions (not sent).
-            ValueError: `tool_choice` names no tool of the request (not sent).
-            ChatProviderError: the request failed.
-        """
-        body = self.request_body(system_prompt, tools, history)
-        url = self._url("chat/completions")
-        known = {k: body[k] for k in ("model", "messages", "stream") if k in body}
-        rest = {k: v for k, v in body.items() if k not in known}
+        known, rest = split_body(body, "model", "messages", "stream")
         completions = self.client.chat.completions
-        try:
-            if self._stream:
-                stream = cast(Any, await completions.create(**known, extra_body=rest))
-                return ChatCompletionsStream(
-                    stream, self._reasoning_key, lambda e: self._error(e, url)
-                )
-            raw = cast(Any, await completions.with_raw_response.create(**known, extra_body=rest))
-            return self._completed(raw.parse(), raw)
-        except (openai.OpenAIError, httpx2.HTTPError) as e:
-            raise self._error(e, url) from e
+        if self._stream:
+            stream = cast(Any, await completions.create(**known, extra_body=rest))
+            return ChatCompletionsStream(stream, self._reasoning_key, lambda e: self._error(e, url))
+        raw = cast(Any, await completions.with_raw_response.create(**known, extra_body=rest))
+        return self._completed(raw.parse(), raw)
 
     def _completed(self, completion: Any, raw: Any) -> CompletedMessage:
         parts: list[StreamedMessagePart] = []
@@ -317,14 +292,19 @@ class ChatCompletionsProvider(HTTPProvider):
         )
 
 
+@dataclass(slots=True)
 class _Call:
-    __slots__ = ("arguments", "emitted", "id", "name")
+    id: str | None
+    name: str | None
+    arguments: str = ""
+    emitted: bool = False
 
-    def __init__(self, id: str | None, name: str | None) -> None:
-        self.id = id
-        self.name = name
-        self.arguments = ""
-        self.emitted = False
+    def emit(self, index: int) -> ToolCall:
+        self.emitted = True
+        return ToolCall(
+            id=self.id or f"call_{index}",
+            function=ToolCall.FunctionBody(name=self.name or "", arguments=self.arguments),
+        )
 
 
 def _complete_json(text: str) -> bool:
@@ -390,25 +370,14 @@ class ToolCallAssembler:
             logger.warning("a fragment for tool call %s came after the call was complete", call.id)
 
     def _start_next(self) -> Iterator[StreamedMessagePart]:
-        waiting = sorted(i for i, c in self._calls.items() if not c.emitted)
-        if not waiting:
-            return
-        index = waiting[0]
-        call = self._calls[index]
-        if call.name is None:  # the name has not arrived yet: wait for it
-            return
-        call.emitted = True
-        self._current = index
-        yield ToolCall(
-            id=call.id or f"call_{index}",
-            function=ToolCall.FunctionBody(name=call.name, arguments=call.arguments),
-        )
+        index = min((i for i, c in self._calls.items() if not c.emitted), default=None)
+        # A call whose name has not arrived yet waits for it.
+        if index is not None and self._calls[index].name is not None:
+            self._current = index
+            yield self._calls[index].emit(index)
 
     def done(self, index: int) -> Iterator[StreamedMessagePart]:
         """The provider says call `index` is complete: mark it, and start the next one."""
-        call = self._calls.get(index)
-        if call is None:
-            return
         if index == self._current:
             yield ToolCallPart(last=True)
             del self._calls[index]
@@ -422,11 +391,7 @@ class ToolCallAssembler:
         for index in sorted(self._calls):
             call = self._calls[index]
             if not call.emitted:
-                call.emitted = True
-                yield ToolCall(
-                    id=call.id or f"call_{index}",
-                    function=ToolCall.FunctionBody(name=call.name or "", arguments=call.arguments),
-                )
+                yield call.emit(index)
         self._calls.clear()
         self._current = None
         yield ToolCallPart(last=True)
@@ -447,8 +412,10 @@ def usage_of(raw: Any) -> TokenUsage | None:
     )
 
 
-class ChatCompletionsStream:
+class ChatCompletionsStream(SDKStream):
     """A Chat Completions answer as `StreamedMessagePart`s."""
+
+    _errors = SDK_ERRORS
 
     def __init__(
         self,
@@ -456,54 +423,50 @@ class ChatCompletionsStream:
         reasoning_key: str | None,
         convert: Callable[[BaseException], ChatProviderError],
     ) -> None:
-        self._stream = stream
-        self._reasoning_key = reasoning_key
-        self._convert = convert
-        self.id: str | None = None
-        self.usage: TokenUsage | None = None
-        self.finish_reason: str | None = None
         response = getattr(stream, "response", None)
-        self.request_id = header_of(response, "x-request-id", "request-id")
-        self.provider_trace_id = header_of(response, "x-trace-id")
+        super().__init__(
+            stream,
+            convert,
+            request_id=header_of(response, "x-request-id", "request-id"),
+            provider_trace_id=header_of(response, "x-trace-id"),
+        )
+        self._reasoning_key = reasoning_key
 
-    async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
+    async def _parts(self) -> AsyncIterator[StreamedMessagePart]:
         calls = ToolCallAssembler()
         reasoning_key = self._reasoning_key
         reasoning_seen = False
-        try:
-            async for chunk in self._stream:
-                self.id = chunk.id or self.id
-                if chunk.usage is not None:
-                    self.usage = usage_of(chunk.usage)
-                for choice in chunk.choices:
-                    delta = choice.delta
-                    if reasoning_key is not None:
-                        thinking = field_of(delta, reasoning_key)
-                        # The first reasoning field is kept even when empty: it says the
-                        # backend thinks, and the field must go back on the next turn.
-                        if thinking or (thinking is not None and not reasoning_seen):
-                            reasoning_seen = True
-                            yield ThinkPart(think=thinking)
-                    if delta.content:
-                        yield TextPart(text=delta.content)
-                    for tc in delta.tool_calls or ():
-                        function = tc.function
-                        index = field_of(tc, "index")
-                        for part in calls.feed(
-                            calls.index_for(tc.id) if index is None else index,
-                            tc.id,
-                            function.name if function else None,
-                            function.arguments if function else None,
-                        ):
-                            yield part
-                    extra_usage = field_of(choice, "usage")  # Moonshot puts it here
-                    if extra_usage is not None:
-                        self.usage = usage_of(extra_usage)
-                    if choice.finish_reason is not None:
-                        self.finish_reason = choice.finish_reason
-                        for part in calls.finish():
-                            yield part
-        except (openai.OpenAIError, httpx2.HTTPError) as e:
-            raise self._convert(e) from e
+        async for chunk in self._stream:
+            self.id = chunk.id or self.id
+            if chunk.usage is not None:
+                self.usage = usage_of(chunk.usage)
+            for choice in chunk.choices:
+                delta = choice.delta
+                if reasoning_key is not None:
+                    thinking = field_of(delta, reasoning_key)
+                    # The first reasoning field is kept even when empty: it says the
+                    # backend thinks, and the field must go back on the next turn.
+                    if thinking or (thinking is not None and not reasoning_seen):
+                        reasoning_seen = True
+                        yield ThinkPart(think=thinking)
+                if delta.content:
+                    yield TextPart(text=delta.content)
+                for tc in delta.tool_calls or ():
+                    function = tc.function
+                    index = field_of(tc, "index")
+                    for part in calls.feed(
+                        calls.index_for(tc.id) if index is None else index,
+                        tc.id,
+                        function.name if function else None,
+                        function.arguments if function else None,
+                    ):
+                        yield part
+                extra_usage = field_of(choice, "usage")  # Moonshot puts it here
+                if extra_usage is not None:
+                    self.usage = usage_of(extra_usage)
+                if choice.finish_reason is not None:
+                    self.finish_reason = choice.finish_reason
+                    for part in calls.finish():
+                        yield part
         for part in calls.finish():
             yield part

@@ -3,29 +3,27 @@
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, cast
+
+from typing_extensions import override
 
 from kosong.chat_provider import ChatProviderError, StreamedMessagePart, TokenUsage
 from kosong.chat_provider._base import (
     CompletedMessage,
-    HTTPProvider,
-    api_key_from,
-    check_dialect,
-    check_tool_choice,
+    SDKStream,
     header_of,
-    model_from,
+    json_object,
+    renamed,
+    split_body,
 )
 from kosong.chat_provider._media import media_placeholder
 from kosong.chat_provider._openai_common import (
+    SDK_ERRORS,
+    OpenAIProvider,
     ToolCallAssembler,
-    ToolMessageConversion,
-    httpx2,
-    openai,
     openai_effort,
 )
-from kosong.dialects import Dialect
 from kosong.formats import to_openai_responses_tool
 from kosong.message import ContentPart, ImageURLPart, Message, TextPart, ThinkPart, ToolCall
 from kosong.tooling import Tool
@@ -33,7 +31,7 @@ from kosong.tooling import Tool
 __all__ = ["OpenAIResponses"]
 
 
-class OpenAIResponses(HTTPProvider):
+class OpenAIResponses(OpenAIProvider):
     """OpenAI's Responses API, stateless (`store: false`): the whole history goes each time.
 
     - `model`: required (or `OPENAI_MODEL`); `api_key`: default `OPENAI_API_KEY`;
@@ -56,52 +54,14 @@ class OpenAIResponses(HTTPProvider):
     """
 
     name = "openai-responses"
-    _key_variable = "OPENAI_API_KEY"
-    _sdk = openai
-    _transport = httpx2
+    _path = "responses"
     _managed_fields = frozenset({"model", "input", "stream", "store", "tools", "tool_choice"})
 
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        stream: bool = True,
-        tool_message_conversion: ToolMessageConversion = None,
-        generation_kwargs: Mapping[str, Any] | None = None,
-        **client_kwargs: Any,
-    ) -> None:
-        """Talk to `model` at `base_url` (see the class doc for defaults).
-
-        Raises:
-            ValueError: no model, or no API key, was given or found in the environment.
-        """
-        super().__init__(
-            model_from(model, "OPENAI_MODEL", "OpenAIResponses"), generation_kwargs, stream=stream
-        )
-        self._tool_message_conversion = tool_message_conversion
-        self.client: openai.AsyncOpenAI = openai.AsyncOpenAI(
-            api_key=api_key_from(api_key, "OPENAI_API_KEY", "OpenAIResponses"),
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
-            **client_kwargs,
-        )
-        """The `openai.AsyncOpenAI` client."""
-
+    @override
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        """The request body this provider sends.
-
-        Raises:
-            DialectError: the API would reject one of the tool definitions.
-            ValueError: `tool_choice` names no tool of the request.
-        """
-        dialects: dict[str, Dialect] = {
-            t.name: "openai-strict" if t.strict else "openai" for t in tools
-        }
-        check_dialect("OpenAIResponses", tools, dialects)
-        check_tool_choice(self._tool_choice, tools, "OpenAIResponses")
+        self._check_tools(tools, {t.name: "openai-strict" if t.strict else "openai" for t in tools})
         items: list[dict[str, Any]] = []
         if system_prompt:
             items.append({"role": "developer", "content": system_prompt})
@@ -123,10 +83,7 @@ class OpenAIResponses(HTTPProvider):
             effort = openai_effort(self._thinking, self.model_name)
             body["reasoning"] = {"effort": effort, "summary": "auto"}
             body["include"] = ["reasoning.encrypted_content"]
-        fields = dict(self._generation_kwargs)
-        if "max_tokens" in fields:
-            fields.setdefault("max_output_tokens", fields.pop("max_tokens"))
-        body.update(fields)
+        body.update(renamed(self._generation_kwargs, "max_tokens", "max_output_tokens"))
         return body
 
     def _items(self, message: Message) -> list[dict[str, Any]]:
@@ -144,7 +101,7 @@ class OpenAIResponses(HTTPProvider):
                 for part in message.content
                 if isinstance(part, ThinkPart) and (item := _reasoning_item(part)) is not None
             ]
-            text = "".join(p.text for p in message.content if isinstance(p, TextPart))
+            text = message.extract_text()
             if text.strip():
                 out.append({"role": "assistant", "content": text})
             for call in message.tool_calls or []:
@@ -168,30 +125,15 @@ class OpenAIResponses(HTTPProvider):
             return content[0]["text"]
         return content or ""
 
-    async def generate(
-        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
-    ) -> ResponsesStream | CompletedMessage:
-        """Send the request and return the answer (streamed, or whole with `stream=False`).
-
-        Raises:
-            DialectError: the API would reject one of the tool definitions (not sent).
-            ValueError: `tool_choice` names no tool of the request (not sent).
-            ChatProviderError: the request failed.
-        """
-        body = self.request_body(system_prompt, tools, history)
-        url = self._url("responses")
-        known = {k: body[k] for k in ("model", "input", "stream") if k in body}
-        rest = {k: v for k, v in body.items() if k not in known}
-        try:
-            if self._stream:
-                stream = cast(Any, await self.client.responses.create(**known, extra_body=rest))
-                where = {"provider": self.name, "model": self._model, "url": url}
-                return ResponsesStream(stream, lambda e: self._error(e, url), where)
-            raw = cast(
-                Any, await self.client.responses.with_raw_response.create(**known, extra_body=rest)
-            )
-        except (openai.OpenAIError, httpx2.HTTPError) as e:
-            raise self._error(e, url) from e
+    async def _send(self, body: dict[str, Any], url: str) -> ResponsesStream | CompletedMessage:
+        known, rest = split_body(body, "model", "input", "stream")
+        if self._stream:
+            stream = cast(Any, await self.client.responses.create(**known, extra_body=rest))
+            where = {"provider": self.name, "model": self._model, "url": url}
+            return ResponsesStream(stream, lambda e: self._error(e, url), where)
+        raw = cast(
+            Any, await self.client.responses.with_raw_response.create(**known, extra_body=rest)
+        )
         response = raw.parse()
         parts: list[StreamedMessagePart] = []
         for item in response.output:
@@ -219,13 +161,7 @@ def _pack_reasoning(item: Any) -> str | None:
 
 def _reasoning_item(part: ThinkPart) -> dict[str, Any] | None:
     """The Responses reasoning item a `ThinkPart` came from; None for another provider's."""
-    try:
-        packed = json.loads(part.encrypted or "")
-    except ValueError:
-        return None
-    if not isinstance(packed, dict):
-        return None
-    packed = cast(dict[str, Any], packed)
+    packed = json_object(part.encrypted) or {}
     item_id, encrypted = packed.get("id"), packed.get("encrypted_content")
     if not isinstance(item_id, str) or not isinstance(encrypted, str):
         return None
@@ -289,8 +225,10 @@ def _failure(response: Any) -> str | None:
     return f"the response failed: {error.message if error else 'no reason given'}"
 
 
-class ResponsesStream:
+class ResponsesStream(SDKStream):
     """A Responses API answer as `StreamedMessagePart`s."""
+
+    _errors = SDK_ERRORS
 
     def __init__(
         self,
@@ -298,58 +236,48 @@ class ResponsesStream:
         convert: Callable[[BaseException], ChatProviderError],
         where: dict[str, str],
     ) -> None:
-        self._stream = stream
-        self._convert = convert
+        request_id = header_of(getattr(stream, "response", None), "x-request-id")
+        super().__init__(stream, convert, request_id=request_id)
         self._where = where
-        self.id: str | None = None
-        self.usage: TokenUsage | None = None
-        self.finish_reason: str | None = None
-        self.request_id = header_of(getattr(stream, "response", None), "x-request-id")
-        self.provider_trace_id: str | None = None
 
-    async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
+    async def _parts(self) -> AsyncIterator[StreamedMessagePart]:
         calls = ToolCallAssembler()
-        try:
-            async for event in self._stream:
-                kind = event.type
-                if kind == "response.output_text.delta":
-                    yield TextPart(text=event.delta)
-                elif kind in (
-                    "response.reasoning_summary_text.delta",
-                    "response.reasoning_text.delta",
-                ):
-                    yield ThinkPart(think=event.delta)
-                elif kind == "response.output_item.added" and event.item.type == "function_call":
-                    item = event.item
-                    for part in calls.feed(
-                        event.output_index, item.call_id, item.name, item.arguments
-                    ):
+        async for event in self._stream:
+            kind = event.type
+            if kind == "response.output_text.delta":
+                yield TextPart(text=event.delta)
+            elif kind in (
+                "response.reasoning_summary_text.delta",
+                "response.reasoning_text.delta",
+            ):
+                yield ThinkPart(think=event.delta)
+            elif kind == "response.output_item.added" and event.item.type == "function_call":
+                item = event.item
+                for part in calls.feed(event.output_index, item.call_id, item.name, item.arguments):
+                    yield part
+            elif kind == "response.function_call_arguments.delta":
+                for part in calls.feed(event.output_index, None, None, event.delta):
+                    yield part
+            elif kind == "response.output_item.done":
+                item = event.item
+                if item.type == "function_call":
+                    for part in calls.done(event.output_index):
                         yield part
-                elif kind == "response.function_call_arguments.delta":
-                    for part in calls.feed(event.output_index, None, None, event.delta):
-                        yield part
-                elif kind == "response.output_item.done":
-                    item = event.item
-                    if item.type == "function_call":
-                        for part in calls.done(event.output_index):
-                            yield part
-                    elif item.type == "reasoning":
-                        # The done event holds the whole encrypted content (the added one
-                        # may not): it closes the reasoning summary streamed before it.
-                        packed = _pack_reasoning(item)
-                        if packed is not None:
-                            yield ThinkPart(think="", encrypted=packed)
-                elif kind in ("response.completed", "response.incomplete", "response.created"):
-                    self._read_response(event.response)
-                elif kind == "response.failed":
-                    self._read_response(event.response)
-                    failure = _failure(event.response) or "the response failed"
-                    raise ChatProviderError(failure, **self._where)
-                elif kind == "error":
-                    message = f"the API reported an error: {event.message}"
-                    raise ChatProviderError(message, **self._where)
-        except (openai.OpenAIError, httpx2.HTTPError) as e:
-            raise self._convert(e) from e
+                elif item.type == "reasoning":
+                    # The done event holds the whole encrypted content (the added one
+                    # may not): it closes the reasoning summary streamed before it.
+                    packed = _pack_reasoning(item)
+                    if packed is not None:
+                        yield ThinkPart(think="", encrypted=packed)
+            elif kind in ("response.completed", "response.incomplete", "response.created"):
+                self._read_response(event.response)
+            elif kind == "response.failed":
+                self._read_response(event.response)
+                failure = _failure(event.response) or "the response failed"
+                raise ChatProviderError(failure, **self._where)
+            elif kind == "error":
+                message = f"the API reported an error: {event.message}"
+                raise ChatProviderError(message, **self._where)
         for part in calls.finish():
             yield part
 

@@ -11,6 +11,8 @@ import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, cast
 
+from typing_extensions import override
+
 from kosong.chat_provider import (
     ChatProviderError,
     StreamedMessagePart,
@@ -20,11 +22,14 @@ from kosong.chat_provider import (
 from kosong.chat_provider._base import (
     CompletedMessage,
     HTTPProvider,
+    SDKStream,
     api_key_from,
-    check_dialect,
-    check_tool_choice,
+    arguments_object,
     header_of,
+    highest_at_most,
     model_from,
+    spec_of,
+    split_body,
 )
 from kosong.chat_provider._media import data_url, media_placeholder
 from kosong.formats import to_anthropic_tool
@@ -46,6 +51,8 @@ except ImportError as e:  # pragma: no cover - the extra is missing
     raise ImportError(
         "the Anthropic provider needs the `anthropic` package: pip install 'kosong[anthropic]'"
     ) from e
+
+_ERRORS = (anthropic.AnthropicError, httpx2.HTTPError)
 
 __all__ = ["THINKING_BUDGETS", "THINKING_MODELS", "Anthropic", "ThinkingSpec", "thinking_spec"]
 
@@ -104,20 +111,7 @@ _EPHEMERAL = {"type": "ephemeral"}
 
 def thinking_spec(model: str) -> ThinkingSpec:
     """The `ThinkingSpec` of a model id (a cloud prefix such as `us.anthropic.` is skipped)."""
-    name = model.lower()
-    name = name[name.find("claude-") :] if "claude-" in name else name
-    return next(
-        (spec for prefix, spec in THINKING_MODELS if name.startswith(prefix)), _DEFAULT_SPEC
-    )
-
-
-def _clamp_effort(effort: ThinkingEffort, accepted: Sequence[ThinkingEffort]) -> ThinkingEffort:
-    """The highest accepted effort not above `effort` (the lowest accepted if none is)."""
-    rank = _EFFORTS.index(effort)
-    ordered: list[ThinkingEffort] = [e for e in _EFFORTS if e in accepted]
-    below: list[ThinkingEffort] = [e for e in ordered if _EFFORTS.index(e) <= rank]
-    chosen: ThinkingEffort = below[-1] if below else ordered[0]
-    return chosen
+    return spec_of(model, "claude-", THINKING_MODELS, _DEFAULT_SPEC)
 
 
 class Anthropic(HTTPProvider):
@@ -155,6 +149,8 @@ class Anthropic(HTTPProvider):
     _key_variable = "ANTHROPIC_API_KEY"
     _sdk = anthropic
     _transport = httpx2
+    _errors = _ERRORS
+    _path = "v1/messages"
     _managed_fields = frozenset(
         {"model", "messages", "system", "stream", "tools", "tool_choice", "thinking"}
     )
@@ -223,20 +219,16 @@ class Anthropic(HTTPProvider):
             fields["thinking"] = {"type": "enabled", "budget_tokens": budget}
             max_tokens = max(max_tokens, budget + 4096)  # budget_tokens must be below it
         if spec.efforts:
-            fields["output_config"] = {"effort": _clamp_effort(effort, spec.efforts)}
+            accepted = sorted(spec.efforts, key=_EFFORTS.index)
+            chosen = highest_at_most(accepted, _EFFORTS.index, _EFFORTS.index(effort))
+            fields["output_config"] = {"effort": chosen}
         return fields, max_tokens
 
+    @override
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        """The request body this provider sends (plain dicts).
-
-        Raises:
-            DialectError: the API would reject one of the tool definitions.
-            ValueError: `tool_choice` names no tool of the request.
-        """
-        check_dialect("Anthropic", tools, dict.fromkeys((t.name for t in tools), "anthropic"))
-        check_tool_choice(self._tool_choice, tools, "Anthropic")
+        self._check_tools(tools, dict.fromkeys((t.name for t in tools), "anthropic"))
         extra = dict(self._generation_kwargs)
         max_tokens = int(extra.pop("max_tokens", self._max_tokens))
         thinking, max_tokens = self._thinking_fields(max_tokens)
@@ -292,13 +284,8 @@ class Anthropic(HTTPProvider):
                 if blocks:
                     out.append({"role": "assistant", "content": blocks})
             elif message.role == "system":
-                text = "".join(p.text for p in message.content if isinstance(p, TextPart))
-                out.append(
-                    {
-                        "role": "user",
-                        "content": [{"type": "text", "text": f"<system>{text}</system>"}],
-                    }
-                )
+                text = f"<system>{message.extract_text()}</system>"
+                out.append({"role": "user", "content": [{"type": "text", "text": text}]})
             else:
                 out.append({"role": "user", "content": _blocks(message.content)})
         return out
@@ -309,48 +296,26 @@ class Anthropic(HTTPProvider):
             return [{"type": "text", "text": text}] if text else []
         return _blocks(parts)
 
-    async def generate(
-        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
-    ) -> AnthropicStream | CompletedMessage:
-        """Send the request and return the answer (streamed, or whole with `stream=False`).
-
-        Raises:
-            DialectError: the API would reject one of the tool definitions (not sent).
-            ValueError: `tool_choice` names no tool of the request (not sent).
-            ChatProviderError: the request failed.
-        """
-        body = self.request_body(system_prompt, tools, history)
-        url = self._url("v1/messages")
-        known = {k: body[k] for k in ("model", "max_tokens", "messages", "stream") if k in body}
-        rest = {k: v for k, v in body.items() if k not in known}
+    async def _send(self, body: dict[str, Any], url: str) -> AnthropicStream | CompletedMessage:
+        known, rest = split_body(body, "model", "max_tokens", "messages", "stream")
         messages = self.client.messages
-        try:
-            if self._stream:
-                stream = cast(Any, await messages.create(**known, extra_body=rest))
-                return AnthropicStream(stream, lambda e: self._error(e, url))
-            # An explicit timeout: the SDK refuses a plain request it guesses may take long.
-            raw = cast(
-                Any,
-                await messages.with_raw_response.create(
-                    **known, extra_body=rest, timeout=self.client.timeout
-                ),
-            )
-        except (anthropic.AnthropicError, httpx2.HTTPError) as e:
-            raise self._error(e, url) from e
+        if self._stream:
+            stream = cast(Any, await messages.create(**known, extra_body=rest))
+            return AnthropicStream(stream, lambda e: self._error(e, url))
+        # An explicit timeout: the SDK refuses a plain request it guesses may take long.
+        raw = cast(
+            Any,
+            await messages.with_raw_response.create(
+                **known, extra_body=rest, timeout=self.client.timeout
+            ),
+        )
         message = await raw.parse()  # the anthropic SDK's raw response parses asynchronously
-        usage = message.usage
         return CompletedMessage(
             [part for block in message.content for part in _block_parts(block)],
             id=message.id,
-            usage=TokenUsage(
-                input_other=usage.input_tokens or 0,
-                output=usage.output_tokens or 0,
-                input_cache_read=getattr(usage, "cache_read_input_tokens", None) or 0,
-                input_cache_creation=getattr(usage, "cache_creation_input_tokens", None) or 0,
-            ),
+            usage=_usage(message.usage, message.usage.output_tokens),
             finish_reason=message.stop_reason,
             request_id=header_of(raw, "request-id"),
-            provider_trace_id=None,
         )
 
 
@@ -424,78 +389,67 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
             blocks.extend(_blocks([part]))
     for call in message.tool_calls or []:
         blocks.append(
-            {"type": "tool_use", "id": call.id, "name": call.function.name, "input": _input(call)}
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.function.name,
+                "input": arguments_object(call),
+            }
         )
     return blocks
 
 
-def _input(call: ToolCall) -> dict[str, Any]:
-    try:
-        value = json.loads(call.function.arguments or "{}")
-    except ValueError:
-        return {}
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
-
-
-class AnthropicStream:
+class AnthropicStream(SDKStream):
     """A Messages API answer as `StreamedMessagePart`s."""
 
+    _errors = _ERRORS
+
     def __init__(self, stream: Any, convert: Callable[[BaseException], ChatProviderError]) -> None:
-        self._stream = stream
-        self._convert = convert
-        self.id: str | None = None
-        self.usage: TokenUsage | None = None
-        self.finish_reason: str | None = None
-        self.request_id = header_of(getattr(stream, "response", None), "request-id")
-        self.provider_trace_id: str | None = None
-        self._input = (0, 0, 0)
+        request_id = header_of(getattr(stream, "response", None), "request-id")
+        super().__init__(stream, convert, request_id=request_id)
+        self._input: Any = None
 
-    async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
+    async def _parts(self) -> AsyncIterator[StreamedMessagePart]:
         tool_blocks: set[int] = set()
-        try:
-            async for event in self._stream:
-                kind = event.type
-                if kind == "content_block_delta":
-                    delta = event.delta
-                    if delta.type == "text_delta":
-                        yield TextPart(text=delta.text)
-                    elif delta.type == "input_json_delta":
-                        yield ToolCallPart(arguments_part=delta.partial_json)
-                    elif delta.type == "thinking_delta":
-                        yield ThinkPart(think=delta.thinking)
-                    elif delta.type == "signature_delta":
-                        yield ThinkPart(think="", encrypted=delta.signature)
-                elif kind == "content_block_start":
-                    block = event.content_block
-                    if block.type == "tool_use":
-                        tool_blocks.add(event.index)
-                        yield ToolCall(
-                            id=block.id,
-                            function=ToolCall.FunctionBody(name=block.name, arguments=""),
-                        )
-                    elif block.type == "text" and block.text:
-                        yield TextPart(text=block.text)
-                elif kind == "content_block_stop":
-                    if event.index in tool_blocks:
-                        yield ToolCallPart(last=True)
-                elif kind == "message_start":
-                    message = event.message
-                    self.id = message.id
-                    usage = message.usage
-                    self._input = (
-                        usage.input_tokens or 0,
-                        getattr(usage, "cache_read_input_tokens", None) or 0,
-                        getattr(usage, "cache_creation_input_tokens", None) or 0,
+        async for event in self._stream:
+            kind = event.type
+            if kind == "content_block_delta":
+                delta = event.delta
+                if delta.type == "text_delta":
+                    yield TextPart(text=delta.text)
+                elif delta.type == "input_json_delta":
+                    yield ToolCallPart(arguments_part=delta.partial_json)
+                elif delta.type == "thinking_delta":
+                    yield ThinkPart(think=delta.thinking)
+                elif delta.type == "signature_delta":
+                    yield ThinkPart(think="", encrypted=delta.signature)
+            elif kind == "content_block_start":
+                block = event.content_block
+                if block.type == "tool_use":
+                    tool_blocks.add(event.index)
+                    yield ToolCall(
+                        id=block.id,
+                        function=ToolCall.FunctionBody(name=block.name, arguments=""),
                     )
-                    self._set_usage(usage.output_tokens or 0)
-                elif kind == "message_delta":
-                    self.finish_reason = event.delta.stop_reason or self.finish_reason
-                    self._set_usage(event.usage.output_tokens or 0)
-        except (anthropic.AnthropicError, httpx2.HTTPError) as e:
-            raise self._convert(e) from e
+                elif block.type == "text" and block.text:
+                    yield TextPart(text=block.text)
+            elif kind == "content_block_stop":
+                if event.index in tool_blocks:
+                    yield ToolCallPart(last=True)
+            elif kind == "message_start":
+                self.id = event.message.id
+                self._input = event.message.usage  # the input tokens are counted here only
+                self.usage = _usage(self._input, self._input.output_tokens)
+            elif kind == "message_delta":
+                self.finish_reason = event.delta.stop_reason or self.finish_reason
+                self.usage = _usage(self._input, event.usage.output_tokens)
 
-    def _set_usage(self, output: int) -> None:
-        other, read, created = self._input
-        self.usage = TokenUsage(
-            input_other=other, output=output, input_cache_read=read, input_cache_creation=created
-        )
+
+def _usage(usage: Any, output_tokens: int | None) -> TokenUsage:
+    """`TokenUsage` from the input counts of a Messages API `usage`, and `output_tokens`."""
+    return TokenUsage(
+        input_other=(usage.input_tokens or 0) if usage else 0,
+        output=output_tokens or 0,
+        input_cache_read=getattr(usage, "cache_read_input_tokens", None) or 0,
+        input_cache_creation=getattr(usage, "cache_creation_input_tokens", None) or 0,
+    )

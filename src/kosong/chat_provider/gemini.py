@@ -17,21 +17,24 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, cast
 
+from typing_extensions import override
+
 from kosong.chat_provider import (
-    APIConnectionError,
     APIStatusError,
-    APITimeoutError,
     ChatProviderError,
     StreamedMessagePart,
     ThinkingEffort,
     TokenUsage,
 )
 from kosong.chat_provider._base import (
-    CompletedMessage,
     HTTPProvider,
-    check_dialect,
-    check_tool_choice,
+    SDKStream,
+    arguments_object,
+    connection_error,
     header_of,
+    highest_at_most,
+    json_object,
+    spec_of,
     summarize_body,
 )
 from kosong.chat_provider._media import data_url, media_placeholder, media_url
@@ -52,16 +55,17 @@ except ImportError as e:  # pragma: no cover - the extra is missing
     ) from e
 
 
-def _aiohttp_errors() -> tuple[type[BaseException], ...]:
-    """The SDK's async transport is aiohttp when it is installed, else httpx2."""
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """httpx2's errors, and aiohttp's: the SDK's async transport when it is installed."""
     try:
         import aiohttp
     except ImportError:  # pragma: no cover - depends on what is installed
-        return ()
-    return (aiohttp.ClientError,)
+        return (httpx2.HTTPError,)
+    return (httpx2.HTTPError, aiohttp.ClientError)
 
 
-_AIOHTTP_ERRORS = _aiohttp_errors()
+_TRANSPORT_ERRORS = _transport_errors()
+_ERRORS: tuple[type[BaseException], ...] = (genai_errors.APIError, TimeoutError, *_TRANSPORT_ERRORS)
 
 __all__ = [
     "DEFAULT_GEMINI_BASE_URL",
@@ -154,9 +158,7 @@ _CONTENTS = TypeAdapter(list[genai_types.Content])
 
 def model_spec(model: str) -> ModelSpec:
     """The `ModelSpec` of a model id (a prefix such as `models/` is skipped)."""
-    name = model.lower()
-    name = name[name.find("gemini-") :] if "gemini-" in name else name
-    return next((spec for prefix, spec in MODELS if name.startswith(prefix)), _NEWEST)
+    return spec_of(model, "gemini-", MODELS, _NEWEST)
 
 
 def _camel(name: str) -> str:
@@ -199,19 +201,10 @@ class Gemini(HTTPProvider):
     """
 
     name = "gemini"
+    _errors = _ERRORS
     _managed_fields = frozenset(
-        {
-            "model",
-            "contents",
-            "stream",
-            "tools",
-            "system_instruction",
-            "systemInstruction",
-            "tool_config",
-            "toolConfig",
-            "thinking_config",
-            "thinkingConfig",
-        }
+        {"model", "contents", "stream", "tools", "system_instruction", "systemInstruction"}
+        | {"tool_config", "toolConfig", "thinking_config", "thinkingConfig"}
     )
 
     def __init__(
@@ -267,14 +260,10 @@ class Gemini(HTTPProvider):
                 'thinks (the API cannot turn its thinking off): use with_thinking("low")'
             )
 
-    def _url(self, path: str) -> str:
-        return f"{self._base_url}/{self._api_version}/{path}"
-
     def _endpoint(self) -> str:
         model = self._model if "/" in self._model else f"models/{self._model}"
-        if self._stream:
-            return self._url(f"{model}:streamGenerateContent?alt=sse")
-        return self._url(f"{model}:generateContent")
+        method = "streamGenerateContent?alt=sse" if self._stream else "generateContent"
+        return f"{self._base_url}/{self._api_version}/{model}:{method}"
 
     def _thinking_config(self) -> dict[str, Any] | None:
         effort = self._thinking
@@ -284,9 +273,7 @@ class Gemini(HTTPProvider):
         if effort == "off":
             return {"thinkingLevel": "MINIMAL"} if spec.off == "minimal" else {"thinkingBudget": 0}
         if spec.levels:
-            rank = _EFFORT_RANK[effort]
-            below = [level for level in spec.levels if _LEVEL_RANK[level] <= rank]
-            level = below[-1] if below else spec.levels[0]
+            level = highest_at_most(spec.levels, _LEVEL_RANK.__getitem__, _EFFORT_RANK[effort])
             return {"thinkingLevel": level, "includeThoughts": True}
         low, high = spec.budget
         budget = min(max(GEMINI_THINKING_BUDGETS[effort], low), high)
@@ -301,19 +288,12 @@ class Gemini(HTTPProvider):
             (top if name in _TOP_LEVEL_FIELDS else config)[name] = value
         return config, top
 
+    @override
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        """The request body this provider sends (plain dicts, as the API reference names them).
-
-        Raises:
-            DialectError: the API would reject one of the tool definitions.
-            ValueError: `tool_choice` names no tool of the request, or a tool result answers
-                a call the history does not hold (Gemini needs the function's name).
-        """
         prepared = [fix_tool(t, "gemini") for t in tools]
-        check_dialect("Gemini", prepared, {t.name: "gemini" for t in prepared})
-        check_tool_choice(self._tool_choice, prepared, "Gemini")
+        self._check_tools(prepared, {t.name: "gemini" for t in prepared})
         body: dict[str, Any] = {"contents": self._contents(history)}
         if system_prompt:
             body["systemInstruction"] = {"parts": [{"text": system_prompt}]}
@@ -388,18 +368,7 @@ class Gemini(HTTPProvider):
             response["parts"] = media
         return {"functionResponse": response}
 
-    async def generate(
-        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
-    ) -> GeminiStream | CompletedMessage:
-        """Send the request and return the answer (streamed, or whole with `stream=False`).
-
-        Raises:
-            DialectError: the API would reject one of the tool definitions (not sent).
-            ValueError: `tool_choice` names no tool of the request (not sent).
-            ChatProviderError: the request failed.
-        """
-        body = self.request_body(system_prompt, tools, history)
-        url = self._endpoint()
+    async def _send(self, body: dict[str, Any], url: str) -> GeminiStream:
         # The SDK's types check the contents; the body goes as written (`extra_body` replaces
         # the SDK's rendering of them, which names some nested fields in snake_case).
         try:
@@ -415,39 +384,39 @@ class Gemini(HTTPProvider):
             http_options=genai_types.HttpOptions(extra_body=body)
         )
         models: Any = self.client.aio.models
-
-        def convert(error: BaseException) -> ChatProviderError:
-            return self._error(error, url)
-
-        try:
-            if self._stream:
-                chunks = aiter(
-                    await models.generate_content_stream(
-                        model=self._model, contents=contents, config=config
-                    )
+        if self._stream:
+            chunks = aiter(
+                await models.generate_content_stream(
+                    model=self._model, contents=contents, config=config
                 )
-                # The SDK sends the request at the first chunk: send it now, so a failed
-                # request fails here, as with the other providers.
-                first = await anext(chunks, None)
-                return GeminiStream(first, chunks, convert)
-            response = await models.generate_content(
-                model=self._model, contents=contents, config=config
             )
-        except _ERRORS as e:
-            raise convert(e) from e
-        reader = _Reader()
-        parts = reader.parts(response)
-        return CompletedMessage(
-            parts,
-            id=reader.id,
-            usage=reader.usage,
-            finish_reason=reader.finish_reason,
-            request_id=None,
-            provider_trace_id=None,
+            # The SDK sends the request at the first chunk: send it now, so a failed
+            # request fails here, as with the other providers.
+            first = await anext(chunks, None)
+            return GeminiStream(first, chunks, lambda e: self._error(e, url))
+        response = await models.generate_content(
+            model=self._model, contents=contents, config=config
         )
+        return GeminiStream(response, None, lambda e: self._error(e, url))
 
     def _error(self, error: BaseException, url: str) -> ChatProviderError:
-        return gemini_error(error, provider=self.name, model=self._model, url=url)
+        """A `google-genai` or transport (`aiohttp`, `httpx2`) error as one of ours."""
+        where: dict[str, Any] = {"provider": self.name, "model": self._model, "url": url}
+        timeouts = (TimeoutError, httpx2.TimeoutException)
+        failed = connection_error(error, error, timeouts, _TRANSPORT_ERRORS, where)
+        if failed is not None:
+            return failed
+        if isinstance(error, genai_errors.APIError):
+            api_error: Any = error
+            response: Any = api_error.response
+            summary = _status_summary(api_error.details) or str(api_error.status or "")
+            return APIStatusError(
+                int(api_error.code or 0),
+                summary or "no error body",
+                request_id=header_of(response, "x-request-id"),
+                **where,
+            )
+        return ChatProviderError(f"{type(error).__name__}: {error}", **where)
 
     def on_retryable_error(self, error: BaseException) -> bool:
         """Rebuild the client with the key read again after the API refused the key.
@@ -521,16 +490,8 @@ def _user_parts(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
 
 def _signature(encrypted: str | None) -> dict[str, Any] | None:
     """A Gemini thought signature packed in a `ThinkPart`'s `encrypted`; None for others."""
-    if not encrypted or not encrypted.startswith("{"):
-        return None
-    try:
-        packed: Any = json.loads(encrypted)
-    except ValueError:
-        return None
-    if not isinstance(packed, dict):
-        return None
-    found = cast(dict[str, Any], packed)
-    return found if isinstance(found.get("thoughtSignature"), str) else None
+    packed = json_object(encrypted) or {}
+    return packed if isinstance(packed.get("thoughtSignature"), str) else None
 
 
 def _model_parts(message: Message, *, sign: bool) -> list[dict[str, Any]]:
@@ -565,7 +526,11 @@ def _model_parts(message: Message, *, sign: bool) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
     for call in message.tool_calls or []:
         entry: dict[str, Any] = {
-            "functionCall": {"id": call.id, "name": call.function.name, "args": _args(call)}
+            "functionCall": {
+                "id": call.id,
+                "name": call.function.name,
+                "args": arguments_object(call),
+            }
         }
         signature = (call.extras or {}).get(_SIGNATURE_KEY)
         if isinstance(signature, str) and signature:
@@ -576,14 +541,6 @@ def _model_parts(message: Message, *, sign: bool) -> list[dict[str, Any]]:
     return out + calls
 
 
-def _args(call: ToolCall) -> dict[str, Any]:
-    try:
-        value = json.loads(call.function.arguments or "{}")
-    except ValueError:
-        return {}
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
-
-
 def _b64(raw: bytes | None) -> str | None:
     return base64.b64encode(raw).decode("ascii") if raw else None
 
@@ -591,56 +548,6 @@ def _b64(raw: bytes | None) -> str | None:
 def _pack(signature: str, part: Literal["thought", "text", "empty"]) -> str:
     """A thought signature as a `ThinkPart` keeps it, with the kind of part it came on."""
     return json.dumps({"thoughtSignature": signature, "part": part}, separators=(",", ":"))
-
-
-class _Reader:
-    """Turns `GenerateContentResponse`s (whole, or one stream chunk each) into parts."""
-
-    def __init__(self) -> None:
-        self.id: str | None = None
-        self.usage: TokenUsage | None = None
-        self.finish_reason: str | None = None
-
-    def parts(self, response: Any) -> list[StreamedMessagePart]:
-        self.id = response.response_id or self.id
-        if response.usage_metadata is not None:
-            self.usage = _usage(response.usage_metadata)
-        out: list[StreamedMessagePart] = []
-        candidates: list[Any] = response.candidates or []
-        feedback: Any = response.prompt_feedback
-        if not candidates and feedback is not None and feedback.block_reason is not None:
-            self.finish_reason = _enum_text(feedback.block_reason)
-        for candidate in candidates[:1]:
-            if candidate.finish_reason is not None:
-                self.finish_reason = _enum_text(candidate.finish_reason)
-            content: Any = candidate.content
-            parts: list[Any] = (content.parts if content is not None else None) or []
-            for part in parts:
-                out.extend(self._part(part))
-        return out
-
-    def _part(self, part: Any) -> list[StreamedMessagePart]:
-        signature = _b64(part.thought_signature)
-        call = part.function_call
-        if call is not None:
-            arguments = json.dumps(call.args or {}, ensure_ascii=False)
-            return [
-                ToolCall(
-                    id=call.id or f"call_{uuid.uuid4().hex[:24]}",
-                    function=ToolCall.FunctionBody(name=call.name or "", arguments=arguments),
-                    extras={_SIGNATURE_KEY: signature} if signature else None,
-                ),
-                ToolCallPart(last=True),
-            ]
-        text: str = part.text or ""
-        if part.thought:
-            encrypted = _pack(signature, "thought") if signature else None
-            return [ThinkPart(think=text, encrypted=encrypted)] if text or signature else []
-        out: list[StreamedMessagePart] = [TextPart(text=text)] if text else []
-        if signature:
-            # Kept beside the text it came on, and sent back on that text's part.
-            out.append(ThinkPart(think="", encrypted=_pack(signature, "text" if text else "empty")))
-        return out
 
 
 def _enum_text(value: Any) -> str:
@@ -657,58 +564,78 @@ def _usage(metadata: Any) -> TokenUsage:
     )
 
 
-class GeminiStream:
-    """A `streamGenerateContent` answer as `StreamedMessagePart`s."""
+class GeminiStream(SDKStream):
+    """A Gemini answer as `StreamedMessagePart`s.
+
+    The chunks of `streamGenerateContent` (the first one read already), or the one response
+    of `generateContent` (`rest` None).
+    """
+
+    _errors = _ERRORS
 
     def __init__(
         self,
         first: Any,
-        rest: AsyncIterator[Any],
+        rest: AsyncIterator[Any] | None,
         convert: Callable[[BaseException], ChatProviderError],
     ) -> None:
+        super().__init__(rest, convert)
         self._first = first
-        self._rest = rest
-        self._convert = convert
-        self._reader = _Reader()
-        self.request_id: str | None = None
-        self.provider_trace_id: str | None = None
 
-    @property
-    def id(self) -> str | None:
-        """The response's id (`responseId`)."""
-        return self._reader.id
-
-    @property
-    def usage(self) -> TokenUsage | None:
-        """Tokens used, from the last chunk's `usageMetadata`."""
-        return self._reader.usage
-
-    @property
-    def finish_reason(self) -> str | None:
-        """Why the model stopped (`STOP`, `MAX_TOKENS`, `SAFETY`...)."""
-        return self._reader.finish_reason
-
-    async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
+    async def _parts(self) -> AsyncIterator[StreamedMessagePart]:
         if self._first is None:
             return
-        for part in self._reader.parts(self._first):
+        for part in self._read(self._first):
             yield part
-        try:
-            async for chunk in self._rest:
-                for part in self._reader.parts(chunk):
+        if self._stream is not None:
+            async for chunk in self._stream:
+                for part in self._read(chunk):
                     yield part
-        except _ERRORS as e:
-            raise self._convert(e) from e
+
+    def _read(self, response: Any) -> list[StreamedMessagePart]:
+        """The parts of one response (or stream chunk); it also sets id, usage, finish reason."""
+        self.id = response.response_id or self.id
+        if response.usage_metadata is not None:
+            self.usage = _usage(response.usage_metadata)
+        out: list[StreamedMessagePart] = []
+        candidates: list[Any] = response.candidates or []
+        feedback: Any = response.prompt_feedback
+        if not candidates and feedback is not None and feedback.block_reason is not None:
+            self.finish_reason = _enum_text(feedback.block_reason)
+        for candidate in candidates[:1]:
+            if candidate.finish_reason is not None:
+                self.finish_reason = _enum_text(candidate.finish_reason)
+            content: Any = candidate.content
+            parts: list[Any] = (content.parts if content is not None else None) or []
+            for part in parts:
+                out.extend(_part_of(part))
+        return out
 
 
-_ERRORS: tuple[type[BaseException], ...] = (
-    genai_errors.APIError,
-    httpx2.HTTPError,
-    TimeoutError,
-    *_AIOHTTP_ERRORS,
-)
+def _part_of(part: Any) -> list[StreamedMessagePart]:
+    signature = _b64(part.thought_signature)
+    call = part.function_call
+    if call is not None:
+        arguments = json.dumps(call.args or {}, ensure_ascii=False)
+        return [
+            ToolCall(
+                id=call.id or f"call_{uuid.uuid4().hex[:24]}",
+                function=ToolCall.FunctionBody(name=call.name or "", arguments=arguments),
+                extras={_SIGNATURE_KEY: signature} if signature else None,
+            ),
+            ToolCallPart(last=True),
+        ]
+    text: str = part.text or ""
+    if part.thought:
+        encrypted = _pack(signature, "thought") if signature else None
+        return [ThinkPart(think=text, encrypted=encrypted)] if text or signature else []
+    out: list[StreamedMessagePart] = [TextPart(text=text)] if text else []
+    if signature:
+        # Kept beside the text it came on, and sent back on that text's part.
+        out.append(ThinkPart(think="", encrypted=_pack(signature, "text" if text else "empty")))
+    return out
 
-_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (httpx2.HTTPError, *_AIOHTTP_ERRORS)
+
 _NAMED_STATUS = re.compile(r"\A[A-Z][A-Z_]+\Z")
 
 
@@ -727,30 +654,3 @@ def _status_summary(details: Any) -> str:
         # Not JSON: the SDK keeps the text as `message` (and the reason phrase as `status`).
         return summarize_body(data.get("message"))
     return summarize_body(details)
-
-
-def gemini_error(
-    error: BaseException,
-    *,
-    provider: str | None = None,
-    model: str | None = None,
-    url: str | None = None,
-) -> ChatProviderError:
-    """A `google-genai` or transport error (`aiohttp`, `httpx2`) as one of ours."""
-    where: dict[str, Any] = {"provider": provider, "model": model, "url": url}
-    if isinstance(error, genai_errors.APIError):
-        api_error: Any = error
-        response: Any = api_error.response
-        summary = _status_summary(api_error.details) or str(api_error.status or "")
-        return APIStatusError(
-            int(api_error.code or 0),
-            summary or "no error body",
-            request_id=header_of(response, "x-request-id"),
-            **where,
-        )
-    if isinstance(error, TimeoutError | httpx2.TimeoutException):
-        return APITimeoutError(f"the request timed out ({type(error).__name__})", **where)
-    if isinstance(error, _TRANSPORT_ERRORS):
-        detail = str(error) or "no detail"
-        return APIConnectionError(f"connection failed: {type(error).__name__}: {detail}", **where)
-    return ChatProviderError(f"{type(error).__name__}: {error}", **where)

@@ -6,11 +6,11 @@ Needs the `openai` extra (`pip install 'kosong[openai]'`).
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Self, cast
 
-from kosong.chat_provider._openai_common import ChatCompletionsProvider, ToolMessageConversion
+from kosong.chat_provider._openai_common import ChatCompletionsProvider
 from kosong.dialects import Dialect, fix_tool
 from kosong.message import ContentPart, VideoURLPart
 from kosong.tooling import Tool
@@ -60,41 +60,18 @@ class Kimi(ChatCompletionsProvider):
     name = "kimi"
     _dialect: Dialect = "moonshot"
     _key_variable = "KIMI_API_KEY"
-    _provider_title = "Kimi"
+    _model_variable = "KIMI_MODEL"
+    _default_model = DEFAULT_MODEL
+    _base_url_variable = "KIMI_BASE_URL"
+    _default_base_url = DEFAULT_BASE_URL
+    _reasoning_key = "reasoning_content"
     _tool_media = True
-
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        stream: bool = True,
-        tool_message_conversion: ToolMessageConversion = None,
-        generation_kwargs: Mapping[str, Any] | None = None,
-        **client_kwargs: Any,
-    ) -> None:
-        """Talk to `model` at `base_url` with `api_key` (see the class doc for defaults).
-
-        Raises:
-            ValueError: no API key was given and `KIMI_API_KEY` is not set.
-        """
-        super().__init__(
-            model=model or os.environ.get("KIMI_MODEL") or DEFAULT_MODEL,
-            api_key=api_key,
-            base_url=base_url or os.environ.get("KIMI_BASE_URL") or DEFAULT_BASE_URL,
-            reasoning_key="reasoning_content",
-            tool_message_conversion=tool_message_conversion,
-            generation_kwargs=generation_kwargs,
-            stream=stream,
-            client_kwargs=client_kwargs,
-        )
-        self._extra_body: dict[str, Any] = {}
+    _extra_body: Mapping[str, Any] = MappingProxyType({})
 
     @property
     def extra_body(self) -> dict[str, Any]:
         """A copy of the extra body fields set with `with_extra_body`."""
-        return copy.deepcopy(self._extra_body)
+        return copy.deepcopy(dict(self._extra_body))
 
     def with_extra_body(
         self, extra_body: Mapping[str, Any] | None = None, /, **fields: Any
@@ -136,7 +113,7 @@ class Kimi(ChatCompletionsProvider):
         return super()._media_part(part)
 
     def _thinking_fields(self) -> dict[str, Any]:
-        fields = copy.deepcopy(self._extra_body)
+        fields = copy.deepcopy(dict(self._extra_body))
         if self._thinking is not None:
             kind = "disabled" if self._thinking == "off" else "enabled"
             thinking = fields.get("thinking")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 
 from kosong.chat_provider import StreamedMessagePart, TokenUsage
-from kosong.chat_provider._base import ProviderBase
+from kosong.chat_provider._base import CompletedMessage, ProviderBase
 from kosong.message import Message
 from kosong.tooling import Tool
 
@@ -37,17 +37,7 @@ class MockChatProvider(ProviderBase):
 
     async def generate(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
-    ) -> _MockStream:
+    ) -> CompletedMessage:
         """Stream copies of the parts."""
-        return _MockStream([p.model_copy(deep=True) for p in self.message_parts], self)
-
-
-class _MockStream:
-    def __init__(self, parts: list[StreamedMessagePart], provider: MockChatProvider) -> None:
-        self._parts = parts
-        self.id = provider._id  # pyright: ignore[reportPrivateUsage]
-        self.usage = provider._usage  # pyright: ignore[reportPrivateUsage]
-
-    async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
-        for part in self._parts:
-            yield part
+        parts = [p.model_copy(deep=True) for p in self.message_parts]
+        return CompletedMessage(parts, id=self._id, usage=self._usage)

@@ -5,11 +5,9 @@ Needs the `openai` extra (`pip install 'kosong[openai]'`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
-from kosong.chat_provider._base import model_from
 from kosong.chat_provider._media import data_url
 from kosong.chat_provider._openai_common import ChatCompletionsProvider, ToolMessageConversion
 from kosong.chat_provider._openai_responses import OpenAIResponses
@@ -67,15 +65,15 @@ class OpenAIChat(ChatCompletionsProvider):
             ValueError: no model, or no API key, was given or found in the environment.
         """
         super().__init__(
-            model=model_from(model, "OPENAI_MODEL", "OpenAIChat"),
+            model=model,
             api_key=api_key,
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
-            reasoning_key=reasoning_key,
+            base_url=base_url,
             tool_message_conversion=tool_message_conversion,
             generation_kwargs=generation_kwargs,
             stream=stream,
-            client_kwargs=client_kwargs,
+            **client_kwargs,
         )
+        self._reasoning_key = reasoning_key
 
     def _media_part(self, part: ContentPart) -> dict[str, Any] | None:
         if isinstance(part, AudioURLPart):

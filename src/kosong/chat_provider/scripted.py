@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
@@ -182,49 +182,43 @@ class _ScriptedStream:
         self.finish_reason: str | None = None
         self.usage: TokenUsage | None = None
         self._input = sum(len(m.model_dump_json()) for m in history) // 4
+        self._output = 0
+        self._calls = 0
 
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
-        size = self._provider.chunk_size
+        for part in self._parts():
+            yield part
+            await asyncio.sleep(self._provider.chunk_delay)
+        self.finish_reason = "tool_calls" if self._calls else "stop"
+        self.usage = TokenUsage(input_other=self._input, output=max(1, self._output // 4))
+
+    def _parts(self) -> Iterator[StreamedMessagePart]:
         thinking = self._provider.thinking_effort != "off"
-        output = 0
-        calls = 0
         for item in self._items:
             if isinstance(item, BaseException):
                 raise item
             if isinstance(item, str):
-                for piece in _pieces(item, size):
-                    output += len(piece)
-                    yield TextPart(text=piece)
-                    await self._pause()
+                yield from (TextPart(text=piece) for piece in self._pieces(item))
             elif isinstance(item, ThinkPart):
-                if not thinking:
-                    continue
-                for piece in _pieces(item.think, size):
-                    output += len(piece)
-                    yield ThinkPart(think=piece)
-                    await self._pause()
-                if item.encrypted is not None:
-                    yield ThinkPart(think="", encrypted=item.encrypted)
+                if thinking:
+                    yield from (ThinkPart(think=piece) for piece in self._pieces(item.think))
+                    if item.encrypted is not None:
+                        yield ThinkPart(think="", encrypted=item.encrypted)
             elif isinstance(item, ToolCall):
-                calls += 1
-                call_id = item.id or f"call_{self._number}_{calls}"
-                arguments = item.function.arguments
-                head = ToolCall(id=call_id, function=ToolCall.FunctionBody(name=item.function.name))
-                yield head
-                await self._pause()
-                pieces = _pieces(arguments, size) if arguments else [""]
+                self._calls += 1
+                call_id = item.id or f"call_{self._number}_{self._calls}"
+                yield ToolCall(id=call_id, function=ToolCall.FunctionBody(name=item.function.name))
+                pieces = self._pieces(item.function.arguments or "")
                 for i, piece in enumerate(pieces):
-                    output += len(piece)
                     yield ToolCallPart(arguments_part=piece, last=i == len(pieces) - 1)
-                    await self._pause()
             else:
                 yield item.model_copy(deep=True)
-                await self._pause()
-        self.finish_reason = "tool_calls" if calls else "stop"
-        self.usage = TokenUsage(input_other=self._input, output=max(1, output // 4))
 
-    async def _pause(self) -> None:
-        await asyncio.sleep(self._provider.chunk_delay)
+    def _pieces(self, text: str) -> list[str]:
+        """`text` in fragments of `chunk_size` (one empty fragment for none), counted as output."""
+        self._output += len(text)
+        size = self._provider.chunk_size
+        return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 def _check_items(items: object, number: int) -> None:
@@ -239,7 +233,3 @@ def _check_items(items: object, number: int) -> None:
                 f"turn {number} of the script holds a {type(item).__name__}; an item is a str, "
                 "a ContentPart, a ToolCall (see `call`) or an exception to raise"
             )
-
-
-def _pieces(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
