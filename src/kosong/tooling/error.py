@@ -157,6 +157,16 @@ class _CodedError(ToolError):
         super().__init__(message=message, brief=brief, extras=_error_extras(details))
 
 
+class _MessageError(_CodedError):
+    """A coded error made of a message alone, under its class's `_brief`."""
+
+    _brief: ClassVar[str]
+
+    def __init__(self, message: str) -> None:
+        """Describe the failure."""
+        super().__init__(message, self._brief)
+
+
 class ToolTimeoutError(_CodedError):
     """The call did not finish in time and was cancelled (TIMEOUT)."""
 
@@ -189,14 +199,11 @@ class ToolRateLimitedError(_CodedError):
         super().__init__(f"{message}{hint}", "Rate limited", retry_after=retry_after)
 
 
-class ToolNetworkError(_CodedError):
+class ToolNetworkError(_MessageError):
     """A service the tool depends on could not be reached (NETWORK_ERROR); worth retrying."""
 
     code: ClassVar[str] = "NETWORK_ERROR"
-
-    def __init__(self, message: str) -> None:
-        """Describe what could not be reached."""
-        super().__init__(message, "Network error")
+    _brief: ClassVar[str] = "Network error"
 
 
 class ToolPermissionDeniedError(_CodedError):
@@ -213,34 +220,25 @@ class ToolPermissionDeniedError(_CodedError):
         )
 
 
-class ToolUnauthorizedError(_CodedError):
+class ToolUnauthorizedError(_MessageError):
     """The tool has no valid credentials for what it calls (UNAUTHORIZED)."""
 
     code: ClassVar[str] = "UNAUTHORIZED"
-
-    def __init__(self, message: str) -> None:
-        """Describe which credentials are missing or rejected."""
-        super().__init__(message, "Unauthorized")
+    _brief: ClassVar[str] = "Unauthorized"
 
 
-class ToolResourceNotFoundError(_CodedError):
+class ToolResourceNotFoundError(_MessageError):
     """What the call names (a file, a record, a city) does not exist (RESOURCE_NOT_FOUND)."""
 
     code: ClassVar[str] = "RESOURCE_NOT_FOUND"
-
-    def __init__(self, message: str) -> None:
-        """Say what was not found."""
-        super().__init__(message, "Not found")
+    _brief: ClassVar[str] = "Not found"
 
 
-class ToolQuotaExceededError(_CodedError):
+class ToolQuotaExceededError(_MessageError):
     """A usage quota is spent; retrying will not help until it is raised (QUOTA_EXCEEDED)."""
 
     code: ClassVar[str] = "QUOTA_EXCEEDED"
-
-    def __init__(self, message: str) -> None:
-        """Say which quota is spent."""
-        super().__init__(message, "Quota exceeded")
+    _brief: ClassVar[str] = "Quota exceeded"
 
 
 class ToolDeprecatedError(_CodedError):
