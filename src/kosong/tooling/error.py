@@ -157,16 +157,6 @@ class _CodedError(ToolError):
         super().__init__(message=message, brief=brief, extras=_error_extras(details))
 
 
-class _MessageError(_CodedError):
-    """A coded error made of a message alone, under its class's `_brief`."""
-
-    _brief: ClassVar[str]
-
-    def __init__(self, message: str) -> None:
-        """Describe the failure."""
-        super().__init__(message, self._brief)
-
-
 class ToolTimeoutError(_CodedError):
     """The call did not finish in time and was cancelled (TIMEOUT)."""
 
@@ -199,11 +189,14 @@ class ToolRateLimitedError(_CodedError):
         super().__init__(f"{message}{hint}", "Rate limited", retry_after=retry_after)
 
 
-class ToolNetworkError(_MessageError):
+class ToolNetworkError(_CodedError):
     """A service the tool depends on could not be reached (NETWORK_ERROR); worth retrying."""
 
     code: ClassVar[str] = "NETWORK_ERROR"
-    _brief: ClassVar[str] = "Network error"
+
+    def __init__(self, message: str) -> None:
+        """Describe what could not be reached."""
+        super().__init__(message, "Network error")
 
 
 class ToolPermissionDeniedError(_CodedError):
@@ -220,25 +213,34 @@ class ToolPermissionDeniedError(_CodedError):
         )
 
 
-class ToolUnauthorizedError(_MessageError):
+class ToolUnauthorizedError(_CodedError):
     """The tool has no valid credentials for what it calls (UNAUTHORIZED)."""
 
     code: ClassVar[str] = "UNAUTHORIZED"
-    _brief: ClassVar[str] = "Unauthorized"
+
+    def __init__(self, message: str) -> None:
+        """Describe which credentials are missing or rejected."""
+        super().__init__(message, "Unauthorized")
 
 
-class ToolResourceNotFoundError(_MessageError):
+class ToolResourceNotFoundError(_CodedError):
     """What the call names (a file, a record, a city) does not exist (RESOURCE_NOT_FOUND)."""
 
     code: ClassVar[str] = "RESOURCE_NOT_FOUND"
-    _brief: ClassVar[str] = "Not found"
+
+    def __init__(self, message: str) -> None:
+        """Say what was not found."""
+        super().__init__(message, "Not found")
 
 
-class ToolQuotaExceededError(_MessageError):
+class ToolQuotaExceededError(_CodedError):
     """A usage quota is spent; retrying will not help until it is raised (QUOTA_EXCEEDED)."""
 
     code: ClassVar[str] = "QUOTA_EXCEEDED"
-    _brief: ClassVar[str] = "Quota exceeded"
+
+    def __init__(self, message: str) -> None:
+        """Say which quota is spent."""
+        super().__init__(message, "Quota exceeded")
 
 
 class ToolDeprecatedError(_CodedError):
