@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from kosong._model import OverridableModelMeta
-from kosong.tooling._schema import check_json_schema, check_tool_name
+from kosong.tooling._schema import check_json_schema, check_parameter_names, check_tool_name
 from kosong.utils.dates_and_versions import SEMVER_PATTERN, parse_iso8601
 
 __all__ = [
@@ -363,13 +363,8 @@ def check_metadata_against_definition(
     if meta.cache_key_params is not None:
         props = parameters.get("properties")
         if isinstance(props, dict):
-            known = cast(dict[str, Any], props)
-            unknown = [p for p in meta.cache_key_params if p not in known]
-            if unknown:
-                raise ValueError(
-                    f"cache_key_params of {owner} names {', '.join(map(repr, unknown))}, which "
-                    f"is not a parameter (parameters: {', '.join(known) or 'none'})"
-                )
+            what = f"cache_key_params of {owner} names"
+            check_parameter_names(meta.cache_key_params, cast(dict[str, Any], props), what)
     if meta.strict:
         return close_object_schemas(parameters, owner)
     return parameters
