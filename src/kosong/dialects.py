@@ -227,15 +227,17 @@ def _dialect(name: str) -> Dialect:
     return lowered
 
 
-def _as_tool(tool: Tool | Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def _as_tool(tool: Tool | Mapping[str, Any]) -> tuple[str, dict[str, Any], bool]:
+    """The tool's name, parameters schema, and whether it declares `strict`."""
     if isinstance(tool, Tool):
-        return tool.name, tool.parameters
+        return tool.name, tool.parameters, tool.strict is True
     data = cast(Mapping[str, Any], tool.get("function", tool))
+    name, strict = str(data.get("name", "")), data.get("strict") is True
     for key in ("parameters", "inputSchema", "input_schema"):
         schema = data.get(key)
         if isinstance(schema, Mapping):
-            return str(data.get("name", "")), dict(cast(Mapping[str, Any], schema))
-    return str(data.get("name", "")), {}
+            return name, dict(cast(Mapping[str, Any], schema)), strict
+    return name, {}, strict
 
 
 def check_tools(
@@ -260,10 +262,10 @@ def check_tools(
     findings: list[Finding] = []
     not_checked: set[tuple[str, Dialect]] = set()
     for tool in tools:
-        name, schema = _as_tool(tool)
+        name, schema, strict = _as_tool(tool)
         names.append(name)
         for dialect in chosen:
-            if dialect == "openai-strict" and dialects is None and not _declares_strict(tool):
+            if dialect == "openai-strict" and dialects is None and not strict:
                 not_checked.add((name, dialect))
                 continue
             check = _check_builtin if name.startswith("$") else _CHECKS[dialect]
@@ -271,12 +273,6 @@ def check_tools(
                 if include_ignored or finding.effect == "rejected":
                     findings.append(finding)
     return DialectReport(names, chosen, findings, not_checked)
-
-
-def _declares_strict(tool: Tool | Mapping[str, Any]) -> bool:
-    if isinstance(tool, Tool):
-        return tool.strict is True
-    return cast(Mapping[str, Any], tool.get("function", tool)).get("strict") is True
 
 
 def fix_schema(schema: Mapping[str, Any], dialect: str) -> dict[str, Any]:
