@@ -402,12 +402,7 @@ _IMPLYING: dict[str, tuple[str, ...]] = {
 
 
 def _implied_type(node: Mapping[str, Any]) -> str | None:
-    """The type a schema without `type` implies, when it implies exactly one.
-
-    From its `enum` / `const` values (integers and floats together: "number"), else from the
-    keywords that apply to one type only (`additionalProperties` → object, `minItems` →
-    array, `pattern` → string, `maximum` → number...); None when they disagree or say nothing.
-    """
+    """The type a schema without `type` implies, when exactly one (see the module doc)."""
     values = node.get("enum") if "enum" in node else [node["const"]] if "const" in node else None
     if values:
         kinds = {_json_type(v) for v in cast(list[Any], values)}
@@ -418,18 +413,15 @@ def _implied_type(node: Mapping[str, Any]) -> str | None:
     return implied.pop() if len(implied) == 1 else None
 
 
+_JSON_TYPES = (
+    (type(None), "null"), (bool, "boolean"), (int, "integer"), (float, "number"),
+    (str, "string"), (list, "array"),
+)  # fmt: skip
+"""Python types -> JSON types, bool before int (a bool is an int)."""
+
+
 def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
+    return next((name for cls, name in _JSON_TYPES if isinstance(value, cls)), "object")
 
 
 def _check_moonshot(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
