@@ -144,19 +144,12 @@ def _clashes_with_model(name: str) -> bool:
 
 
 def _property(type_schema: dict[str, Any], description: str | None, p: Param) -> dict[str, Any]:
-    prop = {k: v for k, v in type_schema.items() if k not in ("type", "description")}
+    prop = dict(_described(type_schema, description or None))  # a copy: the type's is cached
     if not p.required:
         # A sentinel default (not JSON) is left out: the schema just says "optional".
         with contextlib.suppress(PydanticSerializationError):
             prop["default"] = to_jsonable_python(p.default)
-    front: dict[str, Any] = {}
-    if "type" in type_schema:
-        front["type"] = type_schema["type"]
-    if description:
-        front["description"] = description
-    elif "description" in type_schema:
-        front["description"] = type_schema["description"]
-    return {**front, **prop}
+    return prop
 
 
 def _type_schema(p: Param, owner: str) -> dict[str, Any]:
