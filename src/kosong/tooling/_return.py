@@ -114,17 +114,17 @@ def _init(
     more: dict[str, Any],
 ) -> None:
     # What ToolOk and ToolError share: `output` as a str or a list, `brief` as the first block.
-    if isinstance(output, ContentPart):
-        output = [output]
-    elif not isinstance(output, str):
-        output = list(output)
+    if not isinstance(output, str):  # str first: the common case, and the cheapest check
+        output = [output] if isinstance(output, ContentPart) else list(output)
     blocks: list[DisplayBlock] = [BriefDisplayBlock(text=brief)] if brief else []
+    if display:
+        blocks.extend(display)
     ToolReturnValue.__init__(
         self,
         is_error=is_error,
         output=output,
         message=message,
-        display=[*blocks, *(display or ())],
+        display=blocks,
         extras=extras,
         **more,
     )
