@@ -44,7 +44,7 @@ import contextlib
 import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, Literal, TypeAlias, cast, get_args
 
 from kosong.formats import GEMINI_SCHEMA_KEYS, to_gemini_schema
 from kosong.standard import StrictSchemaError, check_strict_schema, to_strict_schema
@@ -70,14 +70,7 @@ Dialect: TypeAlias = Literal["openai", "openai-strict", "anthropic", "moonshot",
 Effect: TypeAlias = Literal["rejected", "ignored"]
 """What the provider does with the finding: refuse the request, or take it and not apply it."""
 
-DIALECTS: tuple[Dialect, ...] = (
-    "openai",
-    "openai-strict",
-    "anthropic",
-    "moonshot",
-    "gemini",
-    "mcp",
-)
+DIALECTS: tuple[Dialect, ...] = get_args(Dialect)
 """Every dialect, in the order reports list them."""
 
 _ALIASES: dict[str, Dialect] = {"kimi": "moonshot"}
