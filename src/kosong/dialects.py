@@ -406,15 +406,18 @@ def _implied_type(node: Mapping[str, Any]) -> str | None:
     return implied.pop() if len(implied) == 1 else None
 
 
-_JSON_TYPES = (
-    (type(None), "null"), (bool, "boolean"), (int, "integer"), (float, "number"),
-    (str, "string"), (list, "array"),
-)  # fmt: skip
-"""Python types -> JSON types, bool before int (a bool is an int)."""
-
-
 def _json_type(value: Any) -> str:
-    return next((name for cls, name in _JSON_TYPES if isinstance(value, cls)), "object")
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
 
 
 def _check_moonshot(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
