@@ -13,6 +13,7 @@ Two things the documents need and plain pydantic does not give:
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
@@ -146,9 +147,7 @@ def _dispatch_schema(root: type[TypedModel]) -> core_schema.CoreSchema:
     Instances pass through. Serialization dumps the instance's own fields, so a subclass
     keeps everything it adds.
     """
-    what = " ".join(
-        word.lower() for word in _split_camel(root.__name__)
-    )  # "ContentPart" -> "content part"
+    what = re.sub(r"(?<!^)(?=[A-Z])", " ", root.__name__).lower()  # "ContentPart" -> "content part"
 
     def validate(value: Any) -> BaseModel:
         if isinstance(value, root):
@@ -182,13 +181,3 @@ def _dispatch_schema(root: type[TypedModel]) -> core_schema.CoreSchema:
         serialization=core_schema.plain_serializer_function_ser_schema(serialize, info_arg=True),
         json_schema_input_schema=core_schema.dict_schema(),
     )
-
-
-def _split_camel(name: str) -> list[str]:
-    words: list[str] = []
-    for char in name:
-        if char.isupper() or not words:
-            words.append(char)
-        else:
-            words[-1] += char
-    return words

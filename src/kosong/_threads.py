@@ -35,19 +35,13 @@ PARSE_THREADS = 2
 _pools: dict[str, ThreadPoolExecutor] = {}
 
 
-def _pool(name: str, size: int) -> ThreadPoolExecutor:
-    # Made on first use: defining tools or importing kosong starts no thread.
-    pool = _pools.get(name)
-    if pool is None:
-        pool = _pools.setdefault(
-            name, ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"kosong-{name}")
-        )
-    return pool
-
-
-async def _in_pool(pool: ThreadPoolExecutor, func: Callable[..., T], *args: Any) -> T:
-    # As asyncio.to_thread, on our pool: the function sees the caller's contextvars (the
-    # current call, its trace id), so a sync tool can report progress.
+async def _in_pool(name: str, size: int, func: Callable[..., T], *args: Any) -> T:
+    # As asyncio.to_thread, on our pool (made on first use: importing kosong starts no thread).
+    # The function sees the caller's contextvars (the current call, its trace id), so a sync
+    # tool can report progress.
+    pool = _pools.get(name) or _pools.setdefault(
+        name, ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"kosong-{name}")
+    )
     context = contextvars.copy_context()
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(pool, functools.partial(context.run, func, *args))
@@ -55,14 +49,15 @@ async def _in_pool(pool: ThreadPoolExecutor, func: Callable[..., T], *args: Any)
 
 async def run_sync_tool(func: Callable[..., T], *args: Any) -> T:
     """`func(*args)` on the sync-tool pool."""
-    return await _in_pool(_pool("tool", TOOL_THREADS), func, *args)
+    return await _in_pool("tool", TOOL_THREADS, func, *args)
 
 
 async def run_parsing(func: Callable[..., T], *args: Any) -> T:
     """`func(*args)` on the parsing pool."""
-    return await _in_pool(_pool("parse", PARSE_THREADS), func, *args)
+    return await _in_pool("parse", PARSE_THREADS, func, *args)
 
 
+# Chosen once, at import: the check costs more than a tenth of a microsecond per call.
 if sys.version_info >= (3, 12):
 
     def start_task(

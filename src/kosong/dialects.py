@@ -44,7 +44,7 @@ import contextlib
 import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, Literal, TypeAlias, cast, get_args
 
 from kosong.formats import GEMINI_SCHEMA_KEYS, to_gemini_schema
 from kosong.standard import StrictSchemaError, check_strict_schema, to_strict_schema
@@ -70,14 +70,7 @@ Dialect: TypeAlias = Literal["openai", "openai-strict", "anthropic", "moonshot",
 Effect: TypeAlias = Literal["rejected", "ignored"]
 """What the provider does with the finding: refuse the request, or take it and not apply it."""
 
-DIALECTS: tuple[Dialect, ...] = (
-    "openai",
-    "openai-strict",
-    "anthropic",
-    "moonshot",
-    "gemini",
-    "mcp",
-)
+DIALECTS: tuple[Dialect, ...] = get_args(Dialect)
 """Every dialect, in the order reports list them."""
 
 _ALIASES: dict[str, Dialect] = {"kimi": "moonshot"}
@@ -227,15 +220,17 @@ def _dialect(name: str) -> Dialect:
     return lowered
 
 
-def _as_tool(tool: Tool | Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def _as_tool(tool: Tool | Mapping[str, Any]) -> tuple[str, dict[str, Any], bool]:
+    """The tool's name, parameters schema, and whether it declares `strict`."""
     if isinstance(tool, Tool):
-        return tool.name, tool.parameters
+        return tool.name, tool.parameters, tool.strict is True
     data = cast(Mapping[str, Any], tool.get("function", tool))
+    name, strict = str(data.get("name", "")), data.get("strict") is True
     for key in ("parameters", "inputSchema", "input_schema"):
         schema = data.get(key)
         if isinstance(schema, Mapping):
-            return str(data.get("name", "")), dict(cast(Mapping[str, Any], schema))
-    return str(data.get("name", "")), {}
+            return name, dict(cast(Mapping[str, Any], schema)), strict
+    return name, {}, strict
 
 
 def check_tools(
@@ -260,10 +255,10 @@ def check_tools(
     findings: list[Finding] = []
     not_checked: set[tuple[str, Dialect]] = set()
     for tool in tools:
-        name, schema = _as_tool(tool)
+        name, schema, strict = _as_tool(tool)
         names.append(name)
         for dialect in chosen:
-            if dialect == "openai-strict" and dialects is None and not _declares_strict(tool):
+            if dialect == "openai-strict" and dialects is None and not strict:
                 not_checked.add((name, dialect))
                 continue
             check = _check_builtin if name.startswith("$") else _CHECKS[dialect]
@@ -271,12 +266,6 @@ def check_tools(
                 if include_ignored or finding.effect == "rejected":
                     findings.append(finding)
     return DialectReport(names, chosen, findings, not_checked)
-
-
-def _declares_strict(tool: Tool | Mapping[str, Any]) -> bool:
-    if isinstance(tool, Tool):
-        return tool.strict is True
-    return cast(Mapping[str, Any], tool.get("function", tool)).get("strict") is True
 
 
 def fix_schema(schema: Mapping[str, Any], dialect: str) -> dict[str, Any]:
@@ -406,12 +395,7 @@ _IMPLYING: dict[str, tuple[str, ...]] = {
 
 
 def _implied_type(node: Mapping[str, Any]) -> str | None:
-    """The type a schema without `type` implies, when it implies exactly one.
-
-    From its `enum` / `const` values (integers and floats together: "number"), else from the
-    keywords that apply to one type only (`additionalProperties` → object, `minItems` →
-    array, `pattern` → string, `maximum` → number...); None when they disagree or say nothing.
-    """
+    """The type a schema without `type` implies, when exactly one (see the module doc)."""
     values = node.get("enum") if "enum" in node else [node["const"]] if "const" in node else None
     if values:
         kinds = {_json_type(v) for v in cast(list[Any], values)}

@@ -133,7 +133,7 @@ def _gemini(node: Any) -> Any:
             out.setdefault("enum", [value])
         elif key == "properties" and isinstance(value, dict):
             out[key] = {k: _gemini(v) for k, v in cast(dict[str, Any], value).items()}
-        elif key in ("items",):
+        elif key == "items":
             out[key] = _gemini(value)
         elif key == "anyOf" and isinstance(value, list):
             out[key] = [_gemini(v) for v in cast(list[Any], value)]
@@ -206,13 +206,7 @@ def from_openai_chat_tool(data: Mapping[str, Any]) -> Tool:
     function = data.get("function", data) if data.get("type", "function") == "function" else None
     if not isinstance(function, Mapping):
         raise ValueError(f"not an OpenAI function tool: {dict(data)!r}")
-    function = cast(Mapping[str, Any], function)
-    return _tool(
-        _require(function, "name", "an OpenAI tool"),
-        function.get("description"),
-        function.get("parameters"),
-        strict=function.get("strict"),
-    )
+    return _from_openai(cast(Mapping[str, Any], function), "an OpenAI tool")
 
 
 def from_openai_responses_tool(data: Mapping[str, Any]) -> Tool:
@@ -222,11 +216,15 @@ def from_openai_responses_tool(data: Mapping[str, Any]) -> Tool:
         ValueError: a required key is missing.
         pydantic.ValidationError: the definition is not a valid `Tool`.
     """
+    return _from_openai(data, "a Responses tool")
+
+
+def _from_openai(function: Mapping[str, Any], where: str) -> Tool:
     return _tool(
-        _require(data, "name", "a Responses tool"),
-        data.get("description"),
-        data.get("parameters"),
-        strict=data.get("strict"),
+        _require(function, "name", where),
+        function.get("description"),
+        function.get("parameters"),
+        strict=function.get("strict"),
     )
 
 

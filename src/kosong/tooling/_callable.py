@@ -60,11 +60,14 @@ class CallableTool(Tool, ABC):
             args, kwargs = (), arguments
         else:
             args, kwargs = (arguments,), {}
-        if calls_in_thread(type(self)):
-            return checked_return(self.name, await _call_in_thread(self, args, kwargs))
         try:
-            pending = self(*args, **kwargs)
-        except TypeError as e:  # calling an async def only binds: this is a signature mismatch
+            if calls_in_thread(type(self)):
+                # Bound here, so a mismatch is the arguments' fault, not the tool's failure.
+                inspect.signature(self.__call__).bind(*args, **kwargs)
+                pending = run_sync_tool(functools.partial(self, *args, **kwargs))
+            else:
+                pending = self(*args, **kwargs)  # calling an async def only binds the arguments
+        except TypeError as e:
             return ToolValidateError(f"the arguments do not fit the tool's signature: {e}")
         return checked_return(self.name, await pending)
 
@@ -72,13 +75,3 @@ class CallableTool(Tool, ABC):
     async def __call__(self, *args: Any, **kwargs: Any) -> ToolReturnValue:
         """The tool's implementation."""
         ...
-
-
-async def _call_in_thread(
-    tool: CallableTool, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> object:
-    try:
-        inspect.signature(tool.__call__).bind(*args, **kwargs)
-    except TypeError as e:
-        return ToolValidateError(f"the arguments do not fit the tool's signature: {e}")
-    return await run_sync_tool(functools.partial(tool, *args, **kwargs))

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from itertools import islice
-from typing import Any, Generic, Self, TypeVar
+from typing import Generic, Self, TypeVar
 
 import jsonschema_rs
 from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 
 from kosong._threads import run_sync_tool
 from kosong.tooling._calling import (
-    MAX_REPORTED_ERRORS,
     calls_in_thread,
     checked_return,
-    json_path,
+    jsonschema_errors_text,
     pydantic_errors_text,
 )
 from kosong.tooling._metadata import ToolMetadata
@@ -24,7 +22,7 @@ from kosong.tooling._tool import Tool
 from kosong.tooling.error import ToolValidateError
 from kosong.utils.typing import JsonType
 
-__all__ = ["CallableTool2", "Params", "unknown_properties"]
+__all__ = ["CallableTool2", "Params"]
 
 Params = TypeVar("Params", bound=BaseModel)
 
@@ -78,7 +76,7 @@ class CallableTool2(ToolMetadata, ABC, Generic[Params]):
     async def call(self, arguments: JsonType) -> ToolReturnValue:
         """Validate `arguments` into `params`, call the tool, and return its result."""
         if self.strict and self._strict_validator is not None:  # private read only if strict
-            unknown = unknown_properties(self._strict_validator, arguments)
+            unknown = jsonschema_errors_text(self._strict_validator, arguments, only_unknown=True)
             if unknown:
                 return ToolValidateError(unknown)
         try:
@@ -95,17 +93,3 @@ class CallableTool2(ToolMetadata, ABC, Generic[Params]):
     async def __call__(self, params: Params) -> ToolReturnValue:
         """The tool's implementation."""
         ...
-
-
-def unknown_properties(validator: jsonschema_rs.Validator, arguments: Any) -> str:
-    """The undeclared properties in `arguments`, as text for the model ("" when none)."""
-    lines: list[str] = []
-    errors = (
-        e
-        for e in validator.iter_errors(arguments)
-        if isinstance(e.kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties)
-    )
-    for error in islice(errors, MAX_REPORTED_ERRORS):
-        where = json_path(error.instance_path)
-        lines.append(f"{where}: {error.message}" if where else error.message)
-    return "; ".join(lines)

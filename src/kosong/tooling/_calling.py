@@ -68,10 +68,19 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def jsonschema_errors_text(validator: jsonschema_rs.Validator, instance: Any) -> str:
-    """Every (up to a few) schema violation of `instance`, each with where it is."""
+def jsonschema_errors_text(
+    validator: jsonschema_rs.Validator, instance: Any, *, only_unknown: bool = False
+) -> str:
+    """Every (up to a few) schema violation of `instance`, each with where it is.
+
+    With `only_unknown`, only the undeclared properties ("" when there are none).
+    """
+    errors = validator.iter_errors(instance)
+    if only_unknown:
+        unknown = jsonschema_rs.ValidationErrorKind.AdditionalProperties
+        errors = (e for e in errors if isinstance(e.kind, unknown))
     lines: list[str] = []
-    for error in islice(validator.iter_errors(instance), MAX_REPORTED_ERRORS):
+    for error in islice(errors, MAX_REPORTED_ERRORS):
         where = json_path(error.instance_path)
         lines.append(f"{where}: {error.message}" if where else error.message)
     return "; ".join(lines)

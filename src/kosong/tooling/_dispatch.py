@@ -21,6 +21,7 @@ toolset; it simply parses its own arguments.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from abc import ABC, abstractmethod
@@ -221,7 +222,8 @@ class BaseToolset(Toolset, ABC):
 
     async def _parse_and_run(self, call: ToolCall, tool: Tool, raw: str) -> ToolResult:
         try:
-            arguments = await run_parsing(_parse, raw, self.limits, tool.expects_object)
+            parse = functools.partial(parse_arguments, expects_object=tool.expects_object)
+            arguments = await run_parsing(parse, raw, self.limits)
         except ArgumentsError as e:
             return await self.refuse(call, ToolParseError(str(e)))
         return await self.run_call(call, tool, arguments)
@@ -254,10 +256,6 @@ class BaseToolset(Toolset, ABC):
             text = f"call_tool returned {type(result).__name__}, not a ToolResult"
             return ToolResult(call.id, ToolRuntimeError(text))
         return result
-
-
-def _parse(raw: str, limits: ArgumentLimits, expects_object: bool) -> JsonType:
-    return parse_arguments(raw, limits, expects_object=expects_object)
 
 
 def dispatch(

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import docstring_parser
 
+from kosong.tooling._schema import check_parameter_names
+
 __all__ = ["ParsedDocstring", "read_docstring"]
 
 
@@ -67,12 +69,7 @@ def read_docstring(
                 f"describing its parameters ({', '.join(parameters)}); add one (Google style: "
                 "an `Args:` section with `name: description` lines) or drop parse_docstring"
             )
-        unknown = [name for name in arguments if name not in parameters]
-        if unknown:
-            raise ValueError(
-                f"the docstring of {owner} documents {', '.join(map(repr, unknown))}, which "
-                f"is not a parameter (parameters: {', '.join(parameters) or 'none'})"
-            )
+        check_parameter_names(arguments, parameters, f"the docstring of {owner} documents")
     return ParsedDocstring(prose, arguments, _without_arguments(parsed, prose))
 
 

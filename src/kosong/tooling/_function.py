@@ -26,8 +26,8 @@ from typing import Any, overload
 from pydantic import BaseModel, PrivateAttr, ValidationError
 from typing_extensions import Unpack
 
-from kosong.tooling._callable2 import CallableTool2, unknown_properties
-from kosong.tooling._calling import pydantic_errors_text
+from kosong.tooling._callable2 import CallableTool2
+from kosong.tooling._calling import jsonschema_errors_text, pydantic_errors_text
 from kosong.tooling._function_build import (
     AnyFunction,
     ResponseFormat,
@@ -162,7 +162,7 @@ class FunctionTool(CallableTool2[BaseModel]):
         """Validate `arguments`, run the function, and return its result as a ToolReturnValue."""
         run = self._runner
         if self.strict and self._strict_validator is not None:
-            unknown = unknown_properties(self._strict_validator, arguments)
+            unknown = jsonschema_errors_text(self._strict_validator, arguments, only_unknown=True)
             if unknown:
                 return ToolValidateError(unknown)
         try:

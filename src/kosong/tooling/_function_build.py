@@ -132,15 +132,13 @@ class Runner:
     coroutine: Callable[..., Awaitable[Any]] | None
     handler: ToolErrorHandler
     artifact: bool
+    """Whether the function returns `(content, artifact)` (`response_format`)."""
     injected: frozenset[str]
     """The injected parameters (`Injected[...]`), which only `inject` can give values."""
     required_injected: tuple[str, ...]
     bound: Mapping[str, Any]
     """The injected values given so far."""
     base_bind: Callable[[Any], dict[str, Any]]
-
-    convert: Callable[[object], ToolReturnValue]
-    """What the function returned -> the result (`return_value`, or `artifact_result`)."""
 
     async def _value(self, kwargs: dict[str, Any]) -> Any:
         if self.coroutine is not None:
@@ -158,7 +156,7 @@ class Runner:
             value = await self._value(kwargs)
         except ToolException as e:
             return tool_exception_result(e, self.handler)
-        return self.convert(value)
+        return artifact_result(self.name, value) if self.artifact else return_value(value)
 
     async def raw(self, kwargs: dict[str, Any]) -> Any:
         """Run the function; what it returned, for `ainvoke`."""
@@ -300,11 +298,6 @@ def make(
         coroutine=_positional_async(coroutine, positional),
         handler=handler,
         artifact=response_format == "content_and_artifact",
-        convert=(
-            functools.partial(artifact_result, name)
-            if response_format == "content_and_artifact"
-            else return_value
-        ),
         injected=frozenset(p.name for p in signature.params if p.injected),
         required_injected=tuple(p.name for p in signature.params if p.injected and p.required),
         bound={},

@@ -1,6 +1,4 @@
-"""The optional metadata of a tool definition (private).
-
-`kosong.standard` asks questions of it (`is_read_only`, `is_destructive`...).
+"""The optional metadata of a tool definition (private; `kosong.standard` reads it).
 
 The Tool Use standard's extension fields and MCP's behaviour hints.
 
@@ -33,7 +31,7 @@ from pydantic import (
 )
 
 from kosong._model import OverridableModelMeta
-from kosong.tooling._schema import check_json_schema, check_tool_name
+from kosong.tooling._schema import check_json_schema, check_parameter_names, check_tool_name
 from kosong.utils.dates_and_versions import SEMVER_PATTERN, parse_iso8601
 
 __all__ = [
@@ -116,31 +114,9 @@ class EstimatedTokens(_DropNone):
         return value
 
 
-METADATA_FIELDS: tuple[str, ...] = (
-    "strict",
-    "version",
-    "cacheable",
-    "cache_ttl",
-    "cache_key_params",
-    "streaming",
-    "sequential",
-    "estimated_tokens",
-    "deprecated",
-    "sunset_date",
-    "replacement",
-    "migration_guide",
-    "changelog",
-    "title",
-    "read_only_hint",
-    "destructive_hint",
-    "idempotent_hint",
-    "open_world_hint",
-    "output_schema",
-)
-"""The optional fields, in the order a dump writes them (after name, description, parameters)."""
-
-_METADATA_SET = frozenset(METADATA_FIELDS)
-_WIRE_KEY = {name: HINT_ALIASES.get(name, name) for name in METADATA_FIELDS}
+def _mcp_field(name: str) -> Any:
+    """An undeclared field that is also read under MCP's camelCase key."""
+    return Field(default=None, validation_alias=AliasChoices(name, HINT_ALIASES[name]))
 
 
 class ToolMetadata(BaseModel, metaclass=OverridableModelMeta):
@@ -185,25 +161,15 @@ class ToolMetadata(BaseModel, metaclass=OverridableModelMeta):
     """What each version changed, by semantic version."""
     title: str | None = None
     """A human-readable name for user interfaces (MCP)."""
-    read_only_hint: bool | None = Field(
-        default=None, validation_alias=AliasChoices("read_only_hint", "readOnlyHint")
-    )
+    read_only_hint: bool | None = _mcp_field("read_only_hint")
     """The tool does not change its environment (MCP `readOnlyHint`)."""
-    destructive_hint: bool | None = Field(
-        default=None, validation_alias=AliasChoices("destructive_hint", "destructiveHint")
-    )
+    destructive_hint: bool | None = _mcp_field("destructive_hint")
     """The tool may destroy or overwrite data (MCP `destructiveHint`)."""
-    idempotent_hint: bool | None = Field(
-        default=None, validation_alias=AliasChoices("idempotent_hint", "idempotentHint")
-    )
+    idempotent_hint: bool | None = _mcp_field("idempotent_hint")
     """Calling it again with the same arguments has no further effect (MCP `idempotentHint`)."""
-    open_world_hint: bool | None = Field(
-        default=None, validation_alias=AliasChoices("open_world_hint", "openWorldHint")
-    )
+    open_world_hint: bool | None = _mcp_field("open_world_hint")
     """The tool talks to an open world, such as the web (MCP `openWorldHint`)."""
-    output_schema: dict[str, Any] | None = Field(
-        default=None, validation_alias=AliasChoices("output_schema", "outputSchema")
-    )
+    output_schema: dict[str, Any] | None = _mcp_field("output_schema")
     """The JSON Schema of what a successful call returns, as JSON text (MCP `outputSchema`);
     an MCP server sends that output as `structuredContent` too. Checked like `parameters`."""
 
@@ -321,6 +287,10 @@ class ToolMetadata(BaseModel, metaclass=OverridableModelMeta):
         yield from ((n, v) for n, v in args if n in _METADATA_SET and v is not None)
 
 
+METADATA_FIELDS: tuple[str, ...] = tuple(ToolMetadata.model_fields)
+"""The optional fields, in the order a dump writes them (after name, description, parameters)."""
+_METADATA_SET = frozenset(METADATA_FIELDS)
+_WIRE_KEY = {name: HINT_ALIASES.get(name, name) for name in METADATA_FIELDS}
 _ALIAS_SET = frozenset(HINT_ALIASES.values())
 
 
@@ -393,13 +363,8 @@ def check_metadata_against_definition(
     if meta.cache_key_params is not None:
         props = parameters.get("properties")
         if isinstance(props, dict):
-            known = cast(dict[str, Any], props)
-            unknown = [p for p in meta.cache_key_params if p not in known]
-            if unknown:
-                raise ValueError(
-                    f"cache_key_params of {owner} names {', '.join(map(repr, unknown))}, which "
-                    f"is not a parameter (parameters: {', '.join(known) or 'none'})"
-                )
+            what = f"cache_key_params of {owner} names"
+            check_parameter_names(meta.cache_key_params, cast(dict[str, Any], props), what)
     if meta.strict:
         return close_object_schemas(parameters, owner)
     return parameters

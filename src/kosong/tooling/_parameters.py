@@ -36,6 +36,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from kosong.tooling._calling import jsonschema_errors_text
 from kosong.tooling._schema import (
     check_json_schema,
+    check_parameter_names,
     model_parameters_schema,
     schema_validator,
     tidy_schema,
@@ -83,7 +84,7 @@ def from_signature(
             "name each argument, or pass `schema=` or `args_schema=`"
         )
     names = [p.name for p in signature.visible]
-    _check_described_names(field_descriptions, names, owner)
+    check_parameter_names(field_descriptions, names, f"field_descriptions of {owner} names")
     fields: dict[str, Any] = {}
     properties: dict[str, Any] = {}
     required: list[str] = []
@@ -143,19 +144,12 @@ def _clashes_with_model(name: str) -> bool:
 
 
 def _property(type_schema: dict[str, Any], description: str | None, p: Param) -> dict[str, Any]:
-    prop = {k: v for k, v in type_schema.items() if k not in ("type", "description")}
+    prop = dict(_described(type_schema, description or None))  # a copy: the type's is cached
     if not p.required:
         # A sentinel default (not JSON) is left out: the schema just says "optional".
         with contextlib.suppress(PydanticSerializationError):
             prop["default"] = to_jsonable_python(p.default)
-    front: dict[str, Any] = {}
-    if "type" in type_schema:
-        front["type"] = type_schema["type"]
-    if description:
-        front["description"] = description
-    elif "description" in type_schema:
-        front["description"] = type_schema["description"]
-    return {**front, **prop}
+    return prop
 
 
 def _type_schema(p: Param, owner: str) -> dict[str, Any]:
@@ -303,7 +297,7 @@ def _with_descriptions(
 ) -> dict[str, Any]:
     """`schema` with property descriptions: `overrides` replace, `fallbacks` fill gaps."""
     properties = cast(dict[str, Any], schema.get("properties", {}))
-    _check_described_names(overrides, list(properties), owner)
+    check_parameter_names(overrides, list(properties), f"field_descriptions of {owner} names")
     descriptions = {
         name: text
         for name, text in fallbacks.items()
@@ -316,15 +310,6 @@ def _with_descriptions(
         name: _described(prop, descriptions.get(name)) for name, prop in properties.items()
     }
     return {**schema, "properties": new_properties}  # the cached schema stays untouched
-
-
-def _check_described_names(descriptions: Mapping[str, str], names: list[str], owner: str) -> None:
-    unknown = [name for name in descriptions if name not in names]
-    if unknown:
-        raise ValueError(
-            f"field_descriptions of {owner} names {', '.join(map(repr, unknown))}, which is not "
-            f"a parameter (parameters: {', '.join(names) or 'none'})"
-        )
 
 
 def _described(prop: dict[str, Any], description: str | None) -> dict[str, Any]:

@@ -55,21 +55,6 @@ ToolReturnType = ToolReturnValue
 """The older name of `ToolReturnValue`."""
 
 
-def _output(output: ToolOutput) -> str | list[ContentPart]:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, ContentPart):
-        return [output]
-    return list(output)
-
-
-def _display(brief: str, display: Sequence[DisplayBlock] | None) -> list[DisplayBlock]:
-    blocks: list[DisplayBlock] = [BriefDisplayBlock(text=brief)] if brief else []
-    if display:
-        blocks.extend(display)
-    return blocks
-
-
 class ToolOk(ToolReturnValue):
     """A successful result.
 
@@ -128,12 +113,18 @@ def _init(
     extras: dict[str, JsonType] | None,
     more: dict[str, Any],
 ) -> None:
+    # What ToolOk and ToolError share: `output` as a str or a list, `brief` as the first block.
+    if not isinstance(output, str):  # str first: the common case, and the cheapest check
+        output = [output] if isinstance(output, ContentPart) else list(output)
+    blocks: list[DisplayBlock] = [BriefDisplayBlock(text=brief)] if brief else []
+    if display:
+        blocks.extend(display)
     ToolReturnValue.__init__(
         self,
         is_error=is_error,
-        output=_output(output),
+        output=output,
         message=message,
-        display=_display(brief, display),
+        display=blocks,
         extras=extras,
         **more,
     )

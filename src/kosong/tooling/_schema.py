@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections.abc import Collection, Iterable
 from typing import Any, cast
 
 import jsonschema_rs
@@ -15,6 +16,7 @@ __all__ = [
     "BUILTIN_TOOL_NAME_PATTERN",
     "TOOL_NAME_PATTERN",
     "check_json_schema",
+    "check_parameter_names",
     "check_tool_name",
     "model_parameters_schema",
     "schema_validator",
@@ -73,6 +75,19 @@ def check_json_schema(schema: dict[str, Any], owner: str) -> None:
         ) from None
     except jsonschema_rs.ReferencingError as e:
         raise ValueError(f"{owner} has a reference that cannot be resolved: {e}") from None
+
+
+def check_parameter_names(given: Iterable[str], parameters: Collection[str], what: str) -> None:
+    """Raise ValueError naming what in `given` is not in `parameters`; `what` starts the text.
+
+    As in "cache_key_params of tool `x` names 'y', which is not a parameter (parameters: a, b)".
+    """
+    unknown = [name for name in given if name not in parameters]
+    if unknown:
+        raise ValueError(
+            f"{what} {', '.join(map(repr, unknown))}, which is not a parameter "
+            f"(parameters: {', '.join(parameters) or 'none'})"
+        )
 
 
 # Keywords whose value is one subschema, a list of them, or a map of name -> subschema.

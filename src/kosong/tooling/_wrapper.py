@@ -1,11 +1,7 @@
-"""`WrapperToolset`: a toolset around another one, passing each call on.
+"""`WrapperToolset`: the base of the composition wrappers, and how they pass a call on.
 
-The composition wrappers (`filtered`, `prefixed`, `renamed`, `prepared`) are each a
-`WrapperToolset` overriding what it changes: the definitions the model sees (`tools`,
-`find_tool`) and, where names change, `call_tool`. Every wrapper reaches the toolset it wraps
-through `forward`: a `BaseToolset` through its `run_call`, with the arguments exactly as the
-dispatcher parsed them (never written out and parsed again); any other `Toolset` through
-`dispatch`, which gives it the call to handle (and parse) itself.
+Each wrapper (`filtered`, `prefixed`, `renamed`, `prepared`) overrides what it changes, and
+reaches the toolset it wraps through `forward`, with the arguments the dispatcher parsed.
 """
 
 from __future__ import annotations

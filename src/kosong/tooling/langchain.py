@@ -19,12 +19,11 @@ import itertools
 from typing import Any, cast
 
 from kosong.message import ContentPart, TextPart
-from kosong.tooling._callable import CallableTool
-from kosong.tooling._callable2 import CallableTool2
 from kosong.tooling._function import FunctionTool
 from kosong.tooling._function_result import ToolException, json_text
 from kosong.tooling._return import ToolReturnValue
 from kosong.tooling._schema import tidy_schema
+from kosong.tooling.simple import ToolType
 from kosong.utils.jsonschema import deref_json_schema
 
 try:
@@ -126,9 +125,6 @@ def _from_lc_content(content: str | list[str | dict[str, Any]]) -> str | list[Co
         else:  # a block kosong has no part for: keep it, as JSON text
             parts.append(TextPart(text=json_text(block)))
     return parts
-
-
-ToolType = FunctionTool | CallableTool2[Any] | CallableTool
 
 
 def to_langchain(tool: ToolType) -> StructuredTool:
