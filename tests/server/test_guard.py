@@ -6,6 +6,7 @@ import asyncio
 
 import httpx
 import pytest
+from starlette.types import Message, Scope
 
 from kosong.server import RateLimit, ServerConfig, create_app, serving
 from tests.server._tools import tools
@@ -173,16 +174,16 @@ async def test_a_header_the_checks_read_is_refused_when_sent_twice(
 
 async def test_two_hosts_are_refused_by_the_app_too() -> None:
     # Behind an ASGI server that passes both on, the app's first check refuses them.
-    scope = {"type": "http", "method": "GET", "path": "/healthz", "root_path": "",
+    scope: Scope = {"type": "http", "method": "GET", "path": "/healthz", "root_path": "",
              "headers": [(b"host", b"127.0.0.1"), (b"host", b"evil.example.com")]}  # fmt: skip
-    sent: list[dict[str, object]] = []
+    sent: list[Message] = []
 
-    async def receive() -> dict[str, object]:
+    async def receive() -> Message:
         return {"type": "http.request", "body": b""}
 
-    async def send(message: dict[str, object]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
     await create_app(tools)(scope, receive, send)
     assert sent[0]["status"] == 400
-    assert b"the host header is sent more than once" in sent[1]["body"]  # type: ignore[operator]
+    assert b"the host header is sent more than once" in sent[1]["body"]
