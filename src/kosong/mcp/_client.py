@@ -41,7 +41,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any, Self
 
 import mcp_types as mcp
@@ -232,12 +231,7 @@ class MCPToolset(BaseToolset):
         await self.connect()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     # --- the Toolset protocol --------------------------------------------------------------
