@@ -70,10 +70,6 @@ _ANSWER_SCHEMA: dict[str, Any] = {
 }
 
 
-class RunUnknownError(LookupError):
-    """No run with this id for this principal."""
-
-
 class TaskRuns(Protocol):
     """What serves tasks: the runs of a kosong server (`kosong.server.create_app(mcp=True)`)."""
 
@@ -208,12 +204,14 @@ class Tasks:
         self._created[run_id] = now
         if len(self._created) > 10_000:
             self._created.pop(next(iter(self._created)))
+        return {"resultType": "task", **self._task(run_id, now, now), "status": "working"}
+
+    def _task(self, task_id: str, created: str, updated: str) -> dict[str, Any]:
+        """What every state of a task says of it."""
         return {
-            "resultType": "task",
-            "taskId": run_id,
-            "status": "working",
-            "createdAt": now,
-            "lastUpdatedAt": now,
+            "taskId": task_id,
+            "createdAt": created,
+            "lastUpdatedAt": updated,
             "ttlMs": None,
             "pollIntervalMs": self._poll,
         }
@@ -259,13 +257,8 @@ class Tasks:
         info = await self._find(ctx, params.task_id)
         events = await _all_events(self._runs.store, params.task_id)
         created = self._created.get(params.task_id) or _stamp(events[0] if events else None)
-        task: dict[str, Any] = {
-            "taskId": params.task_id,
-            "createdAt": created or _now(),
-            "lastUpdatedAt": _stamp(events[-1] if events else None) or created or _now(),
-            "ttlMs": None,
-            "pollIntervalMs": self._poll,
-        }
+        updated = _stamp(events[-1] if events else None) or created or _now()
+        task = self._task(params.task_id, created or _now(), updated)
         final = events[-1] if events and events[-1].final else None
         if final is not None:
             value = from_envelope(final.data, tool_call_id=params.task_id).return_value
