@@ -35,7 +35,8 @@ from mcp.client.session import ElicitationFnT, ListRootsFnT, SamplingFnT
 
 from kosong import generate
 from kosong.chat_provider import ChatProvider
-from kosong.message import AudioURLPart, ContentPart, ImageURLPart, Message, TextPart
+from kosong.mcp._convert import block_to_part
+from kosong.message import ContentPart, Message
 from kosong.standard import ElicitAnswer
 from kosong.tooling.error import describe_exception
 
@@ -266,16 +267,9 @@ def _message(message: mcp.SamplingMessage) -> Message:
     blocks = message.content if isinstance(message.content, list) else [message.content]
     parts: list[ContentPart] = []
     for block in blocks:
-        if isinstance(block, mcp.TextContent):
-            parts.append(TextPart(text=block.text))
-        elif isinstance(block, mcp.ImageContent):
-            url = f"data:{block.mime_type};base64,{block.data}"
-            parts.append(ImageURLPart(image_url=ImageURLPart.ImageURL(url=url)))
-        elif isinstance(block, mcp.AudioContent):
-            url = f"data:{block.mime_type};base64,{block.data}"
-            parts.append(AudioURLPart(audio_url=AudioURLPart.AudioURL(url=url)))
-        else:
+        if not isinstance(block, mcp.TextContent | mcp.ImageContent | mcp.AudioContent):
             raise ValueError(f"{block.type} content in a sampling message is not supported")
+        parts.append(block_to_part(block))
     return Message(role=message.role, content=parts)
 
 
