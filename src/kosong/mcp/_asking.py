@@ -108,17 +108,17 @@ StartCall = Callable[
 progress (where its progress goes); returns its result to come."""
 
 
+_MAX_WAITING = 1000
+"""Calls that may wait for answers at once (one more asks nobody: `decline`)."""
+
+
 class Rounds:
     """2026-era calls that wait for the user's input, by their `requestState` token."""
 
-    def __init__(self, *, ttl: float = 600.0, limit: int = 1000) -> None:
-        """Keep waiting calls `ttl` seconds; at most `limit` at once (more ask nobody: decline)."""
+    def __init__(self, *, ttl: float) -> None:
+        """Keep waiting calls `ttl` seconds."""
         self._ttl = ttl
-        self._limit = limit
         self._waiting: dict[str, _Waiting] = {}
-
-    def __len__(self) -> int:
-        return len(self._waiting)
 
     async def run(
         self,
@@ -134,20 +134,16 @@ class Rounds:
         and arguments (it expired, or was never ours).
         """
         digest = canonical_json(arguments)
+        expected = (owner, params.name, digest)  # what a retry must name again
         if params.request_state is None:
             waiting = _Waiting(owner, params.name, digest, ctx)
             waiting.result = result = start(self._elicitor(waiting), lambda: waiting.ctx)
             result.add_done_callback(lambda _: self._forget(waiting))
         else:
             found = self._waiting.get(params.request_state)
-            if found is None or (found.owner, found.tool, found.arguments) != (
-                owner,
-                params.name,
-                digest,
-            ):
+            if found is None or (found.owner, found.tool, found.arguments) != expected:
                 return None
-            waiting = found
-            del self._waiting[params.request_state]
+            waiting = self._waiting.pop(params.request_state)
             waiting.token = None
             waiting.ctx = ctx
             self._deliver(waiting, params.input_responses or {})
@@ -201,8 +197,8 @@ class Rounds:
         async def elicit(message: str, schema: dict[str, Any]) -> ElicitAnswer:
             if not can_elicit(waiting.ctx.session.client_capabilities):
                 return ElicitAnswer.decline()
-            if len(self._waiting) >= self._limit:
-                logger.warning("%d MCP calls already wait for input: declined", self._limit)
+            if len(self._waiting) >= _MAX_WAITING:
+                logger.warning("%d MCP calls already wait for input: declined", _MAX_WAITING)
                 return ElicitAnswer.decline()
             key = f"elicitation-{next(waiting.keys)}"
             request = {

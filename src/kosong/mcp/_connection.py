@@ -101,11 +101,11 @@ class Connection:
         *,
         connect_timeout: float,
         on_tools_changed: Callable[[Connection], None],
-        asking: Asking | None = None,
+        asking: Asking,
     ) -> None:
         self.name = name
         self.spec = spec
-        self._asking = asking or Asking()
+        self._asking = asking
         self._auth = AuthWatch()
         self._connect_timeout = connect_timeout
         self._on_tools_changed = on_tools_changed

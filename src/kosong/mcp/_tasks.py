@@ -57,6 +57,9 @@ CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 IDEMPOTENCY_META = "kosong/idempotency_key"
 """The `_meta` key of a call's idempotency key (kosong's)."""
 
+_POLL_MS = 500
+"""How often a client is asked to poll a task (`pollIntervalMs`)."""
+
 _APPROVAL = "approval"
 """The key of a run's approval question among a task's `inputRequests`."""
 
@@ -141,6 +144,17 @@ def principal_of(ctx: ServerRequestContext[Any, Any]) -> str:
     return found if isinstance(found, str) else "anonymous"
 
 
+def _task(task_id: str, created: str, updated: str) -> dict[str, Any]:
+    """What every state of a task says of it."""
+    return {
+        "taskId": task_id,
+        "createdAt": created,
+        "lastUpdatedAt": updated,
+        "ttlMs": None,
+        "pollIntervalMs": _POLL_MS,
+    }
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -148,11 +162,10 @@ def _now() -> str:
 class Tasks:
     """The server side: tasks backed by runs (see the module doc)."""
 
-    def __init__(self, runs: TaskRuns, toolset: PolicyToolset, *, poll_interval_ms: int = 500):
+    def __init__(self, runs: TaskRuns, toolset: PolicyToolset):
         """Serve tasks from `runs`, for the tools of `toolset` that may take long."""
         self._runs = runs
         self._toolset = toolset
-        self._poll = poll_interval_ms
         self._created: dict[str, str] = {}
 
     def register(self, server: Server[Any]) -> None:
@@ -204,17 +217,7 @@ class Tasks:
         self._created[run_id] = now
         if len(self._created) > 10_000:
             self._created.pop(next(iter(self._created)))
-        return {"resultType": "task", **self._task(run_id, now, now), "status": "working"}
-
-    def _task(self, task_id: str, created: str, updated: str) -> dict[str, Any]:
-        """What every state of a task says of it."""
-        return {
-            "taskId": task_id,
-            "createdAt": created,
-            "lastUpdatedAt": updated,
-            "ttlMs": None,
-            "pollIntervalMs": self._poll,
-        }
+        return {"resultType": "task", **_task(run_id, now, now), "status": "working"}
 
     async def result(
         self,
@@ -258,7 +261,7 @@ class Tasks:
         events = await _all_events(self._runs.store, params.task_id)
         created = self._created.get(params.task_id) or _stamp(events[0] if events else None)
         updated = _stamp(events[-1] if events else None) or created or _now()
-        task = self._task(params.task_id, created or _now(), updated)
+        task = _task(params.task_id, created or _now(), updated)
         final = events[-1] if events and events[-1].final else None
         if final is not None:
             value = from_envelope(final.data, tool_call_id=params.task_id).return_value
