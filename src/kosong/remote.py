@@ -151,9 +151,8 @@ class RemoteToolset(BaseToolset):
         try:
             return ToolResult(call.id, await self._run(call, body, run))
         except asyncio.CancelledError:
-            if run[0] is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(self._cancel(run[0]))
+            if run[0] is not None:  # `_cancel` never raises
+                await asyncio.shield(self._cancel(run[0]))
             raise
         except Exception as e:
             text = f"the call to `{tool.name}` on {self.url} failed: {describe_exception(e)}"

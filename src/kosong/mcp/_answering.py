@@ -187,11 +187,11 @@ def _defaults(schema: dict[str, Any]) -> dict[str, Any]:
     properties: object = schema.get("properties")
     if not isinstance(properties, dict):
         return {}
-    found: dict[str, Any] = {}
-    for name, prop in cast(dict[str, Any], properties).items():
-        if isinstance(prop, dict) and "default" in prop:
-            found[name] = cast(dict[str, Any], prop)["default"]
-    return found
+    return {
+        name: prop["default"]
+        for name, prop in cast(dict[str, Any], properties).items()
+        if isinstance(prop, dict) and "default" in prop
+    }
 
 
 # --- sampling ---------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import logging
 import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal, Protocol, cast
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, cast
 
 import anyio
 import mcp_types as mcp
@@ -364,6 +364,9 @@ class CreateTaskResult(mcp.Result):
     poll_interval_ms: int | None = Field(default=None, alias="pollIntervalMs")
 
 
+_R = TypeVar("_R", bound=mcp.Result)
+
+
 class _TaskRequest(mcp.Request[dict[str, Any], str]):
     """`tasks/get`, `tasks/update` or `tasks/cancel` (Mcp-Name: the task's id)."""
 
@@ -398,11 +401,14 @@ async def _follow(handle: CreateTaskResult, ctx: ClaimContext) -> mcp.CallToolRe
     interval = _interval(handle.poll_interval_ms)
     progress = PROGRESS.get()
     answered: set[str] = set()
+
+    async def send(method: str, answer: type[_R], **params: Any) -> _R:
+        request = _TaskRequest(method=method, params={"taskId": task_id, **params})
+        return await session.send_request(request, answer)
+
     try:
         while True:
-            task = await session.send_request(
-                _TaskRequest(method="tasks/get", params={"taskId": task_id}), _Detailed
-            )
+            task = await send("tasks/get", _Detailed)
             if task.status == "completed" and task.result is not None:
                 return mcp.CallToolResult.model_validate(task.result)
             if task.status in ("failed", "cancelled", "completed"):
@@ -422,21 +428,13 @@ async def _follow(handle: CreateTaskResult, ctx: ClaimContext) -> mcp.CallToolRe
                 }
                 if responses:
                     answered.update(responses)
-                    await session.send_request(
-                        _TaskRequest(
-                            method="tasks/update",
-                            params={"taskId": task_id, "inputResponses": responses},
-                        ),
-                        mcp.Result,
-                    )
+                    await send("tasks/update", mcp.Result, inputResponses=responses)
             interval = _interval(task.poll_interval_ms) if task.poll_interval_ms else interval
             await anyio.sleep(interval)
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
             try:
-                await session.send_request(
-                    _TaskRequest(method="tasks/cancel", params={"taskId": task_id}), mcp.Result
-                )
+                await send("tasks/cancel", mcp.Result)
             except Exception as e:  # the server is gone: nothing left to cancel there
                 logger.info("Could not cancel task %s: %s", task_id, e)
         raise
