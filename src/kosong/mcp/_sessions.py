@@ -26,7 +26,7 @@ import functools
 import logging
 import math
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -133,7 +133,7 @@ class SessionKeeper:
         self._sessions: dict[str, _Session] = {}
         # Each principal's sessions, least recently used first.
         self._owned: dict[Owner, OrderedDict[str, _Session]] = {}
-        self._opening: dict[Owner, int] = {}
+        self._opening: Counter[Owner] = Counter()  # requests that may open a session, now
 
     def clear(self) -> None:
         """Forget every session (the manager that held them stopped)."""
@@ -204,7 +204,7 @@ class SessionKeeper:
             )
             await response(scope, receive, send)
             return
-        self._opening[owner] = self._opening.get(owner, 0) + 1
+        self._opening[owner] += 1
         opened: _Session | None = None
 
         async def learn(message: Message) -> None:
@@ -218,10 +218,8 @@ class SessionKeeper:
         try:
             await self._app(scope, receive, learn)
         finally:
-            left = self._opening[owner] - 1
-            if left:
-                self._opening[owner] = left
-            else:
+            self._opening[owner] -= 1
+            if not self._opening[owner]:
                 del self._opening[owner]
             if opened is not None:
                 self._release(opened)
@@ -230,7 +228,7 @@ class SessionKeeper:
         """Whether `owner` may open one more session, ending an idle one of theirs if need be."""
         if self._limit is None:
             return True
-        while self.count(owner) + self._opening.get(owner, 0) >= self._limit:
+        while self.count(owner) + self._opening[owner] >= self._limit:
             victim = self._victim(owner)
             if victim is None:
                 return False
