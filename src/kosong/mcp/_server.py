@@ -91,6 +91,12 @@ _LOCAL_HOSTS: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 _LOCAL_ORIGINS: tuple[str, ...] = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 """The Origin headers accepted by default (a request without Origin is accepted too)."""
 
+_NOT_RUNNING = JSONResponse(
+    {"error": "the MCP server is not running: enter MCPToolServer.lifespan first"},
+    status_code=503,
+)
+"""The answer to a request that comes when the lifespan is not running."""
+
 _REQUEST: contextvars.ContextVar[ServerRequestContext[Any, Any] | None] = contextvars.ContextVar(
     "kosong_mcp_request", default=None
 )
@@ -433,11 +439,7 @@ class MCPToolServer:
     async def _asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
         managers = self._managers
         if managers is None:
-            response = JSONResponse(
-                {"error": "the MCP server is not running: enter MCPToolServer.lifespan first"},
-                status_code=503,
-            )
-            await response(scope, receive, send)
+            await _NOT_RUNNING(scope, receive, send)
             return
         plain = managers[1]
         era = _era(scope)
@@ -496,8 +498,7 @@ class MCPToolServer:
         """Hand the request to the SDK's streaming manager, bound to its session's events."""
         managers = self._managers
         if managers is None:  # the lifespan ended while the request waited
-            response = JSONResponse({"error": "the MCP server is not running"}, status_code=503)
-            await response(scope, receive, send)
+            await _NOT_RUNNING(scope, receive, send)
             return
         store = self._event_store
         if isinstance(store, SessionEventStore):

@@ -41,7 +41,7 @@ from kosong.mcp._sessions import PRINCIPAL
 from kosong.message import ToolCall
 from kosong.standard import PolicyToolset, error_code, from_envelope
 from kosong.standard.policies import ApprovalPolicy
-from kosong.tooling import Tool, Unparsed
+from kosong.tooling import Tool
 from kosong.utils.typing import JsonType
 
 __all__ = ["IDEMPOTENCY_META", "TASKS", "TaskRuns", "Tasks", "TasksClient"]
@@ -90,7 +90,7 @@ class TaskRuns(Protocol):
         self,
         call: ToolCall,
         principal: str,
-        arguments: JsonType | Unparsed = ...,
+        arguments: JsonType,
         *,
         key: str | None = None,
     ) -> tuple[str, bool]:
