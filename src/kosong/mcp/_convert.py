@@ -223,12 +223,9 @@ def from_call_tool_result(result: mcp.CallToolResult) -> ToolReturnValue:
     texts = [p.text for p in parts if isinstance(p, TextPart)]
     if result.is_error:
         message = "\n".join(texts) or "the MCP tool reported an error without a message"
-        code = _error_code(result.meta)
-        if code is not None:
-            error = coded_error(code, message)
-            error.artifact = result
-            return error
-        return ToolError(message=message, artifact=result)
+        error = _coded_error(result.meta, message) or ToolError(message=message)
+        error.artifact = result
+        return error
     output: str | list[ContentPart]
     if result.structured_content is not None:
         data = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
@@ -241,11 +238,11 @@ def from_call_tool_result(result: mcp.CallToolResult) -> ToolReturnValue:
     return ToolOk(output=output, artifact=result)
 
 
-def _error_code(meta: Mapping[str, Any] | None) -> str | None:
-    if not meta:
-        return None
-    error: JsonType = meta.get(ERROR_META_KEY)
+def _coded_error(meta: Mapping[str, Any] | None, message: str) -> ToolError | None:
+    """The error of the code a kosong server sent in `_meta`, if it sent one of the right form."""
+    error: JsonType = meta.get(ERROR_META_KEY) if meta else None
     code = cast(dict[str, Any], error).get("code") if isinstance(error, dict) else None
-    if isinstance(code, str) and code and code == code.upper() and code.replace("_", "").isalnum():
-        return code
+    if isinstance(code, str):
+        with contextlib.suppress(ValueError):  # not a code of the standard's form: uncoded
+            return coded_error(code, message)
     return None
