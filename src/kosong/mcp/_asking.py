@@ -36,7 +36,7 @@ from kosong.tooling import ToolResult
 from kosong.tooling.error import describe_exception
 from kosong.utils.typing import JsonType
 
-__all__ = ["Rounds", "back_channel", "can_elicit"]
+__all__ = ["Rounds", "back_channel", "can_elicit", "form_request"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +45,14 @@ def can_elicit(capabilities: mcp.ClientCapabilities | None) -> bool:
     """Whether a client announced form elicitation (a bare `elicitation: {}` counts)."""
     elicitation = capabilities.elicitation if capabilities is not None else None
     return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+def form_request(message: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The `elicitation/create` request asking `message` with a form, in its wire form."""
+    return {
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": message, "requestedSchema": schema},
+    }
 
 
 def _answer(result: object) -> ElicitAnswer:
@@ -201,10 +209,7 @@ class Rounds:
                 logger.warning("%d MCP calls already wait for input: declined", _MAX_WAITING)
                 return ElicitAnswer.decline()
             key = f"elicitation-{next(waiting.keys)}"
-            request = {
-                "method": "elicitation/create",
-                "params": {"mode": "form", "message": message, "requestedSchema": schema},
-            }
+            request = form_request(message, schema)
             question = _Question(key, request, asyncio.get_running_loop().create_future())
             waiting.questions[key] = question
             waiting.asked.set()

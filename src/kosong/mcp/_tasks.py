@@ -36,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict, Field
 
 from kosong.eventstore import EventStore, StoredEvent, StreamInfo
+from kosong.mcp._asking import form_request
 from kosong.mcp._convert import to_call_tool_result
 from kosong.mcp._sessions import PRINCIPAL
 from kosong.message import ToolCall
@@ -273,10 +274,7 @@ class Tasks:
             return {**task, "status": "completed", "result": result}
         question = await self._runs.question(params.task_id)
         if question is not None:
-            request = {
-                "method": "elicitation/create",
-                "params": {"mode": "form", "message": question, "requestedSchema": _ANSWER_SCHEMA},
-            }
+            request = form_request(question, _ANSWER_SCHEMA)
             return {**task, "status": "input_required", "inputRequests": {_APPROVAL: request}}
         message = _last_progress(events)
         return {**task, "status": "working", **({"statusMessage": message} if message else {})}
