@@ -24,7 +24,7 @@ import asyncio
 import itertools
 import logging
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,26 +142,23 @@ class Rounds:
         and arguments (it expired, or was never ours).
         """
         digest = canonical_json(arguments)
-        expected = (owner, params.name, digest)  # what a retry must name again
         if params.request_state is None:
             waiting = _Waiting(owner, params.name, digest, ctx)
             waiting.result = result = start(self._elicitor(waiting), lambda: waiting.ctx)
             result.add_done_callback(lambda _: self._forget(waiting))
         else:
             found = self._waiting.get(params.request_state)
+            expected = (owner, params.name, digest)  # a retry names the same again
             if found is None or (found.owner, found.tool, found.arguments) != expected:
                 return None
             waiting = self._waiting.pop(params.request_state)
             waiting.token = None
             waiting.ctx = ctx
-            self._deliver(waiting, params.input_responses or {})
+            for key, response in (params.input_responses or {}).items():
+                question = waiting.questions.get(key)
+                if question is not None and not question.answer.done():
+                    question.answer.set_result(_answer(response))
         return await self._round(waiting)
-
-    def _deliver(self, waiting: _Waiting, responses: Mapping[str, object]) -> None:
-        for key, response in responses.items():
-            question = waiting.questions.get(key)
-            if question is not None and not question.answer.done():
-                question.answer.set_result(_answer(response))
 
     async def _round(self, waiting: _Waiting) -> ToolResult | dict[str, Any]:
         result = waiting.result
