@@ -23,7 +23,7 @@ import logging
 import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal, Protocol, TypeVar, cast
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 import anyio
 import mcp_types as mcp
@@ -33,7 +33,7 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from kosong.eventstore import EventStore, StoredEvent, StreamInfo
 from kosong.mcp._asking import form_request
@@ -116,15 +116,15 @@ class TaskRuns(Protocol):
 
 
 class TaskIdParams(mcp.RequestParams):
-    """The params of `tasks/get` and `tasks/cancel`."""
+    """The params of `tasks/get` and `tasks/cancel` (camelCase on the wire, as all of MCP's)."""
 
-    task_id: str = Field(alias="taskId", min_length=1, max_length=256)
+    task_id: str = Field(min_length=1, max_length=256)
 
 
 class UpdateTaskParams(TaskIdParams):
     """The params of `tasks/update`."""
 
-    input_responses: dict[str, Any] = Field(alias="inputResponses", default_factory=dict)
+    input_responses: dict[str, Any] = Field(default_factory=dict[str, Any])
 
 
 def declares_tasks(meta: Mapping[str, Any] | None) -> bool:
@@ -352,14 +352,12 @@ PROGRESS: contextvars.ContextVar[ProgressFnT | None] = contextvars.ContextVar(
 
 
 class CreateTaskResult(mcp.Result):
-    """A task handle, as a server answers a call it runs as a task."""
+    """A task handle, as a server answers a call it runs as a task (camelCase on the wire)."""
 
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow", populate_by_name=True)
-
-    result_type: Literal["task"] = Field(default="task", alias="resultType")
-    task_id: str = Field(alias="taskId")
+    result_type: Literal["task"] = "task"
+    task_id: str
     status: str = "working"
-    poll_interval_ms: int | None = Field(default=None, alias="pollIntervalMs")
+    poll_interval_ms: int | None = None
 
 
 _R = TypeVar("_R", bound=mcp.Result)
@@ -372,14 +370,12 @@ class _TaskRequest(mcp.Request[dict[str, Any], str]):
 
 
 class _Detailed(mcp.Result):
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow", populate_by_name=True)
-
     status: str = "working"
-    status_message: str | None = Field(default=None, alias="statusMessage")
-    poll_interval_ms: int | None = Field(default=None, alias="pollIntervalMs")
+    status_message: str | None = None
+    poll_interval_ms: int | None = None
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
-    input_requests: dict[str, Any] | None = Field(default=None, alias="inputRequests")
+    input_requests: dict[str, Any] | None = None
 
 
 class TasksClient(ClientExtension):
