@@ -352,9 +352,8 @@ class MCPToolset(BaseToolset):
 
 
 def _make_tool(name: str, remote: mcp.Tool, connection: Connection) -> MCPTool:
-    hints = remote.annotations
-    read_only = hints.read_only_hint if hints else None
-    title = remote.title or (hints.title if hints else None)
+    hints = remote.annotations or mcp.ToolAnnotations()
+    title = remote.title or hints.title
     tool = MCPTool(
         name=name,
         description=remote.description or title or remote.name,
@@ -363,11 +362,11 @@ def _make_tool(name: str, remote: mcp.Tool, connection: Connection) -> MCPTool:
         server=connection.name,
         remote_name=remote.name,
         title=title if title and title.strip() else None,
-        read_only_hint=read_only,
+        read_only_hint=hints.read_only_hint,
         # Meaningful only for a tool that is not read-only (MCP), and kosong refuses both.
-        destructive_hint=None if read_only else (hints.destructive_hint if hints else None),
-        idempotent_hint=hints.idempotent_hint if hints else None,
-        open_world_hint=hints.open_world_hint if hints else None,
+        destructive_hint=None if hints.read_only_hint else hints.destructive_hint,
+        idempotent_hint=hints.idempotent_hint,
+        open_world_hint=hints.open_world_hint,
     )
     tool._connection = connection  # pyright: ignore[reportPrivateUsage]
     return tool
