@@ -172,10 +172,8 @@ def _elicitation(server: str, callback: ElicitationCallback) -> ElicitationFnT:
             return _refused("elicitation", e)
         if not isinstance(given, ElicitAnswer):
             return _refused("elicitation", f"the callback answered {given!r}, not an ElicitAnswer")
-        if given.action != "accept":
+        if given.action != "accept" or request.mode == "url":  # a URL-mode answer has no content
             return mcp.ElicitResult(action=given.action)
-        if request.mode == "url":
-            return mcp.ElicitResult(action="accept")
         content = {**_defaults(request.schema or {}), **(given.content or {})}
         return mcp.ElicitResult(action="accept", content=content)
 
@@ -223,10 +221,9 @@ def _sampling(server: str, spec: SamplingSpec) -> SamplingFnT:
             return _refused("sampling", e)
         if isinstance(given, mcp.CreateMessageResult):
             return given
-        if isinstance(given, str):
-            return _result(given, model="client", finish=None)
-        if isinstance(given, Message):
-            return _result(given.extract_text(), model="client", finish=None)
+        if isinstance(given, str | Message):
+            text = given if isinstance(given, str) else given.extract_text()
+            return _result(text, model="client", finish=None)
         return _refused("sampling", f"the callback answered {given!r}, not text or a Message")
 
     return answer
