@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Self
 
 import mcp_types as mcp
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import PrivateAttr, ValidationError
 
@@ -54,7 +55,7 @@ from kosong.mcp._answering import (
     asking,
     roots_of,
 )
-from kosong.mcp._connection import Connection, ProgressCallback, Refused, ServerGone
+from kosong.mcp._connection import Connection, Refused, ServerGone
 from kosong.mcp._convert import from_call_tool_result
 from kosong.mcp._spec import AuthFailure, ServerSpec, ServerTarget
 from kosong.mcp._tasks import IDEMPOTENCY_META
@@ -382,7 +383,7 @@ def _tool_name(raw: str) -> str:
     return name
 
 
-def _forward_progress(ctx: CallContext) -> ProgressCallback:
+def _forward_progress(ctx: CallContext) -> ProgressFnT:
     async def forward(progress: float, total: float | None, message: str | None) -> None:
         percent = progress / total * 100 if total else progress
         if math.isfinite(percent):

@@ -40,9 +40,6 @@ from mcp import Client
 
 logger = logging.getLogger(__name__)
 
-ProgressCallback = ProgressFnT
-"""What receives a call's progress: `(progress, total, message)`."""
-
 _WATCH_INTERVAL = 0.5
 
 
@@ -70,7 +67,7 @@ class _Call:
     name: str
     arguments: dict[str, Any]
     read_timeout: float | None
-    progress: ProgressCallback | None
+    progress: ProgressFnT | None
     meta: dict[str, Any] | None
     future: asyncio.Future[mcp.CallToolResult]
     scope: anyio.CancelScope | None = None
@@ -296,7 +293,7 @@ class Connection:
         arguments: dict[str, Any],
         *,
         read_timeout: float | None,
-        progress: ProgressCallback | None,
+        progress: ProgressFnT | None,
         meta: dict[str, Any] | None = None,
     ) -> mcp.CallToolResult:
         """Call a tool; cancelling the caller cancels the request on the server.
