@@ -27,13 +27,13 @@ import asyncio
 import contextlib
 import json
 import logging
-from types import TracebackType
 from typing import Any, Self
 from urllib.parse import quote
 
 from kosong.message import ToolCall
 from kosong.standard import coded_error, current_trace_id, from_envelope, report_progress
 from kosong.tooling import BaseToolset, Tool, ToolResult, ToolReturnValue
+from kosong.tooling.error import describe_exception
 from kosong.utils.typing import JsonType
 
 try:
@@ -107,12 +107,7 @@ class RemoteToolset(BaseToolset):
         await self.refresh()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
@@ -156,19 +151,12 @@ class RemoteToolset(BaseToolset):
         try:
             return ToolResult(call.id, await self._run(call, body, run))
         except asyncio.CancelledError:
-            if run[0] is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(self._cancel(run[0]))
+            if run[0] is not None:  # `_cancel` never raises
+                await asyncio.shield(self._cancel(run[0]))
             raise
         except Exception as e:
-            return ToolResult(
-                call.id,
-                coded_error(
-                    "NETWORK_ERROR",
-                    f"the call to `{call.function.name}` on {self.url} failed: {_describe(e)}",
-                    retryable=True,
-                ),
-            )
+            text = f"the call to `{tool.name}` on {self.url} failed: {describe_exception(e)}"
+            return ToolResult(call.id, coded_error("NETWORK_ERROR", text, retryable=True))
 
     async def _cancel(self, run_path: str) -> None:
         with contextlib.suppress(Exception):
@@ -230,7 +218,7 @@ class RemoteToolset(BaseToolset):
                 failures += 1
                 if run[0] is None or failures > self._reconnects:
                     raise
-                logger.info("Resuming %s of %s after: %s", run[0], name, _describe(e))
+                logger.info("Resuming %s of %s after: %s", run[0], name, describe_exception(e))
                 await asyncio.sleep(min(delay * failures, 10.0))
 
 
@@ -261,7 +249,3 @@ def _refusal(response: httpx.Response, *, resumed: bool) -> ToolReturnValue:
         return coded_error(code, message, retryable=retryable)
     except ValueError:  # not a code of the standard's form
         return coded_error("EXECUTION_ERROR", f"{code}: {message}")
-
-
-def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

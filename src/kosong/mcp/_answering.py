@@ -35,7 +35,8 @@ from mcp.client.session import ElicitationFnT, ListRootsFnT, SamplingFnT
 
 from kosong import generate
 from kosong.chat_provider import ChatProvider
-from kosong.message import AudioURLPart, ContentPart, ImageURLPart, Message, TextPart
+from kosong.mcp._convert import block_to_part
+from kosong.message import ContentPart, Message
 from kosong.standard import ElicitAnswer
 from kosong.tooling.error import describe_exception
 
@@ -171,10 +172,8 @@ def _elicitation(server: str, callback: ElicitationCallback) -> ElicitationFnT:
             return _refused("elicitation", e)
         if not isinstance(given, ElicitAnswer):
             return _refused("elicitation", f"the callback answered {given!r}, not an ElicitAnswer")
-        if given.action != "accept":
+        if given.action != "accept" or request.mode == "url":  # a URL-mode answer has no content
             return mcp.ElicitResult(action=given.action)
-        if request.mode == "url":
-            return mcp.ElicitResult(action="accept")
         content = {**_defaults(request.schema or {}), **(given.content or {})}
         return mcp.ElicitResult(action="accept", content=content)
 
@@ -186,11 +185,11 @@ def _defaults(schema: dict[str, Any]) -> dict[str, Any]:
     properties: object = schema.get("properties")
     if not isinstance(properties, dict):
         return {}
-    found: dict[str, Any] = {}
-    for name, prop in cast(dict[str, Any], properties).items():
-        if isinstance(prop, dict) and "default" in prop:
-            found[name] = cast(dict[str, Any], prop)["default"]
-    return found
+    return {
+        name: prop["default"]
+        for name, prop in cast(dict[str, Any], properties).items()
+        if isinstance(prop, dict) and "default" in prop
+    }
 
 
 # --- sampling ---------------------------------------------------------------------------------
@@ -222,10 +221,9 @@ def _sampling(server: str, spec: SamplingSpec) -> SamplingFnT:
             return _refused("sampling", e)
         if isinstance(given, mcp.CreateMessageResult):
             return given
-        if isinstance(given, str):
-            return _result(given, model="client", finish=None)
-        if isinstance(given, Message):
-            return _result(given.extract_text(), model="client", finish=None)
+        if isinstance(given, str | Message):
+            text = given if isinstance(given, str) else given.extract_text()
+            return _result(text, model="client", finish=None)
         return _refused("sampling", f"the callback answered {given!r}, not text or a Message")
 
     return answer
@@ -266,16 +264,9 @@ def _message(message: mcp.SamplingMessage) -> Message:
     blocks = message.content if isinstance(message.content, list) else [message.content]
     parts: list[ContentPart] = []
     for block in blocks:
-        if isinstance(block, mcp.TextContent):
-            parts.append(TextPart(text=block.text))
-        elif isinstance(block, mcp.ImageContent):
-            url = f"data:{block.mime_type};base64,{block.data}"
-            parts.append(ImageURLPart(image_url=ImageURLPart.ImageURL(url=url)))
-        elif isinstance(block, mcp.AudioContent):
-            url = f"data:{block.mime_type};base64,{block.data}"
-            parts.append(AudioURLPart(audio_url=AudioURLPart.AudioURL(url=url)))
-        else:
+        if not isinstance(block, mcp.TextContent | mcp.ImageContent | mcp.AudioContent):
             raise ValueError(f"{block.type} content in a sampling message is not supported")
+        parts.append(block_to_part(block))
     return Message(role=message.role, content=parts)
 
 

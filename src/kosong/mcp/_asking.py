@@ -24,7 +24,7 @@ import asyncio
 import itertools
 import logging
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +36,7 @@ from kosong.tooling import ToolResult
 from kosong.tooling.error import describe_exception
 from kosong.utils.typing import JsonType
 
-__all__ = ["Rounds", "back_channel", "can_elicit"]
+__all__ = ["Rounds", "back_channel", "can_elicit", "form_request"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +45,14 @@ def can_elicit(capabilities: mcp.ClientCapabilities | None) -> bool:
     """Whether a client announced form elicitation (a bare `elicitation: {}` counts)."""
     elicitation = capabilities.elicitation if capabilities is not None else None
     return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+def form_request(message: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The `elicitation/create` request asking `message` with a form, in its wire form."""
+    return {
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": message, "requestedSchema": schema},
+    }
 
 
 def _answer(result: object) -> ElicitAnswer:
@@ -108,17 +116,17 @@ StartCall = Callable[
 progress (where its progress goes); returns its result to come."""
 
 
+_MAX_WAITING = 1000
+"""Calls that may wait for answers at once (one more asks nobody: `decline`)."""
+
+
 class Rounds:
     """2026-era calls that wait for the user's input, by their `requestState` token."""
 
-    def __init__(self, *, ttl: float = 600.0, limit: int = 1000) -> None:
-        """Keep waiting calls `ttl` seconds; at most `limit` at once (more ask nobody: decline)."""
+    def __init__(self, *, ttl: float) -> None:
+        """Keep waiting calls `ttl` seconds."""
         self._ttl = ttl
-        self._limit = limit
         self._waiting: dict[str, _Waiting] = {}
-
-    def __len__(self) -> int:
-        return len(self._waiting)
 
     async def run(
         self,
@@ -140,24 +148,17 @@ class Rounds:
             result.add_done_callback(lambda _: self._forget(waiting))
         else:
             found = self._waiting.get(params.request_state)
-            if found is None or (found.owner, found.tool, found.arguments) != (
-                owner,
-                params.name,
-                digest,
-            ):
+            expected = (owner, params.name, digest)  # a retry names the same again
+            if found is None or (found.owner, found.tool, found.arguments) != expected:
                 return None
-            waiting = found
-            del self._waiting[params.request_state]
+            waiting = self._waiting.pop(params.request_state)
             waiting.token = None
             waiting.ctx = ctx
-            self._deliver(waiting, params.input_responses or {})
+            for key, response in (params.input_responses or {}).items():
+                question = waiting.questions.get(key)
+                if question is not None and not question.answer.done():
+                    question.answer.set_result(_answer(response))
         return await self._round(waiting)
-
-    def _deliver(self, waiting: _Waiting, responses: Mapping[str, object]) -> None:
-        for key, response in responses.items():
-            question = waiting.questions.get(key)
-            if question is not None and not question.answer.done():
-                question.answer.set_result(_answer(response))
 
     async def _round(self, waiting: _Waiting) -> ToolResult | dict[str, Any]:
         result = waiting.result
@@ -201,14 +202,11 @@ class Rounds:
         async def elicit(message: str, schema: dict[str, Any]) -> ElicitAnswer:
             if not can_elicit(waiting.ctx.session.client_capabilities):
                 return ElicitAnswer.decline()
-            if len(self._waiting) >= self._limit:
-                logger.warning("%d MCP calls already wait for input: declined", self._limit)
+            if len(self._waiting) >= _MAX_WAITING:
+                logger.warning("%d MCP calls already wait for input: declined", _MAX_WAITING)
                 return ElicitAnswer.decline()
             key = f"elicitation-{next(waiting.keys)}"
-            request = {
-                "method": "elicitation/create",
-                "params": {"mode": "form", "message": message, "requestedSchema": schema},
-            }
+            request = form_request(message, schema)
             question = _Question(key, request, asyncio.get_running_loop().create_future())
             waiting.questions[key] = question
             waiting.asked.set()

@@ -41,10 +41,10 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any, Self
 
 import mcp_types as mcp
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import PrivateAttr, ValidationError
 
@@ -55,7 +55,7 @@ from kosong.mcp._answering import (
     asking,
     roots_of,
 )
-from kosong.mcp._connection import Connection, ProgressCallback, Refused, ServerGone
+from kosong.mcp._connection import Connection, Refused, ServerGone
 from kosong.mcp._convert import from_call_tool_result
 from kosong.mcp._spec import AuthFailure, ServerSpec, ServerTarget
 from kosong.mcp._tasks import IDEMPOTENCY_META
@@ -232,12 +232,7 @@ class MCPToolset(BaseToolset):
         await self.connect()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     # --- the Toolset protocol --------------------------------------------------------------
@@ -358,9 +353,8 @@ class MCPToolset(BaseToolset):
 
 
 def _make_tool(name: str, remote: mcp.Tool, connection: Connection) -> MCPTool:
-    hints = remote.annotations
-    read_only = hints.read_only_hint if hints else None
-    title = remote.title or (hints.title if hints else None)
+    hints = remote.annotations or mcp.ToolAnnotations()
+    title = remote.title or hints.title
     tool = MCPTool(
         name=name,
         description=remote.description or title or remote.name,
@@ -369,11 +363,11 @@ def _make_tool(name: str, remote: mcp.Tool, connection: Connection) -> MCPTool:
         server=connection.name,
         remote_name=remote.name,
         title=title if title and title.strip() else None,
-        read_only_hint=read_only,
+        read_only_hint=hints.read_only_hint,
         # Meaningful only for a tool that is not read-only (MCP), and kosong refuses both.
-        destructive_hint=None if read_only else (hints.destructive_hint if hints else None),
-        idempotent_hint=hints.idempotent_hint if hints else None,
-        open_world_hint=hints.open_world_hint if hints else None,
+        destructive_hint=None if hints.read_only_hint else hints.destructive_hint,
+        idempotent_hint=hints.idempotent_hint,
+        open_world_hint=hints.open_world_hint,
     )
     tool._connection = connection  # pyright: ignore[reportPrivateUsage]
     return tool
@@ -389,7 +383,7 @@ def _tool_name(raw: str) -> str:
     return name
 
 
-def _forward_progress(ctx: CallContext) -> ProgressCallback:
+def _forward_progress(ctx: CallContext) -> ProgressFnT:
     async def forward(progress: float, total: float | None, message: str | None) -> None:
         percent = progress / total * 100 if total else progress
         if math.isfinite(percent):

@@ -40,9 +40,6 @@ from mcp import Client
 
 logger = logging.getLogger(__name__)
 
-ProgressCallback = ProgressFnT
-"""What receives a call's progress: `(progress, total, message)`."""
-
 _WATCH_INTERVAL = 0.5
 
 
@@ -65,11 +62,20 @@ class Refused(Exception):
 
 @dataclass(slots=True, eq=False)  # kept in a set: compared by identity
 class _Call:
-    """A call in flight: the caller's future and the scope that cancels the SDK's request."""
+    """A call in flight: its request, the caller's future, the scope that cancels the request."""
 
+    name: str
+    arguments: dict[str, Any]
+    read_timeout: float | None
+    progress: ProgressFnT | None
+    meta: dict[str, Any] | None
     future: asyncio.Future[mcp.CallToolResult]
     scope: anyio.CancelScope | None = None
     abandoned: bool = False
+
+    def fail(self, error: Exception) -> None:
+        if not self.future.done():
+            self.future.set_exception(error)
 
 
 @dataclass(slots=True)
@@ -92,11 +98,11 @@ class Connection:
         *,
         connect_timeout: float,
         on_tools_changed: Callable[[Connection], None],
-        asking: Asking | None = None,
+        asking: Asking,
     ) -> None:
         self.name = name
         self.spec = spec
-        self._asking = asking or Asking()
+        self._asking = asking
         self._auth = AuthWatch()
         self._connect_timeout = connect_timeout
         self._on_tools_changed = on_tools_changed
@@ -107,11 +113,6 @@ class Connection:
         self._connects = 0
         self.last_error: str | None = None
         """Why the last connection ended or could not be made (None while all is well)."""
-
-    @property
-    def connected(self) -> bool:
-        """Whether a connection is up now."""
-        return self._live is not None
 
     # --- the supervisor --------------------------------------------------------------------
 
@@ -198,8 +199,7 @@ class Connection:
                     self.last_error = reason
             gone = self._gone(reason)
             for call in list(live.calls if live is not None else ()):
-                if not call.future.done():
-                    call.future.set_exception(gone)
+                call.fail(gone)
             if not starting.done():
                 starting.set_exception(gone)
                 starting.exception()  # retrieved: no "never retrieved" warning if nobody waits
@@ -218,8 +218,7 @@ class Connection:
             self.last_error = reason
         gone = self._gone(reason)
         for call in list(live.calls):
-            if not call.future.done():
-                call.future.set_exception(gone)
+            call.fail(gone)
 
     def _gone(self, reason: str) -> ServerGone:
         if self._auth.failure is not None:  # the reason says so already
@@ -294,7 +293,7 @@ class Connection:
         arguments: dict[str, Any],
         *,
         read_timeout: float | None,
-        progress: ProgressCallback | None,
+        progress: ProgressFnT | None,
         meta: dict[str, Any] | None = None,
     ) -> mcp.CallToolResult:
         """Call a tool; cancelling the caller cancels the request on the server.
@@ -308,13 +307,12 @@ class Connection:
             MCPError: the server answered with a protocol error (-32001 on timeout).
         """
         live = await self._connected()
-        call = _Call(asyncio.get_running_loop().create_future())
+        future = asyncio.get_running_loop().create_future()
+        call = _Call(name, arguments, read_timeout, progress, meta, future)
         live.calls.add(call)
         try:
-            live.group.start_soon(
-                self._run, live, call, name, arguments, read_timeout, progress, meta
-            )
-            return await call.future
+            live.group.start_soon(self._run, live, call)
+            return await future
         except asyncio.CancelledError:
             call.abandoned = True
             if call.scope is not None:
@@ -323,55 +321,38 @@ class Connection:
         finally:
             live.calls.discard(call)
 
-    async def _run(
-        self,
-        live: _Live,
-        call: _Call,
-        name: str,
-        arguments: dict[str, Any],
-        read_timeout: float | None,
-        progress: ProgressCallback | None,
-        meta: dict[str, Any] | None,
-    ) -> None:
-        future = call.future
-        PROGRESS.set(progress)  # for a task's status messages (this task's own context)
+    async def _run(self, live: _Live, call: _Call) -> None:
+        PROGRESS.set(call.progress)  # for a task's status messages (this task's own context)
         with anyio.CancelScope() as scope:
             call.scope = scope
             if call.abandoned:
                 return
             try:
                 result = await live.client.call_tool(
-                    name,
-                    arguments,
-                    read_timeout_seconds=read_timeout,
-                    progress_callback=progress,
-                    meta=cast(Any, meta),
+                    call.name,
+                    call.arguments,
+                    read_timeout_seconds=call.read_timeout,
+                    progress_callback=call.progress,
+                    meta=cast(Any, call.meta),
                 )
             except MCPError as e:
-                error: Exception = e
                 failure = self._auth.failure
                 if e.code == mcp.INTERNAL_ERROR and failure is not None:
-                    error = Refused(failure, f"the MCP server `{self.name}` ({self.spec.where})")
-                elif e.code == mcp.CONNECTION_CLOSED:
+                    call.fail(Refused(failure, f"the MCP server `{self.name}` ({self.spec.where})"))
+                elif e.code == mcp.CONNECTION_CLOSED:  # `_end` fails the call with the reason
                     self._end(live, f"the connection closed: {e.message}")
-                    error = ServerGone(f"the MCP server `{self.name}` went away during the call")
-                if not future.done():
-                    future.set_exception(error)
+                else:
+                    call.fail(e)
             except asyncio.CancelledError:
                 if not call.abandoned and not live.stop.is_set():
-                    # Not ours: the SDK's transport failed under the call.
+                    # Not ours: the SDK's transport failed under the call (`_end` fails it).
                     self._end(live, "the transport failed during a call")
-                    if not future.done():
-                        future.set_exception(
-                            ServerGone(f"the MCP server `{self.name}` went away during the call")
-                        )
                 raise
             except Exception as e:
-                if not future.done():
-                    future.set_exception(e)
+                call.fail(e)
             else:
-                if not future.done():
-                    future.set_result(result)
+                if not call.future.done():
+                    call.future.set_result(result)
 
     async def close(self) -> None:
         """End the connection for good."""

@@ -96,39 +96,9 @@ def to_mcp_tool(tool: Tool) -> mcp.Tool:
     )
 
 
-def _data_url(url: str) -> tuple[str, str] | None:
-    """(mime type, base64 data) of a base64 `data:` URL, else None."""
-    match = _DATA_URL.match(url)
-    if match is None:
-        return None
-    return match.group("mime") or "application/octet-stream", match.group("data")
-
-
-def _link(url: str, kind: str) -> mcp.ResourceLink:
-    return mcp.ResourceLink(uri=url, name=url.rsplit("/", 1)[-1] or kind)
-
-
 def _part_to_block(part: ContentPart) -> mcp.ContentBlock:
     if isinstance(part, TextPart):
         return mcp.TextContent(text=part.text)
-    if isinstance(part, ImageURLPart | AudioURLPart):
-        url = part.image_url.url if isinstance(part, ImageURLPart) else part.audio_url.url
-        inline = _data_url(url)
-        if inline is None:
-            return _link(url, part.type)
-        mime, data = inline
-        if isinstance(part, ImageURLPart):
-            return mcp.ImageContent(data=data, mime_type=mime)
-        return mcp.AudioContent(data=data, mime_type=mime)
-    if isinstance(part, VideoURLPart):
-        url = part.video_url.url
-        inline = _data_url(url)
-        if inline is None:
-            return _link(url, part.type)
-        mime, data = inline
-        return mcp.EmbeddedResource(
-            resource=mcp.BlobResourceContents(uri="video:inline", mime_type=mime, blob=data)
-        )
     if isinstance(part, ResourcePart):
         contents: mcp.TextResourceContents | mcp.BlobResourceContents
         if part.text is not None:
@@ -140,7 +110,25 @@ def _part_to_block(part: ContentPart) -> mcp.ContentBlock:
                 uri=part.uri, mime_type=part.mime_type, blob=part.blob or ""
             )
         return mcp.EmbeddedResource(resource=contents)
-    return mcp.TextContent(text=part.model_dump_json())  # a part of the user's own kind
+    if isinstance(part, ImageURLPart):
+        url = part.image_url.url
+    elif isinstance(part, AudioURLPart):
+        url = part.audio_url.url
+    elif isinstance(part, VideoURLPart):
+        url = part.video_url.url
+    else:
+        return mcp.TextContent(text=part.model_dump_json())  # a part of the user's own kind
+    inline = _DATA_URL.match(url)
+    if inline is None:
+        return mcp.ResourceLink(uri=url, name=url.rsplit("/", 1)[-1] or part.type)
+    mime, data = inline.group("mime") or "application/octet-stream", inline.group("data")
+    if isinstance(part, ImageURLPart):
+        return mcp.ImageContent(data=data, mime_type=mime)
+    if isinstance(part, AudioURLPart):
+        return mcp.AudioContent(data=data, mime_type=mime)
+    return mcp.EmbeddedResource(  # MCP has no video content: the video as a resource
+        resource=mcp.BlobResourceContents(uri="video:inline", mime_type=mime, blob=data)
+    )
 
 
 def to_call_tool_result(
@@ -206,7 +194,8 @@ def _blob_part(mime: str, data: str, label: str) -> ContentPart:
     return TextPart(text=f"[binary content {label} ({mime}, {size} bytes)]")
 
 
-def _block_to_part(block: mcp.ContentBlock) -> ContentPart:
+def block_to_part(block: mcp.ContentBlock) -> ContentPart:
+    """A content part for an MCP content block (binary content as a `data:` URL)."""
     if isinstance(block, mcp.TextContent):
         return TextPart(text=block.text)
     if isinstance(block, mcp.ImageContent | mcp.AudioContent):
@@ -230,16 +219,13 @@ def from_call_tool_result(result: mcp.CallToolResult) -> ToolReturnValue:
     blocks after it); otherwise one text block becomes plain text output, and anything else
     a list of content parts. The raw result is kept as the `artifact`.
     """
-    parts = [_block_to_part(block) for block in result.content]
+    parts = [block_to_part(block) for block in result.content]
     texts = [p.text for p in parts if isinstance(p, TextPart)]
     if result.is_error:
         message = "\n".join(texts) or "the MCP tool reported an error without a message"
-        code = _error_code(result.meta)
-        if code is not None:
-            error = coded_error(code, message)
-            error.artifact = result
-            return error
-        return ToolError(message=message, artifact=result)
+        error = _coded_error(result.meta, message) or ToolError(message=message)
+        error.artifact = result
+        return error
     output: str | list[ContentPart]
     if result.structured_content is not None:
         data = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
@@ -252,11 +238,11 @@ def from_call_tool_result(result: mcp.CallToolResult) -> ToolReturnValue:
     return ToolOk(output=output, artifact=result)
 
 
-def _error_code(meta: Mapping[str, Any] | None) -> str | None:
-    if not meta:
-        return None
-    error: JsonType = meta.get(ERROR_META_KEY)
+def _coded_error(meta: Mapping[str, Any] | None, message: str) -> ToolError | None:
+    """The error of the code a kosong server sent in `_meta`, if it sent one of the right form."""
+    error: JsonType = meta.get(ERROR_META_KEY) if meta else None
     code = cast(dict[str, Any], error).get("code") if isinstance(error, dict) else None
-    if isinstance(code, str) and code and code == code.upper() and code.replace("_", "").isalnum():
-        return code
+    if isinstance(code, str):
+        with contextlib.suppress(ValueError):  # not a code of the standard's form: uncoded
+            return coded_error(code, message)
     return None

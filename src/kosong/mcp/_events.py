@@ -35,13 +35,11 @@ from pydantic import TypeAdapter
 from starlette.types import Message, Scope, Send
 
 from kosong.eventstore import EventStore, StoreFullError, split_event_id
-from kosong.mcp._sessions import Owner, owner_of
+from kosong.mcp._sessions import SESSION_HEADER, Owner, header, owner_of
 
 __all__ = ["EventLog", "MemoryEventLog", "SessionEvent", "SessionEventStore", "StoreEventLog"]
 
 logger = logging.getLogger(__name__)
-
-_SESSION_HEADER = b"mcp-session-id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +230,7 @@ class SessionEventStore(streamable_http.EventStore):
         which keeps this binding.
         """
         owner = owner_of(scope)
-        session_id = _header(scope, _SESSION_HEADER)
+        session_id = header(scope.get("headers", ()), SESSION_HEADER)
         if session_id is not None:
             binding = self._bindings.get(session_id)
             if binding is None:
@@ -246,9 +244,9 @@ class SessionEventStore(streamable_http.EventStore):
 
         async def send_and_learn(message: Message) -> None:
             if message["type"] == "http.response.start":
-                for name, value in message.get("headers", ()):
-                    if name.lower() == _SESSION_HEADER:
-                        self._remember(value.decode("latin-1"), binding)
+                session_id = header(message.get("headers", ()), SESSION_HEADER)
+                if session_id is not None:
+                    self._remember(session_id, binding)
             await send(message)
 
         return send_and_learn
@@ -290,10 +288,3 @@ class SessionEventStore(streamable_http.EventStore):
             if event.message is not None:  # a priming event has nothing to replay
                 await send_callback(EventMessage(event.message, event.event_id))
         return stream_id
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return value.decode("latin-1")
-    return None

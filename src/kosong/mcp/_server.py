@@ -72,7 +72,7 @@ from kosong import __version__
 from kosong.mcp._asking import Rounds, back_channel
 from kosong.mcp._convert import to_call_tool_result, to_mcp_tool
 from kosong.mcp._events import SessionEventStore
-from kosong.mcp._sessions import SessionKeeper, owner_of
+from kosong.mcp._sessions import SESSION_HEADER, SessionKeeper, header, owner_of
 from kosong.mcp._tasks import TaskRuns, Tasks
 from kosong.mcp._wire import invalid_id_response, peek_body, read_message
 from kosong.message import ToolCall
@@ -90,6 +90,12 @@ _LOCAL_HOSTS: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 
 _LOCAL_ORIGINS: tuple[str, ...] = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 """The Origin headers accepted by default (a request without Origin is accepted too)."""
+
+_NOT_RUNNING = JSONResponse(
+    {"error": "the MCP server is not running: enter MCPToolServer.lifespan first"},
+    status_code=503,
+)
+"""The answer to a request that comes when the lifespan is not running."""
 
 _REQUEST: contextvars.ContextVar[ServerRequestContext[Any, Any] | None] = contextvars.ContextVar(
     "kosong_mcp_request", default=None
@@ -278,9 +284,7 @@ class MCPToolServer:
                 raise
             except Exception as e:  # the runs' store is away, a key reused...: said, as a result
                 logger.warning("MCP call to %r could not run: %s", params.name, e)
-                text = f"Error running tool: {describe_exception(e)}"
-                return {"content": [{"type": "text", "text": text}], "isError": True,
-                        "resultType": "complete"}  # fmt: skip
+                return _error_result(f"Error running tool: {describe_exception(e)}")
         try:
             # The SDK parsed the arguments: the pipeline takes them as they are.
             arguments: JsonType = params.arguments if params.arguments is not None else {}
@@ -435,11 +439,7 @@ class MCPToolServer:
     async def _asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
         managers = self._managers
         if managers is None:
-            response = JSONResponse(
-                {"error": "the MCP server is not running: enter MCPToolServer.lifespan first"},
-                status_code=503,
-            )
-            await response(scope, receive, send)
+            await _NOT_RUNNING(scope, receive, send)
             return
         plain = managers[1]
         era = _era(scope)
@@ -485,12 +485,8 @@ class MCPToolServer:
         comes from a client that reads priming events, so it is handed on as its session's.
         """
         headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
-        session_id = version = None
-        for key, value in headers:
-            if key == b"mcp-session-id":
-                session_id = value.decode("latin-1")
-            elif key == b"mcp-protocol-version" and version is None:
-                version = value.decode("latin-1")
+        session_id = header(headers, SESSION_HEADER)
+        version = header(headers, b"mcp-protocol-version")
         session = self._sessions.get(session_id) if session_id is not None else None
         if session is None or version is None or version >= session.protocol_version:
             return scope  # versions are dates: a later one sorts after
@@ -502,8 +498,7 @@ class MCPToolServer:
         """Hand the request to the SDK's streaming manager, bound to its session's events."""
         managers = self._managers
         if managers is None:  # the lifespan ended while the request waited
-            response = JSONResponse({"error": "the MCP server is not running"}, status_code=503)
-            await response(scope, receive, send)
+            await _NOT_RUNNING(scope, receive, send)
             return
         store = self._event_store
         if isinstance(store, SessionEventStore):

@@ -26,7 +26,7 @@ import functools
 import logging
 import math
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -37,7 +37,7 @@ from mcp_types import INVALID_REQUEST
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["PRINCIPAL", "Owner", "SessionKeeper", "owner_of"]
+__all__ = ["PRINCIPAL", "SESSION_HEADER", "Owner", "SessionKeeper", "header", "owner_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ PRINCIPAL = "kosong.principal"
 Owner = tuple[str, str | None, str | None] | None
 """Who a session belongs to: the SDK's (client id, issuer, subject), or None for nobody."""
 
-_SESSION_HEADER = b"mcp-session-id"
+SESSION_HEADER = b"mcp-session-id"
 _RETRY_AFTER = 5
 """Seconds a principal whose sessions are all busy is told to wait."""
 
@@ -74,11 +74,9 @@ def owner_of(scope: Scope) -> Owner:
     return context["client_id"], context["issuer"], context["subject"]
 
 
-def _header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> bytes | None:
-    for key, value in headers:
-        if key.lower() == name:
-            return value
-    return None
+def header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
+    """The first value of the header `name` (lowercase) among ASGI `headers`."""
+    return next((v.decode("latin-1") for k, v in headers if k.lower() == name), None)
 
 
 @dataclass(slots=True, eq=False)
@@ -135,7 +133,7 @@ class SessionKeeper:
         self._sessions: dict[str, _Session] = {}
         # Each principal's sessions, least recently used first.
         self._owned: dict[Owner, OrderedDict[str, _Session]] = {}
-        self._opening: dict[Owner, int] = {}
+        self._opening: Counter[Owner] = Counter()  # requests that may open a session, now
 
     def clear(self) -> None:
         """Forget every session (the manager that held them stopped)."""
@@ -154,11 +152,11 @@ class SessionKeeper:
         answers any other request without a session id 400, and that costs no room.
         """
         owner = owner_of(scope)
-        raw_id = _header(scope.get("headers", ()), _SESSION_HEADER)
-        if raw_id is None:
+        session_id = header(scope.get("headers", ()), SESSION_HEADER)
+        if session_id is None:
             await self._open(owner, scope, receive, send, admit=opens)
             return
-        session = self._sessions.get(raw_id.decode("latin-1"))
+        session = self._sessions.get(session_id)
         if session is None or session.owner != owner:
             # Not one we keep for this principal: the SDK answers 404, as for any unknown id.
             await self._app(scope, receive, send)
@@ -206,24 +204,22 @@ class SessionKeeper:
             )
             await response(scope, receive, send)
             return
-        self._opening[owner] = self._opening.get(owner, 0) + 1
+        self._opening[owner] += 1
         opened: _Session | None = None
 
         async def learn(message: Message) -> None:
             nonlocal opened
             if message["type"] == "http.response.start" and message["status"] < 400:
-                raw_id = _header(message.get("headers", ()), _SESSION_HEADER)
-                if raw_id is not None:  # the SDK keeps a session it answered below 400
-                    opened = self._keep(raw_id.decode("latin-1"), owner, scope)
+                session_id = header(message.get("headers", ()), SESSION_HEADER)
+                if session_id is not None:  # the SDK keeps a session it answered below 400
+                    opened = self._keep(session_id, owner, scope)
             await send(message)
 
         try:
             await self._app(scope, receive, learn)
         finally:
-            left = self._opening[owner] - 1
-            if left:
-                self._opening[owner] = left
-            else:
+            self._opening[owner] -= 1
+            if not self._opening[owner]:
                 del self._opening[owner]
             if opened is not None:
                 self._release(opened)
@@ -232,7 +228,7 @@ class SessionKeeper:
         """Whether `owner` may open one more session, ending an idle one of theirs if need be."""
         if self._limit is None:
             return True
-        while self.count(owner) + self._opening.get(owner, 0) >= self._limit:
+        while self.count(owner) + self._opening[owner] >= self._limit:
             victim = self._victim(owner)
             if victim is None:
                 return False
@@ -247,10 +243,10 @@ class SessionKeeper:
         return next((s for s in idle if not s.set_up), idle[0] if idle else None)
 
     def _keep(self, session_id: str, owner: Owner, scope: Scope) -> _Session:
-        headers = [(_SESSION_HEADER, session_id.encode("latin-1"))]
-        host = _header(scope.get("headers", ()), b"host")
+        headers = [(SESSION_HEADER, session_id.encode("latin-1"))]
+        host = header(scope.get("headers", ()), b"host")
         if host is not None:
-            headers.append((b"host", host))
+            headers.append((b"host", host.encode("latin-1")))
         ending: Scope = {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.3"},

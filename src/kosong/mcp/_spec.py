@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import httpx2
-from mcp.client import Transport
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp import StdioServerParameters
@@ -93,11 +92,7 @@ class ServerSpec:
         if isinstance(target, ServerSpec):
             return target
         if isinstance(target, StdioServerParameters):
-            return cls(
-                command=[target.command, *target.args],
-                env=target.env,
-                cwd=target.cwd,
-            )
+            return cls(command=[target.command, *target.args], env=target.env, cwd=target.cwd)
         if isinstance(target, str):
             if target.startswith(("http://", "https://")):
                 return cls(url=target)
@@ -132,13 +127,13 @@ class ServerSpec:
         if self.url is not None:
             parts = [f"url={self.url!r}"]
             if self.headers:
-                parts.append("headers={" + ", ".join(f"{k!r}: '***'" for k in self.headers) + "}")
+                parts.append(f"headers={dict.fromkeys(self.headers, '***')!r}")
             if self.auth is not None:
                 parts.append(f"auth=<{type(self.auth).__name__}>")
         else:
             parts = [f"command={list(self.argv)!r}"]
             if self.env is not None:
-                parts.append("env={" + ", ".join(f"{k!r}: '***'" for k in self.env) + "}")
+                parts.append(f"env={dict.fromkeys(self.env, '***')!r}")
             if self.cwd is not None:
                 parts.append(f"cwd={os.fspath(self.cwd)!r}")
         return f"ServerSpec({', '.join(parts)})"
@@ -148,19 +143,14 @@ ServerTarget = ServerSpec | str | Sequence[str] | StdioServerParameters
 """What `MCPToolset` takes for a server: a spec, a URL, a command line or list, stdio params."""
 
 
-def _httpx_auth_class() -> type[Any] | None:
-    try:
-        import httpx
-    except ImportError:  # httpx is optional: only its Auth objects need it
-        return None
-    return httpx.Auth
-
-
 def _is_auth(value: object) -> bool:
     if isinstance(value, httpx2.Auth):
         return True
-    httpx_auth = _httpx_auth_class()
-    return httpx_auth is not None and isinstance(value, httpx_auth)
+    try:
+        import httpx
+    except ImportError:  # httpx is optional: only its Auth objects need it
+        return False
+    return isinstance(value, httpx.Auth)
 
 
 # --- 401 and 403 ------------------------------------------------------------------------------
@@ -210,7 +200,8 @@ class AuthWatch:
 
 
 @contextlib.asynccontextmanager
-async def _transport(spec: ServerSpec, watch: AuthWatch) -> AsyncGenerator[Any]:
+async def http_transport(spec: ServerSpec, watch: AuthWatch) -> AsyncGenerator[Any]:
+    """The SDK client's transport for `spec`'s URL: its own `httpx2` client, watched."""
     assert spec.url is not None
     auth = spec.auth
     if auth is not None and not isinstance(auth, httpx2.Auth):
@@ -225,11 +216,6 @@ async def _transport(spec: ServerSpec, watch: AuthWatch) -> AsyncGenerator[Any]:
         streamable_http_client(spec.url, http_client=http) as streams,
     ):
         yield streams
-
-
-def http_transport(spec: ServerSpec, watch: AuthWatch) -> Transport:
-    """The SDK client's transport for `spec`'s URL: its own `httpx2` client, watched."""
-    return cast(Transport, _transport(spec, watch))
 
 
 class _HttpxAuth(httpx2.Auth):
@@ -250,11 +236,11 @@ class _HttpxAuth(httpx2.Auth):
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         import httpx
 
-        flow = self._auth.async_auth_flow(_to_httpx(request, httpx))
+        flow = self._auth.async_auth_flow(_copied(request, httpx))
         try:
             outgoing: Any = await flow.__anext__()
             while True:
-                response = yield _to_httpx2(outgoing)
+                response = yield _copied(outgoing, httpx2)
                 if self.requires_response_body:
                     await response.aread()
                 outgoing = await flow.asend(_response_to_httpx(response, outgoing, httpx))
@@ -262,28 +248,14 @@ class _HttpxAuth(httpx2.Auth):
             return
 
 
-def _to_httpx(request: httpx2.Request, httpx: Any) -> Any:
-    content = request.content if _has_body(request) else None
-    return httpx.Request(
-        request.method, str(request.url), headers=list(request.headers.raw), content=content
-    )
-
-
-def _has_body(request: httpx2.Request) -> bool:
-    try:
-        request.content  # noqa: B018  # raises when the body is a stream not read yet
-    except httpx2.RequestNotRead:
-        return False
-    return True
-
-
-def _to_httpx2(request: Any) -> httpx2.Request:
+def _copied(request: Any, library: Any) -> Any:
+    """`request` (of httpx or httpx2) as a request of `library`, the other one."""
     content: bytes | None
     try:
         content = request.content
-    except Exception:  # a streamed body the auth did not read: nothing to copy
+    except Exception:  # `RequestNotRead`: a streamed body nobody read, nothing to copy
         content = None
-    return httpx2.Request(
+    return library.Request(
         request.method, str(request.url), headers=list(request.headers.raw), content=content
     )
 

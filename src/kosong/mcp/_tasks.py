@@ -23,7 +23,7 @@ import logging
 import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal, Protocol, cast
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 import anyio
 import mcp_types as mcp
@@ -33,15 +33,16 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from kosong.eventstore import EventStore, StoredEvent, StreamInfo
+from kosong.mcp._asking import form_request
 from kosong.mcp._convert import to_call_tool_result
 from kosong.mcp._sessions import PRINCIPAL
 from kosong.message import ToolCall
 from kosong.standard import PolicyToolset, error_code, from_envelope
 from kosong.standard.policies import ApprovalPolicy
-from kosong.tooling import Tool, Unparsed
+from kosong.tooling import Tool
 from kosong.utils.typing import JsonType
 
 __all__ = ["IDEMPOTENCY_META", "TASKS", "TaskRuns", "Tasks", "TasksClient"]
@@ -57,6 +58,9 @@ CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 IDEMPOTENCY_META = "kosong/idempotency_key"
 """The `_meta` key of a call's idempotency key (kosong's)."""
 
+_POLL_MS = 500
+"""How often a client is asked to poll a task (`pollIntervalMs`)."""
+
 _APPROVAL = "approval"
 """The key of a run's approval question among a task's `inputRequests`."""
 
@@ -68,10 +72,6 @@ _ANSWER_SCHEMA: dict[str, Any] = {
     },
     "required": ["approved"],
 }
-
-
-class RunUnknownError(LookupError):
-    """No run with this id for this principal."""
 
 
 class TaskRuns(Protocol):
@@ -91,7 +91,7 @@ class TaskRuns(Protocol):
         self,
         call: ToolCall,
         principal: str,
-        arguments: JsonType | Unparsed = ...,
+        arguments: JsonType,
         *,
         key: str | None = None,
     ) -> tuple[str, bool]:
@@ -116,15 +116,15 @@ class TaskRuns(Protocol):
 
 
 class TaskIdParams(mcp.RequestParams):
-    """The params of `tasks/get` and `tasks/cancel`."""
+    """The params of `tasks/get` and `tasks/cancel` (camelCase on the wire, as all of MCP's)."""
 
-    task_id: str = Field(alias="taskId", min_length=1, max_length=256)
+    task_id: str = Field(min_length=1, max_length=256)
 
 
 class UpdateTaskParams(TaskIdParams):
     """The params of `tasks/update`."""
 
-    input_responses: dict[str, Any] = Field(alias="inputResponses", default_factory=dict)
+    input_responses: dict[str, Any] = Field(default_factory=dict[str, Any])
 
 
 def declares_tasks(meta: Mapping[str, Any] | None) -> bool:
@@ -145,6 +145,17 @@ def principal_of(ctx: ServerRequestContext[Any, Any]) -> str:
     return found if isinstance(found, str) else "anonymous"
 
 
+def _task(task_id: str, created: str, updated: str) -> dict[str, Any]:
+    """What every state of a task says of it."""
+    return {
+        "taskId": task_id,
+        "createdAt": created,
+        "lastUpdatedAt": updated,
+        "ttlMs": None,
+        "pollIntervalMs": _POLL_MS,
+    }
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -152,11 +163,10 @@ def _now() -> str:
 class Tasks:
     """The server side: tasks backed by runs (see the module doc)."""
 
-    def __init__(self, runs: TaskRuns, toolset: PolicyToolset, *, poll_interval_ms: int = 500):
+    def __init__(self, runs: TaskRuns, toolset: PolicyToolset):
         """Serve tasks from `runs`, for the tools of `toolset` that may take long."""
         self._runs = runs
         self._toolset = toolset
-        self._poll = poll_interval_ms
         self._created: dict[str, str] = {}
 
     def register(self, server: Server[Any]) -> None:
@@ -208,15 +218,7 @@ class Tasks:
         self._created[run_id] = now
         if len(self._created) > 10_000:
             self._created.pop(next(iter(self._created)))
-        return {
-            "resultType": "task",
-            "taskId": run_id,
-            "status": "working",
-            "createdAt": now,
-            "lastUpdatedAt": now,
-            "ttlMs": None,
-            "pollIntervalMs": self._poll,
-        }
+        return {"resultType": "task", **_task(run_id, now, now), "status": "working"}
 
     async def result(
         self,
@@ -259,13 +261,8 @@ class Tasks:
         info = await self._find(ctx, params.task_id)
         events = await _all_events(self._runs.store, params.task_id)
         created = self._created.get(params.task_id) or _stamp(events[0] if events else None)
-        task: dict[str, Any] = {
-            "taskId": params.task_id,
-            "createdAt": created or _now(),
-            "lastUpdatedAt": _stamp(events[-1] if events else None) or created or _now(),
-            "ttlMs": None,
-            "pollIntervalMs": self._poll,
-        }
+        updated = _stamp(events[-1] if events else None) or created or _now()
+        task = _task(params.task_id, created or _now(), updated)
         final = events[-1] if events and events[-1].final else None
         if final is not None:
             value = from_envelope(final.data, tool_call_id=params.task_id).return_value
@@ -277,10 +274,7 @@ class Tasks:
             return {**task, "status": "completed", "result": result}
         question = await self._runs.question(params.task_id)
         if question is not None:
-            request = {
-                "method": "elicitation/create",
-                "params": {"mode": "form", "message": question, "requestedSchema": _ANSWER_SCHEMA},
-            }
+            request = form_request(question, _ANSWER_SCHEMA)
             return {**task, "status": "input_required", "inputRequests": {_APPROVAL: request}}
         message = _last_progress(events)
         return {**task, "status": "working", **({"statusMessage": message} if message else {})}
@@ -358,14 +352,15 @@ PROGRESS: contextvars.ContextVar[ProgressFnT | None] = contextvars.ContextVar(
 
 
 class CreateTaskResult(mcp.Result):
-    """A task handle, as a server answers a call it runs as a task."""
+    """A task handle, as a server answers a call it runs as a task (camelCase on the wire)."""
 
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow", populate_by_name=True)
-
-    result_type: Literal["task"] = Field(default="task", alias="resultType")
-    task_id: str = Field(alias="taskId")
+    result_type: Literal["task"] = "task"
+    task_id: str
     status: str = "working"
-    poll_interval_ms: int | None = Field(default=None, alias="pollIntervalMs")
+    poll_interval_ms: int | None = None
+
+
+_R = TypeVar("_R", bound=mcp.Result)
 
 
 class _TaskRequest(mcp.Request[dict[str, Any], str]):
@@ -375,14 +370,12 @@ class _TaskRequest(mcp.Request[dict[str, Any], str]):
 
 
 class _Detailed(mcp.Result):
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow", populate_by_name=True)
-
     status: str = "working"
-    status_message: str | None = Field(default=None, alias="statusMessage")
-    poll_interval_ms: int | None = Field(default=None, alias="pollIntervalMs")
+    status_message: str | None = None
+    poll_interval_ms: int | None = None
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
-    input_requests: dict[str, Any] | None = Field(default=None, alias="inputRequests")
+    input_requests: dict[str, Any] | None = None
 
 
 class TasksClient(ClientExtension):
@@ -402,11 +395,14 @@ async def _follow(handle: CreateTaskResult, ctx: ClaimContext) -> mcp.CallToolRe
     interval = _interval(handle.poll_interval_ms)
     progress = PROGRESS.get()
     answered: set[str] = set()
+
+    async def send(method: str, answer: type[_R], **params: Any) -> _R:
+        request = _TaskRequest(method=method, params={"taskId": task_id, **params})
+        return await session.send_request(request, answer)
+
     try:
         while True:
-            task = await session.send_request(
-                _TaskRequest(method="tasks/get", params={"taskId": task_id}), _Detailed
-            )
+            task = await send("tasks/get", _Detailed)
             if task.status == "completed" and task.result is not None:
                 return mcp.CallToolResult.model_validate(task.result)
             if task.status in ("failed", "cancelled", "completed"):
@@ -426,21 +422,13 @@ async def _follow(handle: CreateTaskResult, ctx: ClaimContext) -> mcp.CallToolRe
                 }
                 if responses:
                     answered.update(responses)
-                    await session.send_request(
-                        _TaskRequest(
-                            method="tasks/update",
-                            params={"taskId": task_id, "inputResponses": responses},
-                        ),
-                        mcp.Result,
-                    )
+                    await send("tasks/update", mcp.Result, inputResponses=responses)
             interval = _interval(task.poll_interval_ms) if task.poll_interval_ms else interval
             await anyio.sleep(interval)
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
             try:
-                await session.send_request(
-                    _TaskRequest(method="tasks/cancel", params={"taskId": task_id}), mcp.Result
-                )
+                await send("tasks/cancel", mcp.Result)
             except Exception as e:  # the server is gone: nothing left to cancel there
                 logger.info("Could not cancel task %s: %s", task_id, e)
         raise

@@ -14,7 +14,7 @@ import json
 from typing import cast
 
 from mcp_types import INVALID_REQUEST
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.types import Message, Receive
 
 __all__ = ["invalid_id_response", "peek_body", "read_message"]
@@ -78,8 +78,4 @@ def invalid_id_response(message: dict[str, object] | None) -> Response | None:
         "code": INVALID_REQUEST,
         "message": "Invalid Request: a request's id must be a string or an integer",
     }
-    return Response(
-        json.dumps({"jsonrpc": "2.0", "error": error, "id": None}, separators=(",", ":")),
-        status_code=400,
-        media_type="application/json",
-    )
+    return JSONResponse({"jsonrpc": "2.0", "error": error, "id": None}, status_code=400)
