@@ -23,7 +23,6 @@ import contextlib
 import contextvars
 import inspect
 import logging
-import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Generator
@@ -33,6 +32,7 @@ from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
 from kosong.standard._hints import is_destructive
 from kosong.standard._pipeline import Forward, Policy
+from kosong.standard.policies._seconds import optional_seconds
 from kosong.tooling import Tool, ToolResult
 from kosong.tooling.error import ToolPermissionDeniedError, describe_exception
 from kosong.utils.typing import JsonType
@@ -156,9 +156,7 @@ class ApprovalPolicy(Policy):
         Raises:
             ValueError: `ask_timeout` is not a positive number.
         """
-        if ask_timeout is not None and not (math.isfinite(ask_timeout) and ask_timeout > 0):
-            raise ValueError("ask_timeout must be a positive number of seconds, or None")
-        self._ask_timeout = ask_timeout
+        self._ask_timeout = optional_seconds(ask_timeout, "ask_timeout")
         self._inbox = inbox
         self._hook = hook
         self._needs: Callable[[Tool], bool] = needs_approval or (

@@ -16,7 +16,6 @@ logged once (and its end), and `CachePolicy.backend_failures` counts the failed 
 from __future__ import annotations
 
 import logging
-import math
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
@@ -29,6 +28,7 @@ from kosong.standard._context import PolicyContext, arguments_digest
 from kosong.standard._pipeline import Forward, Policy
 from kosong.standard._trace import format_epoch
 from kosong.standard._values import restore_value, shared_copy
+from kosong.standard.policies._seconds import positive_seconds
 from kosong.tooling import Tool, ToolResult, ToolReturnValue
 from kosong.tooling.error import describe_exception
 
@@ -146,8 +146,7 @@ class CachePolicy(Policy):
             ValueError: `default_ttl` is not a positive number.
             TypeError: `backend` is not a `CacheBackend`.
         """
-        if not math.isfinite(default_ttl) or default_ttl <= 0:
-            raise ValueError("default_ttl must be a positive number of seconds")
+        positive_seconds(default_ttl, "default_ttl")
         if backend is not None and not isinstance(backend, CacheBackend):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"backend must be a CacheBackend, got {type(backend).__name__}")
         self.backend: CacheBackend = backend if backend is not None else MemoryCache(clock=clock)

@@ -21,6 +21,7 @@ from kosong.standard.policies._cache import (
     entry_from_json,
     entry_to_json,
 )
+from kosong.standard.policies._seconds import positive_seconds
 
 try:
     import redis.asyncio as aioredis
@@ -50,8 +51,7 @@ class RedisCache(CacheBackend):
         if not isinstance(client, aioredis.Redis):  # pyright: ignore[reportUnnecessaryIsInstance]
             hint = " (a URL: use RedisCache.from_url(url))" if isinstance(client, str) else ""
             raise TypeError(f"RedisCache needs a redis.asyncio.Redis client, got {client!r}{hint}")
-        if not math.isfinite(timeout) or timeout <= 0:
-            raise ValueError("timeout must be a positive number of seconds")
+        positive_seconds(timeout, "timeout")
         self._client = client
         self._prefix = prefix
         self._timeout = timeout

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
 from kosong.standard._pipeline import Policy
+from kosong.standard.policies._seconds import optional_seconds
 from kosong.tooling import ToolReturnValue
 from kosong.tooling.error import ToolRepeatedCallError
 
@@ -50,10 +51,8 @@ class RepeatGuardPolicy(Policy):
         """
         if max_identical_calls < 1 or max_tracked < 1:
             raise ValueError("max_identical_calls and max_tracked must be at least 1")
-        if window is not None and window <= 0:
-            raise ValueError("window must be a positive number of seconds, or None")
         self._max = max_identical_calls
-        self._window = window
+        self._window = optional_seconds(window, "window")
         self._exempt = frozenset(exempt)
         self._max_tracked = max_tracked
         self._clock = clock

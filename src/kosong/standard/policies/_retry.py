@@ -33,6 +33,7 @@ from kosong.standard._codes import ErrorCode, error_code, error_details, retry_a
 from kosong.standard._context import PolicyContext
 from kosong.standard._hints import is_safe_to_repeat
 from kosong.standard._pipeline import Forward, Policy
+from kosong.standard.policies._seconds import optional_seconds
 from kosong.tooling import ToolResult, ToolReturnValue
 from kosong.tooling.error import ToolTimeoutError
 
@@ -100,8 +101,7 @@ class RetryPolicy(Policy):
         for name, value in (("base_delay", base_delay), ("max_delay", max_delay)):
             if not math.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be a non-negative number of seconds")
-        if deadline is not None and (not math.isfinite(deadline) or deadline <= 0):
-            raise ValueError("deadline must be a positive number of seconds, or None")
+        optional_seconds(deadline, "deadline")
         self._rules = dict(rules)
         self._retryable_rule = retryable_rule
         self._base = base_delay

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Mapping
 
 from kosong._threads import start_task
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
 from kosong.standard._pipeline import Forward, Policy
+from kosong.standard.policies._seconds import optional_seconds
 from kosong.tooling import ToolResult
 from kosong.tooling.error import ToolTimeoutError
 
@@ -21,12 +21,6 @@ logger = logging.getLogger(__name__)
 _STUBBORN: set[asyncio.Task[ToolResult]] = set()
 """Attempts that ignored their cancellation, kept (so they are not collected mid-run) until
 they end on their own."""
-
-
-def _check_seconds(seconds: float | None, what: str) -> float | None:
-    if seconds is not None and (not math.isfinite(seconds) or seconds <= 0):
-        raise ValueError(f"{what} must be a positive number of seconds (or None), got {seconds!r}")
-    return seconds
 
 
 class TimeoutPolicy(Policy):
@@ -59,12 +53,12 @@ class TimeoutPolicy(Policy):
         Raises:
             ValueError: a limit or the grace is not a positive number.
         """
-        self._seconds = _check_seconds(seconds, "seconds")
+        self._seconds = optional_seconds(seconds, "seconds")
         self._per_tool = {
-            name: _check_seconds(limit, f"the limit of {name!r}")
+            name: optional_seconds(limit, f"the limit of {name!r}")
             for name, limit in (per_tool or {}).items()
         }
-        self._grace = _check_seconds(grace, "grace") or 0.1
+        self._grace = optional_seconds(grace, "grace") or 0.1
 
     def limit_for(self, tool_name: str) -> float | None:
         """The time limit of calls to `tool_name`, in seconds (None: none)."""

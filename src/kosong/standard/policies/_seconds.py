@@ -1,0 +1,20 @@
+"""The one check of a duration a policy is configured with (private)."""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["optional_seconds", "positive_seconds"]
+
+
+def positive_seconds(seconds: float, what: str) -> float:
+    """`seconds`, if it is a positive, finite number; a `ValueError` naming `what` if not."""
+    # NaN compares false with everything: `seconds <= 0` alone would let it through.
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"{what} must be a positive number of seconds, got {seconds!r}")
+    return seconds
+
+
+def optional_seconds(seconds: float | None, what: str) -> float | None:
+    """`positive_seconds`, where None (no limit) is allowed too."""
+    return None if seconds is None else positive_seconds(seconds, f"{what} (or None)")
