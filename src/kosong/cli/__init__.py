@@ -1,7 +1,10 @@
-"""The `kosong` command: serve tools, inspect and call them, check a new version of a tool.
+"""The `kosong` command: serve tools, inspect and call them, check their schemas and versions.
 
     kosong serve MODULE:ATTR [--host --port --token --redis --max-body ...]
+    kosong worker MODULE:ATTR --redis URL            (runs the calls front ends queue)
+    kosong mcp TARGET [--http]                       (MCP on stdio, or streamable HTTP)
     kosong tools list|schema|call TARGET ...        (TARGET: MODULE:ATTR or a server URL)
+    kosong check TARGET                              (the tools against each provider)
     kosong compat OLD NEW
 
 Each subcommand is one function in its own module, added to the group in `_main.py`. Errors
