@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,21 @@ def wait_for_port(port: int, timeout: float = 20.0) -> None:
                 return
         time.sleep(0.05)
     raise TimeoutError(f"nothing listens on port {port} after {timeout} s")
+
+
+@contextlib.contextmanager
+def serving_command(argv: list[str], port: int, **popen: Any) -> Iterator[str]:
+    """`argv` run as a server listening on `port` until the block ends (then killed and reaped).
+
+    Yields the URL of its MCP endpoint.
+    """
+    process = subprocess.Popen(argv, stderr=subprocess.DEVNULL, **popen)
+    try:
+        wait_for_port(port)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.kill()
+        process.wait(timeout=10)
 
 
 class Probe:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.mcp._mcp_servers import ROOT, free_port, wait_for_port
+from tests.mcp._mcp_servers import ROOT, free_port, serving_command
 from tests.mcp._node_tools import CONFORMANCE, INSPECTOR, NODE, require
 
 EXPECTED_FAILURES = Path(__file__).parent / "conformance-expected-failures.yml"
@@ -38,16 +38,10 @@ MUST_PASS = {
 @pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "examples" / "mcp_conformance_server.py"), "--port", str(port)],
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.kill()
-        process.wait(timeout=10)
+    script = ROOT / "examples" / "mcp_conformance_server.py"
+    argv = [sys.executable, str(script), "--port", str(port)]
+    with serving_command(argv, port) as url:
+        yield url
 
 
 def _suite(server_url: str, *args: str) -> tuple[int, str]:
@@ -166,13 +160,8 @@ def test_the_mcp_inspector_reads_our_structured_output(tmp_path: Path) -> None:
     # Served by `kosong mcp --http` from an async factory in a file, as users would.
     port = free_port()
     target = f"{ROOT / 'tests' / 'mcp' / '_structured_tools.py'}:make_tools"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kosong", "mcp", target, "--http", "--port", str(port)],
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port)
-        url = f"http://127.0.0.1:{port}/mcp"
+    argv = [sys.executable, "-m", "kosong", "mcp", target, "--http", "--port", str(port)]
+    with serving_command(argv, port) as url:
         listed = _inspector(url, "--method", "tools/list")
         called = _inspector(
             url, "--method", "tools/call", "--tool-name", "weather", "--tool-arg", "city=Oslo"
@@ -180,9 +169,6 @@ def test_the_mcp_inspector_reads_our_structured_output(tmp_path: Path) -> None:
         counted = _inspector(
             url, "--method", "tools/call", "--tool-name", "count", "--tool-arg", 'words=["a","b"]'
         )
-    finally:
-        process.kill()
-        process.wait(timeout=10)
     tools = {t["name"]: t for t in listed["tools"]}  # type: ignore[union-attr]
     assert tools["weather"]["outputSchema"]["required"] == ["city", "temperature", "conditions"]
     assert tools["weather"]["annotations"] == {"title": "Weather", "readOnlyHint": True}

@@ -24,7 +24,7 @@ from kosong.chat_provider.scripted import ScriptedChatProvider
 from kosong.mcp import ElicitationRequest, MCPToolset, SamplingRequest, ServerSpec
 from kosong.message import ToolCall
 from kosong.standard import ElicitAnswer, to_envelope
-from tests.mcp._mcp_servers import free_port, wait_for_port
+from tests.mcp._mcp_servers import free_port, serving_command
 from tests.mcp._node_tools import EVERYTHING, NODE, require
 
 
@@ -32,18 +32,10 @@ from tests.mcp._node_tools import EVERYTHING, NODE, require
 def http_url() -> Iterator[str]:
     require(EVERYTHING)
     port = free_port()
-    process = subprocess.Popen(
-        [str(NODE), str(EVERYTHING), "streamableHttp"],
-        env={**os.environ, "PORT": str(port)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.kill()
-        process.wait(timeout=10)
+    argv = [str(NODE), str(EVERYTHING), "streamableHttp"]
+    env = {**os.environ, "PORT": str(port)}
+    with serving_command(argv, port, env=env, stdout=subprocess.DEVNULL) as url:
+        yield url
 
 
 @pytest.fixture(params=["stdio", "http"])

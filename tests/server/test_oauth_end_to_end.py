@@ -11,7 +11,6 @@ a browser would, and the resource owner approves at once), and retries with the 
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -26,14 +25,9 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 from mcp.types import TextContent
 
 from mcp import Client
+from tests.mcp._mcp_servers import free_port
 from tests.server._authserver import RESOURCE_SERVER, AuthServer
 from tests.server._procs import ServerProcess
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Storage:
@@ -91,7 +85,7 @@ def oauth_client(mcp_url: str, storage: Storage, browser: Browser) -> OAuthClien
 
 def serve_jwt(auth: AuthServer) -> tuple[ServerProcess, str]:
     """`kosong serve` taking the authorization server's JWTs issued for it; and its URL."""
-    port = _free_port()  # the audience names the port, so it is chosen before the start
+    port = free_port()  # the audience names the port, so it is chosen before the start
     url = f"http://127.0.0.1:{port}"
     flags = ("--jwks-url", auth.jwks_url, "--issuer", auth.url, "--audience", url)
     return ServerProcess("--port", str(port), *flags), url
