@@ -16,13 +16,11 @@ import time
 from collections import deque
 from collections.abc import Generator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 
 __all__ = [
     "TRACE_ID_PATTERN",
     "current_trace_id",
     "format_epoch",
-    "format_timestamp",
     "new_event_id",
     "new_trace_id",
     "now_timestamp",
@@ -126,16 +124,12 @@ def trace_scope(trace_id: str | None = None) -> Generator[str]:
         _TRACE_ID.reset(token)
 
 
-def format_timestamp(moment: datetime) -> str:
-    """ISO 8601 in UTC with a `Z`: `2024-01-01T00:00:00Z`, with milliseconds when not zero."""
-    moment = moment.astimezone(UTC)
-    if moment.microsecond:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def format_epoch(seconds: float) -> str:
-    """`format_timestamp` of an epoch time (`time.time()`), faster for times near each other."""
+    """An epoch time (`time.time()`) in ISO 8601, UTC: `2024-01-01T00:00:00.127Z`.
+
+    Milliseconds are written when not zero. Texts are remembered: the times written are near
+    each other.
+    """
     global _second
     whole = int(seconds)  # the floor (for times before 1970 too), cheaper than `seconds // 1`
     if whole > seconds:
@@ -155,5 +149,5 @@ def format_epoch(seconds: float) -> str:
 
 
 def now_timestamp() -> str:
-    """The current time, as `format_timestamp` writes it."""
+    """The current time, as `format_epoch` writes it."""
     return format_epoch(time.time())
