@@ -17,6 +17,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from kosong._extras import install_hint
+
 __all__ = ["main"]
 
 
@@ -25,6 +27,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         from kosong.cli._main import run
     except ImportError as e:  # click (or another part of the server extra) is missing
-        print(f"kosong: {e}; install it with: pip install 'kosong[server]'", file=sys.stderr)
+        print(f"kosong: {e}; install it with: {install_hint('server')}", file=sys.stderr)
         sys.exit(2)
     sys.exit(run(list(argv) if argv is not None else sys.argv[1:]))

@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from kosong._extras import install_hint
 from kosong.cli._errors import CLIError
 from kosong.cli._load import open_toolset
 
@@ -55,7 +56,7 @@ def mcp(
     try:
         from kosong.mcp import MCPToolServer
     except ImportError:
-        raise CLIError("the MCP SDK is missing: pip install 'kosong[mcp]'") from None
+        raise CLIError(f"the MCP SDK is missing: {install_hint('mcp')}") from None
     if not http:
         asyncio.run(_stdio(target, name))
         return 0

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from kosong._extras import install_hint
 from kosong.cli._errors import CLIError
 from kosong.cli._load import open_toolset
 from kosong.server import (
@@ -61,7 +62,7 @@ def _loopback(host: str) -> bool:
 @click.option("--token", envvar="KOSONG_TOKEN", help="Bearer token every request must carry "
               "(or KOSONG_TOKEN).")  # fmt: skip
 @click.option("--jwks-url", metavar="URL", help="Accept JWTs signed with the keys published "
-              "here (needs --issuer and --audience; pip install 'kosong[auth]').")  # fmt: skip
+              "here (needs --issuer and --audience; the `auth` extra).")  # fmt: skip
 @click.option("--introspection-url", metavar="URL", help="Accept the tokens this RFC 7662 "
               "endpoint says are active (client credentials from KOSONG_INTROSPECTION_CLIENT "
               "and KOSONG_INTROSPECTION_SECRET, if it wants them).")  # fmt: skip
@@ -272,7 +273,7 @@ def _mcp_installed() -> bool:
         import mcp  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError:
         click.echo(
-            "kosong: /mcp is not served: the MCP SDK is missing (pip install 'kosong[mcp]')",
+            f"kosong: /mcp is not served: the MCP SDK is missing ({install_hint('mcp')})",
             err=True,
         )
         return False

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from kosong._extras import install_hint
 from kosong.cli._errors import CLIError
 from kosong.cli._load import is_url, open_toolset
 from kosong.message import ToolCall
@@ -92,7 +93,7 @@ async def _open_mcp(
     try:
         from kosong.mcp import MCPToolset, ServerSpec
     except ImportError:
-        raise CLIError("the MCP SDK is missing: pip install 'kosong[mcp]'") from None
+        raise CLIError(f"the MCP SDK is missing: {install_hint('mcp')}") from None
     # The command says what failed in one line of its own; the toolset's warnings would repeat it.
     logging.getLogger("kosong.mcp").setLevel(logging.ERROR)
     spec = target.strip()
