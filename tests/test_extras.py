@@ -16,7 +16,9 @@ def _extras() -> dict[str, list[str]]:
     return project["optional-dependencies"]
 
 
-def test_install_hint_names_every_requirement_of_the_extra_and_not_the_kosong_distribution() -> None:
+def test_install_hint_names_every_requirement_of_the_extra_and_not_the_kosong_distribution() -> (
+    None
+):
     for extra in ("mcp", "server", "search", "auth"):
         hint = install_hint(extra)
         assert hint.startswith("pip install '") and hint.endswith(f"(kosong's `{extra}` extra)")
@@ -25,5 +27,7 @@ def test_install_hint_names_every_requirement_of_the_extra_and_not_the_kosong_di
         assert "kosong[" not in hint
 
 
-def test_install_hint_for_an_extra_the_metadata_lacks_is_the_editable_install_of_the_clone() -> None:
+def test_install_hint_for_an_extra_the_metadata_lacks_is_the_editable_install_of_the_clone() -> (
+    None
+):
     assert install_hint("nosuch") == "pip install -e '.[nosuch]' in your clone of kosong"
