@@ -97,5 +97,6 @@ def test_an_output_that_is_not_text_or_parts_is_a_type_error_saying_what_to_writ
 
 
 def test_an_output_dict_naming_its_type_is_one_content_part() -> None:
-    assert ToolOk(output={"type": "text", "text": "hi"}).output == [TextPart(text="hi")]
+    part: object = {"type": "text", "text": "hi"}
+    assert ToolOk(output=part).output == [TextPart(text="hi")]  # pyright: ignore[reportArgumentType]
     assert ToolOk(output=(TextPart(text="a"),)).output == [TextPart(text="a")]

@@ -144,9 +144,10 @@ def _parts(self: ToolReturnValue, output: object) -> list[Any]:
     elif isinstance(output, dict) and "type" in output:
         return [output]  # one content part written as a dict
     kind = type(self).__name__
+    given: Any = output  # whatever it is: shown, never used
     raise TypeError(
         f"{kind}(output=...) takes text, a content part or a list of content parts, not "
-        f"{_json(output)} ({type(output).__name__}); write {kind}(output=json.dumps(value)) to "
+        f"{_json(given)} ({type(given).__name__}); write {kind}(output=json.dumps(value)) to "
         "give the model this value as JSON text"
     )
 
