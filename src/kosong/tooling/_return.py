@@ -144,7 +144,7 @@ def _parts(self: ToolReturnValue, output: object) -> list[Any]:
     elif isinstance(output, dict) and "type" in output:
         return [output]  # one content part written as a dict
     kind = type(self).__name__
-    given: Any = output  # whatever it is: shown, never used
+    given = cast(Any, output)  # whatever it is: shown, never used
     raise TypeError(
         f"{kind}(output=...) takes text, a content part or a list of content parts, not "
         f"{_json(given)} ({type(given).__name__}); write {kind}(output=json.dumps(value)) to "
