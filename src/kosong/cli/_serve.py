@@ -13,7 +13,7 @@ import click
 
 from kosong._extras import install_hint
 from kosong.cli._errors import CLIError
-from kosong.cli._load import open_toolset
+from kosong.cli._load import TARGET_HELP, open_target
 from kosong.server import (
     DEFAULT_MAX_BODY,
     LOCAL_HOSTS,
@@ -55,7 +55,7 @@ def _loopback(host: str) -> bool:
         return False
 
 
-@click.command()
+@click.command(epilog=TARGET_HELP, short_help="Serve the tools over HTTP, SSE and MCP.")
 @click.argument("target", metavar="TARGET")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
@@ -148,10 +148,10 @@ def serve(
     no_mcp: bool,
     name: str,
 ) -> int:
-    """Serve the tools of TARGET over HTTP and SSE, and over MCP at /mcp.
+    """Serve the tools of TARGET over HTTP and SSE, over MCP at /mcp, with the inspector at /.
 
-    TARGET is MODULE:ATTR or path/to/file.py:ATTR, naming a Toolset, a list of tools, or a
-    function (sync or async) that returns one.
+    Only this machine can reach it by default (127.0.0.1). A POST /tools/NAME with a JSON
+    object of arguments calls a tool; GET /tools lists them.
     """
     if redis_url is None and (workers != 100 or max_queued is not None):
         raise CLIError("--workers and --max-queued need --redis (without it, calls run here)")
@@ -200,21 +200,23 @@ async def _serve(
     """Load the toolset and serve it, in one event loop (an async factory's toolset lives in it)."""
     if config.redis_url is not None:
         await check_redis(config.redis_url)
-    toolset = await open_toolset(target)
-    try:
-        app = create_app(toolset, config, mcp=mcp)
-    except ValueError as e:  # such as an --issuer that is not a URL
-        raise CLIError(str(e)) from None
-    sock, url = listen(host, port)
-    count = len(toolset.tools)
-    click.echo(f"kosong: serving {count} tool(s) at {url} (Ctrl+C to stop)", err=True)
-    if mcp:
-        click.echo(f"kosong: and over MCP at {url}/mcp", err=True)
-    if config.inspector:
-        click.echo(f"kosong: inspect them in a browser: {url}/", err=True)
-    if config.redis_url is not None and config.workers == 0:
-        click.echo("kosong: a front end only: `kosong worker` processes run the calls", err=True)
-    await run_app(app, sock, log_level)
+    async with open_target(target) as toolset:
+        try:
+            app = create_app(toolset, config, mcp=mcp)
+        except ValueError as e:  # such as an --issuer that is not a URL
+            raise CLIError(str(e)) from None
+        sock, url = listen(host, port)
+        count = len(toolset.tools)
+        click.echo(f"kosong: serving {count} tool(s) at {url} (Ctrl+C to stop)", err=True)
+        if mcp:
+            click.echo(f"kosong: and over MCP at {url}/mcp", err=True)
+        if config.inspector:
+            click.echo(f"kosong: inspect them in a browser: {url}/", err=True)
+        if config.redis_url is not None and config.workers == 0:
+            click.echo(
+                "kosong: a front end only: `kosong worker` processes run the calls", err=True
+            )
+        await run_app(app, sock, log_level)
 
 
 def listen(host: str, port: int) -> tuple[socket.socket, str]:
