@@ -2,13 +2,13 @@
 
 Each block runs alone in a fresh interpreter (`_alone`), with only what kosong and the extras
 the page names at its top install: a block that uses a name defined by another block, or a
-package its page does not name, fails here, naming the block. A page whose first lines say
-"The examples of this page are one script" runs its blocks in order in one interpreter. A block whose opening fence is
-```python skip is shown but not run (say, one that needs an API key). Top-level `await` is
-allowed, since examples often show async code; a page that uses it says once how to run such
-examples (`python -m asyncio`), and a page whose examples are plain scripts says that. Every
-`print` states its output, in a comment on its line or right below it (see `_printed`). And
-every page renders as meant (`_markdown.problems`, CommonMark's parse).
+package its page does not name, fails here, naming the block. A page whose first lines say "The
+examples of this page are one script" runs its blocks in order in one interpreter. A block
+whose opening fence is ```python skip is shown but not run (say, one that needs an API key).
+Top-level `await` is allowed, since examples often show async code; a page that uses it says
+once how to run such examples (`python -m asyncio`), and a page whose examples are plain
+scripts says that. Every `print` states its output, in a comment on its line or right below it
+(see `_printed`). And every page renders as meant (`_markdown.problems`, CommonMark's parse).
 """
 
 from __future__ import annotations
