@@ -81,11 +81,16 @@ def is_one_script(page: Path) -> bool:
     return ONE_SCRIPT in " ".join(page.read_text(encoding="utf-8").splitlines()[:12])
 
 
+END_TO_END = {"tutorial.md"}
+"""Pages whose blocks need the files and servers of their earlier steps: their own test runs
+them, every step in order (test_tutorial.py)."""
+
 CASES = [
     pytest.param(page, 0, id=f"{page.name} (one script)")
     if is_one_script(page)
     else pytest.param(page, block.line, id=f"{page.name}:{block.line}")
     for page in PAGES
+    if page.name not in END_TO_END
     for block in blocks(page.read_text(encoding="utf-8"))[: 1 if is_one_script(page) else None]
     if block.runs or is_one_script(page)
 ]
