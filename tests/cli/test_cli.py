@@ -312,7 +312,8 @@ def test_a_module_or_a_file_alone_means_its_toolset(tmp_path: Path) -> None:
         assert kosong("check", target, cwd=tmp_path).returncode == 0
     line = _one_clear_line(kosong("tools", "list", "other", cwd=tmp_path))
     assert line == (
-        "kosong: error: module 'other' has no attribute 'toolset'; it has mine, add (write other:mine)"
+        "kosong: error: module 'other' has no attribute 'toolset'; it has mine, add "
+        "(write other:mine)"
     )
     nothing = _one_clear_line(kosong("tools", "list", "no_such_thing_here", cwd=tmp_path))
     assert nothing == (
