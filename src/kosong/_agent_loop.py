@@ -8,6 +8,7 @@ from typing import Any, Literal, TypeAlias, TypeGuard
 
 from kosong._generate import Callback, call_back
 from kosong._step import StepResult, step, tool_result_to_message
+from kosong._telemetry import traced_agent_loop
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
 from kosong.message import Message, ToolCall
 from kosong.tooling import ToolError, ToolResult, Toolset
@@ -110,6 +111,7 @@ class ToolRetriesExhausted(Exception):
         """The steps so far."""
 
 
+@traced_agent_loop  # an `invoke_agent` span when telemetry is on (kosong.telemetry)
 async def agent_loop(
     chat_provider: ChatProvider,
     system_prompt: str,
@@ -127,6 +129,7 @@ async def agent_loop(
     on_message_part: Callback[StreamedMessagePart] | None = None,
     on_tool_result: Callable[[ToolResult], None] | None = None,
     generation_overrides: Mapping[str, Any] | None = None,
+    agent_name: str | None = None,
 ) -> AgentLoopResult:
     """Run `step` until the model answers without a tool call, or a stop condition holds.
 
@@ -154,7 +157,8 @@ async def agent_loop(
     the choice for that step (None: the provider's default). A choice that forces a call on
     every step never lets the model answer: pair it with `stop_at_tools`, or force only the
     first step (`lambda n: "required" if n == 1 else None`). `on_message_part`,
-    `on_tool_result` and `generation_overrides` are passed to every `step`.
+    `on_tool_result` and `generation_overrides` are passed to every `step`. `agent_name` names
+    the run in telemetry (its `invoke_agent {agent_name}` span: `kosong.telemetry`).
 
     Cancelling the loop cancels the step under way: the model's stream and every tool call
     still running are cancelled and awaited before the cancellation propagates.

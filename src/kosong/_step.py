@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kosong._generate import Callback, GenerateResult, generate
+from kosong._telemetry import dispatch as traced_handle
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
 from kosong.message import ContentPart, Message, TextPart, ToolCall
 from kosong.tooling import ToolResult, Toolset
@@ -78,7 +79,7 @@ async def step(
             logger.exception("on_tool_result raised")
 
     def dispatch(tool_call: ToolCall) -> None:
-        future = _as_future(toolset.handle(tool_call))
+        future = _as_future(traced_handle(toolset, tool_call))  # toolset.handle, in a span
         future.add_done_callback(report)
         futures.append(future)
 

@@ -210,6 +210,11 @@ class HTTPProvider(ProviderBase):
     async def _send(self, body: dict[str, Any], url: str) -> StreamedMessage:
         raise NotImplementedError
 
+    @property
+    def endpoint(self) -> str:
+        """The URL requests go to (telemetry's `server.address` and `server.port`)."""
+        return self._endpoint()
+
     def _endpoint(self) -> str:
         return f"{str(self.client.base_url).rstrip('/')}/{self._path}"
 
