@@ -1,0 +1,134 @@
+"""Model-call spans and metrics from real providers: OpenAIChat over HTTP, the scripted model."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from opentelemetry.trace import SpanKind, StatusCode
+
+from kosong import generate
+from kosong._telemetry import _model
+from kosong.chat_provider import APIStatusError
+from kosong.chat_provider.openai import OpenAIChat
+from kosong.chat_provider.scripted import ScriptedChatProvider
+from kosong.message import Message
+from tests.chat_provider._wire import Reply, WireServer, chat_text_reply
+from tests.telemetry._recorded import Recorded
+
+HI = [Message(role="user", content="Hi")]
+
+
+@pytest.fixture
+async def wire() -> AsyncIterator[WireServer]:
+    async with WireServer() as server:
+        yield server
+
+
+def openai(wire: WireServer) -> OpenAIChat:
+    chat = OpenAIChat(model="test-model", api_key="sk-test", base_url=wire.url + "/v1")
+    wire.closers.append(chat.aclose)
+    return chat
+
+
+async def test_a_streamed_answer_is_a_client_span_named_after_the_operation_and_model(
+    wire: WireServer, otel: Recorded
+) -> None:
+    wire.queue(chat_text_reply("Hel", "lo"))
+    provider = openai(wire).with_generation_kwargs(temperature=0.2, max_tokens=64, seed=7)
+    await generate(provider, "Be brief.", [], HI)
+    span = otel.span("chat test-model")
+    assert span.kind == SpanKind.CLIENT
+    attributes = dict(span.attributes or {})
+    port = int(wire.url.rsplit(":", 1)[1])
+    assert {k: v for k, v in attributes.items() if k != "gen_ai.response.time_to_first_chunk"} == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "test-model",
+        "gen_ai.request.temperature": 0.2,
+        "gen_ai.request.max_tokens": 64,
+        "gen_ai.request.seed": 7,
+        "gen_ai.request.stream": True,
+        "server.address": "127.0.0.1",
+        "server.port": port,
+        "gen_ai.response.id": "chatcmpl-1",
+        "gen_ai.response.finish_reasons": ("stop",),
+        # _wire.USAGE: 120 prompt tokens of which 20 cached, 30 completion tokens
+        "gen_ai.usage.input_tokens": 120,
+        "gen_ai.usage.output_tokens": 30,
+        "gen_ai.usage.cache_read.input_tokens": 20,
+        "gen_ai.usage.cache_creation.input_tokens": 0,
+    }
+    assert 0 < attributes["gen_ai.response.time_to_first_chunk"] <= (
+        (span.end_time or 0) - (span.start_time or 0)
+    ) / 1e9
+    assert span.status.status_code == StatusCode.UNSET
+
+
+async def test_model_calls_record_the_client_metrics(wire: WireServer, otel: Recorded) -> None:
+    wire.queue(chat_text_reply("Hello"))
+    await generate(openai(wire), "", [], HI)
+    port = int(wire.url.rsplit(":", 1)[1])
+    common = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "test-model",
+        "server.address": "127.0.0.1",
+        "server.port": port,
+    }
+    tokens = {p.attributes["gen_ai.token.type"]: p for p in otel.points("gen_ai.client.token.usage")}
+    assert tokens["input"].sum == 120 and tokens["output"].sum == 30
+    assert dict(tokens["input"].attributes) == {**common, "gen_ai.token.type": "input"}
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert dict(duration.attributes) == common and duration.count == 1
+    (first,) = otel.points("gen_ai.client.operation.time_to_first_chunk")
+    assert first.count == 1 and 0 < first.sum <= duration.sum
+
+
+async def test_a_failed_call_has_the_status_code_as_error_type(
+    wire: WireServer, otel: Recorded
+) -> None:
+    wire.queue(Reply(status=429, body={"error": {"message": "slow down", "type": "rate_limit"}}))
+    provider = OpenAIChat(
+        model="test-model", api_key="sk-test", base_url=wire.url + "/v1", max_retries=0
+    )
+    wire.closers.append(provider.aclose)
+    with pytest.raises(APIStatusError):
+        await generate(provider, "", [], HI)
+    span = otel.span("chat test-model")
+    assert dict(span.attributes or {})["error.type"] == "429"
+    assert span.status.status_code == StatusCode.ERROR
+    assert [event.name for event in span.events] == ["exception"]
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert duration.attributes["error.type"] == "429"
+
+
+async def test_a_model_in_the_process_is_an_internal_span(otel: Recorded) -> None:
+    await generate(ScriptedChatProvider([["Hello"]]), "", [], HI)
+    span = otel.span("chat scripted-model")
+    assert span.kind == SpanKind.INTERNAL
+    assert dict(span.attributes or {})["gen_ai.provider.name"] == "scripted"
+
+
+@pytest.mark.parametrize(
+    ("name", "host", "expected"),
+    [
+        ("openai", None, "openai"),
+        ("openai-responses", None, "openai"),
+        ("anthropic", None, "anthropic"),
+        ("kimi", None, "moonshot_ai"),
+        ("gemini", "generativelanguage.googleapis.com", "gcp.gemini"),
+        ("gemini", "us-central1-aiplatform.googleapis.com", "gcp.vertex_ai"),
+        ("gemini", "127.0.0.1", "gcp.gen_ai"),
+        ("my-proxy", None, "my-proxy"),
+    ],
+)
+def test_provider_names_are_the_conventions_well_known_values(
+    name: str, host: str | None, expected: str
+) -> None:
+    assert _model.provider_name(name, host) == expected
+
+
+async def test_nothing_is_recorded_while_telemetry_is_off(wire: WireServer) -> None:
+    # No SDK in this process and nothing configured: the hook hands out its quiet call.
+    assert _model.model_call(openai(wire), "", [], HI) is _model.model_call(None, "", [], HI)
