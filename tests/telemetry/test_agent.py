@@ -52,10 +52,9 @@ async def test_an_agent_run_is_one_trace_its_model_and_tool_calls_children_of_it
     assert attributes["gen_ai.agent.name"] == "weather"
     assert attributes["gen_ai.provider.name"] == "scripted"
     assert attributes["gen_ai.request.model"] == "scripted-model"
-    assert attributes["gen_ai.usage.input_tokens"] == sum(s.usage.input for s in result.steps if s.usage)
-    assert attributes["gen_ai.usage.output_tokens"] == sum(
-        s.usage.output for s in result.steps if s.usage
-    )
+    used = [s.usage for s in result.steps if s.usage is not None]
+    assert attributes["gen_ai.usage.input_tokens"] == sum(u.input for u in used)
+    assert attributes["gen_ai.usage.output_tokens"] == sum(u.output for u in used)
     (duration,) = otel.points("gen_ai.invoke_agent.duration")
     assert dict(duration.attributes) == {
         "gen_ai.operation.name": "invoke_agent",
@@ -71,7 +70,8 @@ async def test_an_unnamed_agent_is_invoke_agent(otel: Recorded) -> None:
 
 
 async def test_a_run_that_raises_ends_its_span_as_an_error(otel: Recorded) -> None:
-    provider = ScriptedChatProvider([[call("get_weather", "not an object", id=f"c{i}")] for i in range(3)])
+    wrong = [[call("get_weather", "not an object", id=f"c{i}")] for i in range(3)]
+    provider = ScriptedChatProvider(wrong)
     with pytest.raises(ToolRetriesExhausted):
         await agent_loop(provider, "", weather(), QUESTION, retry_budget=1)
     span = otel.span("invoke_agent")

@@ -59,9 +59,11 @@ async def test_a_streamed_answer_is_a_client_span_named_after_the_operation_and_
         "gen_ai.usage.cache_read.input_tokens": 20,
         "gen_ai.usage.cache_creation.input_tokens": 0,
     }
-    assert 0 < attributes["gen_ai.response.time_to_first_chunk"] <= (
-        (span.end_time or 0) - (span.start_time or 0)
-    ) / 1e9
+    assert (
+        0
+        < attributes["gen_ai.response.time_to_first_chunk"]
+        <= ((span.end_time or 0) - (span.start_time or 0)) / 1e9
+    )
     assert span.status.status_code == StatusCode.UNSET
 
 
@@ -76,7 +78,8 @@ async def test_model_calls_record_the_client_metrics(wire: WireServer, otel: Rec
         "server.address": "127.0.0.1",
         "server.port": port,
     }
-    tokens = {p.attributes["gen_ai.token.type"]: p for p in otel.points("gen_ai.client.token.usage")}
+    points = otel.points("gen_ai.client.token.usage")
+    tokens = {p.attributes["gen_ai.token.type"]: p for p in points}
     assert tokens["input"].sum == 120 and tokens["output"].sum == 30
     assert dict(tokens["input"].attributes) == {**common, "gen_ai.token.type": "input"}
     (duration,) = otel.points("gen_ai.client.operation.duration")

@@ -86,9 +86,7 @@ async def test_a_tracing_policy_adds_to_the_calls_span_and_makes_no_second_one(
         lambda n: ToolNetworkError("x") if n == 0 else coded_error("CITY_NOT_FOUND", "no"),
         read_only_hint=True,
     )
-    pipeline = with_policies(
-        SimpleToolset([tool]), TracingPolicy(), RetryPolicy(base_delay=0.001)
-    )
+    pipeline = with_policies(SimpleToolset([tool]), TracingPolicy(), RetryPolicy(base_delay=0.001))
     (result,) = await run_step(pipeline, call("scripted", {}, id="c9"))
     (span,) = [s for s in otel.spans if s.name.startswith("execute_tool")]
     attributes = dict(span.attributes or {})
