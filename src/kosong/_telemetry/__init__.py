@@ -8,8 +8,8 @@ one check while telemetry is off (`_state.current()`), and only `opentelemetry-a
 - `traced_agent_loop` and `agent_run` (`_agent`): the span of one `agent_loop`;
 - `dispatch` and `ToolExecution` (`_tools`): the span of a tool call, made once, which a
   pipeline's `TracingPolicy` and `MCPToolset` add to;
-- `MCPClientCall`, `carry_context`, `mcp_server_call` (`_mcp`): MCP's spans and the trace
-  context in `_meta`.
+- `MCPClientCall`, `carry_context`, `continued`, `mcp_server_call` (`_mcp`): MCP's spans and
+  the trace context in `_meta`.
 
 The conventions followed are OpenTelemetry's GenAI semantic conventions (Development status),
 as open-telemetry/semantic-conventions-genai has them at the commits cited in
@@ -17,7 +17,13 @@ docs/telemetry.md ("Conventions followed").
 """
 
 from kosong._telemetry._agent import AgentRun, agent_run, traced_agent_loop
-from kosong._telemetry._mcp import MCPClientCall, MCPServerCall, carry_context, mcp_server_call
+from kosong._telemetry._mcp import (
+    MCPClientCall,
+    MCPServerCall,
+    carry_context,
+    continued,
+    mcp_server_call,
+)
 from kosong._telemetry._model import ModelCall, model_call
 from kosong._telemetry._state import (
     CAPTURE_VARIABLE,
@@ -41,6 +47,7 @@ __all__ = [
     "agent_run",
     "carry_context",
     "configure",
+    "continued",
     "current",
     "dispatch",
     "installed",

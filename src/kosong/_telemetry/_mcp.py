@@ -5,7 +5,15 @@ context (`traceparent`, `tracestate`, `baggage`) in the request's `params._meta`
 takes it from there as the parent of its SERVER span, and links the ambient context (an HTTP
 server span, say) when there is one. A client call inside a traced tool call (`step`'s span for
 the same call) adds the MCP attributes to that span rather than making a second one; otherwise it
-makes a CLIENT span. Both carry `mcp.method.name`, `gen_ai.tool.name` and
+makes a CLIENT span.
+
+The official MCP SDK (2.x) has OpenTelemetry spans of its own, made with the global tracer
+provider: a CLIENT span per request it sends (in the task that sends it, which for
+`MCPToolset` is its connection's, so `continued` runs the send in the caller's trace) and a
+SERVER span per request it handles. Where the SDK's server span for the request is recording,
+kosong adds to it (the session, the transport, the content when asked, the metric) instead of
+making a second one; where it is not (kosong given a tracer provider of its own), kosong makes
+the span. Both carry `mcp.method.name`, `gen_ai.tool.name` and
 `gen_ai.operation.name` = `execute_tool`; an `isError` result is `error.type` = `tool_error`, a
 JSON-RPC error its code. Metrics: `mcp.client.operation.duration`, `mcp.server.operation.duration`.
 
@@ -14,8 +22,8 @@ Nothing here reads the MCP SDK's objects: `kosong.mcp` passes what it knows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from kosong._telemetry import _content
@@ -25,11 +33,15 @@ from kosong._telemetry._tools import ToolSpan, tool_span
 from kosong.message import ToolCall
 from kosong.tooling import ToolResult
 
-__all__ = ["MCPClientCall", "MCPServerCall", "carry_context", "mcp_server_call"]
+__all__ = ["MCPClientCall", "MCPServerCall", "carry_context", "continued", "mcp_server_call"]
+
+T = TypeVar("T")
 
 try:
+    from opentelemetry import context as otel_context
     from opentelemetry import propagate
 except ImportError:  # pragma: no cover - depends on the environment
+    otel_context = None
     propagate = None
 
 TOOL_ERROR = "tool_error"
@@ -53,6 +65,21 @@ def carry_context(meta: dict[str, Any] | None, where: str) -> dict[str, Any] | N
     carrier = dict(meta or {})
     propagate.inject(carrier)
     return carrier or None
+
+
+async def continued(meta: Mapping[str, Any] | None, request: Awaitable[T]) -> T:
+    """Await `request` in the trace `meta` carries (a request sent from another task).
+
+    The MCP SDK's own client span, and the trace context it puts in `_meta`, then belong to
+    the caller's trace. Without trace context in `meta`, `request` is simply awaited.
+    """
+    if not meta or "traceparent" not in meta or propagate is None or otel_context is None:
+        return await request
+    token = otel_context.attach(propagate.extract(dict(meta)))
+    try:
+        return await request
+    finally:
+        otel_context.detach(token)
 
 
 class MCPClientCall:
@@ -137,7 +164,7 @@ class MCPServerCall:
 
     def rpc_error(self, code: int, message: str) -> None:
         """Record the JSON-RPC error the call was answered with."""
-        if self._operation is not None:
+        if self._operation is not None and self._operation.error_type is None:
             self._operation.set("rpc.response.status_code", str(code))
             self._operation.fail(str(code), message)
 
@@ -169,20 +196,30 @@ def mcp_server_call(
     telemetry = current()
     if telemetry is None or propagate is None or otel_trace is None:
         return MCPServerCall(None, tool)
+    request = str(request_id) if request_id is not None else None
+    ours: dict[str, Any] = {
+        "mcp.session.id": session_id,
+        "network.transport": transport,
+        "network.protocol.name": "http" if transport == "tcp" else None,
+    }
+    if telemetry.capture_content:
+        ours["gen_ai.tool.call.arguments"] = _content.as_json(arguments)
+    sdk_span = _sdk_server_span(request)
+    if sdk_span is not None:
+        operation = Operation.joining(telemetry, sdk_span)
+        for key, value in ours.items():
+            operation.set(key, value)
+        return MCPServerCall(operation, tool)
     ambient = otel_trace.get_current_span().get_span_context()
     links = [otel_trace.Link(ambient)] if ambient.is_valid else []
     attributes: dict[str, Any] = {
         "mcp.method.name": _METHOD,
         "gen_ai.tool.name": tool,
         "gen_ai.operation.name": "execute_tool",
-        "jsonrpc.request.id": str(request_id) if request_id is not None else None,
-        "mcp.session.id": session_id,
+        "jsonrpc.request.id": request,
         "mcp.protocol.version": protocol_version,
-        "network.transport": transport,
-        "network.protocol.name": "http" if transport == "tcp" else None,
+        **ours,
     }
-    if telemetry.capture_content:
-        attributes["gen_ai.tool.call.arguments"] = _content.as_json(arguments)
     operation = Operation(
         telemetry,
         f"{_METHOD} {tool}",
@@ -192,6 +229,24 @@ def mcp_server_call(
         links=links,
     )
     return MCPServerCall(operation, tool)
+
+
+def _sdk_server_span(request_id: str | None) -> Any | None:
+    """The MCP SDK's server span of this request, when it records.
+
+    Read through the SDK's `ReadableSpan.attributes`: its `mcp.method.name` and
+    `jsonrpc.request.id`.
+    """
+    if otel_trace is None or request_id is None:
+        return None
+    span = otel_trace.get_current_span()
+    attributes: object = getattr(span, "attributes", None)
+    if not span.is_recording() or not isinstance(attributes, Mapping):
+        return None
+    found = cast(Mapping[str, Any], attributes)
+    if found.get("mcp.method.name") == _METHOD and found.get("jsonrpc.request.id") == request_id:
+        return span
+    return None
 
 
 def _record(operation: Operation, histogram: Any | None, elapsed: float, tool: str) -> None:

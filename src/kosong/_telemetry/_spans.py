@@ -27,7 +27,7 @@ _DESCRIPTION_LIMIT = 300
 class Operation:
     """A span (None without a tracer) and the start of the operation it covers."""
 
-    __slots__ = ("_token", "error_type", "span", "start", "telemetry")
+    __slots__ = ("_owned", "_token", "error_type", "span", "start", "telemetry")
 
     def __init__(
         self,
@@ -44,6 +44,7 @@ class Operation:
         self.start = time.perf_counter()
         self.error_type: str | None = None
         self._token: object | None = None
+        self._owned = True
         self.span: Any | None = None
         if telemetry.tracer is not None and otel_trace is not None:
             self.span = telemetry.tracer.start_span(
@@ -53,6 +54,14 @@ class Operation:
                 attributes={k: v for k, v in attributes.items() if v is not None},
                 links=list(links),
             )
+
+    @classmethod
+    def joining(cls, telemetry: Telemetry, span: Any) -> Operation:
+        """An operation recorded on a span another instrumentation made and will end."""
+        operation = cls(telemetry.without_tracer(), "", "INTERNAL", {})
+        operation.span = span
+        operation._owned = False
+        return operation
 
     def set(self, key: str, value: Any) -> None:
         """Set an attribute (None is left out)."""
@@ -79,7 +88,8 @@ class Operation:
 
         `outside`: the context to put the span in (the current one by default).
         """
-        if self.span is not None and otel_trace is not None and otel_context is not None:
+        if self._owned and self.span is not None and otel_trace is not None:
+            assert otel_context is not None
             context = otel_trace.set_span_in_context(self.span, outside)
             self._token = otel_context.attach(context)
 
@@ -92,7 +102,7 @@ class Operation:
     def end(self) -> float:
         """End the span; the operation's duration in seconds."""
         elapsed = time.perf_counter() - self.start
-        if self.span is not None:
+        if self._owned and self.span is not None:
             self.span.end()
         return elapsed
 

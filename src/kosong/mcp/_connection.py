@@ -32,6 +32,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from kosong._telemetry import continued
 from kosong.mcp._answering import Asking
 from kosong.mcp._spec import AuthFailure, AuthWatch, ServerSpec, http_transport
 from kosong.mcp._tasks import PROGRESS, TasksClient
@@ -328,12 +329,15 @@ class Connection:
             if call.abandoned:
                 return
             try:
-                result = await live.client.call_tool(
-                    call.name,
-                    call.arguments,
-                    read_timeout_seconds=call.read_timeout,
-                    progress_callback=call.progress,
-                    meta=cast(Any, call.meta),
+                result = await continued(  # sent from this task, in the caller's trace
+                    call.meta,
+                    live.client.call_tool(
+                        call.name,
+                        call.arguments,
+                        read_timeout_seconds=call.read_timeout,
+                        progress_callback=call.progress,
+                        meta=cast(Any, call.meta),
+                    ),
                 )
             except MCPError as e:
                 failure = self._auth.failure
