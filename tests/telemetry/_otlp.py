@@ -73,9 +73,9 @@ class OTLPReceiver:
         body = ExportTraceServiceResponse().SerializeToString()
         return web.Response(body=body, content_type="application/x-protobuf")
 
-    async def wait_for(self, *names: str, timeout: float = 20) -> None:
-        """Until a span of each of `names` arrived."""
-        async with asyncio.timeout(timeout), self._arrived:
+    async def wait_for(self, *names: str) -> None:
+        """Until a span of each of `names` arrived (20 s at most)."""
+        async with asyncio.timeout(20), self._arrived:
             await self._arrived.wait_for(lambda: set(names) <= {span.name for span in self.spans})
 
     def named(self, name: str) -> ReceivedSpan:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -18,6 +19,8 @@ class Recorded:
         self.exporter = InMemorySpanExporter()
         self.tracers = TracerProvider()
         self.tracers.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self._ended = _Ended()
+        self.tracers.add_span_processor(self._ended)
         self.reader = InMemoryMetricReader()
         self.meters = MeterProvider(metric_readers=[self.reader])
 
@@ -46,6 +49,15 @@ class Recorded:
                         found.extend(item.data.data_points)
         return found
 
+    async def ended(self, count: int) -> None:
+        """Until `count` spans have ended (10 s at most)."""
+        async with asyncio.timeout(10):
+            while True:
+                ended = self._ended.waiter()  # before looking: no end is missed in between
+                if len(self.spans) >= count:
+                    return
+                await ended.wait()
+
     def shutdown(self) -> None:
         self.tracers.shutdown()
         self.meters.shutdown()
@@ -63,3 +75,20 @@ def span_id(span: ReadableSpan) -> int:
 def trace_id(span: ReadableSpan) -> int:
     assert span.context is not None
     return span.context.trace_id
+
+
+class _Ended(SpanProcessor):
+    """Wakes a waiting test each time a span ends (spans may end on another thread)."""
+
+    def __init__(self) -> None:
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    def waiter(self) -> asyncio.Event:
+        event = asyncio.Event()
+        self._waiters.append((asyncio.get_running_loop(), event))
+        return event
+
+    def on_end(self, span: ReadableSpan) -> None:
+        waiters, self._waiters = self._waiters, []
+        for loop, event in waiters:
+            loop.call_soon_threadsafe(event.set)

@@ -7,7 +7,6 @@ client underneath), or a request written by hand with the conventions' own examp
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import httpx
@@ -32,13 +31,6 @@ async def server() -> AsyncIterator[Uvicorn]:
         yield running
 
 
-async def spans_settled(otel: Recorded, count: int) -> None:
-    """Until `count` spans ended: the server's span ends once its response is written."""
-    async with asyncio.timeout(10):
-        while len(otel.spans) < count:
-            await asyncio.sleep(0.01)
-
-
 async def test_a_call_step_dispatches_carries_its_span_to_the_servers(
     server: Uvicorn, otel: Recorded
 ) -> None:
@@ -47,7 +39,7 @@ async def test_a_call_step_dispatches_carries_its_span_to_the_servers(
         result = await step(provider, "", toolset, HI)
         (answer,) = await result.tool_results()
         assert answer.return_value.output == "3"
-        await spans_settled(otel, 3)
+        await otel.ended(3)
     client = otel.span("execute_tool add")
     served = otel.span("tools/call add")
     # No MCP client span of its own: the MCP attributes are on the tool call's span (mcp.md:
@@ -90,7 +82,7 @@ async def test_a_call_outside_a_traced_tool_call_gets_an_mcp_client_span(
     async with MCPToolset({"ours": server.url}) as toolset:
         result = await toolset.handle(make_call("boom", {}))
         assert result.return_value.is_error
-        await spans_settled(otel, 2)
+        await otel.ended(2)
     (client,) = [s for s in otel.spans if s.kind == SpanKind.CLIENT]
     (served,) = [s for s in otel.spans if s.kind == SpanKind.SERVER]
     assert client.name == served.name == "tools/call boom"
@@ -119,7 +111,7 @@ async def test_the_server_takes_its_parent_from_params_meta_as_the_conventions_s
         }
         response = await http.post(session.url, json=body, headers=session.headers())
         assert response.status_code == 200
-        await spans_settled(otel, 1)
+        await otel.ended(1)
     served = otel.span("tools/call add")
     assert f"{trace_id(served):032x}" == "4bf92f3577b34da6a3ce929d0e0e4736"
     assert served.parent is not None and served.parent.is_remote
