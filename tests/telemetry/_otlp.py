@@ -28,6 +28,8 @@ class ReceivedSpan:
     trace_id: str
     span_id: str
     parent_span_id: str
+    start: int
+    """Start time, ns since the epoch."""
     attributes: dict[str, Any] = field(default_factory=dict[str, Any])
 
 
@@ -65,6 +67,7 @@ class OTLPReceiver:
                             trace_id=span.trace_id.hex(),
                             span_id=span.span_id.hex(),
                             parent_span_id=span.parent_span_id.hex(),
+                            start=span.start_time_unix_nano,
                             attributes={a.key: _value(a.value) for a in span.attributes},
                         )
                     )
