@@ -66,6 +66,7 @@ TABLE: list[tuple[str, str, str, Callable[[Any], bool], str]] = [
     ("chat", "gen_ai.request.temperature", "Recommended", ANY_FLOAT, SPANS),
     ("chat", "gen_ai.request.max_tokens", "Recommended", ANY_INT, SPANS),
     ("chat", "gen_ai.response.id", "Recommended", ANY_STRING, SPANS),
+    ("chat", "gen_ai.response.model", "Recommended", one_of("test-model"), SPANS),
     ("chat", "gen_ai.response.finish_reasons", "Recommended", lambda v: len(v) == 1, SPANS),
     ("chat", "gen_ai.response.time_to_first_chunk", "Recommended", ANY_FLOAT, SPANS),
     ("chat", "gen_ai.usage.input_tokens", "Recommended", ANY_INT, SPANS),

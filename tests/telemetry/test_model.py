@@ -13,7 +13,7 @@ from kosong.chat_provider import APIStatusError
 from kosong.chat_provider.openai import OpenAIChat
 from kosong.chat_provider.scripted import ScriptedChatProvider
 from kosong.message import Message
-from tests.chat_provider._wire import Reply, WireServer, chat_text_reply
+from tests.chat_provider._wire import DONE, Reply, WireServer, chat_chunk, chat_text_reply
 from tests.telemetry._recorded import Recorded
 
 HI = [Message(role="user", content="Hi")]
@@ -52,6 +52,7 @@ async def test_a_streamed_answer_is_a_client_span_named_after_the_operation_and_
         "server.address": "127.0.0.1",
         "server.port": port,
         "gen_ai.response.id": "chatcmpl-1",
+        "gen_ai.response.model": "test-model",
         "gen_ai.response.finish_reasons": ("stop",),
         # _wire.USAGE: 120 prompt tokens of which 20 cached, 30 completion tokens
         "gen_ai.usage.input_tokens": 120,
@@ -135,3 +136,56 @@ def test_provider_names_are_the_conventions_well_known_values(
 async def test_nothing_is_recorded_while_telemetry_is_off(wire: WireServer) -> None:
     # No SDK in this process and nothing configured: the hook hands out its quiet call.
     assert _model.model_call(openai(wire), "", [], HI) is _model.model_call(None, "", [], HI)
+
+
+async def test_reasoning_tokens_are_recorded_when_the_provider_counts_them(
+    wire: WireServer, otel: Recorded
+) -> None:
+    # Chat Completions' usage object: completion_tokens_details.reasoning_tokens
+    # (https://platform.openai.com/docs/api-reference/chat/object).
+    usage = {
+        "prompt_tokens": 10,
+        "completion_tokens": 50,
+        "total_tokens": 60,
+        "completion_tokens_details": {"reasoning_tokens": 42},
+    }
+    events = [
+        chat_chunk({"role": "assistant", "content": "Done."}),
+        chat_chunk({}, finish_reason="stop"),
+        chat_chunk(None, usage=usage),
+        DONE,
+    ]
+    wire.queue(Reply(events=events))
+    result = await generate(openai(wire), "", [], HI)
+    assert result.usage is not None and result.usage.output_reasoning == 42
+    attributes = otel.attributes("chat test-model")
+    assert attributes["gen_ai.usage.reasoning.output_tokens"] == 42
+    assert attributes["gen_ai.usage.output_tokens"] == 50
+
+
+def test_gemini_and_responses_report_their_reasoning_tokens() -> None:
+    from google.genai import types as genai
+    from openai.types.responses import ResponseUsage
+
+    from kosong.chat_provider import _openai_responses as responses
+    from kosong.chat_provider import gemini
+
+    gemini_usage = gemini._usage(  # pyright: ignore[reportPrivateUsage]
+        genai.GenerateContentResponseUsageMetadata(
+            prompt_token_count=10, candidates_token_count=5, thoughts_token_count=7
+        )
+    )
+    assert (gemini_usage.output, gemini_usage.output_reasoning) == (12, 7)
+    openai_usage = responses._usage(  # pyright: ignore[reportPrivateUsage]
+        ResponseUsage.model_validate(
+            {
+                "input_tokens": 10,
+                "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                "output_tokens": 30,
+                "output_tokens_details": {"reasoning_tokens": 20},
+                "total_tokens": 40,
+            }
+        )
+    )
+    assert openai_usage is not None
+    assert (openai_usage.output, openai_usage.output_reasoning) == (30, 20)

@@ -147,8 +147,10 @@ class _Traced(ModelCall):
         )
         self._first_chunk: float | None = None
         self._outside: contextvars.Token[Any | None] | None = None
+        self._answer: Any = None
 
     def watch(self, stream: Any) -> Any:
+        self._answer = stream
         return _Watched(stream, self) if self._stream else stream
 
     def chunk(self) -> None:
@@ -159,7 +161,8 @@ class _Traced(ModelCall):
     def answered(self, result: Any) -> None:
         operation = self._operation
         operation.set("gen_ai.response.id", result.id)
-        operation.set("gen_ai.response.model", getattr(result, "response_model", None))
+        model: object = getattr(self._answer, "model", None)
+        operation.set("gen_ai.response.model", model if isinstance(model, str) and model else None)
         if result.finish_reason:
             operation.set("gen_ai.response.finish_reasons", [result.finish_reason])
         usage = result.usage
@@ -168,9 +171,8 @@ class _Traced(ModelCall):
             operation.set("gen_ai.usage.output_tokens", usage.output)
             operation.set("gen_ai.usage.cache_read.input_tokens", usage.input_cache_read)
             operation.set("gen_ai.usage.cache_creation.input_tokens", usage.input_cache_creation)
-            reasoning: object = getattr(usage, "output_reasoning", None)
-            if isinstance(reasoning, int) and reasoning:
-                operation.set("gen_ai.usage.reasoning.output_tokens", reasoning)
+            if usage.output_reasoning:
+                operation.set("gen_ai.usage.reasoning.output_tokens", usage.output_reasoning)
             histogram = operation.telemetry.token_usage
             if histogram is not None:
                 histogram.record(usage.input, {**self._common, "gen_ai.token.type": "input"})

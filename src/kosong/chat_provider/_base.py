@@ -303,8 +303,10 @@ class CompletedMessage:
         finish_reason: str | None = None,
         request_id: str | None = None,
         provider_trace_id: str | None = None,
+        model: str | None = None,
     ) -> None:
         self._parts = list(parts)
+        self.model = model
         self.id = id
         self.usage = usage
         self.finish_reason = finish_reason
@@ -334,6 +336,7 @@ class SDKStream:
     ) -> None:
         self._stream = stream
         self._convert = convert
+        self.model: str | None = None
         self.id: str | None = None
         self.usage: TokenUsage | None = None
         self.finish_reason: str | None = None

@@ -314,6 +314,7 @@ class Anthropic(HTTPProvider):
         return CompletedMessage(
             [part for block in message.content for part in _block_parts(block)],
             id=message.id,
+            model=message.model,
             usage=_usage(message.usage, message.usage.output_tokens),
             finish_reason=message.stop_reason,
             request_id=header_of(raw, "request-id"),
@@ -439,6 +440,7 @@ class AnthropicStream(SDKStream):
                     yield ToolCallPart(last=True)
             elif kind == "message_start":
                 self.id = event.message.id
+                self.model = event.message.model
                 self._input = event.message.usage  # the input tokens are counted here only
                 self.usage = _usage(self._input, self._input.output_tokens)
             elif kind == "message_delta":
