@@ -49,12 +49,17 @@ def workload() -> tuple[MockChatProvider, SimpleToolset, list[Message]]:
     return MockChatProvider(parts), SimpleToolset([add]), [Message(role="user", content="go")]
 
 
-async def steps(count: int) -> float:
+async def run(count: int) -> None:
     provider, toolset, history = workload()
-    start = time.perf_counter()
     for _ in range(count):
         result = await step(provider, "", toolset, history)
         await result.tool_results()
+
+
+def steps(count: int) -> float:
+    """µs per step, over `count` steps."""
+    start = time.perf_counter()
+    asyncio.run(run(count))
     return (time.perf_counter() - start) / count * 1e6
 
 
@@ -91,15 +96,15 @@ def main() -> None:
     parser.add_argument("--instructions", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.instructions:
-        asyncio.run(steps(args.instructions))
+        asyncio.run(run(args.instructions))
         return
     found = modes()
     times: dict[str, list[float]] = {name: [] for name in found}
-    asyncio.run(steps(50))  # warm up
+    steps(50)  # warm up
     for _ in range(args.repeats):
         for name, switch in found.items():
             switch()
-            times[name].append(asyncio.run(steps(STEPS)))
+            times[name].append(steps(STEPS))
     for name, samples in times.items():
         print(f"{name:>4}: {statistics.median(samples):8.1f} µs/step (min {min(samples):.1f})")
 
