@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--instructions", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.instructions:
+    if args.instructions is not None:
         asyncio.run(run(args.instructions))
         return
     found = modes()
