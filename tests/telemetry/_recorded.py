@@ -63,6 +63,11 @@ class Recorded:
         self.meters.shutdown()
 
 
+def attrs(span: ReadableSpan) -> dict[str, Any]:
+    """A span's attributes, as plain values."""
+    return dict(span.attributes or {})
+
+
 def parent_of(span: ReadableSpan) -> int | None:
     return span.parent.span_id if span.parent is not None else None
 

@@ -10,7 +10,7 @@ from kosong.chat_provider.scripted import ScriptedChatProvider, call
 from kosong.message import Message
 from kosong.testing import ScriptedTool
 from kosong.tooling.simple import SimpleToolset
-from tests.telemetry._recorded import Recorded, parent_of, span_id, trace_id
+from tests.telemetry._recorded import Recorded, attrs, parent_of, span_id, trace_id
 
 QUESTION = [Message(role="user", content="Weather in Paris and Oslo?")]
 
@@ -47,7 +47,7 @@ async def test_an_agent_run_is_one_trace_its_model_and_tool_calls_children_of_it
     assert {trace_id(s) for s in otel.spans} == {trace_id(agent)}
     assert tools[0].start_time is not None and chats[0].end_time is not None
     assert min(t.start_time or 0 for t in tools) < chats[0].end_time
-    attributes = dict(agent.attributes or {})
+    attributes = attrs(agent)
     assert attributes["gen_ai.operation.name"] == "invoke_agent"
     assert attributes["gen_ai.agent.name"] == "weather"
     assert attributes["gen_ai.provider.name"] == "scripted"
@@ -76,4 +76,4 @@ async def test_a_run_that_raises_ends_its_span_as_an_error(otel: Recorded) -> No
         await agent_loop(provider, "", weather(), QUESTION, retry_budget=1)
     span = otel.span("invoke_agent")
     assert span.status.status_code == StatusCode.ERROR
-    assert dict(span.attributes or {})["error.type"] == "kosong._agent_loop.ToolRetriesExhausted"
+    assert attrs(span)["error.type"] == "kosong._agent_loop.ToolRetriesExhausted"

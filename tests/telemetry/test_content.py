@@ -19,7 +19,7 @@ from kosong.chat_provider.scripted import ScriptedChatProvider, call
 from kosong.message import Message
 from kosong.testing import ScriptedTool
 from kosong.tooling.simple import SimpleToolset
-from tests.telemetry._recorded import Recorded
+from tests.telemetry._recorded import Recorded, attrs
 
 SECRET = "s3cr3t-4242"
 CONTENT_KEYS = {
@@ -52,7 +52,7 @@ async def test_no_content_is_recorded_by_default(otel: Recorded) -> None:
     await run()
     assert len(otel.spans) == 4
     for span in otel.spans:
-        attributes = dict(span.attributes or {})
+        attributes = attrs(span)
         assert not CONTENT_KEYS & attributes.keys(), span.name
         assert SECRET not in json.dumps(attributes, default=str), span.name
 
@@ -69,7 +69,7 @@ async def test_content_is_recorded_when_asked_in_the_conventions_shapes(
 ) -> None:
     await run()
     first, second = [s for s in otel_content.spans if s.name.startswith("chat")]
-    chat = dict(second.attributes or {})
+    chat = attrs(second)
     assert json.loads(chat["gen_ai.system_instructions"]) == [
         {"type": "text", "content": f"Keep {SECRET} safe."}
     ]
@@ -91,7 +91,7 @@ async def test_content_is_recorded_when_asked_in_the_conventions_shapes(
             "finish_reason": "stop",
         }
     ]
-    (definition,) = json.loads(dict(first.attributes or {})["gen_ai.tool.definitions"])
+    (definition,) = json.loads(attrs(first)["gen_ai.tool.definitions"])
     assert {"type", "name"} <= definition.keys() and definition["type"] == "function"
     tool = otel_content.attributes("execute_tool lookup")
     assert json.loads(tool["gen_ai.tool.call.arguments"]) == {"code": SECRET}

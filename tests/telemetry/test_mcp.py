@@ -20,7 +20,7 @@ from kosong.message import Message
 from kosong.testing import make_call
 from tests.mcp._mcp_http import Session
 from tests.mcp._mcp_servers import Uvicorn, kosong_toolset
-from tests.telemetry._recorded import Recorded, parent_of, span_id, trace_id
+from tests.telemetry._recorded import Recorded, attrs, parent_of, span_id, trace_id
 
 HI = [Message(role="user", content="Add 1 and 2.")]
 
@@ -46,7 +46,7 @@ async def test_a_call_step_dispatches_carries_its_span_to_the_servers(
     # "SHOULD NOT create a separate span").
     assert not [s for s in otel.spans if s.kind == SpanKind.CLIENT]
     port = int(server.url.split(":")[2].split("/")[0])
-    attributes = dict(client.attributes or {})
+    attributes = attrs(client)
     assert {k: attributes[k] for k in ("mcp.method.name", "server.address", "server.port")} == {
         "mcp.method.name": "tools/call",
         "server.address": "127.0.0.1",
@@ -55,7 +55,7 @@ async def test_a_call_step_dispatches_carries_its_span_to_the_servers(
     assert attributes["network.transport"] == "tcp"
     assert served.kind == SpanKind.SERVER
     assert parent_of(served) == span_id(client) and trace_id(served) == trace_id(client)
-    served_attributes = dict(served.attributes or {})
+    served_attributes = attrs(served)
     assert served_attributes["mcp.method.name"] == "tools/call"
     assert served_attributes["gen_ai.tool.name"] == "add"
     assert served_attributes["gen_ai.operation.name"] == "execute_tool"
@@ -88,7 +88,7 @@ async def test_a_call_outside_a_traced_tool_call_gets_an_mcp_client_span(
     assert client.name == served.name == "tools/call boom"
     assert parent_of(served) == span_id(client)
     for span in (client, served):  # an isError result (mcp.md: `tool_error`)
-        assert dict(span.attributes or {})["error.type"] == "tool_error"
+        assert attrs(span)["error.type"] == "tool_error"
         assert span.status.status_code == StatusCode.ERROR
 
 
@@ -116,6 +116,6 @@ async def test_the_server_takes_its_parent_from_params_meta_as_the_conventions_s
     assert f"{trace_id(served):032x}" == "4bf92f3577b34da6a3ce929d0e0e4736"
     assert served.parent is not None and served.parent.is_remote
     assert f"{served.parent.span_id:016x}" == "00f067aa0ba902b7"
-    attributes = dict(served.attributes or {})
+    attributes = attrs(served)
     assert attributes["jsonrpc.request.id"] == "7"
     assert attributes["mcp.session.id"] == session.id

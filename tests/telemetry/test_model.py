@@ -14,7 +14,7 @@ from kosong.chat_provider.openai import OpenAIChat
 from kosong.chat_provider.scripted import ScriptedChatProvider
 from kosong.message import Message
 from tests.chat_provider._wire import DONE, Reply, WireServer, chat_chunk, chat_text_reply
-from tests.telemetry._recorded import Recorded
+from tests.telemetry._recorded import Recorded, attrs
 
 HI = [Message(role="user", content="Hi")]
 
@@ -39,7 +39,7 @@ async def test_a_streamed_answer_is_a_client_span_named_after_the_operation_and_
     await generate(provider, "Be brief.", [], HI)
     span = otel.span("chat test-model")
     assert span.kind == SpanKind.CLIENT
-    attributes = dict(span.attributes or {})
+    attributes = attrs(span)
     port = int(wire.url.rsplit(":", 1)[1])
     assert {k: v for k, v in attributes.items() if k != "gen_ai.response.time_to_first_chunk"} == {
         "gen_ai.operation.name": "chat",
@@ -100,7 +100,7 @@ async def test_a_failed_call_has_the_status_code_as_error_type(
     with pytest.raises(APIStatusError):
         await generate(provider, "", [], HI)
     span = otel.span("chat test-model")
-    assert dict(span.attributes or {})["error.type"] == "429"
+    assert attrs(span)["error.type"] == "429"
     assert span.status.status_code == StatusCode.ERROR
     assert [event.name for event in span.events] == ["exception"]
     (duration,) = otel.points("gen_ai.client.operation.duration")
@@ -111,7 +111,7 @@ async def test_a_model_in_the_process_is_an_internal_span(otel: Recorded) -> Non
     await generate(ScriptedChatProvider([["Hello"]]), "", [], HI)
     span = otel.span("chat scripted-model")
     assert span.kind == SpanKind.INTERNAL
-    assert dict(span.attributes or {})["gen_ai.provider.name"] == "scripted"
+    assert attrs(span)["gen_ai.provider.name"] == "scripted"
 
 
 @pytest.mark.parametrize(
@@ -170,13 +170,13 @@ def test_gemini_and_responses_report_their_reasoning_tokens() -> None:
     from kosong.chat_provider import _openai_responses as responses
     from kosong.chat_provider import gemini
 
-    gemini_usage = gemini._usage(  # pyright: ignore[reportPrivateUsage]
+    gemini_usage = gemini._usage(
         genai.GenerateContentResponseUsageMetadata(
             prompt_token_count=10, candidates_token_count=5, thoughts_token_count=7
         )
     )
     assert (gemini_usage.output, gemini_usage.output_reasoning) == (12, 7)
-    openai_usage = responses._usage(  # pyright: ignore[reportPrivateUsage]
+    openai_usage = responses._usage(
         ResponseUsage.model_validate(
             {
                 "input_tokens": 10,

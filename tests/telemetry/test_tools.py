@@ -9,22 +9,22 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from kosong import step
 from kosong.chat_provider.scripted import ScriptedChatProvider, call
-from kosong.message import Message
+from kosong.message import Message, ToolCall
 from kosong.standard import coded_error, to_envelope, with_policies
 from kosong.standard.policies import RetryPolicy, TracingPolicy
 from kosong.testing import ScriptedTool
-from kosong.tooling import ToolOk, ToolReturnValue
+from kosong.tooling import ToolOk, ToolResult, ToolReturnValue, Toolset
 from kosong.tooling.error import ToolNetworkError
 from kosong.tooling.simple import SimpleToolset
 from tests.standard._std_tools import Scripted, Weather
-from tests.telemetry._recorded import Recorded, parent_of, span_id
+from tests.telemetry._recorded import Recorded, attrs, parent_of, span_id
 
 HI = [Message(role="user", content="Hi")]
 
 
-async def run_step(toolset: object, *calls: object) -> list[object]:
+async def run_step(toolset: Toolset, *calls: ToolCall) -> list[ToolResult]:
     provider = ScriptedChatProvider([[*calls]])
-    result = await step(provider, "", toolset, HI)  # type: ignore[arg-type]
+    result = await step(provider, "", toolset, HI)
     results = list(await result.tool_results())
     # A call's span ends in its future's done callback, which the loop runs on its next turn
     # when the call had finished before the results were awaited.
@@ -39,7 +39,7 @@ async def test_each_call_step_dispatches_gets_its_span_without_any_pipeline(
     await run_step(SimpleToolset([tool]), call("get_weather", {"city": "Paris"}, id="c1"))
     span = otel.span("execute_tool get_weather")
     assert span.kind == SpanKind.INTERNAL
-    assert dict(span.attributes or {}) == {
+    assert attrs(span) == {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": "get_weather",
         "gen_ai.tool.call.id": "c1",
@@ -60,8 +60,8 @@ async def test_a_failed_call_has_its_error_code_as_error_type(otel: Recorded) ->
     await run_step(SimpleToolset([ScriptedTool("get_weather", ["rainy"])]), call("nope", {}))
     span = otel.span("execute_tool nope")
     assert span.status.status_code == StatusCode.ERROR
-    assert dict(span.attributes or {})["error.type"] == "TOOL_NOT_FOUND"
-    assert "gen_ai.tool.description" not in dict(span.attributes or {})
+    assert attrs(span)["error.type"] == "TOOL_NOT_FOUND"
+    assert "gen_ai.tool.description" not in attrs(span)
     (duration,) = otel.points("gen_ai.execute_tool.duration")
     assert duration.attributes["error.type"] == "TOOL_NOT_FOUND"
 
@@ -89,12 +89,12 @@ async def test_a_tracing_policy_adds_to_the_calls_span_and_makes_no_second_one(
     pipeline = with_policies(SimpleToolset([tool]), TracingPolicy(), RetryPolicy(base_delay=0.001))
     (result,) = await run_step(pipeline, call("scripted", {}, id="c9"))
     (span,) = [s for s in otel.spans if s.name.startswith("execute_tool")]
-    attributes = dict(span.attributes or {})
+    attributes = attrs(span)
     assert span.name == "execute_tool scripted"
     assert attributes["gen_ai.tool.call.id"] == "c9"
     assert attributes["kosong.retry_count"] == 1
     assert attributes["kosong.cache_hit"] is False
-    assert attributes["kosong.trace_id"] == to_envelope(result).metadata.trace_id  # type: ignore[arg-type]
+    assert attributes["kosong.trace_id"] == to_envelope(result).metadata.trace_id
     # The pipeline's own code, not the result's class's (EXECUTION_ERROR).
     assert attributes["error.type"] == "CITY_NOT_FOUND"
     assert span.status.status_code == StatusCode.ERROR
@@ -108,7 +108,7 @@ async def test_a_tracing_policy_outside_step_makes_the_span_with_kosongs_tracer(
 
     await pipeline.handle(make_call("get_weather", {"location": "x"}, "c3"))
     span = otel.span("execute_tool get_weather")
-    assert dict(span.attributes or {})["gen_ai.tool.call.id"] == "c3"
+    assert attrs(span)["gen_ai.tool.call.id"] == "c3"
     assert len(otel.points("gen_ai.execute_tool.duration")) == 1
 
 
@@ -130,6 +130,6 @@ async def test_a_call_cancelled_with_its_step_ends_its_span(otel: Recorded) -> N
     await asyncio.sleep(0)  # the call's done callback, which ends its span
     span = otel.span("execute_tool scripted")
     assert span.status.status_code == StatusCode.ERROR
-    assert dict(span.attributes or {})["error.type"] == "asyncio.exceptions.CancelledError"
+    assert attrs(span)["error.type"] == "asyncio.exceptions.CancelledError"
     # Nothing of the call's stays current here.
     assert not trace.get_current_span().is_recording()
