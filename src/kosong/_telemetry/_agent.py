@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 from kosong._telemetry import _content
@@ -57,7 +57,9 @@ def agent_run(
     return _Traced(telemetry, name, provider, system_prompt, tools, history)
 
 
-def traced_agent_loop(loop: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+def traced_agent_loop(
+    loop: Callable[P, Coroutine[Any, Any, R]],
+) -> Callable[P, Coroutine[Any, Any, R]]:
     """`agent_loop` run inside its `invoke_agent` span (when telemetry is on).
 
     The span reads the loop's arguments by name: `chat_provider`, `system_prompt`, `toolset`,
