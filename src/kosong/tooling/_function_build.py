@@ -68,7 +68,8 @@ class ToolOptions(TypedDict, total=False):
     """Require a usable argument section and leave every section out of the description."""
     keep_docstring_sections: bool
     """Keep the docstring's argument and return sections in the description. By default
-    they are left out once the argument descriptions are read from them into the schema."""
+    they are left out, with or without parameters: the argument descriptions are read into
+    the schema, and what the function returns is what the model reads anyway."""
     response_format: ResponseFormat
     """Whether the function returns `(content, artifact)`."""
     handle_tool_error: ToolErrorHandler
@@ -268,7 +269,7 @@ def make(
         parsed.prose
         if strict
         else parsed.without_arguments
-        if parsed.arguments and not options.get("keep_docstring_sections", False)
+        if parsed.has_sections and not options.get("keep_docstring_sections", False)
         else doc
     )
     if not description or not description.strip():
