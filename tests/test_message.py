@@ -186,4 +186,7 @@ def test_a_message_dumped_without_nones_keeps_its_media_parts_id_none() -> None:
     assert '"id":null' in message.model_dump_json(exclude_none=True)
     assert Message.model_validate(dumped) == message
     given = ImageURLPart(image_url=ImageURLPart.ImageURL(url="https://x/y.png", id="img-1"))
-    assert given.model_dump(exclude_none=True)["image_url"] == {"url": "https://x/y.png", "id": "img-1"}
+    assert given.model_dump(exclude_none=True)["image_url"] == {
+        "url": "https://x/y.png",
+        "id": "img-1",
+    }

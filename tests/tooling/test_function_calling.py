@@ -512,3 +512,29 @@ def test_decorator_forms() -> None:
 def test_function_tools_are_made_by_from_function_only() -> None:
     with pytest.raises(TypeError, match="make a FunctionTool with @tool"):
         FunctionTool(name="x", description="d")
+
+
+async def test_a_typed_return_travels_as_its_json_value_beside_the_text() -> None:
+    @tool
+    def count(text: str) -> int:
+        """Count the words."""
+        return len(text.split())
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    @tool(output_schema={"type": "object"})
+    def stated(text: str) -> dict[str, Any]:
+        """A schema given, not derived."""
+        return {"text": text, "nan": float("nan")}
+
+    counted = await handle(SimpleToolset([count]), "count", '{"text": "a b c"}')
+    assert counted.output == "3"
+    assert counted.extras == {"standard": {"data": 3}}
+    echoed = await handle(SimpleToolset([echo]), "echo", '{"text": "3"}')
+    assert (echoed.output, echoed.extras) == ("3", None)
+    given = await handle(SimpleToolset([stated]), "stated", '{"text": "x"}')
+    assert given.output == '{"text":"x","nan":"NaN"}'
+    assert given.extras == {"standard": {"data": {"text": "x", "nan": "NaN"}}}

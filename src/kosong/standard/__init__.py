@@ -9,7 +9,8 @@ Every public name of the standard is imported from here (the policies from
 - Strict schemas for OpenAI: `to_strict_schema`, `check_strict_schema`, and the arguments
   both ways (`to_strict_arguments`, `from_strict_arguments`).
 - One JSON shape for every result: `Envelope`, `to_envelope`, `from_envelope`, with the
-  error-code catalog (`CATALOG`, `ErrorCode`, `error_code`, `coded_error`...).
+  error-code catalog (`CATALOG`, `ErrorCode`, `error_code`, `coded_error`...) and a result's
+  typed value (`structured_data`: the envelope's `data`, MCP's `structuredContent`).
 - A policy pipeline around any toolset: `with_policies(toolset, MetricsPolicy(), ...)`,
   `Policy`, `PolicyToolset`, the call's contexts (`CallContext` for tools, `PolicyContext`
   for policies), progress (`report_progress`), questions for the user (`CallContext.elicit`,
@@ -112,6 +113,7 @@ from kosong.standard._trace import (
     trace_scope,
     use_trace_id,
 )
+from kosong.standard._values import structured_data
 
 __all__ = [
     "CATALOG",
@@ -188,6 +190,7 @@ __all__ = [
     "paginate",
     "report_progress",
     "retry_after",
+    "structured_data",
     "to_envelope",
     "to_strict_arguments",
     "to_strict_schema",

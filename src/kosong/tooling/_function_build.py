@@ -140,6 +140,8 @@ class Runner:
     bound: Mapping[str, Any]
     """The injected values given so far."""
     base_bind: Callable[[Any], dict[str, Any]]
+    structured: bool = False
+    """Whether the tool declares an output schema: its data also travels as a JSON value."""
 
     async def _value(self, kwargs: dict[str, Any]) -> Any:
         if self.coroutine is not None:
@@ -157,7 +159,9 @@ class Runner:
             value = await self._value(kwargs)
         except ToolException as e:
             return tool_exception_result(e, self.handler)
-        return artifact_result(self.name, value) if self.artifact else return_value(value)
+        if self.artifact:
+            return artifact_result(self.name, value, self.structured)
+        return return_value(value, self.structured)
 
     async def raw(self, kwargs: dict[str, Any]) -> Any:
         """Run the function; what it returned, for `ainvoke`."""
@@ -323,6 +327,8 @@ def make(
         derived = derived_output_schema(source)
         if derived is not None:  # pydantic's own schema: valid, not checked again
             fields["output_schema"] = derived
+    if fields.get("output_schema", declared.get("output_schema")) is not None:
+        runner = replace(runner, structured=True)
     parameters = plan.schema
     if declared:
         # Checked as a class-based tool's are (pydantic's ValidationError is a ValueError).
