@@ -96,7 +96,8 @@ PUBLIC: dict[str, list[str]] = {
         "fetch_all_tool_pages", "final_event", "from_envelope", "from_strict_arguments",
         "guess_kind", "is_destructive", "is_read_only", "is_retryable", "is_safe_to_repeat",
         "is_sunset", "load_encoding", "new_trace_id", "paginate", "report_progress",
-        "retry_after", "structured_data", "to_envelope", "to_strict_arguments", "to_strict_schema", "trace_scope",
+        "retry_after", "structured_data", "to_envelope", "to_strict_arguments",
+        "to_strict_schema", "trace_scope",
         "use_trace_id", "with_policies",
     ],
     "kosong.standard.policies": [

@@ -28,7 +28,6 @@ from kosong.tooling import (
     ToolReturnValue,
     tool,
 )
-from kosong.tooling.simple import SimpleToolset
 from kosong.tooling.error import (
     ToolDeprecatedError,
     ToolParseError,
@@ -37,6 +36,7 @@ from kosong.tooling.error import (
     ToolTimeoutError,
     ToolValidateError,
 )
+from kosong.tooling.simple import SimpleToolset
 from tests.standard._std_tools import output_json
 
 META = {
