@@ -235,15 +235,17 @@ class Message(BaseModel):
     ) -> Any:
         if len(content) == 1 and type(content[0]) is TextPart:
             return content[0].text
-        dumped = handler(content)
-        if info.exclude_none and isinstance(dumped, list):
-            # As the published kosong writes a message: a media part keeps its `"id": null`
-            # (its users' stored messages and its own tests compare against that shape).
-            for part, written in zip(content, cast(list[Any], dumped), strict=True):
-                media = getattr(part, part.type, None) if isinstance(part, _MEDIA_PARTS) else None
-                if isinstance(media, _MediaURL) and isinstance(written, dict):
-                    cast(dict[str, Any], written)[part.type].setdefault("id", media.id)
-        return dumped
+        dumped: object = handler(content)
+        if not info.exclude_none or not isinstance(dumped, list):
+            return dumped
+        # As the published kosong writes a message: a media part keeps its `"id": null` (its
+        # users' stored messages and its own tests compare against that shape).
+        written = cast(list[object], dumped)
+        for part, item in zip(content, written, strict=True):
+            media = getattr(part, part.type, None) if isinstance(part, _MEDIA_PARTS) else None
+            if isinstance(media, _MediaURL) and isinstance(item, dict):
+                cast(dict[str, Any], item)[part.type].setdefault("id", media.id)
+        return written
 
     def extract_text(self, sep: str = "") -> str:
         """The text of the message's text parts, joined by `sep`."""

@@ -83,7 +83,7 @@ def test_tools_list_schema_and_call_on_a_module() -> None:
         "integers.",
     ]
     assert json.loads(schema.stdout)["parameters"]["required"] == ["a", "b"]
-    assert called.returncode == 0 and json.loads(called.stdout)["data"] == "3"
+    assert called.returncode == 0 and json.loads(called.stdout)["data"] == 3
     assert failed.returncode == 1 and json.loads(failed.stdout)["error"]["code"] == "INVALID_PARAMS"
 
 

@@ -26,7 +26,7 @@ from mcp.server.mcpserver import MCPServer
 
 from kosong.mcp import MCPToolset, ServerSpec
 from kosong.message import ToolCall
-from kosong.standard import error_code
+from kosong.standard import error_code, structured_data
 from tests.mcp._mcp_servers import ROOT, Uvicorn, free_port
 from tests.server._procs import ServerProcess
 
@@ -87,7 +87,8 @@ async def test_a_bearer_header_reaches_a_server_behind_auth(guarded: Uvicorn, to
     async with MCPToolset({"sdk": spec}) as toolset:
         result = (await toolset.handle(call("add", {"a": 2, "b": 3}))).return_value
     assert toolset.errors == {}
-    assert result.output == '{"result":5}'  # the SDK's structured output, as data
+    # The SDK's `-> int`: its text for the model, its `{"result": 5}` unwrapped as the data.
+    assert result.output == "5" and structured_data(result) == 5
     assert set(tokens.seen) == {"good"}
 
 
@@ -157,7 +158,7 @@ async def test_an_httpx_auth_runs_its_flow_on_the_mcp_requests(guarded: Uvicorn,
     auth = RefreshingBearer()
     async with MCPToolset({"sdk": ServerSpec(url=guarded.url, auth=auth)}) as toolset:
         result = (await toolset.handle(call("add", {"a": 20, "b": 22}))).return_value
-    assert result.output == '{"result":42}'
+    assert result.output == "42" and structured_data(result) == 42
     assert auth.refreshed == 1 and tokens.seen[0] == "stale" and set(tokens.seen[1:]) == {"good"}
 
 
@@ -169,7 +170,7 @@ async def test_an_httpx2_auth_is_used_as_it_is(guarded: Uvicorn, tokens: Tokens)
     spec = ServerSpec(url=guarded.url, auth=httpx2.FunctionAuth(bearer))
     async with MCPToolset({"sdk": spec}) as toolset:
         result = (await toolset.handle(call("add", {"a": 1, "b": 2}))).return_value
-    assert result.output == '{"result":3}'
+    assert result.output == "3" and structured_data(result) == 3
 
 
 def kosong(*args: str) -> subprocess.CompletedProcess[str]:

@@ -41,7 +41,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import mcp_types as mcp
 from mcp.shared.dispatcher import ProgressFnT
@@ -56,7 +56,7 @@ from kosong.mcp._answering import (
     roots_of,
 )
 from kosong.mcp._connection import Connection, Refused, ServerGone
-from kosong.mcp._convert import from_call_tool_result
+from kosong.mcp._convert import from_call_tool_result, unwrapped_schema
 from kosong.mcp._spec import AuthFailure, ServerSpec, ServerTarget
 from kosong.mcp._tasks import IDEMPOTENCY_META
 from kosong.message import ToolCall
@@ -94,14 +94,20 @@ class MCPTool(CallableTool):
     """A tool of an MCP server, as `MCPToolset` lists it: calling it calls the server."""
 
     output_schema: dict[str, Any] | None = None
-    """The tool's output schema, when the server declares one."""
+    """The schema of the tool's typed value (`structured_data`), when the server declares
+    one; a `{"result": ...}` wrapper the server marked is taken off, as from the value."""
     server: str = ""
     """The name of the server (in its `MCPToolset`) the tool belongs to."""
     remote_name: str = ""
     """The tool's name on the server (this tool's `name` may be prefixed or rewritten)."""
+    task_support: Literal["forbidden", "optional", "required"] | None = None
+    """Whether the server runs the tool as an MCP task (2025-11-25 `execution.taskSupport`):
+    `"required"` tools are always called as tasks, `"optional"` ones when the toolset says."""
 
     _connection: Connection | None = PrivateAttr(default=None)
     _timeout: float | None = PrivateAttr(default=None)
+    _wrapped: bool = PrivateAttr(default=False)
+    _as_task: bool = PrivateAttr(default=False)
 
     async def __call__(self, /, **kwargs: Any) -> ToolReturnValue:
         """Call the tool on its server; every failure is a result."""
@@ -115,7 +121,7 @@ class MCPTool(CallableTool):
         try:
             result = await connection.call(
                 self.remote_name, kwargs, read_timeout=self._timeout, progress=progress,
-                meta={IDEMPOTENCY_META: key} if key else None,
+                meta={IDEMPOTENCY_META: key} if key else None, as_task=self._as_task,
             )  # fmt: skip
         except Refused as e:
             return self._refused(e.failure, str(e))
@@ -137,7 +143,7 @@ class MCPTool(CallableTool):
                 f"could not be used: {describe_exception(e)}",
                 brief="MCP error",
             )
-        return from_call_tool_result(result)
+        return from_call_tool_result(result, self._wrapped)
 
     def _refused(self, failure: AuthFailure, text: str) -> ToolReturnValue:
         if failure.status == 403:
@@ -163,6 +169,7 @@ class MCPToolset(BaseToolset):
         elicitation: ElicitationCallback | None = None,
         sampling: SamplingSpec | None = None,
         roots: RootsSpec | None = None,
+        tasks: Literal["required", "optional"] = "required",
     ) -> None:
         """Prepare connections to `servers`, by name; nothing is started yet.
 
@@ -180,6 +187,10 @@ class MCPToolset(BaseToolset):
                 or an async callback (`SamplingRequest` in; text, a `Message` or the MCP
                 `CreateMessageResult` out).
             roots: The directories servers may work in: `file://` URIs or absolute paths.
+            tasks: Which tools of a 2025-11-25 server to call as MCP tasks: those whose
+                `execution.taskSupport` is `"required"` (they cannot be called otherwise), or
+                also those where it is `"optional"`. A task is followed to its result, with its
+                status as progress, and cancelled on the server with its caller.
 
         Raises:
             ValueError: a server name is not a short identifier, a spec is empty, a root is
@@ -210,6 +221,9 @@ class MCPToolset(BaseToolset):
                 on_tools_changed=self._tools_changed,
                 asking=asking(name, elicitation, sampling, offered),
             )
+        if tasks not in ("required", "optional"):
+            raise ValueError(f'tasks must be "required" or "optional", got {tasks!r}')
+        self._tasks = tasks
         self._call_timeout = call_timeout
         self._on_tools_changed = on_tools_changed
         self._listed: dict[str, list[mcp.Tool]] = {}
@@ -319,6 +333,9 @@ class MCPToolset(BaseToolset):
                 )
                 continue
             tool._timeout = self._call_timeout  # pyright: ignore[reportPrivateUsage]
+            support = tool.task_support
+            as_task = support == "required" or (support == "optional" and self._tasks == "optional")
+            tool._as_task = as_task  # pyright: ignore[reportPrivateUsage]
             tools.append(tool)
         self._toolset = SimpleToolset(tools)
 
@@ -355,11 +372,12 @@ class MCPToolset(BaseToolset):
 def _make_tool(name: str, remote: mcp.Tool, connection: Connection) -> MCPTool:
     hints = remote.annotations or mcp.ToolAnnotations()
     title = remote.title or hints.title
+    output_schema, wrapped = unwrapped_schema(remote.output_schema)
     tool = MCPTool(
         name=name,
         description=remote.description or title or remote.name,
         parameters=remote.input_schema,
-        output_schema=remote.output_schema,
+        output_schema=output_schema,
         server=connection.name,
         remote_name=remote.name,
         title=title if title and title.strip() else None,
@@ -368,8 +386,10 @@ def _make_tool(name: str, remote: mcp.Tool, connection: Connection) -> MCPTool:
         destructive_hint=None if hints.read_only_hint else hints.destructive_hint,
         idempotent_hint=hints.idempotent_hint,
         open_world_hint=hints.open_world_hint,
+        task_support=remote.execution.task_support if remote.execution else None,
     )
     tool._connection = connection  # pyright: ignore[reportPrivateUsage]
+    tool._wrapped = wrapped  # pyright: ignore[reportPrivateUsage]
     return tool
 
 
@@ -384,8 +404,17 @@ def _tool_name(raw: str) -> str:
 
 
 def _forward_progress(ctx: CallContext) -> ProgressFnT:
+    """MCP progress as kosong progress: a percentage of the total, or none without a total.
+
+    MCP's `progress` without a `total` only grows (a count of steps, bytes...); it is no
+    percentage, so it is reported as progress without one, with its message.
+    """
+
     async def forward(progress: float, total: float | None, message: str | None) -> None:
-        percent = progress / total * 100 if total else progress
+        if not total:
+            ctx.report_progress(None, message or "")
+            return
+        percent = progress / total * 100
         if math.isfinite(percent):
             ctx.report_progress(min(max(percent, 0.0), 100.0), message or "")
 

@@ -70,7 +70,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kosong import __version__
 from kosong.mcp._asking import Rounds, back_channel
-from kosong.mcp._convert import to_call_tool_result, to_mcp_tool
+from kosong.mcp._convert import mcp_progress, to_call_tool_result, to_mcp_tool
 from kosong.mcp._events import SessionEventStore
 from kosong.mcp._sessions import SESSION_HEADER, SessionKeeper, header, owner_of
 from kosong.mcp._tasks import TaskRuns, Tasks
@@ -347,13 +347,15 @@ class MCPToolServer:
         arguments: JsonType,
         current: Callable[[], ServerRequestContext[Any, Any]],
     ) -> ToolResult:
+        steps = 0
         async with self._toolset.stream(call, arguments) as events:
             async for event in events:
                 if event.event == "tool_progress":
-                    progress = cast(float, event.data["progress"])
+                    steps += 1
+                    progress, total = mcp_progress(event.data, steps)
                     message = cast(str, event.data.get("message") or "") or None
                     try:  # to the request of the round in progress (2026 era: there may be none)
-                        await current().session.report_progress(progress, 100, message)
+                        await current().session.report_progress(progress, total, message)
                     except Exception as e:
                         logger.debug("MCP progress not sent: %s", describe_exception(e))
             return await events.result()

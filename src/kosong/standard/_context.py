@@ -73,13 +73,15 @@ def current_call() -> CallContext | None:
     return _CURRENT.get()
 
 
-def report_progress(progress: float, message: str = "") -> None:
+def report_progress(progress: float | None, message: str = "") -> None:
     """Report how far the running tool is (0 to 100), if it runs inside a pipeline.
 
-    Safe to call from a worker thread (a sync tool). Outside a pipeline it does nothing.
+    `None` reports progress without a percentage (a message alone, when the tool cannot say
+    how far it is). Safe to call from a worker thread (a sync tool). Outside a pipeline it does
+    nothing.
 
     Raises:
-        ValueError: `progress` is not a number from 0 to 100.
+        ValueError: `progress` is neither None nor a number from 0 to 100.
     """
     ctx = _CURRENT.get()
     if ctx is not None:
@@ -200,7 +202,7 @@ class CallContext:
         tool_name: str,
         trace_id: str,
         *,
-        progress: Callable[[float, str], None] | None = None,
+        progress: Callable[[float | None, str], None] | None = None,
     ) -> None:
         """Start the context of a call; `progress` receives what the tool reports."""
         self.tool_call_id = tool_call_id
@@ -227,20 +229,22 @@ class CallContext:
         """Whether debug mode is on for this call (`DebugPolicy`)."""
         return self._debug is not None
 
-    def report_progress(self, progress: float, message: str = "") -> None:
-        """Report how far the tool is, from 0 to 100; safe from any thread.
+    def report_progress(self, progress: float | None, message: str = "") -> None:
+        """Report how far the tool is, from 0 to 100 (None: not known); safe from any thread.
+
+        A `tool_progress` event without a percentage has no `progress` field.
 
         Raises:
-            ValueError: `progress` is not a number from 0 to 100.
+            ValueError: `progress` is neither None nor a number from 0 to 100.
         """
         number = cast(object, progress)  # callers may pass anything; check what arrived
-        if (
+        if number is not None and (
             isinstance(number, bool)
             or not isinstance(number, int | float)
             or not math.isfinite(number)
             or not 0 <= number <= 100
         ):
-            raise ValueError(f"progress must be a number from 0 to 100, got {progress!r}")
+            raise ValueError(f"progress must be None or a number from 0 to 100, got {progress!r}")
         if self._progress is not None:
             self._progress(progress, str(message))
 
@@ -583,7 +587,7 @@ class _Events:
             except Exception:  # a listener's failure must not fail the call
                 logger.exception("Event listener %r failed on %s", sink, item.event)
 
-    def progress(self, progress: float, message: str) -> None:
+    def progress(self, progress: float | None, message: str) -> None:
         """Send a `tool_progress` event; from any thread."""
         if not self.sinks or self.closed:
             return
@@ -596,12 +600,10 @@ class _Events:
         elif self.loop is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self.emit_progress, progress, message)
 
-    def emit_progress(self, progress: float, message: str) -> None:
-        data: dict[str, JsonType] = {
-            "progress": progress,
-            "message": message,
-            "metadata": self.metadata(),
-        }
+    def emit_progress(self, progress: float | None, message: str) -> None:
+        data: dict[str, JsonType] = {"message": message, "metadata": self.metadata()}
+        if progress is not None:
+            data = {"progress": progress, **data}
         self.emit("tool_progress", data)
 
     def end(self, final: ToolResult) -> None:
