@@ -25,21 +25,35 @@ __all__ = ["tools"]
 
 _TARGET = (
     "TARGET: MODULE:ATTR or path/to/file.py:ATTR (a toolset, a list of tools, or a function "
-    "returning one), the URL of a kosong server, or an MCP server: its URL (ending in /mcp) "
-    "or the command that runs it (quoted, e.g. 'python -m my_server'). --token and --header "
-    "go with a URL, of either kind."
+    "returning one), the URL of a kosong server, or an MCP server: its URL (ending in /mcp, "
+    "or /sse for the legacy transport) or the command that runs it (quoted, e.g. 'python -m "
+    "my_server'); with --config FILE, the name of a server of that mcpServers file. --token "
+    "and --header go with a URL, of either kind."
 )
 
 
 @contextlib.asynccontextmanager
 async def _open(
-    target: str, token: str | None, header_lines: tuple[str, ...] = ()
+    target: str | None,
+    token: str | None,
+    header_lines: tuple[str, ...] = (),
+    config: str | None = None,
 ) -> AsyncGenerator[Toolset]:
     """The toolset `target` names; for a URL, a `RemoteToolset` with its tools listed.
 
-    An MCP server (a URL whose path ends in `/mcp`, or a command: a target with a space,
-    which MODULE:ATTR never has) gives an `MCPToolset`.
+    An MCP server (a URL whose path ends in `/mcp` or `/sse`, or a command: a target with a
+    space, which MODULE:ATTR never has) gives an `MCPToolset`; with `config` (an mcpServers
+    file), `target` is one of its servers (None: all of them).
     """
+    if config is not None:
+        if token is not None or header_lines:
+            raise CLIError("--token and --header go with a server URL; the --config file's "
+                           "entries give their own headers")  # fmt: skip
+        async with _open_mcp(target, None, {}, config) as toolset:
+            yield toolset
+        return
+    if target is None:
+        raise CLIError("give a TARGET (or --config FILE, an mcpServers file)")
     headers = _headers(header_lines)
     if (token is not None or headers) and not is_url(target):
         raise CLIError("--token and --header go with a server URL, not with a module or command")
@@ -71,7 +85,7 @@ async def _open(
 
 def _is_mcp(target: str) -> bool:
     if is_url(target):
-        return target.split("?", 1)[0].rstrip("/").endswith("/mcp")
+        return target.split("?", 1)[0].rstrip("/").endswith(("/mcp", "/sse"))
     return any(c.isspace() for c in target.strip())
 
 
@@ -87,7 +101,7 @@ def _headers(lines: tuple[str, ...]) -> dict[str, str]:
 
 @contextlib.asynccontextmanager
 async def _open_mcp(
-    target: str, token: str | None, headers: dict[str, str]
+    target: str | None, token: str | None, headers: dict[str, str], config: str | None = None
 ) -> AsyncGenerator[Toolset]:
     try:
         from kosong.mcp import MCPToolset, ServerSpec
@@ -95,18 +109,27 @@ async def _open_mcp(
         raise CLIError("the MCP SDK is missing: pip install 'kosong[mcp]'") from None
     # The command says what failed in one line of its own; the toolset's warnings would repeat it.
     logging.getLogger("kosong.mcp").setLevel(logging.ERROR)
-    spec = target.strip()
-    if is_url(spec):
-        if token is not None:
-            headers = {**headers, "Authorization": f"Bearer {token}"}
-        server = ServerSpec(url=spec, headers=headers)
+    if config is not None:
+        try:
+            only = None if target is None else [target]
+            toolset = MCPToolset.from_config(config, only=only, connect_timeout=20)
+        except ValueError as e:
+            raise CLIError(str(e)) from None
     else:
-        server = ServerSpec(command=spec)
-    toolset = MCPToolset({"mcp": server}, connect_timeout=20)
+        assert target is not None
+        spec = target.strip()
+        if is_url(spec):
+            if token is not None:
+                headers = {**headers, "Authorization": f"Bearer {token}"}
+            server = ServerSpec(url=spec, headers=headers)
+        else:
+            server = ServerSpec(command=spec)
+        toolset = MCPToolset({"mcp": server}, connect_timeout=20)
     try:
         await toolset.connect()
-        if toolset.errors:
-            raise CLIError(f"cannot use the MCP server {target}: {toolset.errors['mcp']}")
+        for name, error in toolset.errors.items():
+            which = f"{name} of {config}" if config is not None else str(target)
+            raise CLIError(f"cannot use the MCP server {which}: {error}")
         yield toolset
     finally:
         await toolset.aclose()
@@ -128,6 +151,11 @@ def _find(toolset: Toolset, name: str) -> Tool:
 
 
 _token = click.option("--token", envvar="KOSONG_TOKEN", help="Bearer token for a server URL.")
+_config = click.option(
+    "--config", type=click.Path(dir_okay=False), metavar="FILE",
+    help="An mcpServers file (Claude Desktop, Cursor, VS Code, FastMCP): TARGET is the name "
+    "of one of its servers (`list` without TARGET: all of them).",
+)  # fmt: skip
 _header = click.option("--header", "header_lines", multiple=True, metavar="'NAME: VALUE'",
                        help="A header for every request to a server URL; repeatable.")  # fmt: skip
 
@@ -138,17 +166,22 @@ def tools() -> None:
 
 
 @tools.command("list")
-@click.argument("target")
+@click.argument("target", required=False)
 @click.option("--json", "as_json", is_flag=True, help="The definitions as JSON.")
 @_token
 @_header
+@_config
 def list_tools(
-    target: str, as_json: bool, token: str | None, header_lines: tuple[str, ...]
+    target: str | None,
+    as_json: bool,
+    token: str | None,
+    header_lines: tuple[str, ...],
+    config: str | None,
 ) -> None:
     """List the tools of TARGET (MODULE:ATTR, a server URL or an MCP server)."""
 
     async def go() -> list[Tool]:
-        async with _open(target, token, header_lines) as toolset:
+        async with _open(target, token, header_lines, config) as toolset:
             return toolset.tools
 
     found = asyncio.run(go())
@@ -166,11 +199,18 @@ def list_tools(
 @click.argument("name", required=False)
 @_token
 @_header
-def schema(target: str, name: str | None, token: str | None, header_lines: tuple[str, ...]) -> None:
+@_config
+def schema(
+    target: str,
+    name: str | None,
+    token: str | None,
+    header_lines: tuple[str, ...],
+    config: str | None,
+) -> None:
     """Print the definition of tool NAME of TARGET as JSON (every tool without NAME)."""
 
     async def go() -> Any:
-        async with _open(target, token, header_lines) as toolset:
+        async with _open(target, token, header_lines, config) as toolset:
             if name is None:
                 return [t.model_dump(mode="json") for t in toolset.tools]
             return _find(toolset, name).model_dump(mode="json")
@@ -188,6 +228,7 @@ def schema(target: str, name: str | None, token: str | None, header_lines: tuple
               help="Show a progress bar (default: when stderr is a terminal).")  # fmt: skip
 @_token
 @_header
+@_config
 def call(
     target: str,
     name: str,
@@ -196,6 +237,7 @@ def call(
     progress: bool | None,
     token: str | None,
     header_lines: tuple[str, ...],
+    config: str | None,
 ) -> int:
     """Call tool NAME of TARGET and print the result envelope (exit code 1 on an error).
 
@@ -206,7 +248,7 @@ def call(
     show = progress if progress is not None else sys.stderr.isatty()
 
     async def go() -> dict[str, Any]:
-        async with _open(target, token, header_lines) as toolset:
+        async with _open(target, token, header_lines, config) as toolset:
             text = arguments
             if text is None:
                 items: list[tuple[str, str]] = []

@@ -4,10 +4,12 @@
                            "files": ["python", "-m", "files_server"]}) as toolset:
         result = await toolset.handle(call)
 
-- A server is a URL (streamable HTTP; the SDK negotiates the 2026 era or the handshake) or a
-  command run over stdio (a list of arguments, a command line, or `StdioServerParameters`),
-  or a `ServerSpec` that adds credentials (`headers`, an `httpx2.Auth` or `httpx.Auth` such as
-  the MCP SDK's OAuth client provider) or the command's `env` and `cwd`. A server that refuses
+- A server is a URL (streamable HTTP, where the SDK negotiates the 2026 era or the handshake;
+  or the legacy HTTP+SSE transport, for a URL ending in `/sse`) or a command run over stdio
+  (a list of arguments, a command line, or `StdioServerParameters`), or a `ServerSpec` that
+  adds credentials (`headers`, an `httpx2.Auth` or `httpx.Auth` such as the MCP SDK's OAuth
+  client provider) or the command's `env` and `cwd`. `MCPToolset.from_config(path)` reads
+  the `mcpServers` file MCP clients keep. A server that refuses
   the credentials (401 or 403) fails the connection with an error saying "unauthorized" and
   what to pass, and a call with an `UNAUTHORIZED` or `PERMISSION_DENIED` result.
 - A server may ask back while a call runs (either era): `elicitation` answers its questions
@@ -17,10 +19,11 @@
   server's name (`weather_search`, `files_search`) rather than one overwriting the other; a
   name kosong's tool-name rule does not allow is rewritten to one it does.
 - Arguments are checked against the tool's input schema before they are sent; the result's
-  content becomes text or content parts (images and audio as `data:` URLs), structured
-  content its compact JSON text (so the envelope's `data` is that object), `isError` a
+  content is what the model reads (text, or content parts: images and audio as `data:` URLs),
+  its structured content the result's `structured_data` (the envelope's `data`), `isError` a
   `ToolError` (with the error code a kosong server sent), and the raw `CallToolResult` the
-  result's `artifact`.
+  result's `artifact`. A tool a 2025-11-25 server runs only as a task (`taskSupport:
+  "required"`) is called as one and followed to its result.
 - Progress notifications reach `report_progress`, so a pipeline's `stream()` yields them as
   `tool_progress` events. `call_timeout` is sent to the server as a cancellation when it runs
   out (a `ToolTimeoutError` for the model), and so is the cancellation of a call (a
@@ -38,9 +41,10 @@ import contextvars
 import hashlib
 import logging
 import math
+import os
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Self
 
 import mcp_types as mcp
@@ -55,6 +59,7 @@ from kosong.mcp._answering import (
     asking,
     roots_of,
 )
+from kosong.mcp._config import read_config
 from kosong.mcp._connection import Connection, Refused, ServerGone
 from kosong.mcp._convert import from_call_tool_result, unwrapped_schema
 from kosong.mcp._spec import AuthFailure, ServerSpec, ServerTarget
@@ -229,6 +234,38 @@ class MCPToolset(BaseToolset):
         self._listed: dict[str, list[mcp.Tool]] = {}
         self._toolset = SimpleToolset()
         self._refreshing: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    def from_config(
+        cls,
+        source: str | os.PathLike[str] | Mapping[str, Any],
+        *,
+        only: Sequence[str] | None = None,
+        **options: Any,
+    ) -> MCPToolset:
+        """The servers of an `mcpServers` file (a path, or its parsed JSON).
+
+        The file is the one Claude Desktop, Cursor, VS Code and FastMCP keep. Each entry is a
+        `command` (with `args`, `env`, `cwd`) or a `url` (with `headers`), with `type` /
+        `transport` where given; `${VAR}` (also `${env:VAR}`, `${VAR:-default}`) is the
+        environment variable; `"disabled": true` leaves an entry out. `options` are the
+        constructor's (`call_timeout`, `elicitation`...); `only` keeps the servers of those
+        names.
+
+        Raises:
+            ValueError: the file cannot be read, an entry is wrong (the message names the
+                file, the entry and what to write), or `only` names a server it does not have.
+        """
+        servers = read_config(source)
+        if only is not None:
+            missing = [name for name in only if name not in servers]
+            if missing:
+                raise ValueError(
+                    f"no server {missing[0]!r} in the mcpServers configuration (its servers: "
+                    f"{', '.join(servers)})"
+                )
+            servers = {name: servers[name] for name in only}
+        return cls(servers, **options)
 
     # --- lifecycle -------------------------------------------------------------------------
 

@@ -151,7 +151,7 @@ class Connection:
         )
         return Client(
             task_transport(transport),  # 2025-11-25 task handles reach `call_as_task`
-            mode="auto",
+            mode="legacy" if spec.legacy_sse else "auto",  # the SSE transport predates 2026
             message_handler=self._on_message,
             elicitation_callback=asking.elicitation,
             sampling_callback=asking.sampling,
