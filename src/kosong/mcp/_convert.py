@@ -43,7 +43,14 @@ from typing import Any, cast
 import mcp_types as mcp
 
 from kosong.mcp._content import ResourcePart
-from kosong.message import AudioURLPart, ContentPart, ImageURLPart, TextPart, VideoURLPart
+from kosong.message import (
+    AudioURLPart,
+    ContentPart,
+    ImageURLPart,
+    Message,
+    TextPart,
+    VideoURLPart,
+)
 from kosong.standard import coded_error, error_code, structured_data
 from kosong.tooling import Tool, ToolError, ToolOk, ToolReturnValue
 from kosong.tooling.error import STANDARD_KEY
@@ -234,6 +241,38 @@ def mcp_progress(data: Mapping[str, Any], steps: int) -> tuple[float, float | No
     if isinstance(percent, int | float) and not isinstance(percent, bool):
         return float(percent), 100.0
     return float(steps), None
+
+
+def sampling_message(message: Message) -> mcp.SamplingMessage:
+    """A kosong message as MCP's sampling message: a user's or the assistant's text and media.
+
+    Raises:
+        ValueError: a role or a part MCP's sampling has no place for.
+    """
+    if message.role not in ("user", "assistant"):
+        raise ValueError(
+            f"MCP sampling takes user and assistant messages, not {message.role!r} ones: "
+            "give the system prompt as system_prompt="
+        )
+    blocks: list[mcp.TextContent | mcp.ImageContent | mcp.AudioContent] = []
+    for part in message.content:
+        block = _part_to_block(part)
+        if not isinstance(block, mcp.TextContent | mcp.ImageContent | mcp.AudioContent):
+            raise ValueError(f"a {part.type} part cannot be sent for sampling")
+        blocks.append(block)
+    content: Any = blocks[0] if len(blocks) == 1 else blocks
+    return mcp.SamplingMessage(role=message.role, content=content)
+
+
+def sampled_message(result: mcp.CreateMessageResult) -> Message:
+    """The client's completion as the assistant's kosong message."""
+    content = result.content if isinstance(result.content, list) else [result.content]
+    parts = [
+        block_to_part(block)
+        for block in content
+        if isinstance(block, mcp.TextContent | mcp.ImageContent | mcp.AudioContent)
+    ]
+    return Message(role="assistant", content=parts)
 
 
 def _wire(block: mcp.ContentBlock) -> dict[str, Any]:
