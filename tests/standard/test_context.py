@@ -131,9 +131,10 @@ def test_a_tool_cannot_overwrite_the_pipelines_own_metadata(key: str) -> None:
 
 
 @given(st.one_of(st.booleans(), st.floats(), st.text(), st.none(), st.integers()))
-def test_progress_must_be_a_number_from_0_to_100(value: Any) -> None:
+def test_progress_must_be_a_number_from_0_to_100_or_none(value: Any) -> None:
+    # None is progress without a percentage (an MCP server's progress without a total).
     ctx = CallContext("c1", "tool", "trace_x")
-    valid = (
+    valid = value is None or (
         not isinstance(value, bool)
         and isinstance(value, int | float)
         and value == value  # not NaN

@@ -187,7 +187,7 @@ class MCPToolset(BaseToolset):
             on_tools_changed: Called after the tools changed (a server said so, or
                 reconnected), once the new list is in place.
             elicitation: Asks the user when a server's tool asks (`ElicitationRequest` in,
-                `ElicitAnswer` out), in form and URL modes.
+                `ElicitAnswer` or the MCP `ElicitResult` out), in form and URL modes.
             sampling: Answers a server's request for a completion: the user's `ChatProvider`,
                 or an async callback (`SamplingRequest` in; text, a `Message` or the MCP
                 `CreateMessageResult` out).
