@@ -161,4 +161,3 @@ async def test_a_config_file_runs_its_servers(tmp_path: Path) -> None:
         body = ToolCall.FunctionBody(name="read_note", arguments='{"title": "groceries"}')
         result = await toolset.handle(ToolCall(id="c1", function=body))
     assert result.return_value.output == "milk, eggs, rice"
-

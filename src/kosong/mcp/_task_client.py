@@ -5,8 +5,8 @@ the server lists with `execution.taskSupport: "required"` MUST be called as a ta
 answers any other call -32601), one with `"optional"` MAY be, and only when the server's
 capabilities include `tasks.requests.tools.call`. `call_as_task` sends the `tools/call` with
 `task: {ttl}`; the server answers at once with a `CreateTaskResult`; the client polls
-`tasks/get` at the `pollInterval` the server asks for (each status message reported as
-progress without a total) until the task needs input (`input_required`) or ends, then
+`tasks/get` at the `pollInterval` the server asks for (each new status message reported
+as progress without a total) until the task needs input (`input_required`) or ends, then
 `tasks/result` answers the `CallToolResult` (the server's input requests for the task arrive
 while it waits, and go to the client's elicitation and sampling callbacks, as any request);
 cancelling the caller sends `tasks/cancel`.
@@ -92,15 +92,21 @@ async def call_as_task(
     if not isinstance(found, dict):  # the server ran it as a plain call after all
         return created
     task = mcp.Task.model_validate(found)
+    said: str | None = None
+
+    async def report(message: str | None) -> None:  # each new status message, once
+        nonlocal said
+        if progress is not None and message and message != said:
+            said = message
+            await progress(0.0, None, message)
+
     try:
         while task.status == "working":
-            if progress is not None and task.status_message:
-                await progress(0.0, None, task.status_message)
+            await report(task.status_message)
             await anyio.sleep(_interval(task.poll_interval))
             request = mcp.GetTaskRequest(params=mcp.GetTaskRequestParams(task_id=task.task_id))
             task = await session.send_request(request, mcp.GetTaskResult)
-        if progress is not None and task.status_message:
-            await progress(0.0, None, task.status_message)
+        await report(task.status_message)
         # Input needed, or the end: the result (input requests come while it waits).
         payload = mcp.GetTaskPayloadRequest(
             params=mcp.GetTaskPayloadRequestParams(task_id=task.task_id)
@@ -263,6 +269,7 @@ async def _follow(handle: CreateTaskResult, ctx: ClaimContext) -> mcp.CallToolRe
     interval = _interval(handle.poll_interval_ms)
     progress = PROGRESS.get()
     answered: set[str] = set()
+    said: str | None = None
 
     async def send(method: str, answer: type[_R], **params: Any) -> _R:
         request = _TaskRequest(method=method, params={"taskId": task_id, **params})
@@ -280,8 +287,9 @@ async def _follow(handle: CreateTaskResult, ctx: ClaimContext) -> mcp.CallToolRe
                     content=[mcp.TextContent(text=f"The task {task.status}: {message}")],
                     is_error=True,
                 )
-            if progress is not None and task.status_message:
-                await progress(0.0, None, task.status_message)
+            if progress is not None and task.status_message and task.status_message != said:
+                said = task.status_message  # each new status message, once
+                await progress(0.0, None, said)
             if task.status == "input_required" and task.input_requests:
                 responses = {
                     key: await _respond(session, key, request)
