@@ -19,7 +19,8 @@ INSPECTOR = (
     TOOLS / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
 )
 EVERYTHING = TOOLS / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
-"""The reference "everything" server (TypeScript SDK): `node EVERYTHING stdio|streamableHttp|sse`."""
+"""The reference "everything" server (TypeScript SDK): `node EVERYTHING stdio|sse|streamableHttp`.
+"""
 FILESYSTEM = TOOLS / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
 """The reference filesystem server: `node FILESYSTEM DIR...` (stdio)."""
 MEMORY = TOOLS / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"

@@ -124,9 +124,9 @@ def test_a_wrong_entry_is_named_with_what_to_write(entry: Any, message: str) -> 
 def test_a_file_that_is_not_a_config_says_so(tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
-    with pytest.raises(ValueError, match="broken.json is not JSON"):
+    with pytest.raises(ValueError, match=r"broken\.json is not JSON"):
         read_config(broken)
-    with pytest.raises(ValueError, match="cannot read .*missing.json"):
+    with pytest.raises(ValueError, match=r"cannot read .*missing\.json"):
         read_config(tmp_path / "missing.json")
     with pytest.raises(ValueError, match="has no servers"):
         read_config({"mcpServers": {}})
@@ -139,9 +139,12 @@ def test_from_config_keeps_the_servers_asked_for_and_names_one_it_lacks() -> Non
         MCPToolset.from_config(config, only=["c"])
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
 async def test_a_config_file_runs_its_servers(tmp_path: Path) -> None:
     # The repository's own stdio example server, as an mcpServers file names it.
-    root = Path(__file__).resolve().parents[2]
+    root = ROOT
     path = tmp_path / "claude_desktop_config.json"
     path.write_text(
         json.dumps(
