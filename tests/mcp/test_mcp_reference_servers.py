@@ -119,7 +119,7 @@ async def test_mcp_server_time_gives_its_typed_answer_as_the_data() -> None:
         }
         value = (await toolset.handle(call("convert_time", arguments))).return_value
     assert tool_ is not None and tool_.output_schema is not None
-    data = structured_data(value)
+    data: Any = structured_data(value)
     assert isinstance(data, dict) and data["time_difference"] == "+8.0h"
     assert str(data["target"]["datetime"]).endswith("T20:00:00+09:00")
     assert isinstance(value.output, str) and json.loads(value.output) == data  # its own text

@@ -109,7 +109,7 @@ async def test_a_cancelled_caller_cancels_the_task_on_the_server() -> None:
     statuses: list[str | None] = []
     started = asyncio.Event()
 
-    async def progress(done: float, total: float | None, message: str | None) -> None:
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
         statuses.append(message)
         started.set()
 
