@@ -423,6 +423,23 @@ async def test_a_failing_callback_gives_the_server_an_error_never_an_answer(sdk_
         assert result.is_error and said in result.message
 
 
+async def test_an_elicitation_callback_may_answer_with_the_sdks_elicit_result(
+    sdk_asker: Uvicorn, ours: Uvicorn
+):
+    # As `sampling=` takes the SDK's CreateMessageResult, `elicitation=` takes its ElicitResult.
+    async def sdk_answer(request: ElicitationRequest) -> mcp.ElicitResult:
+        if request.message == "Your age?":
+            return mcp.ElicitResult(action="decline")
+        return mcp.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with MCPToolset({"sdk": sdk_asker.url}, elicitation=sdk_answer) as toolset:
+        result = (await toolset.handle(call("greet"))).return_value
+    assert result.output == "hello Ada"
+    async with MCPToolset({"ours": ours.url}, elicitation=sdk_answer) as toolset:
+        ours_result = (await toolset.handle(call("greet"))).return_value
+    assert ours_result.output == "hello Ada (decline: None)"
+
+
 def test_roots_must_be_uris_or_absolute_paths():
     with pytest.raises(ValueError, match="neither a URI nor an absolute path"):
         MCPToolset({"x": "http://127.0.0.1:1/mcp"}, roots=["relative/dir"])
