@@ -242,3 +242,37 @@ def test_token_and_header_go_with_a_url_and_a_bad_header_is_one_clear_line() -> 
     assert "--token and --header go with a server URL" in line
     bad = _one_clear_line(kosong("tools", "list", "http://127.0.0.1:9/mcp", "--header", "oops"))
     assert "--header 'oops' is not 'Name: value'" in bad
+
+
+def test_tools_take_an_mcp_servers_file_with_config(tmp_path: Path) -> None:
+    example = Path(__file__).parents[2] / "examples" / "mcp_stdio_server.py"
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "notes": {"command": sys.executable, "args": [str(example)]},
+                    "broken": {"command": "x", "headers": {}, "disabled": True},
+                }
+            }
+        )
+    )
+    listed = kosong("tools", "list", "--config", str(config))
+    one = kosong("tools", "list", "--config", str(config), "notes")
+    called = kosong(
+        "tools", "call", "--config", str(config), "notes", "read_note", '{"title": "groceries"}'
+    )
+    missing = kosong("tools", "list", "--config", str(config), "files")
+    with_token = kosong("tools", "list", "--config", str(config), "--token", "t")
+    assert listed.returncode == 0 and listed.stdout == one.stdout, listed.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["read_note", "write_note"]
+    assert called.returncode == 0 and json.loads(called.stdout)["data"] == "milk, eggs, rice"
+    assert _one_clear_line(missing) == (
+        "kosong: error: no server 'files' in the mcpServers configuration (its servers: notes)"
+    )
+    assert "--token and --header go with a server URL" in _one_clear_line(with_token)
+    config.write_text(json.dumps({"mcpServers": {"bad": {"command": "x", "headers": {}}}}))
+    wrong = kosong("tools", "list", "--config", str(config))
+    assert _one_clear_line(wrong) == (
+        f'kosong: error: {config}: server "bad": "headers" are for a "url"; a "command" takes "env"'
+    )

@@ -77,6 +77,46 @@ async def guarded(tokens: Tokens) -> AsyncGenerator[Uvicorn]:
         yield running
 
 
+@pytest.fixture
+async def guarded_sse(tokens: Tokens) -> AsyncGenerator[Uvicorn]:
+    """The same server on the legacy HTTP+SSE transport (2024-11-05), tokens required."""
+    port = free_port()
+    tokens.resource = f"http://127.0.0.1:{port}/sse"
+    server = MCPServer(
+        "guarded-sse",
+        token_verifier=tokens,
+        auth=AuthSettings(
+            issuer_url="https://auth.example.com",  # pyright: ignore[reportArgumentType]
+            resource_server_url=f"http://127.0.0.1:{port}/sse",  # pyright: ignore[reportArgumentType]
+            required_scopes=["tools"],
+            validate_token_resource=True,
+        ),
+    )
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    async with Uvicorn(server.sse_app(), port=port) as running:
+        yield running
+
+
+async def test_the_legacy_sse_transport_takes_the_same_credentials(
+    guarded_sse: Uvicorn, tokens: Tokens
+):
+    url = guarded_sse.url.removesuffix("/mcp") + "/sse"
+    spec = ServerSpec(url=url, headers={"Authorization": "Bearer good"})
+    async with MCPToolset({"sdk": spec}) as toolset:
+        assert toolset.errors == {}
+        result = (await toolset.handle(call("add", {"a": 2, "b": 3}))).return_value
+    assert result.output == "5" and structured_data(result) == 5
+    assert set(tokens.seen) == {"good"}  # the event stream and every POST carried it
+    async with MCPToolset({"sdk": url}) as refused:
+        pass
+    assert "unauthorized (HTTP 401)" in refused.errors["sdk"]
+
+
 def call(name: str, arguments: dict[str, Any]) -> ToolCall:
     body = ToolCall.FunctionBody(name=name, arguments=json.dumps(arguments))
     return ToolCall(id="c1", function=body)
