@@ -17,11 +17,14 @@ from kosong.mcp import ResourcePart
 from kosong.mcp._client import _tool_name
 from kosong.mcp._convert import (
     from_call_tool_result,
+    mcp_progress,
+    sampled_message,
+    sampling_message,
     to_call_tool_result,
     to_mcp_tool,
     unwrapped_schema,
 )
-from kosong.message import AudioURLPart, ImageURLPart, TextPart, VideoURLPart
+from kosong.message import AudioURLPart, ImageURLPart, Message, TextPart, VideoURLPart
 from kosong.standard import error_code, structured_data, to_envelope
 from kosong.tooling import ToolError, ToolOk, tool
 from kosong.tooling.error import ToolTimeoutError
@@ -250,3 +253,29 @@ def test_structured_content_keeps_the_images_beside_it():
         TextPart(text="{}"),
         ImageURLPart(image_url=ImageURLPart.ImageURL(url="data:image/png;base64,iVBORw0KGgo=")),
     ]
+
+
+def test_progress_events_become_mcp_progress_with_or_without_a_total():
+    assert mcp_progress({"progress": 40.0, "message": "x"}, 1) == (40.0, 100.0)
+    # Without a percentage: the count of steps so far, and no total (MCP's progress only grows).
+    assert mcp_progress({"message": "x"}, 3) == (3.0, None)
+
+
+def test_kosong_messages_become_sampling_messages_and_back():
+    png = "data:image/png;base64,iVBORw0KGgo="
+    asked = Message(
+        role="user",
+        content=[
+            TextPart(text="What is this?"),
+            ImageURLPart(image_url=ImageURLPart.ImageURL(url=png)),
+        ],
+    )
+    sent = sampling_message(asked)
+    assert sent.role == "user" and isinstance(sent.content, list)
+    assert [block.type for block in sent.content] == ["text", "image"]
+    with pytest.raises(ValueError, match="system_prompt="):
+        sampling_message(Message(role="system", content="be brief"))
+    answer = mcp.CreateMessageResult(
+        role="assistant", content=mcp.TextContent(text="A pixel."), model="m"
+    )
+    assert sampled_message(answer) == Message(role="assistant", content="A pixel.")
