@@ -55,11 +55,13 @@ async def test_remote_progress_without_a_percentage_stays_without_one() -> None:
             await asyncio.sleep(0)
         return "crawled"
 
-    async with serving(create_app([crawl])) as url, RemoteToolset(url) as remote:
-        async with with_policies(remote, MetricsPolicy()).stream(
-            _call("crawl", {"pages": 2})
-        ) as events:
-            seen = [{k: v for k, v in e.data.items() if k != "metadata"} async for e in events]
+    call = _call("crawl", {"pages": 2})
+    async with (
+        serving(create_app([crawl])) as url,
+        RemoteToolset(url) as remote,
+        with_policies(remote, MetricsPolicy()).stream(call) as events,
+    ):
+        seen = [{k: v for k, v in e.data.items() if k != "metadata"} async for e in events]
     assert seen[:2] == [{"message": "page 1"}, {"message": "page 2"}]
     assert seen[2]["data"] == "crawled"
 
