@@ -164,3 +164,19 @@ async def test_a_config_file_runs_its_servers(tmp_path: Path) -> None:
         body = ToolCall.FunctionBody(name="read_note", arguments='{"title": "groceries"}')
         result = await toolset.handle(ToolCall(id="c1", function=body))
     assert result.return_value.output == "milk, eggs, rice"
+
+
+async def test_a_config_files_servers_can_be_given_to_mcp_toolset_as_they_are() -> None:
+    # What users try first with the file they have: `MCPToolset(config["mcpServers"])`.
+    config = {
+        "mcpServers": {
+            "notes": {
+                "command": sys.executable,
+                "args": [str(ROOT / "examples" / "mcp_stdio_server.py")],
+            }
+        }
+    }
+    async with MCPToolset(config["mcpServers"]) as toolset:
+        assert sorted(t.name for t in toolset.tools) == ["read_note", "write_note"]
+    with pytest.raises(ValueError, match="MCP server 'bad': server \"bad\" needs exactly one of"):
+        MCPToolset({"bad": {"args": []}})

@@ -59,7 +59,7 @@ from kosong.mcp._answering import (
     asking,
     roots_of,
 )
-from kosong.mcp._config import read_config
+from kosong.mcp._config import entry_spec, read_config
 from kosong.mcp._connection import Connection, Refused, ServerGone
 from kosong.mcp._convert import from_call_tool_result, unwrapped_schema
 from kosong.mcp._spec import AuthFailure, ServerSpec, ServerTarget
@@ -166,7 +166,7 @@ class MCPToolset(BaseToolset):
 
     def __init__(
         self,
-        servers: Mapping[str, ServerTarget],
+        servers: Mapping[str, ServerTarget | Mapping[str, Any]],
         *,
         call_timeout: float | None = None,
         connect_timeout: float = 10.0,
@@ -180,8 +180,9 @@ class MCPToolset(BaseToolset):
 
         Args:
             servers: The servers by name (the name prefixes clashing tool names): each a
-                `ServerSpec`, an `http(s)://` URL, a command line or list of arguments, or
-                `StdioServerParameters`.
+                `ServerSpec`, an `http(s)://` URL, a command line or list of arguments,
+                `StdioServerParameters`, or an `mcpServers` entry (`{"command", "args",
+                "env"}` or `{"url", "headers"}`: `MCPToolset(config["mcpServers"])` works).
             call_timeout: Seconds a call may take before it is cancelled on the server.
             connect_timeout: Seconds a connection may take to open.
             on_tools_changed: Called after the tools changed (a server said so, or
@@ -216,7 +217,10 @@ class MCPToolset(BaseToolset):
                     "digits, `_` and `-` (at most 32): it prefixes tool names"
                 )
             try:
-                spec = ServerSpec.of(target)
+                if isinstance(target, Mapping):  # an `mcpServers` entry, as config files hold
+                    spec = entry_spec(target, f'server "{name}"')
+                else:
+                    spec = ServerSpec.of(target)
             except ValueError as e:
                 raise ValueError(f"MCP server {name!r}: {e}") from None
             self._connections[name] = Connection(

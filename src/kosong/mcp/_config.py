@@ -37,7 +37,7 @@ from typing import Any, cast
 
 from kosong.mcp._spec import ServerSpec
 
-__all__ = ["read_config"]
+__all__ = ["entry_spec", "read_config"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +105,17 @@ def read_config(
     if not specs:
         raise ValueError(f"{where} has no server that is not disabled")
     return specs
+
+
+def entry_spec(entry: Mapping[str, Any], label: str) -> ServerSpec:
+    """One `mcpServers` entry as a spec; `label` names it in errors.
+
+    `${VAR}` is read from the environment; a relative `cwd` stays as it is.
+
+    Raises:
+        ValueError: the entry is wrong (the message says what to write).
+    """
+    return _spec(entry, label, None, os.environ)
 
 
 def _server_name(raw: str) -> str:
