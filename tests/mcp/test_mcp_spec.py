@@ -94,3 +94,16 @@ def test_a_server_spec_says_its_transport() -> None:
         ServerSpec(url="http://h/x", transport="ws")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="headers, auth and transport are for a URL"):
         ServerSpec(command="x", transport="sse")
+
+
+def test_a_claude_desktop_entry_is_a_spec_as_it_is():
+    entry = {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"],
+             "env": {"MEMORY_FILE_PATH": "/tmp/m.jsonl"}}  # fmt: skip
+    spec = ServerSpec(**entry)
+    assert spec.argv == ("npx", "-y", "@modelcontextprotocol/server-memory")
+    assert spec.stdio().args == ["-y", "@modelcontextprotocol/server-memory"]
+    assert ServerSpec(**{"url": "https://x/mcp", "headers": {"A": "b"}}).url == "https://x/mcp"
+    with pytest.raises(ValueError, match="command is the program alone"):
+        ServerSpec(command=["npx"], args=["-y"])
+    with pytest.raises(ValueError, match="args, env and cwd are for a command"):
+        ServerSpec(url="https://x/mcp", args=["-y"])

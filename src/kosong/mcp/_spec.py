@@ -60,7 +60,11 @@ class ServerSpec:
     auth: httpx2.Auth | Any | None = None
     """An `httpx2.Auth` (the MCP SDK's `OAuthClientProvider`, say) or an `httpx.Auth`."""
     command: str | Sequence[str] | None = None
-    """The command that runs the server over stdio: a command line or a list of arguments."""
+    """The command that runs the server over stdio: a command line or a list of arguments
+    (with `args`: the program itself)."""
+    args: Sequence[str] | None = None
+    """The program's arguments, when `command` is the program alone (as `mcpServers` files
+    write it, so `ServerSpec(**entry)` takes a `{"command", "args", "env"}` entry)."""
     env: Mapping[str, str] | None = None
     """More environment variables for the server process, over the SDK's safe default
     environment (`PATH`, `HOME`..., never this process's other variables and secrets)."""
@@ -75,8 +79,10 @@ class ServerSpec:
         if self.url is not None:
             if not self.url.startswith(("http://", "https://")):
                 raise ValueError(f"url must start with http:// or https://, got {self.url!r}")
-            if self.env is not None or self.cwd is not None:
-                raise ValueError("env and cwd are for a command; a URL takes headers and auth")
+            if self.env is not None or self.cwd is not None or self.args is not None:
+                raise ValueError(
+                    "args, env and cwd are for a command; a URL takes headers and auth"
+                )
             if self.transport not in (None, "streamable-http", "sse"):
                 raise ValueError(
                     f'transport must be "streamable-http" or "sse", got {self.transport!r}'
@@ -93,8 +99,15 @@ class ServerSpec:
             raise ValueError(
                 "headers, auth and transport are for a URL; a command takes env and cwd"
             )
-        command = self.command
-        argv = shlex.split(command) if isinstance(command, str) else list(command or ())
+        command, args = self.command, self.args
+        if args is not None:
+            if not isinstance(command, str) or isinstance(args, str):
+                raise ValueError(
+                    "with args=[...], command is the program alone (a string), and args a list"
+                )
+            argv = [command, *(str(a) for a in args)]
+        else:
+            argv = shlex.split(command) if isinstance(command, str) else list(command or ())
         if not argv:
             raise ValueError("the command of an MCP server is empty")
         object.__setattr__(self, "argv", tuple(argv))
