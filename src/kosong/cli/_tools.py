@@ -55,8 +55,10 @@ async def _open(
     headers: tuple[str, ...],
     mcp: bool,
 ) -> AsyncGenerator[Toolset]:
-    """The toolset of TARGET; with `config` (an mcpServers file), of its server so named
-    (None: all of them)."""
+    """The toolset of TARGET, open for the block.
+
+    With `config` (an mcpServers file), TARGET is the name of one of its servers (None: all).
+    """
     if config is None:
         if target is None:
             raise CLIError("give a TARGET (or --config FILE, an mcpServers file)")
