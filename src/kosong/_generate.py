@@ -138,8 +138,11 @@ async def generate(
         for p in content
     ):
         raise APIEmptyResponseError(
-            "the model's answer had no text and no tool call"
-            + (" (only thinking)" if content else "")
+            "the API returned a response containing only thinking content, without any text "
+            "or tool call: the stream was likely interrupted, or the output token budget "
+            "spent while the model reasoned"
+            if content
+            else "the API returned an empty response: no text and no tool call"
         )
     message = Message(role="assistant", content=content, tool_calls=tool_calls or None)
     return GenerateResult(

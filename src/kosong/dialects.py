@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, cast, get_args
@@ -420,6 +421,13 @@ def _json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
+_CONDITION = re.compile(r"\.(?:if|then|else|not)(?:[.\[]|$)")
+"""A path inside `if` / `then` / `else` / `not`: a condition on the instance its parent
+describes, not a schema of a value of its own. A `type` added there would change what the
+schema means (`if: {"properties": ...}` holds for a non-object; with `type` it no longer
+does), so Moonshot's type rule neither asks for one there nor adds one."""
+
+
 def _check_moonshot(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
     found = _root_object(name, schema, "moonshot")
     if len(name) < 3:
@@ -457,7 +465,7 @@ def _check_moonshot(name: str, schema: dict[str, Any], dialect: Dialect) -> list
                         "not the parent schema", fix,
                     )
                 )  # fmt: skip
-        elif "type" not in node and "allOf" not in node:
+        elif "type" not in node and "allOf" not in node and not _CONDITION.search(path):
             implied = _implied_type(node)
             found.append(
                 Finding(
@@ -481,7 +489,12 @@ def _fix_moonshot(schema: dict[str, Any]) -> dict[str, Any]:
             for branch in cast(list[Any], node[composition]):
                 if isinstance(branch, dict) and "type" not in branch and "$ref" not in branch:
                     cast(dict[str, Any], branch)["type"] = copy.deepcopy(type_)
-        elif composition is None and "type" not in node and "allOf" not in node:
+        elif (
+            composition is None
+            and "type" not in node
+            and "allOf" not in node
+            and not _CONDITION.search(path)
+        ):
             implied = _implied_type(node)
             if implied is not None:
                 node["type"] = implied

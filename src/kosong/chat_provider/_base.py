@@ -17,7 +17,7 @@ import json
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 from typing import Any, ClassVar, Self, TypeVar, cast
 
 from kosong.chat_provider import (
@@ -43,6 +43,8 @@ __all__ = [
     "api_key_from",
     "arguments_object",
     "connection_error",
+    "connection_failures",
+    "failure_in_words",
     "header_of",
     "highest_at_most",
     "json_object",
@@ -163,6 +165,8 @@ class HTTPProvider(ProviderBase):
     _transport: ClassVar[ModuleType]
     _errors: ClassVar[tuple[type[BaseException], ...]]
     _path: ClassVar[str] = ""
+    _renames: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    """Generation kwargs the API names otherwise (`max_tokens` → `max_completion_tokens`)."""
 
     def __init__(
         self, model: str, generation_kwargs: Mapping[str, Any] | None, *, stream: bool
@@ -190,51 +194,95 @@ class HTTPProvider(ProviderBase):
         raise NotImplementedError
 
     async def generate(
-        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
+        self,
+        system_prompt: str,
+        tools: Sequence[Tool],
+        history: Sequence[Message],
+        *,
+        generation_overrides: Mapping[str, Any] | None = None,
     ) -> StreamedMessage:
         """Send the request and return the answer (streamed, or whole with `stream=False`).
 
+        `generation_overrides` (request fields such as `temperature` or `max_tokens`) apply to
+        this request only, on a copy (`with_generation_kwargs`).
+
         Raises:
             DialectError: the service would reject one of the tool definitions (not sent).
-            ValueError: `tool_choice` names no tool of the request, or the history holds what
-                the API cannot take (not sent).
+            ValueError: `tool_choice` names no tool of the request, the history holds what
+                the API cannot take, or an override is a field the provider sets itself (not
+                sent).
             ChatProviderError: the request failed.
         """
+        if generation_overrides:
+            provider = self.with_generation_kwargs(**generation_overrides)
+            return await provider.generate(system_prompt, tools, history)
         body = self.request_body(system_prompt, tools, history)
-        url = self._endpoint()
         try:
-            return await self._send(body, url)
+            return await self._send(body)
         except self._errors as e:
-            raise self._error(e, url) from e
+            raise self._convert(e) from e
 
-    async def _send(self, body: dict[str, Any], url: str) -> StreamedMessage:
+    async def _send(self, body: dict[str, Any]) -> StreamedMessage:
         raise NotImplementedError
 
     def _endpoint(self) -> str:
-        return f"{str(self.client.base_url).rstrip('/')}/{self._path}"
+        # Read only when an error names it: a client given by the caller may have no base_url.
+        base = getattr(self.client, "base_url", None)
+        return f"{str(base).rstrip('/')}/{self._path}" if base is not None else self._path
+
+    @property
+    def model_parameters(self) -> dict[str, Any]:
+        """What this provider asks the model with, for logs and traces.
+
+        The base URL and the generation kwargs under the names they are sent as (a kwarg set
+        to None is listed here and left out of requests).
+        """
+        base = getattr(self.client, "base_url", None)
+        fields = dict(self._generation_kwargs)
+        for old, new in self._renames.items():
+            fields = renamed(fields, old, new)
+        return {"base_url": str(base) if base is not None else None, **fields}
+
+    def _sent_kwargs(self) -> dict[str, Any]:
+        """The generation kwargs as sent: renamed, without the ones set to None (the default)."""
+        fields = self.model_parameters
+        del fields["base_url"]
+        return {k: v for k, v in fields.items() if v is not None}
+
+    def _convert(self, error: BaseException) -> ChatProviderError:
+        """What the SDK or the transport raised, as a `ChatProviderError` naming the URL."""
+        return self._error(error, self._endpoint())
 
     def _error(self, error: BaseException, url: str) -> ChatProviderError:
         """An SDK (`openai`, `anthropic`: named alike) or transport error as one of ours."""
         where: dict[str, Any] = {"provider": self.name, "model": self._model, "url": url}
         sdk, transport = self._sdk, self._transport
         timeouts = (sdk.APITimeoutError, transport.TimeoutException)
-        failures = (sdk.APIConnectionError, transport.TransportError)
+        failures = (sdk.APIConnectionError, *connection_failures(transport))
         failed = connection_error(error, error.__cause__ or error, timeouts, failures, where)
         if failed is not None:
             return failed
-        if isinstance(error, sdk.APIStatusError):
+        if isinstance(error, sdk.APIStatusError | transport.HTTPStatusError):
             status: Any = error
             response: Any = status.response
-            summary = summarize_body(status.body) or getattr(response, "reason_phrase", "") or ""
+            body = getattr(status, "body", None)
+            summary = summarize_body(body) or getattr(response, "reason_phrase", "") or ""
             return APIStatusError(
-                status.status_code,
+                response.status_code,
                 summary or "no error body",
-                request_id=status.request_id or header_of(response, "x-request-id", "request-id"),
+                request_id=getattr(status, "request_id", None)
+                or header_of(response, "x-request-id", "request-id"),
                 provider_trace_id=header_of(response, "x-trace-id"),
                 **where,
             )
         if isinstance(error, sdk.APIError):
             api_error: Any = error
+            if type(error) is sdk.APIError and api_error.body is None:
+                # A bare APIError without a body is what the SDK raises when a stream breaks
+                # ("Network connection lost.", "timed out"): said in words, not by its type.
+                failed = failure_in_words(str(error), where)
+                if failed is not None:
+                    return failed
             summary = summarize_body(api_error.body) or str(error)
             return ChatProviderError(f"the API reported an error: {summary}", **where)
         return ChatProviderError(f"{type(error).__name__}: {error}", **where)
@@ -306,6 +354,11 @@ class CompletedMessage:
         self.request_id = request_id
         self.provider_trace_id = provider_trace_id
 
+    @property
+    def trace_id(self) -> str | None:
+        """The older name of `provider_trace_id`, kept for code written for it."""
+        return self.provider_trace_id
+
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
         for part in self._parts:
             yield part
@@ -334,6 +387,11 @@ class SDKStream:
         self.finish_reason: str | None = None
         self.request_id = request_id
         self.provider_trace_id = provider_trace_id
+
+    @property
+    def trace_id(self) -> str | None:
+        """The older name of `provider_trace_id`, kept for code written for it."""
+        return self.provider_trace_id
 
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
         try:
@@ -459,6 +517,21 @@ def summarize_body(body: object) -> str:
     return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + "…"
 
 
+def connection_failures(transport: ModuleType) -> tuple[type[BaseException], ...]:
+    """The transport errors that mean the connection failed.
+
+    The network, the other side breaking the protocol, a proxy. A local protocol error (our
+    request was malformed) or a body that would not decode is not one: retrying it fails the
+    same way.
+    """
+    return (transport.NetworkError, transport.RemoteProtocolError, transport.ProxyError)
+
+
+def _said(cause: BaseException) -> str:
+    text = str(cause)
+    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
+
+
 def connection_error(
     error: BaseException,
     cause: BaseException,
@@ -466,13 +539,33 @@ def connection_error(
     failures: tuple[type[BaseException], ...],
     where: Mapping[str, Any],
 ) -> ChatProviderError | None:
-    """`error` as a timeout or a failed connection (named by its `cause`); None if neither.
+    """`error` as a timeout or a failed connection; None if neither.
 
-    A timeout is checked first, since it is a connection error too.
+    The error is named by its `cause`, with the transport's own words. A timeout is checked
+    first, since it is a connection error too.
     """
     if isinstance(error, timeouts):
-        return APITimeoutError(f"the request timed out ({type(cause).__name__})", **where)
+        return APITimeoutError(f"the request timed out ({_said(cause)})", **where)
     if isinstance(error, failures):
-        detail = str(cause) or "no detail"
-        return APIConnectionError(f"connection failed: {type(cause).__name__}: {detail}", **where)
+        return APIConnectionError(f"connection failed: {_said(cause)}", **where)
+    return None
+
+
+_TIMED_OUT = re.compile(r"\btim(?:ed|e)[ -]?out\b", re.IGNORECASE)
+_CONNECTION_LOST = re.compile(
+    r"\bnetwork\b|\bconnection (?:error|lost|reset|closed|refused|aborted)\b|\bdisconnected\b",
+    re.IGNORECASE,
+)
+
+
+def failure_in_words(message: str, where: Mapping[str, Any]) -> ChatProviderError | None:
+    """A timeout or a lost connection an SDK reported only in words; None for anything else.
+
+    A timeout wins when both are said ("connection timed out"). Bare "reset" or "closed"
+    are not enough: servers say them of other things ("your session has been reset").
+    """
+    if _TIMED_OUT.search(message):
+        return APITimeoutError(f"the request timed out ({message})", **where)
+    if _CONNECTION_LOST.search(message):
+        return APIConnectionError(f"connection failed: {message}", **where)
     return None

@@ -6,12 +6,14 @@ uses the client and error helpers.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, ClassVar, Literal, cast
 
 from typing_extensions import override
@@ -28,7 +30,6 @@ from kosong.chat_provider._base import (
     api_key_from,
     header_of,
     model_from,
-    renamed,
     split_body,
 )
 from kosong.chat_provider._media import media_placeholder
@@ -146,6 +147,9 @@ class ChatCompletionsProvider(OpenAIProvider):
     name = "openai"
     _dialect: Dialect = "openai"
     _path = "chat/completions"
+    _renames: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"max_tokens": "max_completion_tokens"}
+    )
     _managed_fields = frozenset(
         {"model", "messages", "stream", "stream_options", "tools", "tool_choice"}
     )
@@ -168,6 +172,10 @@ class ChatCompletionsProvider(OpenAIProvider):
             return {}
         return {"reasoning_effort": openai_effort(effort, self.model_name)}
 
+    def _history_fields(self, history: Sequence[Message]) -> dict[str, Any]:
+        """Fields the history calls for (none here; see `OpenAIChat`)."""
+        return {}
+
     @override
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
@@ -185,6 +193,7 @@ class ChatCompletionsProvider(OpenAIProvider):
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
         body.update(self._thinking_fields())
+        body.update(self._history_fields(history))
         if prepared:
             body["tools"] = [self._tool_entry(t) for t in prepared]
         choice = self._tool_choice
@@ -193,7 +202,7 @@ class ChatCompletionsProvider(OpenAIProvider):
             body["tool_choice"] = (
                 {"type": "function", "function": {"name": choice}} if named else choice
             )
-        body.update(renamed(self._generation_kwargs, "max_tokens", "max_completion_tokens"))
+        body.update(self._sent_kwargs())
         return body
 
     def _media_part(self, part: ContentPart) -> dict[str, Any] | None:
@@ -251,16 +260,17 @@ class ChatCompletionsProvider(OpenAIProvider):
             out["partial"] = True
         return out
 
-    async def _send(
-        self, body: dict[str, Any], url: str
-    ) -> ChatCompletionsStream | CompletedMessage:
+    async def _send(self, body: dict[str, Any]) -> ChatCompletionsStream | CompletedMessage:
         known, rest = split_body(body, "model", "messages", "stream")
         completions = self.client.chat.completions
         if self._stream:
             stream = cast(Any, await completions.create(**known, extra_body=rest))
-            return ChatCompletionsStream(stream, self._reasoning_key, lambda e: self._error(e, url))
+            return ChatCompletionsStream(stream, self._reasoning_key, self._convert)
         raw = cast(Any, await completions.with_raw_response.create(**known, extra_body=rest))
-        return self._completed(raw.parse(), raw)
+        parsed = raw.parse()
+        if inspect.isawaitable(parsed):  # a raw response whose parse is async
+            parsed = await parsed
+        return self._completed(parsed, raw)
 
     def _completed(self, completion: Any, raw: Any) -> CompletedMessage:
         parts: list[StreamedMessagePart] = []

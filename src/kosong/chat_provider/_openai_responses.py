@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, cast
+import re
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, ClassVar, cast
 
 from typing_extensions import override
 
@@ -14,7 +16,6 @@ from kosong.chat_provider._base import (
     SDKStream,
     header_of,
     json_object,
-    renamed,
     split_body,
 )
 from kosong.chat_provider._media import media_placeholder
@@ -29,6 +30,11 @@ from kosong.message import ContentPart, ImageURLPart, Message, TextPart, ThinkPa
 from kosong.tooling import Tool
 
 __all__ = ["OpenAIResponses"]
+
+_OPAQUE = re.compile(r"gAAAAA[A-Za-z0-9_\-=]+")
+"""OpenAI's encrypted reasoning content, as the published package kept it in a `ThinkPart`: a
+Fernet token (its version byte 0x80 reads `gAAAAA` in URL-safe base64). Another provider's
+signature does not look like one, so it is never sent here."""
 
 
 class OpenAIResponses(OpenAIProvider):
@@ -55,6 +61,7 @@ class OpenAIResponses(OpenAIProvider):
 
     name = "openai-responses"
     _path = "responses"
+    _renames: ClassVar[Mapping[str, str]] = MappingProxyType({"max_tokens": "max_output_tokens"})
     _managed_fields = frozenset({"model", "input", "stream", "store", "tools", "tool_choice"})
 
     @override
@@ -83,7 +90,7 @@ class OpenAIResponses(OpenAIProvider):
             effort = openai_effort(self._thinking, self.model_name)
             body["reasoning"] = {"effort": effort, "summary": "auto"}
             body["include"] = ["reasoning.encrypted_content"]
-        body.update(renamed(self._generation_kwargs, "max_tokens", "max_output_tokens"))
+        body.update(self._sent_kwargs())
         return body
 
     def _items(self, message: Message) -> list[dict[str, Any]]:
@@ -125,12 +132,11 @@ class OpenAIResponses(OpenAIProvider):
             return content[0]["text"]
         return content or ""
 
-    async def _send(self, body: dict[str, Any], url: str) -> ResponsesStream | CompletedMessage:
+    async def _send(self, body: dict[str, Any]) -> ResponsesStream | CompletedMessage:
         known, rest = split_body(body, "model", "input", "stream")
         if self._stream:
             stream = cast(Any, await self.client.responses.create(**known, extra_body=rest))
-            where = {"provider": self.name, "model": self._model, "url": url}
-            return ResponsesStream(stream, lambda e: self._error(e, url), where)
+            return ResponsesStream(stream, self._convert, self._failed)
         raw = cast(
             Any, await self.client.responses.with_raw_response.create(**known, extra_body=rest)
         )
@@ -140,7 +146,7 @@ class OpenAIResponses(OpenAIProvider):
             parts.extend(_item_parts(item))
         failed = _failure(response)
         if failed is not None:
-            raise ChatProviderError(failed, provider=self.name, model=self._model, url=url)
+            raise self._failed(failed)
         return CompletedMessage(
             parts,
             id=response.id,
@@ -148,6 +154,12 @@ class OpenAIResponses(OpenAIProvider):
             finish_reason=_finish_reason(response),
             request_id=header_of(raw, "x-request-id"),
             provider_trace_id=None,
+        )
+
+    def _failed(self, message: str) -> ChatProviderError:
+        """A failure the API reported in the response (not an HTTP error), as our error."""
+        return ChatProviderError(
+            message, provider=self.name, model=self._model, url=self._endpoint()
         )
 
 
@@ -160,12 +172,21 @@ def _pack_reasoning(item: Any) -> str | None:
 
 
 def _reasoning_item(part: ThinkPart) -> dict[str, Any] | None:
-    """The Responses reasoning item a `ThinkPart` came from; None for another provider's."""
-    packed = json_object(part.encrypted) or {}
+    """The Responses reasoning item a `ThinkPart` came from; None for another provider's.
+
+    kosong packs the item's id with its encrypted content; the published package kept the
+    encrypted content alone (no id), and such a part goes back as that package sent it:
+    without the id, which the SDK's type marks required but the API takes from it.
+    """
+    summary = [{"type": "summary_text", "text": part.think}] if part.think else []
+    packed = json_object(part.encrypted)
+    if packed is None:
+        if not part.encrypted or not _OPAQUE.fullmatch(part.encrypted):
+            return None  # not a Responses part (another provider's signature, say)
+        return {"type": "reasoning", "summary": summary, "encrypted_content": part.encrypted}
     item_id, encrypted = packed.get("id"), packed.get("encrypted_content")
     if not isinstance(item_id, str) or not isinstance(encrypted, str):
         return None
-    summary = [{"type": "summary_text", "text": part.think}] if part.think else []
     return {"type": "reasoning", "id": item_id, "summary": summary, "encrypted_content": encrypted}
 
 
@@ -234,11 +255,11 @@ class ResponsesStream(SDKStream):
         self,
         stream: Any,
         convert: Callable[[BaseException], ChatProviderError],
-        where: dict[str, str],
+        failed: Callable[[str], ChatProviderError],
     ) -> None:
         request_id = header_of(getattr(stream, "response", None), "x-request-id")
         super().__init__(stream, convert, request_id=request_id)
-        self._where = where
+        self._failed = failed
 
     async def _parts(self) -> AsyncIterator[StreamedMessagePart]:
         calls = ToolCallAssembler()
@@ -274,10 +295,10 @@ class ResponsesStream(SDKStream):
             elif kind == "response.failed":
                 self._read_response(event.response)
                 failure = _failure(event.response) or "the response failed"
-                raise ChatProviderError(failure, **self._where)
+                raise self._failed(failure)
             elif kind == "error":
                 message = f"the API reported an error: {event.message}"
-                raise ChatProviderError(message, **self._where)
+                raise self._failed(message)
         for part in calls.finish():
             yield part
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, cast
 
@@ -54,7 +55,14 @@ except ImportError as e:  # pragma: no cover - the extra is missing
 
 _ERRORS = (anthropic.AnthropicError, httpx2.HTTPError)
 
-__all__ = ["THINKING_BUDGETS", "THINKING_MODELS", "Anthropic", "ThinkingSpec", "thinking_spec"]
+__all__ = [
+    "THINKING_BUDGETS",
+    "THINKING_MODELS",
+    "Anthropic",
+    "ThinkingSpec",
+    "clamped_effort",
+    "thinking_spec",
+]
 
 THINKING_BUDGETS: dict[ThinkingEffort, int] = {
     "low": 1024,
@@ -109,9 +117,37 @@ _DEFAULT_SPEC = ThinkingSpec("budget", (), "disabled")
 _EPHEMERAL = {"type": "ephemeral"}
 
 
+_LATER_SPEC = ThinkingSpec("adaptive", _NO_XHIGH, "disabled")
+_VERSION = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)-(\d{1,2})(?!\d)")
+
+
 def thinking_spec(model: str) -> ThinkingSpec:
-    """The `ThinkingSpec` of a model id (a cloud prefix such as `us.anthropic.` is skipped)."""
-    return spec_of(model, "claude-", THINKING_MODELS, _DEFAULT_SPEC)
+    """The `ThinkingSpec` of a model id (a cloud prefix such as `us.anthropic.` is skipped).
+
+    `claude-opus-4.7` reads as `claude-opus-4-7`. A model no row names but whose version is
+    4.6 or later (`claude-opus-4-9`, `claude-haiku-5-0`) is taken to think as Opus / Sonnet
+    4.6 do (adaptive, no "xhigh"): those refuse `budget_tokens`, which the older default asks
+    for.
+    """
+    name = model.lower().replace(".", "-")
+    spec = spec_of(name, "claude-", THINKING_MODELS, _DEFAULT_SPEC)
+    found = _VERSION.search(name)
+    if spec is _DEFAULT_SPEC and found and (int(found[1]), int(found[2])) >= (4, 6):
+        return _LATER_SPEC
+    return spec
+
+
+def clamped_effort(model: str, effort: ThinkingEffort) -> ThinkingEffort:
+    """The effort `model` is asked for when `effort` is wanted.
+
+    The highest it takes at most `effort` (its `output_config.effort` values; "high" at most
+    where it takes none). "off" stays "off".
+    """
+    if effort == "off":
+        return effort
+    spec = thinking_spec(model)
+    accepted = sorted(spec.efforts or ("low", "medium", "high"), key=_EFFORTS.index)
+    return highest_at_most(accepted, _EFFORTS.index, _EFFORTS.index(effort))
 
 
 class Anthropic(HTTPProvider):
@@ -187,6 +223,18 @@ class Anthropic(HTTPProvider):
         )
         """The `anthropic.AsyncAnthropic` client (transport, retries, timeouts)."""
 
+    @property
+    def thinking_effort(self) -> ThinkingEffort | None:
+        """The effort the model is asked for, or None for the model's default.
+
+        On a model that takes `output_config.effort`, the one given clamped to what it takes
+        (`clamped_effort`); on the others the one given (its budget is
+        `THINKING_BUDGETS[effort]`).
+        """
+        if self._thinking is None or not thinking_spec(self._model).efforts:
+            return self._thinking
+        return clamped_effort(self._model, self._thinking)
+
     def _check_options(self) -> None:
         spec = thinking_spec(self._model)
         if self._thinking == "off" and spec.off == "refuse":
@@ -213,15 +261,15 @@ class Anthropic(HTTPProvider):
             ), max_tokens
         fields: dict[str, Any] = {}
         if spec.mode == "adaptive":
-            fields["thinking"] = {"type": "adaptive"}
+            # "summarized": the thinking text comes back (Opus 4.7 and later omit it unless
+            # asked; https://platform.claude.com/docs/en/build-with-claude/extended-thinking).
+            fields["thinking"] = {"type": "adaptive", "display": "summarized"}
         else:
             budget = THINKING_BUDGETS[effort]
             fields["thinking"] = {"type": "enabled", "budget_tokens": budget}
             max_tokens = max(max_tokens, budget + 4096)  # budget_tokens must be below it
         if spec.efforts:
-            accepted = sorted(spec.efforts, key=_EFFORTS.index)
-            chosen = highest_at_most(accepted, _EFFORTS.index, _EFFORTS.index(effort))
-            fields["output_config"] = {"effort": chosen}
+            fields["output_config"] = {"effort": clamped_effort(self._model, effort)}
         return fields, max_tokens
 
     @override
@@ -296,12 +344,12 @@ class Anthropic(HTTPProvider):
             return [{"type": "text", "text": text}] if text else []
         return _blocks(parts)
 
-    async def _send(self, body: dict[str, Any], url: str) -> AnthropicStream | CompletedMessage:
+    async def _send(self, body: dict[str, Any]) -> AnthropicStream | CompletedMessage:
         known, rest = split_body(body, "model", "max_tokens", "messages", "stream")
         messages = self.client.messages
         if self._stream:
             stream = cast(Any, await messages.create(**known, extra_body=rest))
-            return AnthropicStream(stream, lambda e: self._error(e, url))
+            return AnthropicStream(stream, self._convert)
         # An explicit timeout: the SDK refuses a plain request it guesses may take long.
         raw = cast(
             Any,

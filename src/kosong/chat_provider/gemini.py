@@ -368,7 +368,7 @@ class Gemini(HTTPProvider):
             response["parts"] = media
         return {"functionResponse": response}
 
-    async def _send(self, body: dict[str, Any], url: str) -> GeminiStream:
+    async def _send(self, body: dict[str, Any]) -> GeminiStream:
         # The SDK's types check the contents; the body goes as written (`extra_body` replaces
         # the SDK's rendering of them, which names some nested fields in snake_case).
         try:
@@ -393,11 +393,11 @@ class Gemini(HTTPProvider):
             # The SDK sends the request at the first chunk: send it now, so a failed
             # request fails here, as with the other providers.
             first = await anext(chunks, None)
-            return GeminiStream(first, chunks, lambda e: self._error(e, url))
+            return GeminiStream(first, chunks, self._convert)
         response = await models.generate_content(
             model=self._model, contents=contents, config=config
         )
-        return GeminiStream(response, None, lambda e: self._error(e, url))
+        return GeminiStream(response, None, self._convert)
 
     def _error(self, error: BaseException, url: str) -> ChatProviderError:
         """A `google-genai` or transport (`aiohttp`, `httpx2`) error as one of ours."""
