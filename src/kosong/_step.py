@@ -115,9 +115,11 @@ def tool_result_to_message(result: ToolResult, *, text_only: bool = False) -> Me
 
     Its content is the tool's output (text, or its content parts) followed by the result's
     `message` when there is one; a failure's message is marked `ERROR:` so the model knows the
-    call failed. Display blocks and extras are for the user interface and never sent. With
-    `text_only`, non-text parts are left out (for a provider that accepts only text in tool
-    messages); providers do that themselves where needed, so the default keeps every part.
+    call failed, and the message's `is_error` is True (sent as the API marks a failed call,
+    where it has a way: Anthropic's `is_error`, Gemini's `error`). Display blocks and extras
+    are for the user interface and never sent. With `text_only`, non-text parts are left out
+    (for a provider that accepts only text in tool messages); providers do that themselves
+    where needed, so the default keeps every part.
     """
     value = result.return_value
     parts: list[ContentPart] = (
@@ -130,7 +132,12 @@ def tool_result_to_message(result: ToolResult, *, text_only: bool = False) -> Me
         parts.append(TextPart(text=f"ERROR: {value.message}" if value.is_error else value.message))
     elif value.is_error and not parts:
         parts.append(TextPart(text="ERROR: the tool call failed"))
-    return Message(role="tool", tool_call_id=result.tool_call_id, content=parts or "")
+    return Message(
+        role="tool",
+        tool_call_id=result.tool_call_id,
+        content=parts or "",
+        is_error=True if value.is_error else None,
+    )
 
 
 def _as_future(handled: asyncio.Future[ToolResult] | ToolResult) -> asyncio.Future[ToolResult]:

@@ -197,6 +197,9 @@ class Message(BaseModel):
     """For a tool message: the id of the call it answers."""
     partial: bool | None = None
     """True for an assistant message the model should continue (prefill)."""
+    is_error: bool | None = None
+    """For a tool message: True when the call failed. Providers whose APIs mark a failed call
+    send it so (Anthropic's `is_error`, Gemini's `error` response); the text says so too."""
 
     if TYPE_CHECKING:  # what the constructor accepts, for type checkers; the validator coerces
 
@@ -209,6 +212,7 @@ class Message(BaseModel):
             tool_calls: Sequence[ToolCall] | None = None,
             tool_call_id: str | None = None,
             partial: bool | None = None,
+            is_error: bool | None = None,
         ) -> None: ...
 
     @field_validator("content", mode="before")

@@ -8,7 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _bodies import check_anthropic_body, check_chat_body, check_responses_body
+from _bodies import (
+    check_anthropic_body,
+    check_chat_body,
+    check_gemini_body,
+    check_responses_body,
+)
 from _cases import ADD_TOOL, CALLS, SYSTEM, TOOLS, WEB_SEARCH, conversation, user
 from _wire import (
     SDK_SUBCLASSES_AIOHTTP,
@@ -449,6 +454,7 @@ def gemini_history() -> list[Message]:
 async def test_gemini_sends_plain_text_as_documented(wire: WireServer) -> None:
     body = await sent(wire, gemini(wire), ok_gemini(), SYSTEM, [], user())
     assert body == gemini_fx.PLAIN
+    check_gemini_body(body)
     request = wire.requests[-1]
     assert (request.path, request.query) == (
         f"/v1beta/models/{gemini_fx.MODEL}:streamGenerateContent",
@@ -463,6 +469,7 @@ async def test_gemini_sends_signatures_back_on_their_parts_and_images_in_functio
     provider = gemini(wire).with_thinking("high")
     body = await sent(wire, provider, ok_gemini(), SYSTEM, TOOLS, gemini_history())
     assert body == gemini_fx.CONVERSATION
+    check_gemini_body(body)
 
 
 async def test_gemini_signs_calls_from_another_providers_history_as_documented(
@@ -471,6 +478,7 @@ async def test_gemini_signs_calls_from_another_providers_history_as_documented(
     history = conversation(ThinkPart(think="x", encrypted="anthropic-signature"))
     body = await sent(wire, gemini(wire).with_thinking("high"), ok_gemini(), SYSTEM, TOOLS, history)
     assert body == gemini_fx.FROM_ANOTHER_PROVIDER
+    check_gemini_body(body)
 
 
 async def test_gemini_2_5_gets_a_placeholder_for_an_image_in_a_tool_result(
@@ -479,6 +487,7 @@ async def test_gemini_2_5_gets_a_placeholder_for_an_image_in_a_tool_result(
     provider = gemini(wire, model="gemini-2.5-flash")
     body = await sent(wire, provider, ok_gemini(), SYSTEM, TOOLS, conversation())
     assert body == gemini_fx.ON_GEMINI_2_5
+    check_gemini_body(body)
 
 
 @pytest.mark.parametrize("model", sorted(gemini_fx.THINKING))
@@ -518,6 +527,7 @@ async def test_gemini_generation_kwargs_go_in_generation_config(wire: WireServer
         wire, provider, ok_gemini(), SYSTEM, [], user(), generation_overrides=overrides
     )
     assert body == gemini_fx.GENERATION
+    check_gemini_body(body)
     assert provider.generation_kwargs == {"temperature": 0.2, "top_p": 0.9}  # per call
 
 

@@ -317,6 +317,8 @@ class Anthropic(HTTPProvider):
                     "tool_use_id": message.tool_call_id or "",
                     "content": self._tool_content(message.content),
                 }
+                if message.is_error:
+                    block["is_error"] = True
                 previous = out[-1] if out else None
                 if (
                     previous is not None

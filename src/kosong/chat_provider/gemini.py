@@ -362,7 +362,9 @@ class Gemini(HTTPProvider):
         response: dict[str, Any] = {
             "id": call_id,
             "name": names[call_id],
-            "response": {"output": "\n".join(texts)},
+            # The reference: "Use 'output' key to specify function output and 'error' key to
+            # specify error details".
+            "response": {"error" if message.is_error else "output": "\n".join(texts)},
         }
         if media:
             response["parts"] = media
