@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kosong.dialects import DIALECTS, check_tools, fix_schema, fix_tool
+from kosong.dialects import DIALECTS, SOURCES, check_tools, fix_schema, fix_tool
 from kosong.tooling import Tool
 
 GOOD = Tool(
@@ -96,7 +96,7 @@ def test_validation_keywords_are_reported_as_ignored_without_strict_mode() -> No
     assert check_tools([tool], ["openai"], include_ignored=False).findings == []
 
 
-def test_gemini_rejects_unknown_fields_and_root_must_be_an_object_everywhere() -> None:
+def test_gemini_root_must_be_an_object_and_keywords_it_does_not_read_are_ignored() -> None:
     array = {
         "name": "nums",
         "description": "d",
@@ -106,14 +106,61 @@ def test_gemini_rejects_unknown_fields_and_root_must_be_an_object_everywhere() -
     rejected = {(f.dialect, f.rule) for f in report.rejected}
     for dialect in ("openai", "anthropic", "moonshot", "gemini", "mcp"):
         assert (dialect, f"{dialect}.root-object") in rejected
+    # parametersJsonSchema takes JSON Schema: additionalProperties and a list of types are
+    # read; `pattern` is not among the keywords Gemini reads, so it is only ignored.
     closed = Tool(
-        name="c", description="d", parameters={"type": "object", "additionalProperties": False}
+        name="c",
+        description="d",
+        parameters={
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"code": {"type": ["string", "null"], "pattern": "^[A-Z]+$"}},
+        },
     )
     (finding,) = check_tools([closed], ["gemini"]).findings
-    assert (finding.path, finding.rule) == (
-        "parameters.additionalProperties",
-        "gemini.unknown-field",
+    assert (finding.path, finding.rule, finding.effect) == (
+        "parameters.properties.code.pattern",
+        "gemini.not-read",
+        "ignored",
     )
+
+
+def test_gemini_rejects_what_its_json_schema_field_refuses_each_with_its_source() -> None:
+    tool = Tool(
+        name="odd",
+        description="d",
+        parameters={
+            "type": "object",
+            "properties": {
+                "on": {"type": "boolean", "enum": [True, False]},
+                "size": {"type": "integer", "enum": [1, 2, 3]},
+                "place": {"$ref": "#/$defs/place", "description": "Where."},
+                "tree": {"$ref": "#/$defs/tree"},
+            },
+            "required": ["tree"],
+            "$defs": {
+                "place": {"type": "string"},
+                "tree": {
+                    "type": "object",
+                    "properties": {"kids": {"items": {"$ref": "#/$defs/tree"}, "type": "array"}},
+                },
+            },
+        },
+    )
+    found = {(f.path, f.rule) for f in check_tools([tool], ["gemini"]).rejected}
+    assert found == {
+        ("parameters.properties.on.enum", "gemini.enum-values"),
+        ("parameters.properties.place", "gemini.ref-siblings"),
+        ("parameters.properties.tree", "gemini.recursive-required"),
+    }
+    assert (
+        "https://ai.google.dev/api/generate-content#FIELDS.response_json_schema"
+        in SOURCES["gemini"]
+    )
+    fixed = fix_tool(tool, "gemini")
+    assert fixed.parameters["properties"]["place"] == {"type": "string", "description": "Where."}
+    still = {f.rule for f in check_tools([fixed], ["gemini"]).rejected}
+    assert still == {"gemini.enum-values", "gemini.recursive-required"}  # no safe fix for those
 
 
 def test_the_text_report_lists_each_tool_and_dialect() -> None:

@@ -25,10 +25,10 @@ Dialects (`DIALECTS`):
   `type` beside `anyOf` / `oneOf` (fix: move it into each branch); a `$ref` with sibling
   keywords (fix: inline the local reference); a root that is not an object; a tool name
   shorter than 3 characters.
-- `"gemini"`: Gemini's function declarations, a subset of OpenAPI 3.0. Rejected: keywords
-  outside the subset (fix: `kosong.formats.to_gemini_schema` leaves them out), a list as
-  `type` and `const` (fix: `nullable` / `anyOf`, a one-value `enum`), `$ref` (fix: inline),
-  a root that is not an object.
+- `"gemini"`: Gemini's `parametersJsonSchema` (JSON Schema). Rejected: a root that is not an
+  object; enum values other than strings and numbers; a `$ref` with sibling keywords (fix:
+  inline the local reference); a recursive reference in a required property. Ignored:
+  keywords outside the ones Gemini reads (`pattern`, `minLength`, `const`, `not`...).
 - `"mcp"`: MCP's `tools/list`. Rejected: an `inputSchema` that is not an object.
 
 A tool whose name starts with `$` declares a Moonshot builtin function (`$web_search`): the
@@ -42,12 +42,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, cast, get_args
 
-from kosong.formats import GEMINI_SCHEMA_KEYS, to_gemini_schema
 from kosong.standard import StrictSchemaError, check_strict_schema, to_strict_schema
 from kosong.tooling import Tool
 from kosong.utils.jsonschema import deref_json_schema
@@ -93,7 +93,8 @@ SOURCES: dict[Dialect, tuple[str, ...]] = {
         "https://github.com/14790897/MiqroForge-Desktop/issues/1165",
     ),
     "gemini": (
-        "https://ai.google.dev/api/caching#Schema",
+        "https://ai.google.dev/api/caching#FunctionDeclaration",
+        "https://ai.google.dev/api/generate-content#FIELDS.response_json_schema",
         "https://ai.google.dev/gemini-api/docs/function-calling",
     ),
     "mcp": ("https://modelcontextprotocol.io/specification/2025-06-18/server/tools",),
@@ -279,10 +280,7 @@ def fix_schema(schema: Mapping[str, Any], dialect: str) -> dict[str, Any]:
     if name == "moonshot":
         return _fix_moonshot(fixed)
     if name == "gemini":
-        try:
-            return to_gemini_schema(fixed)
-        except ValueError:
-            return fixed
+        return _fix_gemini(fixed)
     if name == "openai-strict":
         try:
             return to_strict_schema(fixed)
@@ -501,42 +499,99 @@ def _fix_moonshot(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+_GEMINI_KEYWORDS = frozenset(
+    {"type", "format", "title", "description", "enum", "items", "prefixItems", "minItems",
+     "maxItems", "minimum", "maximum", "anyOf", "oneOf", "properties", "additionalProperties",
+     "required", "propertyOrdering"}
+)  # fmt: skip
+"""The JSON Schema keywords Gemini reads (besides `$id`, `$defs`, `$ref`, `$anchor`): the list
+of https://ai.google.dev/api/generate-content#FIELDS.response_json_schema ("only the following
+properties are supported"), the one place Google lists them for its JSON Schema fields."""
+
+
 def _check_gemini(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
     found = _root_object(name, schema, "gemini")
     for node, path in _walk(schema, "parameters"):
-        for key, value in node.items():
-            where = f"{path}.{key}"
-            if key == "type" and isinstance(value, list):
+        if "$ref" in node:
+            siblings = sorted(k for k in node if not k.startswith("$"))
+            if siblings:
                 found.append(
                     Finding(
-                        name, "gemini", where, "gemini.type-list", "rejected",
-                        "a list of types is not accepted",
-                        '"nullable": true for a null type, anyOf for several',
+                        name, "gemini", path, "gemini.ref-siblings", "rejected",
+                        f"a `$ref` with sibling keywords {siblings}: Gemini takes no keyword "
+                        "but `$...` ones beside a `$ref`",
+                        "inline the local reference" if str(node["$ref"]).startswith("#") else None,
                     )
                 )  # fmt: skip
-            elif key == "const":
-                found.append(
-                    Finding(name, "gemini", where, "gemini.const", "rejected",
-                            "`const` is not in Gemini's schema subset", "a one-value enum")
-                )  # fmt: skip
-            elif key == "$ref":
-                found.append(
-                    Finding(name, "gemini", where, "gemini.ref", "rejected",
-                            "references are not in Gemini's schema subset",
-                            "inline the local reference" if str(value).startswith("#") else None)
-                )  # fmt: skip
-            elif key in ("$defs", "definitions"):
-                continue  # reported through the references that use them
-            elif key not in GEMINI_SCHEMA_KEYS:
+        for key, value in node.items():
+            where = f"{path}.{key}"
+            if key == "enum" and isinstance(value, list):
+                odd = [v for v in cast(list[Any], value) if _json_type(v) not in _ENUM_TYPES]
+                if odd:
+                    found.append(
+                        Finding(
+                            name, "gemini", where, "gemini.enum-values", "rejected",
+                            f"enum values must be strings or numbers, got {_json_text(odd)}",
+                        )
+                    )  # fmt: skip
+            elif not key.startswith("$") and key not in _GEMINI_KEYWORDS and key != "definitions":
                 found.append(
                     Finding(
-                        name, "gemini", where, "gemini.unknown-field", "rejected",
-                        f"`{key}` is not a field of Gemini's Schema (an unknown field is a 400)",
-                        "leave it out (kosong.formats.to_gemini_schema does); the model no "
-                        "longer reads it, the toolset still validates it",
+                        name, "gemini", where, "gemini.not-read", "ignored",
+                        f"`{key}` is not among the JSON Schema keywords Gemini reads; the "
+                        "model does not see it (the toolset still validates it)",
+                    )
+                )  # fmt: skip
+    return found + _recursive_required(name, schema)
+
+
+_ENUM_TYPES = frozenset({"string", "integer", "number"})
+
+
+def _json_text(values: list[Any]) -> str:
+    return json.dumps(values, ensure_ascii=False)
+
+
+def _recursive_required(name: str, schema: dict[str, Any]) -> list[Finding]:
+    """Findings for recursive references in required properties.
+
+    Gemini unrolls cycles "to a limited degree", so they "may only be used within
+    non-required properties" (the response_json_schema page).
+    """
+    try:
+        flat = deref_json_schema(schema)
+    except ValueError:
+        return []  # a dangling reference: the toolset refused the schema already
+    found: list[Finding] = []
+    for node, path in _walk(flat, "parameters"):
+        required = node.get("required")
+        properties = node.get("properties")
+        if not isinstance(required, list) or not isinstance(properties, dict):
+            continue
+        for prop in cast(list[Any], required):
+            sub = cast(dict[str, Any], properties).get(prop)
+            if isinstance(sub, dict) and any("$ref" in n for n, _ in _walk(sub, "")):
+                found.append(
+                    Finding(
+                        name, "gemini", f"{path}.properties.{prop}", "gemini.recursive-required",
+                        "rejected",
+                        "a recursive reference in a required property: Gemini allows cycles "
+                        "only in properties that are not required",
                     )
                 )  # fmt: skip
     return found
+
+
+def _fix_gemini(schema: dict[str, Any]) -> dict[str, Any]:
+    """Inline local references when one has sibling keywords (Gemini refuses those)."""
+    siblings = any(
+        "$ref" in node and any(not k.startswith("$") for k in node)
+        for node, _ in _walk(schema, "parameters")
+    )
+    if siblings:
+        with contextlib.suppress(ValueError):  # a dangling reference: left for the check
+            return deref_json_schema(schema)
+    return schema
 
 
 def _check_mcp(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:

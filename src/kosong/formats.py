@@ -5,7 +5,7 @@
 | `to_openai_chat_tool` | `{"type": "function", "function": {name, description, parameters}}` |
 | `to_openai_responses_tool` | `{"type": "function", name, description, parameters, strict}` |
 | `to_anthropic_tool` | `{name, description, input_schema}` |
-| `to_gemini_function_declaration` | `{name, description, parameters}` in Gemini's OpenAPI subset |
+| `to_gemini_function_declaration` | `{name, description, parametersJsonSchema}` |
 | `to_mcp_tool` | `{name, title?, description, inputSchema, annotations?}` |
 
 A `Tool` whose name starts with `$` declares a provider's builtin function (Moonshot's
@@ -20,11 +20,13 @@ declares it, while a Responses tool always states it, since the Responses API ma
 strict when `strict` is left out. MCP's `annotations` come from the tool's behaviour hints and
 `title`.
 
-Gemini reads a subset of OpenAPI 3.0 rather than JSON Schema. `to_gemini_function_declaration`
-converts what has a safe equivalent (local `$ref`s inlined, `["string", "null"]` to
-`nullable`, `const` to a one-value `enum`) and leaves out keywords the subset lacks, which
-Gemini would reject as unknown fields; `kosong.dialects.check_tools(..., ["gemini"])` lists
-what is left out.
+Gemini takes a function's parameters two ways: `parametersJsonSchema`, JSON Schema as it is
+(https://ai.google.dev/api/caching#FunctionDeclaration), which `to_gemini_function_declaration`
+writes, as the published kosong does; and the older `parameters`, a subset of OpenAPI 3.0.
+`to_gemini_schema` converts a JSON Schema to that subset where a caller still needs it (local
+`$ref`s inlined, `["string", "null"]` to `nullable`, `const` to a one-value `enum`, keywords
+the subset lacks left out). `kosong.dialects.check_tools(..., ["gemini"])` lists what Gemini
+still refuses or does not read in a JSON Schema.
 """
 
 from __future__ import annotations
@@ -143,11 +145,14 @@ def _gemini(node: Any) -> Any:
 
 
 def to_gemini_function_declaration(tool: Tool) -> dict[str, Any]:
-    """The tool as a Gemini `functionDeclarations` entry (see the module doc)."""
+    """The tool as a Gemini `functionDeclarations` entry, its JSON Schema in `parametersJsonSchema`.
+
+    See the module doc.
+    """
     return {
         "name": tool.name,
         "description": tool.description,
-        "parameters": to_gemini_schema(tool.parameters),
+        "parametersJsonSchema": _parameters(tool),
     }
 
 

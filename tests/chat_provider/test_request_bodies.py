@@ -553,7 +553,9 @@ async def test_gemini_without_streaming_calls_generate_content(wire: WireServer)
     assert (result.id, result.finish_reason) == (gemini_fx.RESPONSE["responseId"], "STOP")
 
 
-async def test_gemini_sends_schemas_in_its_subset_after_the_safe_fixes(wire: WireServer) -> None:
+async def test_gemini_sends_the_json_schema_as_it_is_after_the_safe_fixes(
+    wire: WireServer,
+) -> None:
     from kosong.tooling import Tool
 
     tool = Tool(
@@ -561,25 +563,40 @@ async def test_gemini_sends_schemas_in_its_subset_after_the_safe_fixes(wire: Wir
         description="Look a word up.",
         parameters={
             "type": "object",
-            "properties": {"word": {"type": ["string", "null"], "const": "x"}},
+            "properties": {
+                "word": {"type": ["string", "null"], "const": "x"},
+                "place": {"$ref": "#/$defs/place", "description": "Where."},
+            },
             "additionalProperties": False,
+            "$defs": {"place": {"type": "string", "enum": ["home", "work"]}},
         },
     )
     body = await sent(wire, gemini(wire), ok_gemini(), "", [tool], user())
+    # JSON Schema as it is (a list of types, const, additionalProperties), but the `$ref` with
+    # a sibling inlined: Gemini refuses keywords beside a `$ref`.
     assert body["tools"] == [
         {
             "functionDeclarations": [
                 {
                     "name": "lookup",
                     "description": "Look a word up.",
-                    "parameters": {
+                    "parametersJsonSchema": {
                         "type": "object",
-                        "properties": {"word": {"type": "string", "nullable": True, "enum": ["x"]}},
+                        "properties": {
+                            "word": {"type": ["string", "null"], "const": "x"},
+                            "place": {
+                                "type": "string",
+                                "enum": ["home", "work"],
+                                "description": "Where.",
+                            },
+                        },
+                        "additionalProperties": False,
                     },
                 }
             ]
         }
     ]
+    check_gemini_body(body)
 
 
 async def test_gemini_refuses_a_schema_it_cannot_take_before_sending(wire: WireServer) -> None:
@@ -587,10 +604,11 @@ async def test_gemini_refuses_a_schema_it_cannot_take_before_sending(wire: WireS
 
     tree = Tool(
         name="tree",
-        description="A recursive tree.",
+        description="A recursive tree, its root required.",
         parameters={
             "type": "object",
             "properties": {"node": {"$ref": "#/$defs/node"}},
+            "required": ["node"],
             "$defs": {
                 "node": {
                     "type": "object",
@@ -601,8 +619,14 @@ async def test_gemini_refuses_a_schema_it_cannot_take_before_sending(wire: WireS
             },
         },
     )
-    with pytest.raises(DialectError, match="gemini"):
-        await generate(gemini(wire), "", [tree], user())
+    flag = Tool(
+        name="flag",
+        description="A boolean enum.",
+        parameters={"type": "object", "properties": {"on": {"enum": [True]}}},
+    )
+    for tool in (tree, flag):
+        with pytest.raises(DialectError, match="gemini"):
+            await generate(gemini(wire), "", [tool], user())
     assert wire.requests == []
 
 

@@ -178,8 +178,9 @@ class Gemini(HTTPProvider):
     - `stream=False` makes one `generateContent` request instead of a streamed one (same parts).
     - `max_retries` (default 2) and `timeout` (seconds) go to the SDK's HTTP options; other
       keyword arguments go to `google.genai.Client` (`http_options`, `debug_config`...).
-    - Tools go as `functionDeclarations` in Gemini's schema subset, after its safe fixes;
-      a schema Gemini would still reject raises `DialectError` before anything is sent.
+    - Tools go as `functionDeclarations` with their JSON Schema in `parametersJsonSchema`,
+      after the dialect check's safe fixes; a schema Gemini would still reject raises
+      `DialectError` before anything is sent.
     - Function calls come whole (several in one answer: parallel calls), each as a
       `ToolCall`; its thought signature is kept in `extras["thought_signature_b64"]` and goes
       back on the same `functionCall` part. Thought summaries come as `ThinkPart`s; a
