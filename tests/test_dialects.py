@@ -16,8 +16,9 @@ GOOD = Tool(
 def test_a_plain_schema_is_accepted_by_every_dialect_but_strict_mode() -> None:
     report = check_tools([GOOD], DIALECTS)  # strict mode named: every tool is checked
     assert report.dialects == list(DIALECTS)
-    assert {f.dialect for f in report.findings} == {"openai-strict"}  # open object
-    lenient = [d for d in DIALECTS if d != "openai-strict"]
+    # An open object: both strict modes want every object closed.
+    assert {f.dialect for f in report.findings} == {"openai-strict", "anthropic-strict"}
+    lenient = [d for d in DIALECTS if not d.endswith("-strict")]
     assert str(check_tools([GOOD], lenient)).endswith(
         "1 tool(s), 5 dialect(s): 0 rejected, 0 ignored"
     )
@@ -27,11 +28,16 @@ def test_by_default_strict_mode_is_checked_only_for_tools_that_declare_it() -> N
     strict = GOOD.model_copy(update={"name": "strict_weather", "strict": True})
     report = check_tools([GOOD, strict])
     assert report.dialects == list(DIALECTS)
-    assert {(f.tool, f.dialect) for f in report.findings} == {("strict_weather", "openai-strict")}
+    assert {(f.tool, f.dialect) for f in report.findings} == {
+        ("strict_weather", "openai-strict"),
+        ("strict_weather", "anthropic-strict"),
+    }
     assert "get_weather [openai-strict]: not checked (the tool is not strict)" in str(report)
+    assert "get_weather [anthropic-strict]: not checked (the tool is not strict)" in str(report)
     assert "strict_weather [openai-strict]: rejected" in str(report)
     definition = {"type": "function", "function": {**GOOD.model_dump(), "strict": True}}
-    assert {f.dialect for f in check_tools([definition]).findings} == {"openai-strict"}
+    found = {f.dialect for f in check_tools([definition]).findings}
+    assert found == {"openai-strict", "anthropic-strict"}
     assert check_tools([GOOD.model_dump()]).ok
 
 
@@ -217,5 +223,5 @@ def test_a_builtin_function_is_for_moonshot_only() -> None:
     report = check_tools([web_search], DIALECTS)  # strict mode named, so it is checked too
     assert report.for_dialect("moonshot") == []
     rejected = {f.dialect for f in report.rejected}
-    assert rejected == {"openai", "openai-strict", "anthropic", "gemini", "mcp"}
+    assert rejected == {"openai", "openai-strict", "anthropic", "anthropic-strict", "gemini", "mcp"}
     assert all(f.rule.endswith("builtin-function") for f in report.rejected)

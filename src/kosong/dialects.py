@@ -17,6 +17,11 @@ Dialects (`DIALECTS`):
   `kosong.standard.to_strict_schema` where it can convert the schema.
 - `"anthropic"`: the Messages API's `input_schema`. Rejected: a root that is not an object, or
   `anyOf` / `oneOf` / `allOf` at the root. Ignored: validation keywords, as for OpenAI.
+- `"anthropic-strict"`: a tool Anthropic gets with `strict: true` (structured outputs' JSON
+  Schema limitations). Rejected: what `"anthropic"` rejects, numeric, string and array
+  constraints (`minimum`, `maxLength`, `minItems` above 1...), string formats outside the
+  supported ones (fix: moved into the description, as Anthropic's SDKs do), an object without
+  `additionalProperties: false`, object or array enum values, a recursive schema.
 - `"moonshot"` (alias `"kimi"`): Moonshot's "moonshot flavored JSON Schema". Rejected: a
   schema without `type` (fix: the type its `enum` / `const` values imply, integers and floats
   together being "number", or the keywords that apply to one type only: `properties`,
@@ -65,7 +70,9 @@ __all__ = [
     "fix_tool",
 ]
 
-Dialect: TypeAlias = Literal["openai", "openai-strict", "anthropic", "moonshot", "gemini", "mcp"]
+Dialect: TypeAlias = Literal[
+    "openai", "openai-strict", "anthropic", "anthropic-strict", "moonshot", "gemini", "mcp"
+]
 """A provider's dialect of JSON Schema."""
 
 Effect: TypeAlias = Literal["rejected", "ignored"]
@@ -83,6 +90,9 @@ SOURCES: dict[Dialect, tuple[str, ...]] = {
     ),
     "anthropic": (
         "https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use",
+    ),
+    "anthropic-strict": (
+        "https://platform.claude.com/docs/en/build-with-claude/structured-outputs#json-schema-limitations",
     ),
     "moonshot": (
         "https://platform.kimi.ai/docs/api/tool-use",
@@ -108,6 +118,8 @@ _VALIDATION_KEYWORDS = (
     "minProperties", "maxProperties",
 )  # fmt: skip
 _COMPOSITIONS = ("anyOf", "oneOf", "allOf")
+_STRICT_MODES: frozenset[Dialect] = frozenset({"openai-strict", "anthropic-strict"})
+"""The dialects of a strict mode: they apply to the tools sent strict only."""
 _SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
 _SUBSCHEMAS = ("items", "additionalProperties", "not", "if", "then", "else", "contains")
@@ -245,9 +257,9 @@ def check_tools(
 
     A tool may be a `Tool` or a definition dict in any provider format (with `parameters`,
     `input_schema` or `inputSchema`). `include_ignored=False` leaves out what providers only
-    ignore. With the default dialects, strict mode (`"openai-strict"`) is checked only for the
-    tools that declare `strict` (a provider sends the others without it); name it in
-    `dialects` to check every tool against it.
+    ignore. With the default dialects, the strict modes (`"openai-strict"`,
+    `"anthropic-strict"`) are checked only for the tools that declare `strict` (a provider
+    sends the others without it); name one in `dialects` to check every tool against it.
 
     Raises:
         ValueError: a dialect name is unknown.
@@ -260,7 +272,7 @@ def check_tools(
         name, schema, strict = _as_tool(tool)
         names.append(name)
         for dialect in chosen:
-            if dialect == "openai-strict" and dialects is None and not strict:
+            if dialect in _STRICT_MODES and dialects is None and not strict:
                 not_checked.add((name, dialect))
                 continue
             check = _check_builtin if name.startswith("$") else _CHECKS[dialect]
@@ -281,6 +293,8 @@ def fix_schema(schema: Mapping[str, Any], dialect: str) -> dict[str, Any]:
         return _fix_moonshot(fixed)
     if name == "gemini":
         return _fix_gemini(fixed)
+    if name == "anthropic-strict":
+        return _fix_anthropic_strict(fixed)
     if name == "openai-strict":
         try:
             return to_strict_schema(fixed)
@@ -381,6 +395,89 @@ def _check_anthropic(name: str, schema: dict[str, Any], dialect: Dialect) -> lis
                 )
             )  # fmt: skip
     return found + _ignored_keywords(name, schema, "anthropic")
+
+
+_ANTHROPIC_UNSUPPORTED = (
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "minLength", "maxLength", "maxItems", "uniqueItems", "contains", "minContains",
+    "maxContains", "minProperties", "maxProperties", "patternProperties",
+)  # fmt: skip
+"""Constraints Anthropic's strict tools do not support ("Numerical constraints", "String
+constraints", "Array constraints beyond minItems of 0 or 1" in the JSON Schema limitations)."""
+_ANTHROPIC_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+)
+"""The string formats Anthropic's strict tools support."""
+
+
+def _check_anthropic_strict(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
+    found = _check_anthropic(name, schema, "anthropic-strict")
+    found = [f for f in found if f.effect == "rejected"]  # strict mode enforces the rest
+    fix = "kosong moves the constraint into the description, as Anthropic's SDKs do"
+    for node, path in _walk(schema, "parameters"):
+        for key in _ANTHROPIC_UNSUPPORTED:
+            if key in node:
+                found.append(
+                    Finding(name, "anthropic-strict", f"{path}.{key}",
+                            "anthropic-strict.unsupported", "rejected",
+                            f"`{key}` is not supported by strict tools", fix)
+                )  # fmt: skip
+        items = node.get("minItems")
+        if isinstance(items, int) and items > 1:
+            found.append(
+                Finding(name, "anthropic-strict", f"{path}.minItems",
+                        "anthropic-strict.unsupported", "rejected",
+                        "strict tools support minItems 0 and 1 only", fix)
+            )  # fmt: skip
+        if node.get("type") == "object" and node.get("additionalProperties") is not False:
+            found.append(
+                Finding(name, "anthropic-strict", path, "anthropic-strict.open-object",
+                        "rejected",
+                        "every object of a strict tool needs additionalProperties: false",
+                        "close the object (a strict kosong Tool closes every object itself)")
+            )  # fmt: skip
+        fmt = node.get("format")
+        if isinstance(fmt, str) and fmt not in _ANTHROPIC_FORMATS:
+            found.append(
+                Finding(name, "anthropic-strict", f"{path}.format", "anthropic-strict.format",
+                        "rejected", f"the string format {fmt!r} is not supported by strict tools",
+                        fix)
+            )  # fmt: skip
+        values = node.get("enum")
+        if isinstance(values, list) and any(
+            isinstance(v, dict | list) for v in cast(list[Any], values)
+        ):
+            found.append(
+                Finding(name, "anthropic-strict", f"{path}.enum", "anthropic-strict.enum",
+                        "rejected", "enum values must be strings, numbers, booleans or null")
+            )  # fmt: skip
+    with contextlib.suppress(ValueError):
+        if any("$ref" in n for n, _ in _walk(deref_json_schema(schema), "parameters")):
+            found.append(
+                Finding(name, "anthropic-strict", "parameters", "anthropic-strict.recursive",
+                        "rejected", "recursive schemas are not supported by strict tools")
+            )  # fmt: skip
+    return found
+
+
+def _fix_anthropic_strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """Move the constraints strict tools lack into the description, as Anthropic's SDKs do.
+
+    Unsupported formats too. The toolset still checks them all against the original schema.
+    """
+    for node, _ in _walk(schema, "parameters"):
+        moved = {k: node.pop(k) for k in _ANTHROPIC_UNSUPPORTED if k in node}
+        items = node.get("minItems")
+        if isinstance(items, int) and items > 1:
+            moved["minItems"] = node.pop("minItems")
+        fmt = node.get("format")
+        if isinstance(fmt, str) and fmt not in _ANTHROPIC_FORMATS:
+            moved["format"] = node.pop("format")
+        if moved:
+            said = ", ".join(f"{k}: {json.dumps(v)}" for k, v in moved.items())
+            text = node.get("description")
+            node["description"] = f"{text} ({said})" if isinstance(text, str) and text else said
+    return schema
 
 
 _IMPLYING: dict[str, tuple[str, ...]] = {
@@ -619,6 +716,7 @@ def _check_builtin(name: str, schema: dict[str, Any], dialect: Dialect) -> list[
 _CHECKS: dict[Dialect, Callable[[str, dict[str, Any], Dialect], list[Finding]]] = {
     "openai": _check_openai,
     "openai-strict": _check_openai_strict,
+    "anthropic-strict": _check_anthropic_strict,
     "anthropic": _check_anthropic,
     "moonshot": _check_moonshot,
     "gemini": _check_gemini,

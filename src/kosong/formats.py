@@ -4,7 +4,7 @@
 |---|---|
 | `to_openai_chat_tool` | `{"type": "function", "function": {name, description, parameters}}` |
 | `to_openai_responses_tool` | `{"type": "function", name, description, parameters, strict}` |
-| `to_anthropic_tool` | `{name, description, input_schema}` |
+| `to_anthropic_tool` | `{name, description, input_schema, strict?}` |
 | `to_gemini_function_declaration` | `{name, description, parametersJsonSchema}` |
 | `to_mcp_tool` | `{name, title?, description, inputSchema, annotations?}` |
 
@@ -17,7 +17,8 @@ is accepted too). The conversions copy the schema; the `Tool` is not changed.
 
 `strict` comes from the tool's metadata: an OpenAI Chat tool carries it only when the tool
 declares it, while a Responses tool always states it, since the Responses API makes a function
-strict when `strict` is left out. MCP's `annotations` come from the tool's behaviour hints and
+strict when `strict` is left out; an Anthropic tool carries `strict: true` when the tool is
+strict. MCP's `annotations` come from the tool's behaviour hints and
 `title`.
 
 Gemini takes a function's parameters two ways: `parametersJsonSchema`, JSON Schema as it is
@@ -97,8 +98,15 @@ def to_openai_responses_tool(tool: Tool) -> dict[str, Any]:
 
 
 def to_anthropic_tool(tool: Tool) -> dict[str, Any]:
-    """The tool as an Anthropic Messages API `tools` entry."""
-    return {"name": tool.name, "description": tool.description, "input_schema": _parameters(tool)}
+    """The tool as an Anthropic Messages API `tools` entry; `strict: true` for a strict tool."""
+    out: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": _parameters(tool),
+    }
+    if tool.strict:
+        out["strict"] = True
+    return out
 
 
 def to_gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:

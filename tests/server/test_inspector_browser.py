@@ -228,7 +228,7 @@ async def test_the_tools_are_listed_with_their_metadata_and_provider_verdicts(
             await expect(page.locator(f'button.tool[data-tool="{tool}"]')).to_contain_text(text)
         await s.select("plan_trip")
         verdicts = page.locator("table.dialects tbody tr")
-        await expect(verdicts).to_have_count(6)
+        await expect(verdicts).to_have_count(7)
         gemini = page.locator('table.dialects tr[data-dialect="gemini"]')
         # Gemini takes JSON Schema (parametersJsonSchema) and does not read exclusiveMinimum.
         await expect(gemini).to_have_attribute("data-verdict", "ignored")

@@ -146,6 +146,8 @@ class ChatCompletionsProvider(OpenAIProvider):
 
     name = "openai"
     _dialect: Dialect = "openai"
+    _strict_dialect: Dialect = "openai-strict"
+    """The rules a strict tool is checked against."""
     _path = "chat/completions"
     _renames: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"max_tokens": "max_completion_tokens"}
@@ -182,7 +184,8 @@ class ChatCompletionsProvider(OpenAIProvider):
     ) -> dict[str, Any]:
         prepared = self._prepare_tools(tools)
         self._check_tools(
-            prepared, {t.name: "openai-strict" if t.strict else self._dialect for t in prepared}
+            prepared,
+            {t.name: self._strict_dialect if t.strict else self._dialect for t in prepared},
         )
         messages: list[dict[str, Any]] = []
         if system_prompt:

@@ -33,6 +33,7 @@ from kosong.chat_provider._base import (
     split_body,
 )
 from kosong.chat_provider._media import data_url, media_placeholder
+from kosong.dialects import fix_tool
 from kosong.formats import to_anthropic_tool
 from kosong.message import (
     ContentPart,
@@ -162,7 +163,9 @@ class Anthropic(HTTPProvider):
       "ephemeral"}` on the system prompt, the last tool and the last block of the last
       message, so each turn of an agent loop reads the conversation so far from the cache.
       Cache reads and writes are counted in `TokenUsage`.
-    - Tools go as `{name, description, input_schema}`, checked first against the API's rules;
+    - Tools go as `{name, description, input_schema}` (`strict: true` for a strict tool, its
+      unsupported constraints moved into the description), checked first against the API's
+      rules;
       tool calls come and go as `tool_use` blocks with an object `input`; tool results as
       `tool_result` blocks (text and images), consecutive ones merged into one user message.
     - Thinking streams back as `ThinkPart`s with their signature (`encrypted`) and goes back
@@ -276,7 +279,12 @@ class Anthropic(HTTPProvider):
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        self._check_tools(tools, dict.fromkeys((t.name for t in tools), "anthropic"))
+        # A strict tool gets the SDKs' own fix first: the constraints strict mode lacks go in
+        # its description (the toolset still validates them).
+        tools = [fix_tool(t, "anthropic-strict") if t.strict else t for t in tools]
+        self._check_tools(
+            tools, {t.name: "anthropic-strict" if t.strict else "anthropic" for t in tools}
+        )
         extra = dict(self._generation_kwargs)
         max_tokens = int(extra.pop("max_tokens", self._max_tokens))
         thinking, max_tokens = self._thinking_fields(max_tokens)

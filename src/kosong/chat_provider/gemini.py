@@ -195,7 +195,10 @@ class Gemini(HTTPProvider):
       with `includeThoughts: true`; "off" sends what turns thinking off where the model allows
       it and is a ValueError where it does not.
     - `with_tool_choice`: `functionCallingConfig` mode AUTO, NONE, ANY, or ANY with
-      `allowedFunctionNames` for a tool's name.
+      `allowedFunctionNames` for a tool's name. When every tool sent is strict and the choice
+      is the model's (None or "auto"), the mode is VALIDATED: calls adhere to the schemas.
+      Gemini's mode applies to all functions, so with strict and other tools together none
+      is constrained (the toolset still validates every call).
     - Generation kwargs go in `generationConfig` (snake_case names are sent in camelCase,
       `max_tokens` as `maxOutputTokens`), `cached_content` and `safety_settings` at the top.
     - Caching is implicit on the server; cached tokens are counted in `TokenUsage`.
@@ -302,8 +305,13 @@ class Gemini(HTTPProvider):
             body["tools"] = [
                 {"functionDeclarations": [to_gemini_function_declaration(t) for t in prepared]}
             ]
-        if self._tool_choice is not None:
-            body["toolConfig"] = {"functionCallingConfig": _calling_config(self._tool_choice)}
+        choice = self._tool_choice
+        if prepared and all(t.strict for t in prepared) and choice in (None, "auto"):
+            # VALIDATED: calls adhere to the schemas, and the model may still answer in text;
+            # Gemini applies it to every function, so only when every tool is strict.
+            body["toolConfig"] = {"functionCallingConfig": {"mode": "VALIDATED"}}
+        elif choice is not None:
+            body["toolConfig"] = {"functionCallingConfig": _calling_config(choice)}
         config, top = self._generation_fields()
         thinking = self._thinking_config()
         if thinking is not None:

@@ -43,6 +43,10 @@ class Kimi(ChatCompletionsProvider):
       of Moonshot's builtin functions, sent as `{"type": "builtin_function", "function":
       {"name": "$web_search"}}`; the model's call of it is answered with its arguments, as
       Moonshot's guide says (the toolset does not run it).
+    - Moonshot constrains every tool's arguments to its schema unless the tool says
+      `strict: false` (https://platform.kimi.ai/docs/api/tool-use: "true (default, omitting
+      is equivalent to true)"), so every tool is checked against Moonshot's own rules (MFJS),
+      strict or not; a tool declaring `strict=False` is sent with `"strict": false`.
     - Tool schemas get Moonshot's safe fixes (an explicit `type` where the schema implies one,
       `type` moved into `anyOf` branches, local `$ref`s inlined: see `kosong.dialects`); a
       schema Moonshot would still reject raises `DialectError` before the request is sent.
@@ -59,6 +63,7 @@ class Kimi(ChatCompletionsProvider):
 
     name = "kimi"
     _dialect: Dialect = "moonshot"
+    _strict_dialect: Dialect = "moonshot"  # every Moonshot tool is strict unless told not to
     _key_variable = "KIMI_API_KEY"
     _model_variable = "KIMI_MODEL"
     _default_model = DEFAULT_MODEL
