@@ -24,17 +24,20 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "kosong.chat_provider": [
         "APIConnectionError", "APIEmptyResponseError", "APIStatusError", "APITimeoutError",
-        "ChatProvider", "ChatProviderError", "RetryableChatProvider", "StreamedMessage",
-        "StreamedMessagePart", "ThinkingEffort", "TokenUsage", "ToolChoice",
+        "AllowedTools", "ChatProvider", "ChatProviderError", "RetryableChatProvider",
+        "StreamedMessage", "StreamedMessagePart", "ThinkingEffort", "TokenUsage", "ToolChoice",
     ],
     "kosong.chat_provider.anthropic": [
-        "THINKING_BUDGETS", "THINKING_MODELS", "Anthropic", "ThinkingSpec", "thinking_spec",
+        "THINKING_BUDGETS", "THINKING_MODELS", "Anthropic", "ThinkingSpec", "clamped_effort",
+        "thinking_spec",
     ],
     "kosong.chat_provider.gemini": [
         "DEFAULT_GEMINI_BASE_URL", "DEFAULT_GEMINI_MODEL", "GEMINI_THINKING_BUDGETS", "MODELS",
         "Gemini", "ModelSpec", "model_spec",
     ],
-    "kosong.chat_provider.kimi": ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "Kimi"],
+    "kosong.chat_provider.kimi": [
+        "DEFAULT_BASE_URL", "DEFAULT_MODEL", "KIMI_MODELS", "Kimi", "KimiSpec",
+    ],
     "kosong.chat_provider.mock": ["MockChatProvider"],
     "kosong.chat_provider.openai": ["OpenAIChat", "OpenAIResponses"],
     "kosong.chat_provider.scripted": [

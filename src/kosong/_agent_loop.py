@@ -127,6 +127,7 @@ async def agent_loop(
     on_message_part: Callback[StreamedMessagePart] | None = None,
     on_tool_result: Callable[[ToolResult], None] | None = None,
     generation_overrides: Mapping[str, Any] | None = None,
+    parallel_tool_calls: bool | None = None,
 ) -> AgentLoopResult:
     """Run `step` until the model answers without a tool call, or a stop condition holds.
 
@@ -154,7 +155,8 @@ async def agent_loop(
     the choice for that step (None: the provider's default). A choice that forces a call on
     every step never lets the model answer: pair it with `stop_at_tools`, or force only the
     first step (`lambda n: "required" if n == 1 else None`). `on_message_part`,
-    `on_tool_result` and `generation_overrides` are passed to every `step`.
+    `on_tool_result`, `parallel_tool_calls` and `generation_overrides` are passed to every
+    `step`.
 
     Cancelling the loop cancels the step under way: the model's stream and every tool call
     still running are cancelled and awaited before the cancellation propagates.
@@ -183,6 +185,7 @@ async def agent_loop(
             on_tool_result=on_tool_result,
             tool_choice=tool_choice(number) if callable(tool_choice) else tool_choice,
             generation_overrides=generation_overrides,
+            parallel_tool_calls=parallel_tool_calls,
         )
         results = await result.tool_results()
         added = [result.message, *(tool_result_to_message(r) for r in results)]

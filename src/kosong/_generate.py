@@ -74,6 +74,7 @@ async def generate(
     tool_choice: ToolChoice | None = None,
     generation_overrides: Mapping[str, Any] | None = None,
     on_trace_id: Callback[str | None] | None = None,
+    parallel_tool_calls: bool | None = None,
 ) -> GenerateResult:
     """Ask the model for one answer and merge its stream into an assistant message.
 
@@ -87,9 +88,11 @@ async def generate(
     `on_trace_id` is accepted too), called once with the provider's trace id (None when it
     sent none) before the first part. `history` is not changed.
 
-    `tool_choice` ("auto", "none", "required" or a tool's name) and `generation_overrides`
+    `tool_choice` ("auto", "none", "required", a tool's name or `AllowedTools`),
+    `parallel_tool_calls` (False: at most one call per answer) and `generation_overrides`
     (request fields such as `temperature` or `max_tokens`) apply to this call only: the
-    provider's `with_tool_choice` / `with_generation_kwargs` make a copy for it.
+    provider's `with_tool_choice` / `with_parallel_tool_calls` / `with_generation_kwargs` make
+    a copy for it.
 
     Raises:
         ChatProviderError: the provider failed (`APIStatusError`, `APIConnectionError`...).
@@ -103,7 +106,7 @@ async def generate(
         if on_provider_trace_id is not None:
             raise TypeError("give on_provider_trace_id or its older name on_trace_id, not both")
         on_provider_trace_id = on_trace_id
-    provider = for_call(chat_provider, tool_choice, generation_overrides)
+    provider = for_call(chat_provider, tool_choice, generation_overrides, parallel_tool_calls)
     stream = await provider.generate(system_prompt, tools, history)
     trace_id = _optional_str(stream, "provider_trace_id") or _optional_str(stream, "trace_id")
     await call_back(on_provider_trace_id, trace_id)
@@ -159,13 +162,19 @@ def for_call(
     provider: ChatProvider,
     tool_choice: ToolChoice | None,
     generation_overrides: Mapping[str, Any] | None,
+    parallel_tool_calls: bool | None = None,
 ) -> ChatProvider:
-    """The provider with this call's tool choice and overrides (a copy; itself if none).
+    """The provider with this call's options (a copy; itself if none).
 
     Raises:
-        TypeError: the provider has no `with_tool_choice` / `with_generation_kwargs`.
+        TypeError: the provider has no `with_tool_choice` / `with_generation_kwargs` /
+            `with_parallel_tool_calls`.
         ValueError: the provider cannot send them (its `with_...` method says why).
     """
+    if parallel_tool_calls is not None:
+        provider = _option(provider, "with_parallel_tool_calls", "parallel_tool_calls")(
+            parallel_tool_calls
+        )
     if generation_overrides:
         provider = _option(provider, "with_generation_kwargs", "generation_overrides")(
             **generation_overrides

@@ -50,6 +50,7 @@ async def step(
     tool_choice: ToolChoice | None = None,
     generation_overrides: Mapping[str, Any] | None = None,
     on_trace_id: Callback[str | None] | None = None,
+    parallel_tool_calls: bool | None = None,
 ) -> StepResult:
     """Ask the model for one answer and run its tool calls while the answer still streams.
 
@@ -57,8 +58,8 @@ async def step(
     the rest of the answer arrives; `StepResult.tool_results()` gives their results in call
     order. `on_tool_result` (sync) is called as each result is ready, in completion order; it
     is not called for a call cancelled before it finished. `history` is not changed.
-    `tool_choice`, `generation_overrides` and `on_provider_trace_id` (alias `on_trace_id`)
-    are passed to `generate` (see there): they apply to this step only.
+    `tool_choice`, `parallel_tool_calls`, `generation_overrides` and `on_provider_trace_id`
+    (alias `on_trace_id`) are passed to `generate` (see there): they apply to this step only.
 
     If the provider fails or the step is cancelled while the answer streams, every tool call
     already dispatched is cancelled and awaited before the error (or the cancellation)
@@ -94,6 +95,7 @@ async def step(
             tool_choice=tool_choice,
             generation_overrides=generation_overrides,
             on_trace_id=on_trace_id,
+            parallel_tool_calls=parallel_tool_calls,
         )
     except BaseException:
         await _cancel_all(futures)

@@ -47,6 +47,7 @@ __all__ = [
     "APIEmptyResponseError",
     "APIStatusError",
     "APITimeoutError",
+    "AllowedTools",
     "ChatProvider",
     "ChatProviderError",
     "RetryableChatProvider",
@@ -65,9 +66,41 @@ ThinkingEffort: TypeAlias = Literal["off", "low", "medium", "high", "xhigh", "ma
 """How hard a model should think before it answers; "off" turns thinking off."""
 
 
-ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str
+@dataclass(frozen=True, slots=True)
+class AllowedTools:
+    """A tool choice restricting the model to some of the tools sent, the tool list unchanged.
+
+    The tool list stays the same, so the provider's prompt cache still holds.
+    `mode="auto"`: the model may call one of `names` or answer; `"required"`: it must call one
+    of them. Sent as OpenAI's `allowed_tools` (Chat and Responses) and Gemini's
+    `allowedFunctionNames`; Anthropic and Kimi have no such choice, and get the documented
+    equivalent: only these tools are sent.
+    """
+
+    names: tuple[str, ...]
+    """The tools the model may call."""
+    mode: Literal["auto", "required"] = "auto"
+    """Whether it may answer instead ("auto") or must call one ("required")."""
+
+    def __init__(self, names: Sequence[str], mode: Literal["auto", "required"] = "auto") -> None:
+        """Allow `names` (at least one), in `mode`.
+
+        Raises:
+            ValueError: no name, a name that is not a non-empty string, or another mode.
+        """
+        listed = (names,) if isinstance(names, str) else tuple(names)
+        if not listed or not all(isinstance(n, str) and n for n in listed):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"AllowedTools needs one tool name or more, got {list(listed)!r}")
+        if mode not in ("auto", "required"):
+            raise ValueError(f'AllowedTools mode must be "auto" or "required", got {mode!r}')
+        object.__setattr__(self, "names", listed)
+        object.__setattr__(self, "mode", mode)
+
+
+ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str | AllowedTools
 """Whether the model must, may or must not call a tool: "auto" (it decides), "none" (no tool
-call), "required" (at least one call), or a tool's name (a call of that tool). Each provider
+call), "required" (at least one call), a tool's name (a call of that tool), or
+`AllowedTools(names, mode=...)` (one of some tools, the tool list unchanged). Each provider
 sends it in its API's own format."""
 
 

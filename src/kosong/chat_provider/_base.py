@@ -21,6 +21,7 @@ from types import MappingProxyType, ModuleType
 from typing import Any, ClassVar, Self, TypeVar, cast
 
 from kosong.chat_provider import (
+    AllowedTools,
     APIConnectionError,
     APIStatusError,
     APITimeoutError,
@@ -45,10 +46,12 @@ __all__ = [
     "connection_error",
     "connection_failures",
     "failure_in_words",
+    "forces_a_call",
     "header_of",
     "highest_at_most",
     "json_object",
     "model_from",
+    "only_allowed",
     "renamed",
     "spec_of",
     "split_body",
@@ -73,6 +76,7 @@ class ProviderBase:
         self._model = model
         self._thinking: ThinkingEffort | None = None
         self._tool_choice: ToolChoice | None = None
+        self._parallel: bool | None = None
         self._generation_kwargs: dict[str, Any] = {}
 
     @property
@@ -89,6 +93,11 @@ class ProviderBase:
     def tool_choice(self) -> ToolChoice | None:
         """The tool choice asked for, or None for the API's default (the model decides)."""
         return self._tool_choice
+
+    @property
+    def parallel_tool_calls(self) -> bool | None:
+        """Whether the model may make several tool calls in one answer; None: the default."""
+        return self._parallel
 
     @property
     def generation_kwargs(self) -> dict[str, Any]:
@@ -120,12 +129,24 @@ class ProviderBase:
             ValueError: `choice` is empty, or the provider cannot send it with the other
                 options (say, a forced tool call while thinking, which some APIs refuse).
         """
-        if choice is not None and not (isinstance(choice, str) and choice):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if choice is not None and not (
+            isinstance(choice, AllowedTools) or (isinstance(choice, str) and choice)  # pyright: ignore[reportUnnecessaryIsInstance]
+        ):
             raise ValueError(
-                f"tool_choice must be one of {', '.join(_TOOL_CHOICES)} or a tool's name, "
-                f"got {choice!r}"
+                f"tool_choice must be one of {', '.join(_TOOL_CHOICES)}, a tool's name or "
+                f"AllowedTools(names), got {choice!r}"
             )
         return self._copy_with(_tool_choice=choice)
+
+    def with_parallel_tool_calls(self, parallel: bool | None) -> Self:
+        """A copy that allows (True) or forbids (False) several tool calls in one answer.
+
+        None: the API's default (allowed everywhere). Sent only with tools.
+
+        Raises:
+            ValueError: the provider cannot send it (Gemini cannot forbid parallel calls).
+        """
+        return self._copy_with(_parallel=parallel)
 
     def with_generation_kwargs(self, **kwargs: Any) -> Self:
         """A copy that also sends these request fields (`temperature`, `max_tokens`...).
@@ -301,10 +322,14 @@ class HTTPProvider(ProviderBase):
             return
         if not tools:
             raise ValueError(f"{provider}: tool_choice={choice!r} needs tools, and none were given")
-        if choice != "required" and choice not in {t.name for t in tools}:
-            names = ", ".join(sorted(t.name for t in tools))
+        sent = {t.name for t in tools}
+        asked = set(choice.names) if isinstance(choice, AllowedTools) else {choice} - {"required"}
+        missing = sorted(asked - sent)
+        if missing:
+            names = ", ".join(sorted(sent))
             raise ValueError(
-                f"{provider}: tool_choice={choice!r} names no tool of this request (tools: {names})"
+                f"{provider}: tool_choice={choice!r} names no tool of this request: "
+                f"{', '.join(missing)} (tools: {names})"
             )
 
     def on_retryable_error(self, error: BaseException) -> bool:
@@ -402,6 +427,24 @@ class SDKStream:
 
     def _parts(self) -> AsyncIterator[StreamedMessagePart]:
         raise NotImplementedError
+
+
+def forces_a_call(choice: ToolChoice | None) -> bool:
+    """Whether `choice` makes the model call a tool (a name, "required", a required subset)."""
+    if isinstance(choice, AllowedTools):
+        return choice.mode == "required"
+    return choice not in (None, "auto", "none")
+
+
+def only_allowed(tools: Sequence[Tool], choice: ToolChoice | None) -> list[Tool]:
+    """The tools an `AllowedTools` choice allows (all of them for another choice).
+
+    The documented equivalent for an API without an allowed-subset choice: the others are left
+    out of the request (which changes the tool list, so the prompt cache misses from there).
+    """
+    if not isinstance(choice, AllowedTools):
+        return list(tools)
+    return [t for t in tools if t.name in choice.names]
 
 
 def spec_of(model: str, family: str, table: Sequence[tuple[str, _Spec]], default: _Spec) -> _Spec:

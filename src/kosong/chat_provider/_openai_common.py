@@ -19,9 +19,11 @@ from typing import Any, ClassVar, Literal, cast
 from typing_extensions import override
 
 from kosong.chat_provider import (
+    AllowedTools,
     ChatProviderError,
     StreamedMessagePart,
     TokenUsage,
+    ToolChoice,
 )
 from kosong.chat_provider._base import (
     CompletedMessage,
@@ -30,6 +32,7 @@ from kosong.chat_provider._base import (
     api_key_from,
     header_of,
     model_from,
+    only_allowed,
     split_body,
 )
 from kosong.chat_provider._media import media_placeholder
@@ -148,6 +151,8 @@ class ChatCompletionsProvider(OpenAIProvider):
     _dialect: Dialect = "openai"
     _strict_dialect: Dialect = "openai-strict"
     """The rules a strict tool is checked against."""
+    _allowed_subset = True
+    """Whether the API takes `allowed_tools` (else only the allowed tools are sent)."""
     _path = "chat/completions"
     _renames: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"max_tokens": "max_completion_tokens"}
@@ -182,6 +187,8 @@ class ChatCompletionsProvider(OpenAIProvider):
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
+        if not self._allowed_subset:
+            tools = only_allowed(tools, self._tool_choice)
         prepared = self._prepare_tools(tools)
         self._check_tools(
             prepared,
@@ -199,14 +206,26 @@ class ChatCompletionsProvider(OpenAIProvider):
         body.update(self._history_fields(history))
         if prepared:
             body["tools"] = [self._tool_entry(t) for t in prepared]
-        choice = self._tool_choice
-        if choice is not None:
-            named = choice not in ("auto", "none", "required")
-            body["tool_choice"] = (
-                {"type": "function", "function": {"name": choice}} if named else choice
-            )
+        if self._tool_choice is not None:
+            body["tool_choice"] = self._choice_entry(self._tool_choice)
+        if prepared and self._parallel is not None:
+            body["parallel_tool_calls"] = self._parallel
         body.update(self._sent_kwargs())
         return body
+
+    def _choice_entry(self, choice: ToolChoice) -> str | dict[str, Any]:
+        """`tool_choice` on the wire: a mode, a named function, or `allowed_tools`."""
+        if isinstance(choice, AllowedTools):
+            if not self._allowed_subset:
+                return choice.mode  # the other tools were left out of the request
+            functions = [{"type": "function", "function": {"name": n}} for n in choice.names]
+            return {
+                "type": "allowed_tools",
+                "allowed_tools": {"mode": choice.mode, "tools": functions},
+            }
+        if choice in ("auto", "none", "required"):
+            return choice
+        return {"type": "function", "function": {"name": choice}}
 
     def _media_part(self, part: ContentPart) -> dict[str, Any] | None:
         """A media part on the wire, or None where the API takes no such part."""

@@ -10,7 +10,12 @@ from typing import Any, ClassVar, cast
 
 from typing_extensions import override
 
-from kosong.chat_provider import ChatProviderError, StreamedMessagePart, TokenUsage
+from kosong.chat_provider import (
+    AllowedTools,
+    ChatProviderError,
+    StreamedMessagePart,
+    TokenUsage,
+)
 from kosong.chat_provider._base import (
     CompletedMessage,
     SDKStream,
@@ -51,7 +56,9 @@ class OpenAIResponses(OpenAIProvider):
       and each reasoning item (its id and encrypted content, kept in the part's `encrypted`)
       goes back on later turns, so a reasoning model keeps its chain of thought across tool
       turns without server-side storage. "off" leaves `reasoning` out.
-    - `with_tool_choice`: "auto", "none", "required", or `{"type": "function", "name": ...}`.
+    - `with_tool_choice`: "auto", "none", "required", `{"type": "function", "name": ...}`, or
+      for `AllowedTools` `{"type": "allowed_tools", "mode", "tools"}`;
+      `with_parallel_tool_calls(bool)` sends `parallel_tool_calls`.
     - `max_tokens` in the generation kwargs goes as `max_output_tokens`.
     - Every tool states `strict` (the API makes a function strict when it is left out);
       a strict tool is checked against strict mode's rules before the request is sent.
@@ -79,13 +86,16 @@ class OpenAIResponses(OpenAIProvider):
             body["stream"] = True
         if tools:
             body["tools"] = [to_openai_responses_tool(t) for t in tools]
-        if self._tool_choice is not None:
-            choice = self._tool_choice
-            body["tool_choice"] = (
-                choice
-                if choice in ("auto", "none", "required")
-                else {"type": "function", "name": choice}
-            )
+        choice = self._tool_choice
+        if isinstance(choice, AllowedTools):
+            functions = [{"type": "function", "name": n} for n in choice.names]
+            body["tool_choice"] = {"type": "allowed_tools", "mode": choice.mode, "tools": functions}
+        elif choice in ("auto", "none", "required"):
+            body["tool_choice"] = choice
+        elif choice is not None:
+            body["tool_choice"] = {"type": "function", "name": choice}
+        if tools and self._parallel is not None:
+            body["parallel_tool_calls"] = self._parallel
         if self._thinking is not None and self._thinking != "off":
             effort = openai_effort(self._thinking, self.model_name)
             body["reasoning"] = {"effort": effort, "summary": "auto"}

@@ -15,10 +15,12 @@ from typing import Any, Literal, NamedTuple, cast
 from typing_extensions import override
 
 from kosong.chat_provider import (
+    AllowedTools,
     ChatProviderError,
     StreamedMessagePart,
     ThinkingEffort,
     TokenUsage,
+    ToolChoice,
 )
 from kosong.chat_provider._base import (
     CompletedMessage,
@@ -26,9 +28,11 @@ from kosong.chat_provider._base import (
     SDKStream,
     api_key_from,
     arguments_object,
+    forces_a_call,
     header_of,
     highest_at_most,
     model_from,
+    only_allowed,
     spec_of,
     split_body,
 )
@@ -174,7 +178,9 @@ class Anthropic(HTTPProvider):
       (clamped to the efforts the model takes), or `budget_tokens` (`THINKING_BUDGETS`).
     - `with_tool_choice`: "auto" → `{"type": "auto"}`, "none" → `{"type": "none"}`,
       "required" → `{"type": "any"}`, a name → `{"type": "tool", "name": ...}`; a forced call
-      while thinking is a ValueError (the API takes only auto or none then).
+      while thinking is a ValueError (the API takes only auto or none then). The API has no
+      allowed subset: `AllowedTools` sends only its tools (auto or any), which changes the tool
+      list. `with_parallel_tool_calls(False)` sends `disable_parallel_tool_use: true`.
     - Generation kwargs (`temperature`, `top_k`...) go in the request body, whether or not
       the SDK's method names them.
     - A system message in the middle of the history goes as a user message in
@@ -246,7 +252,7 @@ class Anthropic(HTTPProvider):
                 "always thinks (the API refuses thinking disabled there)"
             )
         thinks = (self._thinking not in (None, "off")) or spec.off == "refuse"
-        if thinks and self._tool_choice not in (None, "auto", "none"):
+        if thinks and forces_a_call(self._tool_choice):
             raise ValueError(
                 f"Anthropic: tool_choice={self._tool_choice!r} forces a tool call, which the "
                 "API refuses while thinking (only auto or none then): use "
@@ -281,7 +287,10 @@ class Anthropic(HTTPProvider):
     ) -> dict[str, Any]:
         # A strict tool gets the SDKs' own fix first: the constraints strict mode lacks go in
         # its description (the toolset still validates them).
-        tools = [fix_tool(t, "anthropic-strict") if t.strict else t for t in tools]
+        tools = [
+            fix_tool(t, "anthropic-strict") if t.strict else t
+            for t in only_allowed(tools, self._tool_choice)  # no allowed subset: the equivalent
+        ]
         self._check_tools(
             tools, {t.name: "anthropic-strict" if t.strict else "anthropic" for t in tools}
         )
@@ -304,8 +313,9 @@ class Anthropic(HTTPProvider):
             body["tools"] = [to_anthropic_tool(t) for t in tools]
             if self._prompt_cache:
                 body["tools"][-1]["cache_control"] = _EPHEMERAL
-        if self._tool_choice is not None:
-            body["tool_choice"] = _tool_choice(self._tool_choice)
+        choice = _tool_choice(self._tool_choice, self._parallel if tools else None)
+        if choice is not None:
+            body["tool_choice"] = choice
         if self._prompt_cache:
             _mark_last_block(messages)
         body.update(thinking)
@@ -377,12 +387,23 @@ class Anthropic(HTTPProvider):
         )
 
 
-def _tool_choice(choice: str) -> dict[str, Any]:
+def _tool_choice(choice: ToolChoice | None, parallel: bool | None) -> dict[str, Any] | None:
+    """`tool_choice` on the wire; `parallel=False` as `disable_parallel_tool_use`."""
+    if isinstance(choice, AllowedTools):
+        choice = choice.mode  # the other tools were left out of the request
+    if choice is None and parallel is False:
+        choice = "auto"
+    if choice is None:
+        return None
     if choice == "required":
-        return {"type": "any"}
-    if choice in ("auto", "none"):
-        return {"type": choice}
-    return {"type": "tool", "name": choice}
+        out: dict[str, Any] = {"type": "any"}
+    elif choice in ("auto", "none"):
+        out = {"type": choice}
+    else:
+        out = {"type": "tool", "name": choice}
+    if parallel is False and out["type"] != "none":
+        out["disable_parallel_tool_use"] = True
+    return out
 
 
 def _mark_last_block(messages: list[dict[str, Any]]) -> None:

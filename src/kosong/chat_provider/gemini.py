@@ -20,11 +20,13 @@ from typing import Any, Literal, NamedTuple, cast
 from typing_extensions import override
 
 from kosong.chat_provider import (
+    AllowedTools,
     APIStatusError,
     ChatProviderError,
     StreamedMessagePart,
     ThinkingEffort,
     TokenUsage,
+    ToolChoice,
 )
 from kosong.chat_provider._base import (
     HTTPProvider,
@@ -197,6 +199,9 @@ class Gemini(HTTPProvider):
     - `with_tool_choice`: `functionCallingConfig` mode AUTO, NONE, ANY, or ANY with
       `allowedFunctionNames` for a tool's name. When every tool sent is strict and the choice
       is the model's (None or "auto"), the mode is VALIDATED: calls adhere to the schemas.
+      `AllowedTools` goes as `allowedFunctionNames` with mode VALIDATED ("auto") or ANY
+      ("required"). The API has no parallel-calls switch: `with_parallel_tool_calls(False)`
+      is a ValueError.
       Gemini's mode applies to all functions, so with strict and other tools together none
       is constrained (the toolset still validates every call).
     - Generation kwargs go in `generationConfig` (snake_case names are sent in camelCase,
@@ -258,6 +263,11 @@ class Gemini(HTTPProvider):
         """The `google.genai.Client` (transport, retries, timeouts)."""
 
     def _check_options(self) -> None:
+        if self._parallel is False:
+            raise ValueError(
+                "Gemini: with_parallel_tool_calls(False) cannot be sent: the Gemini API has no "
+                "switch for parallel function calls (set None, or handle one call per step)"
+            )
         if self._thinking == "off" and model_spec(self._model).off == "refuse":
             raise ValueError(
                 f'Gemini: with_thinking("off") cannot be sent to {self._model}, which always '
@@ -457,7 +467,12 @@ def _key_from_environment() -> str | None:
     return os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
 
 
-def _calling_config(choice: str) -> dict[str, Any]:
+def _calling_config(choice: ToolChoice) -> dict[str, Any]:
+    if isinstance(choice, AllowedTools):
+        # allowedFunctionNames goes with ANY or VALIDATED only (FunctionCallingConfig): VALIDATED
+        # lets the model answer in text, as "auto" means.
+        mode = "ANY" if choice.mode == "required" else "VALIDATED"
+        return {"mode": mode, "allowedFunctionNames": list(choice.names)}
     if choice in ("auto", "none"):
         return {"mode": choice.upper()}
     if choice == "required":
