@@ -19,7 +19,9 @@ is accepted too). The conversions copy the schema; the `Tool` is not changed.
 declares it, while a Responses tool always states it, since the Responses API makes a function
 strict when `strict` is left out; an Anthropic tool carries `strict: true` when the tool is
 strict. MCP's `annotations` come from the tool's behaviour hints and
-`title`.
+`title`. A tool's `provider_options` for a provider are merged into that provider's entry
+(`to_openai_chat_tool(tool, provider="kimi")` for Moonshot's); each function is a pure
+function of the tool.
 
 Gemini takes a function's parameters two ways: `parametersJsonSchema`, JSON Schema as it is
 (https://ai.google.dev/api/caching#FunctionDeclaration), which `to_gemini_function_declaration`
@@ -74,8 +76,20 @@ def _parameters(tool: Tool) -> dict[str, Any]:
     return copy.deepcopy(tool.parameters)
 
 
-def to_openai_chat_tool(tool: Tool) -> dict[str, Any]:
-    """The tool as a Chat Completions `tools` entry; `strict` only when the tool declares it."""
+def _with_options(entry: dict[str, Any], tool: Tool, provider: str) -> dict[str, Any]:
+    """`entry` with the tool's `provider_options[provider]` merged in (copies)."""
+    options = (tool.provider_options or {}).get(provider)
+    if options:
+        entry.update(copy.deepcopy(options))
+    return entry
+
+
+def to_openai_chat_tool(tool: Tool, *, provider: str = "openai") -> dict[str, Any]:
+    """The tool as a Chat Completions `tools` entry; `strict` only when the tool declares it.
+
+    The tool's `provider_options[provider]` ("openai", or "kimi" for Moonshot) are merged into
+    the `function` object.
+    """
     function: dict[str, Any] = {
         "name": tool.name,
         "description": tool.description,
@@ -83,22 +97,33 @@ def to_openai_chat_tool(tool: Tool) -> dict[str, Any]:
     }
     if tool.strict is not None:
         function["strict"] = tool.strict
-    return {"type": "function", "function": function}
+    return {"type": "function", "function": _with_options(function, tool, provider)}
 
 
 def to_openai_responses_tool(tool: Tool) -> dict[str, Any]:
-    """The tool as a Responses API `tools` entry; `strict` always stated."""
-    return {
+    """The tool as a Responses API `tools` entry; `strict` always stated.
+
+    The tool's `output_schema` goes as `output_schema` (the JSON value its text output holds),
+    and its `provider_options["openai-responses"]` are merged in (`defer_loading`...).
+    """
+    entry: dict[str, Any] = {
         "type": "function",
         "name": tool.name,
         "description": tool.description,
         "parameters": _parameters(tool),
         "strict": bool(tool.strict),
     }
+    if tool.output_schema is not None:
+        entry["output_schema"] = copy.deepcopy(tool.output_schema)
+    return _with_options(entry, tool, "openai-responses")
 
 
 def to_anthropic_tool(tool: Tool) -> dict[str, Any]:
-    """The tool as an Anthropic Messages API `tools` entry; `strict: true` for a strict tool."""
+    """The tool as an Anthropic Messages API `tools` entry; `strict: true` for a strict tool.
+
+    The tool's `provider_options["anthropic"]` are merged in (`input_examples`,
+    `defer_loading`, `cache_control`, `eager_input_streaming`, `allowed_callers`...).
+    """
     out: dict[str, Any] = {
         "name": tool.name,
         "description": tool.description,
@@ -106,7 +131,7 @@ def to_anthropic_tool(tool: Tool) -> dict[str, Any]:
     }
     if tool.strict:
         out["strict"] = True
-    return out
+    return _with_options(out, tool, "anthropic")
 
 
 def to_gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -155,13 +180,15 @@ def _gemini(node: Any) -> Any:
 def to_gemini_function_declaration(tool: Tool) -> dict[str, Any]:
     """The tool as a Gemini `functionDeclarations` entry, its JSON Schema in `parametersJsonSchema`.
 
-    See the module doc.
+    Its `provider_options["gemini"]` are merged in (`behavior`, `responseJsonSchema`...). See
+    the module doc.
     """
-    return {
+    entry: dict[str, Any] = {
         "name": tool.name,
         "description": tool.description,
         "parametersJsonSchema": _parameters(tool),
     }
+    return _with_options(entry, tool, "gemini")
 
 
 def to_mcp_tool(tool: Tool) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any, Literal, NamedTuple, Self, cast
 from kosong.chat_provider._base import forces_a_call, spec_of
 from kosong.chat_provider._openai_common import ChatCompletionsProvider
 from kosong.dialects import Dialect, fix_tool
+from kosong.formats import to_openai_chat_tool
 from kosong.message import ContentPart, VideoURLPart
 from kosong.tooling import Tool
 
@@ -153,7 +154,7 @@ class Kimi(ChatCompletionsProvider):
     def _tool_entry(self, tool: Tool) -> dict[str, Any]:
         if _is_builtin(tool):
             return {"type": "builtin_function", "function": {"name": tool.name}}
-        return super()._tool_entry(tool)
+        return to_openai_chat_tool(tool, provider="kimi")
 
     def _media_part(self, part: ContentPart) -> dict[str, Any] | None:
         if isinstance(part, VideoURLPart):
