@@ -39,6 +39,10 @@ PUBLIC: dict[str, list[str]] = {
         "DEFAULT_BASE_URL", "DEFAULT_MODEL", "KIMI_MODELS", "Kimi", "KimiSpec",
     ],
     "kosong.chat_provider.mock": ["MockChatProvider"],
+    "kosong.chat_provider.native": [
+        "CodeExecution", "FileSearch", "MCPConnector", "NativeEntries", "NativeTool",
+        "NativeToolSpec", "UrlContext", "WebFetch", "WebSearch", "native_entries",
+    ],
     "kosong.chat_provider.openai": ["OpenAIChat", "OpenAIResponses"],
     "kosong.chat_provider.scripted": [
         "ScriptItem", "ScriptedChatProvider", "ScriptedRequest", "Turn", "call",
@@ -54,8 +58,8 @@ PUBLIC: dict[str, list[str]] = {
         "to_openai_chat_tool", "to_openai_responses_tool",
     ],
     "kosong.message": [
-        "AudioURLPart", "ContentPart", "ImageURLPart", "Message", "Role", "TextPart",
-        "ThinkPart", "ToolCall", "ToolCallPart", "VideoURLPart",
+        "AudioURLPart", "ContentPart", "ImageURLPart", "Message", "NativeToolPart", "Role",
+        "TextPart", "ThinkPart", "ToolCall", "ToolCallPart", "VideoURLPart",
     ],
     "kosong.testing": ["RecordingListener", "ScriptedTool", "make_call"],
     "kosong.tooling": [

@@ -9,6 +9,7 @@ from typing import Any, Literal, TypeAlias, TypeGuard
 from kosong._generate import Callback, call_back
 from kosong._step import StepResult, step, tool_result_to_message
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
+from kosong.chat_provider.native import NativeToolSpec
 from kosong.message import Message, ToolCall
 from kosong.tooling import ToolError, ToolResult, Toolset
 from kosong.tooling.error import ToolNotFoundError, ToolParseError, ToolValidateError
@@ -128,6 +129,7 @@ async def agent_loop(
     on_tool_result: Callable[[ToolResult], None] | None = None,
     generation_overrides: Mapping[str, Any] | None = None,
     parallel_tool_calls: bool | None = None,
+    native_tools: Sequence[NativeToolSpec] | None = None,
 ) -> AgentLoopResult:
     """Run `step` until the model answers without a tool call, or a stop condition holds.
 
@@ -155,8 +157,9 @@ async def agent_loop(
     the choice for that step (None: the provider's default). A choice that forces a call on
     every step never lets the model answer: pair it with `stop_at_tools`, or force only the
     first step (`lambda n: "required" if n == 1 else None`). `on_message_part`,
-    `on_tool_result`, `parallel_tool_calls` and `generation_overrides` are passed to every
-    `step`.
+    `on_tool_result`, `parallel_tool_calls`, `native_tools` and `generation_overrides` are
+    passed to every `step`. An answer the provider paused (Anthropic's `pause_turn`, a long
+    native-tool turn) is not an answer: the loop sends it back for the model to go on.
 
     Cancelling the loop cancels the step under way: the model's stream and every tool call
     still running are cancelled and awaited before the cancellation propagates.
@@ -186,6 +189,7 @@ async def agent_loop(
             tool_choice=tool_choice(number) if callable(tool_choice) else tool_choice,
             generation_overrides=generation_overrides,
             parallel_tool_calls=parallel_tool_calls,
+            native_tools=native_tools,
         )
         results = await result.tool_results()
         added = [result.message, *(tool_result_to_message(r) for r in results)]
@@ -195,7 +199,7 @@ async def agent_loop(
         done = AgentStep(number, result, results, added, tokens)
         await call_back(on_step, done)
 
-        if not result.tool_calls:
+        if not result.tool_calls and result.finish_reason != "pause_turn":
             return AgentLoopResult(messages, steps, "answered")
         calls = list(zip(result.tool_calls, results, strict=True))
         for call, tool_result in calls:

@@ -15,6 +15,7 @@ from kosong.chat_provider import (
     TokenUsage,
     ToolChoice,
 )
+from kosong.chat_provider.native import NativeToolSpec
 from kosong.message import ContentPart, Message, TextPart, ThinkPart, ToolCall, ToolCallPart
 from kosong.tooling import Tool
 
@@ -75,6 +76,7 @@ async def generate(
     generation_overrides: Mapping[str, Any] | None = None,
     on_trace_id: Callback[str | None] | None = None,
     parallel_tool_calls: bool | None = None,
+    native_tools: Sequence[NativeToolSpec] | None = None,
 ) -> GenerateResult:
     """Ask the model for one answer and merge its stream into an assistant message.
 
@@ -92,7 +94,8 @@ async def generate(
     `parallel_tool_calls` (False: at most one call per answer) and `generation_overrides`
     (request fields such as `temperature` or `max_tokens`) apply to this call only: the
     provider's `with_tool_choice` / `with_parallel_tool_calls` / `with_generation_kwargs` make
-    a copy for it.
+    a copy for it. So do `native_tools` (`kosong.chat_provider.native`: tools the provider
+    runs itself, whose blocks arrive as `NativeToolPart`s and never reach `on_tool_call`).
 
     Raises:
         ChatProviderError: the provider failed (`APIStatusError`, `APIConnectionError`...).
@@ -106,7 +109,9 @@ async def generate(
         if on_provider_trace_id is not None:
             raise TypeError("give on_provider_trace_id or its older name on_trace_id, not both")
         on_provider_trace_id = on_trace_id
-    provider = for_call(chat_provider, tool_choice, generation_overrides, parallel_tool_calls)
+    provider = for_call(
+        chat_provider, tool_choice, generation_overrides, parallel_tool_calls, native_tools
+    )
     stream = await provider.generate(system_prompt, tools, history)
     trace_id = _optional_str(stream, "provider_trace_id") or _optional_str(stream, "trace_id")
     await call_back(on_provider_trace_id, trace_id)
@@ -163,14 +168,17 @@ def for_call(
     tool_choice: ToolChoice | None,
     generation_overrides: Mapping[str, Any] | None,
     parallel_tool_calls: bool | None = None,
+    native_tools: Sequence[NativeToolSpec] | None = None,
 ) -> ChatProvider:
     """The provider with this call's options (a copy; itself if none).
 
     Raises:
         TypeError: the provider has no `with_tool_choice` / `with_generation_kwargs` /
-            `with_parallel_tool_calls`.
+            `with_parallel_tool_calls` / `with_native_tools`.
         ValueError: the provider cannot send them (its `with_...` method says why).
     """
+    if native_tools:
+        provider = _option(provider, "with_native_tools", "native_tools")(native_tools)
     if parallel_tool_calls is not None:
         provider = _option(provider, "with_parallel_tool_calls", "parallel_tool_calls")(
             parallel_tool_calls

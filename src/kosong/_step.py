@@ -10,8 +10,9 @@ from typing import Any
 
 from kosong._generate import Callback, GenerateResult, generate
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
+from kosong.chat_provider.native import NativeToolSpec
 from kosong.message import ContentPart, Message, TextPart, ToolCall
-from kosong.tooling import ToolResult, Toolset
+from kosong.tooling import ToolOk, ToolResult, Toolset
 
 __all__ = ["StepResult", "step", "tool_result_to_message"]
 
@@ -51,6 +52,7 @@ async def step(
     generation_overrides: Mapping[str, Any] | None = None,
     on_trace_id: Callback[str | None] | None = None,
     parallel_tool_calls: bool | None = None,
+    native_tools: Sequence[NativeToolSpec] | None = None,
 ) -> StepResult:
     """Ask the model for one answer and run its tool calls while the answer still streams.
 
@@ -58,8 +60,12 @@ async def step(
     the rest of the answer arrives; `StepResult.tool_results()` gives their results in call
     order. `on_tool_result` (sync) is called as each result is ready, in completion order; it
     is not called for a call cancelled before it finished. `history` is not changed.
-    `tool_choice`, `parallel_tool_calls`, `generation_overrides` and `on_provider_trace_id`
-    (alias `on_trace_id`) are passed to `generate` (see there): they apply to this step only.
+    `tool_choice`, `parallel_tool_calls`, `native_tools`, `generation_overrides` and
+    `on_provider_trace_id` (alias `on_trace_id`) are passed to `generate` (see there): they
+    apply to this step only. A native tool's blocks stay in the message as `NativeToolPart`s:
+    the provider ran it, so the toolset never sees them. A call of a provider's builtin
+    function (a `$` name: Moonshot's `$web_search`) is answered with its own arguments, as
+    Moonshot's tool-use guide says, and never reaches the toolset either.
 
     If the provider fails or the step is cancelled while the answer streams, every tool call
     already dispatched is cancelled and awaited before the error (or the cancellation)
@@ -79,7 +85,13 @@ async def step(
             logger.exception("on_tool_result raised")
 
     def dispatch(tool_call: ToolCall) -> None:
-        future = _as_future(toolset.handle(tool_call))
+        if tool_call.function.name.startswith("$"):
+            # A provider's builtin function (Moonshot's $web_search): the provider runs it,
+            # and wants the call's arguments back as its result (Moonshot's tool-use guide).
+            echoed = ToolResult(tool_call.id, ToolOk(output=tool_call.function.arguments or ""))
+            future = _as_future(echoed)
+        else:
+            future = _as_future(toolset.handle(tool_call))
         future.add_done_callback(report)
         futures.append(future)
 
@@ -96,6 +108,7 @@ async def step(
             generation_overrides=generation_overrides,
             on_trace_id=on_trace_id,
             parallel_tool_calls=parallel_tool_calls,
+            native_tools=native_tools,
         )
     except BaseException:
         await _cancel_all(futures)

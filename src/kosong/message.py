@@ -26,6 +26,7 @@ __all__ = [
     "ContentPart",
     "ImageURLPart",
     "Message",
+    "NativeToolPart",
     "Role",
     "TextPart",
     "ThinkPart",
@@ -77,6 +78,22 @@ class ThinkPart(ContentPart):
         self.think += other.think
         self.encrypted = other.encrypted
         return True
+
+
+class NativeToolPart(ContentPart):
+    """A block of a provider's native tool in an answer: a call, a result, cited text.
+
+    `data` is the block exactly as the API sent it (an Anthropic `server_tool_use` or
+    `web_search_tool_result`, an OpenAI Responses `web_search_call` item, a Gemini
+    `executableCode` part...). It streams like any part, stays in the message, and goes back
+    unchanged to the same provider on the next turn; other providers leave it out.
+    """
+
+    type: str = "native_tool"
+    provider: str
+    """The `name` of the provider that sent it ("anthropic", "openai-responses", "gemini")."""
+    data: dict[str, JsonType]
+    """The block as the API sent it."""
 
 
 class _MediaURL(BaseModel):

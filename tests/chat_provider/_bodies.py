@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from anthropic.types import message_create_params
+from anthropic.types.beta import message_create_params as beta_message_create_params
 from google.genai import types as genai_types
 from openai.types.chat import completion_create_params
 from openai.types.responses import response_create_params
@@ -72,3 +73,11 @@ def check_gemini_body(body: dict[str, Any]) -> None:
     """
     for key, value in body.items():
         _GEMINI_FIELDS[key].validate_json(json.dumps(value))
+
+
+_ANTHROPIC_BETA = TypeAdapter(beta_message_create_params.MessageCreateParamsStreaming)
+
+
+def check_anthropic_beta_body(body: dict[str, Any]) -> None:
+    """Like `check_anthropic_body`, against the beta request type (MCP connector's fields)."""
+    _force(_ANTHROPIC_BETA.validate_python(body))

@@ -32,6 +32,7 @@ from kosong.chat_provider import (
     TokenUsage,
     ToolChoice,
 )
+from kosong.chat_provider.native import NativeToolSpec, native_entries
 from kosong.dialects import Dialect, DialectError, DialectReport, Finding, check_tools
 from kosong.message import Message, ToolCall
 from kosong.tooling import Tool
@@ -77,6 +78,7 @@ class ProviderBase:
         self._thinking: ThinkingEffort | None = None
         self._tool_choice: ToolChoice | None = None
         self._parallel: bool | None = None
+        self._native_tools: tuple[NativeToolSpec, ...] = ()
         self._generation_kwargs: dict[str, Any] = {}
 
     @property
@@ -137,6 +139,22 @@ class ProviderBase:
                 f"AllowedTools(names), got {choice!r}"
             )
         return self._copy_with(_tool_choice=choice)
+
+    @property
+    def native_tools(self) -> tuple[NativeToolSpec, ...]:
+        """The provider-run tools sent with every request (`kosong.chat_provider.native`)."""
+        return self._native_tools
+
+    def with_native_tools(self, tools: Sequence[NativeToolSpec]) -> Self:
+        """A copy that also sends these native tools (web search, code execution, MCP...).
+
+        Raises:
+            ValueError: the provider has no such tool, or not with these options (the
+                message names the provider and the tool).
+        """
+        chosen = tuple(tools)
+        native_entries(self.name, chosen)  # refused here, before anything is sent
+        return self._copy_with(_native_tools=chosen)
 
     def with_parallel_tool_calls(self, parallel: bool | None) -> Self:
         """A copy that allows (True) or forbids (False) several tool calls in one answer.

@@ -36,12 +36,14 @@ from kosong.chat_provider._base import (
     split_body,
 )
 from kosong.chat_provider._media import media_placeholder
+from kosong.chat_provider.native import native_entries
 from kosong.dialects import Dialect
 from kosong.formats import to_openai_chat_tool
 from kosong.message import (
     ContentPart,
     ImageURLPart,
     Message,
+    NativeToolPart,
     TextPart,
     ThinkPart,
     ToolCall,
@@ -204,11 +206,13 @@ class ChatCompletionsProvider(OpenAIProvider):
             body["stream_options"] = {"include_usage": True}
         body.update(self._thinking_fields())
         body.update(self._history_fields(history))
-        if prepared:
-            body["tools"] = [self._tool_entry(t) for t in prepared]
+        entries = [self._tool_entry(t) for t in prepared]
+        entries += native_entries(self.name, self._native_tools).tools
+        if entries:
+            body["tools"] = entries
         if self._tool_choice is not None:
             body["tool_choice"] = self._choice_entry(self._tool_choice)
-        if prepared and self._parallel is not None:
+        if entries and self._parallel is not None:
             body["parallel_tool_calls"] = self._parallel
         body.update(self._sent_kwargs())
         return body
@@ -239,7 +243,7 @@ class ChatCompletionsProvider(OpenAIProvider):
         for part in parts:
             if isinstance(part, TextPart):
                 wire.append({"type": "text", "text": part.text})
-            elif not isinstance(part, ThinkPart):
+            elif not isinstance(part, ThinkPart | NativeToolPart):  # never sent as content
                 found = self._media_part(part) if media else None
                 wire.append(found or {"type": "text", "text": media_placeholder(part)})
         if len(wire) == 1 and wire[0]["type"] == "text":

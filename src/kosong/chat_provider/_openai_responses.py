@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -24,18 +25,29 @@ from kosong.chat_provider._base import (
     split_body,
 )
 from kosong.chat_provider._media import media_placeholder
+from kosong.chat_provider._native_parts import for_provider
 from kosong.chat_provider._openai_common import (
     SDK_ERRORS,
     OpenAIProvider,
     ToolCallAssembler,
     openai_effort,
 )
+from kosong.chat_provider.native import native_entries
 from kosong.formats import to_openai_responses_tool
-from kosong.message import ContentPart, ImageURLPart, Message, TextPart, ThinkPart, ToolCall
+from kosong.message import (
+    ContentPart,
+    ImageURLPart,
+    Message,
+    NativeToolPart,
+    TextPart,
+    ThinkPart,
+    ToolCall,
+)
 from kosong.tooling import Tool
 
 __all__ = ["OpenAIResponses"]
 
+_PROVIDER = "openai-responses"
 _OPAQUE = re.compile(r"gAAAAA[A-Za-z0-9_\-=]+")
 """OpenAI's encrypted reasoning content, as the published package kept it in a `ThinkPart`: a
 Fernet token (its version byte 0x80 reads `gAAAAA` in URL-safe base64). Another provider's
@@ -84,8 +96,10 @@ class OpenAIResponses(OpenAIProvider):
         body: dict[str, Any] = {"model": self._model, "input": items, "store": False}
         if self._stream:
             body["stream"] = True
-        if tools:
-            body["tools"] = [to_openai_responses_tool(t) for t in tools]
+        entries = [to_openai_responses_tool(t) for t in tools]
+        entries += native_entries(self.name, self._native_tools).tools
+        if entries:
+            body["tools"] = entries
         choice = self._tool_choice
         if isinstance(choice, AllowedTools):
             functions = [{"type": "function", "name": n} for n in choice.names]
@@ -94,7 +108,7 @@ class OpenAIResponses(OpenAIProvider):
             body["tool_choice"] = choice
         elif choice is not None:
             body["tool_choice"] = {"type": "function", "name": choice}
-        if tools and self._parallel is not None:
+        if entries and self._parallel is not None:
             body["parallel_tool_calls"] = self._parallel
         if self._thinking is not None and self._thinking != "off":
             effort = openai_effort(self._thinking, self.model_name)
@@ -113,14 +127,28 @@ class OpenAIResponses(OpenAIProvider):
                 }
             ]
         if message.role == "assistant":
-            out: list[dict[str, Any]] = [
-                item
-                for part in message.content
-                if isinstance(part, ThinkPart) and (item := _reasoning_item(part)) is not None
-            ]
-            text = message.extract_text()
-            if text.strip():
-                out.append({"role": "assistant", "content": text})
+            out: list[dict[str, Any]] = []
+            text: list[str] = []
+
+            def flush() -> None:
+                joined = "".join(text)
+                if joined.strip():
+                    out.append({"role": "assistant", "content": joined})
+                text.clear()
+
+            # In order: reasoning, text, and the native items (web searches, MCP calls, a
+            # message with citations) as the API sent them.
+            for part in for_provider(message.content, self.name, _cited_text):
+                if isinstance(part, ThinkPart):
+                    item = _reasoning_item(part)
+                    if item is not None:
+                        out.append(item)
+                elif isinstance(part, TextPart):
+                    text.append(part.text)
+                elif isinstance(part, NativeToolPart):
+                    flush()
+                    out.append(copy.deepcopy(part.data))
+            flush()
             for call in message.tool_calls or []:
                 out.append(
                     {
@@ -200,6 +228,22 @@ def _reasoning_item(part: ThinkPart) -> dict[str, Any] | None:
     return {"type": "reasoning", "id": item_id, "summary": summary, "encrypted_content": encrypted}
 
 
+def _cited_text(item: Mapping[str, Any]) -> str | None:
+    """The text of a message item whose text has annotations (None for other items)."""
+    if item.get("type") != "message":
+        return None
+    contents = cast(list[dict[str, Any]], item.get("content") or [])
+    texts = [c.get("text") for c in contents if c.get("type") == "output_text"]
+    return "".join(t for t in texts if isinstance(t, str))
+
+
+def _native(item: Any) -> bool:
+    """Whether an output item is a native tool's, or a message with citations."""
+    if item.type == "message":
+        return any(getattr(c, "annotations", None) for c in item.content or ())
+    return item.type not in ("reasoning", "function_call", "custom_tool_call")
+
+
 def _input_content(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for part in parts:
@@ -207,7 +251,7 @@ def _input_content(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
             out.append({"type": "input_text", "text": part.text})
         elif isinstance(part, ImageURLPart):
             out.append({"type": "input_image", "image_url": part.image_url.url, "detail": "auto"})
-        elif not isinstance(part, ThinkPart):
+        elif not isinstance(part, ThinkPart | NativeToolPart):
             out.append({"type": "input_text", "text": media_placeholder(part)})
     return out
 
@@ -219,7 +263,10 @@ def _item_parts(item: Any) -> list[StreamedMessagePart]:
         return [ThinkPart(think=think, encrypted=_pack_reasoning(item))]
     if item.type == "message":
         text = "".join(c.text for c in item.content if c.type == "output_text")
-        return [TextPart(text=text)] if text else []
+        parts: list[StreamedMessagePart] = [TextPart(text=text)] if text else []
+        if _native(item):
+            parts.append(NativeToolPart(provider=_PROVIDER, data=item.to_dict(mode="json")))
+        return parts
     if item.type == "function_call":
         return [
             ToolCall(
@@ -227,6 +274,8 @@ def _item_parts(item: Any) -> list[StreamedMessagePart]:
                 function=ToolCall.FunctionBody(name=item.name, arguments=item.arguments),
             )
         ]
+    if _native(item):
+        return [NativeToolPart(provider=_PROVIDER, data=item.to_dict(mode="json"))]
     return []
 
 
@@ -300,6 +349,8 @@ class ResponsesStream(SDKStream):
                     packed = _pack_reasoning(item)
                     if packed is not None:
                         yield ThinkPart(think="", encrypted=packed)
+                elif _native(item):  # whole when done; its text has streamed already
+                    yield NativeToolPart(provider=_PROVIDER, data=item.to_dict(mode="json"))
             elif kind in ("response.completed", "response.incomplete", "response.created"):
                 self._read_response(event.response)
             elif kind == "response.failed":

@@ -6,26 +6,36 @@ plain dicts, never the SDK's request types (their shape changed in anthropic 2.x
 
 from __future__ import annotations
 
-import json
+import copy
 import os
 import re
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple, cast
 
 from typing_extensions import override
 
+try:
+    import anthropic
+    import httpx2
+except ImportError as e:  # pragma: no cover - the extra is missing
+    raise ImportError(
+        "the Anthropic provider needs the `anthropic` package: pip install 'kosong[anthropic]'"
+    ) from e
+
 from kosong.chat_provider import (
     AllowedTools,
-    ChatProviderError,
-    StreamedMessagePart,
     ThinkingEffort,
-    TokenUsage,
     ToolChoice,
+)
+from kosong.chat_provider._anthropic_answer import (
+    ERRORS,
+    AnthropicStream,
+    block_parts,
+    usage_of,
 )
 from kosong.chat_provider._base import (
     CompletedMessage,
     HTTPProvider,
-    SDKStream,
     api_key_from,
     arguments_object,
     forces_a_call,
@@ -37,28 +47,21 @@ from kosong.chat_provider._base import (
     split_body,
 )
 from kosong.chat_provider._media import data_url, media_placeholder
+from kosong.chat_provider._native_parts import for_provider
+from kosong.chat_provider.native import native_entries
 from kosong.dialects import fix_tool
 from kosong.formats import to_anthropic_tool
 from kosong.message import (
     ContentPart,
     ImageURLPart,
     Message,
+    NativeToolPart,
     TextPart,
     ThinkPart,
-    ToolCall,
-    ToolCallPart,
 )
 from kosong.tooling import Tool
 
-try:
-    import anthropic
-    import httpx2
-except ImportError as e:  # pragma: no cover - the extra is missing
-    raise ImportError(
-        "the Anthropic provider needs the `anthropic` package: pip install 'kosong[anthropic]'"
-    ) from e
-
-_ERRORS = (anthropic.AnthropicError, httpx2.HTTPError)
+_ERRORS = ERRORS
 
 __all__ = [
     "THINKING_BUDGETS",
@@ -309,11 +312,15 @@ class Anthropic(HTTPProvider):
                 if self._prompt_cache
                 else system_prompt
             )
-        if tools:
-            body["tools"] = [to_anthropic_tool(t) for t in tools]
+        native = native_entries(self.name, self._native_tools)
+        entries = [to_anthropic_tool(t) for t in tools] + native.tools
+        if entries:
+            body["tools"] = entries
             if self._prompt_cache:
-                body["tools"][-1]["cache_control"] = _EPHEMERAL
-        choice = _tool_choice(self._tool_choice, self._parallel if tools else None)
+                entries[-1]["cache_control"] = _EPHEMERAL
+        if native.mcp_servers:
+            body["mcp_servers"] = native.mcp_servers
+        choice = _tool_choice(self._tool_choice, self._parallel if entries else None)
         if choice is not None:
             body["tool_choice"] = choice
         if self._prompt_cache:
@@ -366,6 +373,9 @@ class Anthropic(HTTPProvider):
 
     async def _send(self, body: dict[str, Any]) -> AnthropicStream | CompletedMessage:
         known, rest = split_body(body, "model", "max_tokens", "messages", "stream")
+        betas = native_entries(self.name, self._native_tools).betas
+        if betas:
+            known["extra_headers"] = {"anthropic-beta": ",".join(betas)}
         messages = self.client.messages
         if self._stream:
             stream = cast(Any, await messages.create(**known, extra_body=rest))
@@ -379,9 +389,9 @@ class Anthropic(HTTPProvider):
         )
         message = await raw.parse()  # the anthropic SDK's raw response parses asynchronously
         return CompletedMessage(
-            [part for block in message.content for part in _block_parts(block)],
+            [part for block in message.content for part in block_parts(block)],
             id=message.id,
-            usage=_usage(message.usage, message.usage.output_tokens),
+            usage=usage_of(message.usage, message.usage.output_tokens),
             finish_reason=message.stop_reason,
             request_id=header_of(raw, "request-id"),
         )
@@ -416,22 +426,6 @@ def _mark_last_block(messages: list[dict[str, Any]]) -> None:
             return
 
 
-def _block_parts(block: Any) -> list[StreamedMessagePart]:
-    """The parts of one content block of a whole (non-streamed) message."""
-    if block.type == "text":
-        return [TextPart(text=block.text)] if block.text else []
-    if block.type == "thinking":
-        return [ThinkPart(think=block.thinking, encrypted=block.signature or None)]
-    if block.type == "tool_use":
-        arguments = json.dumps(block.input, ensure_ascii=False)
-        return [
-            ToolCall(
-                id=block.id, function=ToolCall.FunctionBody(name=block.name, arguments=arguments)
-            )
-        ]
-    return []
-
-
 def _blocks(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for part in parts:
@@ -440,7 +434,7 @@ def _blocks(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
                 out.append({"type": "text", "text": part.text})
         elif isinstance(part, ImageURLPart):
             out.append({"type": "image", "source": _image_source(part.image_url.url)})
-        elif not isinstance(part, ThinkPart):
+        elif not isinstance(part, ThinkPart | NativeToolPart):
             out.append({"type": "text", "text": media_placeholder(part)})
     return out
 
@@ -452,10 +446,17 @@ def _image_source(url: str) -> dict[str, Any]:
     return {"type": "url", "url": url}
 
 
+def _cited_text(block: Mapping[str, Any]) -> str | None:
+    text = block.get("text")
+    return text if block.get("type") == "text" and isinstance(text, str) else None
+
+
 def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    for part in message.content:
-        if isinstance(part, ThinkPart):
+    for part in for_provider(message.content, "anthropic", _cited_text):
+        if isinstance(part, NativeToolPart):
+            blocks.append(copy.deepcopy(part.data))  # as the API sent it
+        elif isinstance(part, ThinkPart):
             # A thinking block goes back only with its signature; the API refuses it without.
             if part.encrypted:
                 blocks.append(
@@ -476,59 +477,3 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
             }
         )
     return blocks
-
-
-class AnthropicStream(SDKStream):
-    """A Messages API answer as `StreamedMessagePart`s."""
-
-    _errors = _ERRORS
-
-    def __init__(self, stream: Any, convert: Callable[[BaseException], ChatProviderError]) -> None:
-        request_id = header_of(getattr(stream, "response", None), "request-id")
-        super().__init__(stream, convert, request_id=request_id)
-        self._input: Any = None
-
-    async def _parts(self) -> AsyncIterator[StreamedMessagePart]:
-        tool_blocks: set[int] = set()
-        async for event in self._stream:
-            kind = event.type
-            if kind == "content_block_delta":
-                delta = event.delta
-                if delta.type == "text_delta":
-                    yield TextPart(text=delta.text)
-                elif delta.type == "input_json_delta":
-                    yield ToolCallPart(arguments_part=delta.partial_json)
-                elif delta.type == "thinking_delta":
-                    yield ThinkPart(think=delta.thinking)
-                elif delta.type == "signature_delta":
-                    yield ThinkPart(think="", encrypted=delta.signature)
-            elif kind == "content_block_start":
-                block = event.content_block
-                if block.type == "tool_use":
-                    tool_blocks.add(event.index)
-                    yield ToolCall(
-                        id=block.id,
-                        function=ToolCall.FunctionBody(name=block.name, arguments=""),
-                    )
-                elif block.type == "text" and block.text:
-                    yield TextPart(text=block.text)
-            elif kind == "content_block_stop":
-                if event.index in tool_blocks:
-                    yield ToolCallPart(last=True)
-            elif kind == "message_start":
-                self.id = event.message.id
-                self._input = event.message.usage  # the input tokens are counted here only
-                self.usage = _usage(self._input, self._input.output_tokens)
-            elif kind == "message_delta":
-                self.finish_reason = event.delta.stop_reason or self.finish_reason
-                self.usage = _usage(self._input, event.usage.output_tokens)
-
-
-def _usage(usage: Any, output_tokens: int | None) -> TokenUsage:
-    """`TokenUsage` from the input counts of a Messages API `usage`, and `output_tokens`."""
-    return TokenUsage(
-        input_other=(usage.input_tokens or 0) if usage else 0,
-        output=output_tokens or 0,
-        input_cache_read=getattr(usage, "cache_read_input_tokens", None) or 0,
-        input_cache_creation=getattr(usage, "cache_creation_input_tokens", None) or 0,
-    )

@@ -8,42 +8,15 @@ response types and errors.
 
 from __future__ import annotations
 
-import base64
+import copy
 import json
 import mimetypes
 import os
 import re
-import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple, cast
 
 from typing_extensions import override
-
-from kosong.chat_provider import (
-    AllowedTools,
-    APIStatusError,
-    ChatProviderError,
-    StreamedMessagePart,
-    ThinkingEffort,
-    TokenUsage,
-    ToolChoice,
-)
-from kosong.chat_provider._base import (
-    HTTPProvider,
-    SDKStream,
-    arguments_object,
-    connection_error,
-    header_of,
-    highest_at_most,
-    json_object,
-    spec_of,
-    summarize_body,
-)
-from kosong.chat_provider._media import data_url, media_placeholder, media_url
-from kosong.dialects import fix_tool
-from kosong.formats import to_gemini_function_declaration
-from kosong.message import ContentPart, Message, TextPart, ThinkPart, ToolCall, ToolCallPart
-from kosong.tooling import Tool
 
 try:
     import httpx2
@@ -56,18 +29,36 @@ except ImportError as e:  # pragma: no cover - the extra is missing
         "the Gemini provider needs the `google-genai` package: pip install 'kosong[google]'"
     ) from e
 
-
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """httpx2's errors, and aiohttp's: the SDK's async transport when it is installed."""
-    try:
-        import aiohttp
-    except ImportError:  # pragma: no cover - depends on what is installed
-        return (httpx2.HTTPError,)
-    return (httpx2.HTTPError, aiohttp.ClientError)
-
-
-_TRANSPORT_ERRORS = _transport_errors()
-_ERRORS: tuple[type[BaseException], ...] = (genai_errors.APIError, TimeoutError, *_TRANSPORT_ERRORS)
+from kosong.chat_provider import (
+    AllowedTools,
+    APIStatusError,
+    ChatProviderError,
+    ThinkingEffort,
+    ToolChoice,
+)
+from kosong.chat_provider._base import (
+    HTTPProvider,
+    arguments_object,
+    connection_error,
+    header_of,
+    highest_at_most,
+    json_object,
+    spec_of,
+    summarize_body,
+)
+from kosong.chat_provider._gemini_answer import (
+    ERRORS,
+    METADATA_KEYS,
+    SIGNATURE_KEY,
+    TRANSPORT_ERRORS,
+    GeminiStream,
+)
+from kosong.chat_provider._media import data_url, media_placeholder, media_url
+from kosong.chat_provider.native import native_entries
+from kosong.dialects import fix_tool
+from kosong.formats import to_gemini_function_declaration
+from kosong.message import ContentPart, Message, NativeToolPart, TextPart, ThinkPart
+from kosong.tooling import Tool
 
 __all__ = [
     "DEFAULT_GEMINI_BASE_URL",
@@ -151,9 +142,6 @@ _TOOL_MEDIA_TYPES = frozenset(
 # A signature for a call made without one (a history from another provider): the thought
 # signatures guide documents this value for exactly that case.
 _SKIP_SIGNATURE = "skip_thought_signature_validator"
-_SIGNATURE_KEY = "thought_signature_b64"
-"""Where a function call's thought signature is kept in `ToolCall.extras` (as the published
-package keeps it)."""
 _TOP_LEVEL_FIELDS = frozenset({"cachedContent", "safetySettings"})
 _CONTENTS = TypeAdapter(list[genai_types.Content])
 
@@ -210,7 +198,7 @@ class Gemini(HTTPProvider):
     """
 
     name = "gemini"
-    _errors = _ERRORS
+    _errors = ERRORS
     _managed_fields = frozenset(
         {"model", "contents", "stream", "tools", "system_instruction", "systemInstruction"}
         | {"tool_config", "toolConfig", "thinking_config", "thinkingConfig"}
@@ -311,10 +299,12 @@ class Gemini(HTTPProvider):
         body: dict[str, Any] = {"contents": self._contents(history)}
         if system_prompt:
             body["systemInstruction"] = {"parts": [{"text": system_prompt}]}
+        entries = native_entries(self.name, self._native_tools).tools
         if prepared:
-            body["tools"] = [
-                {"functionDeclarations": [to_gemini_function_declaration(t) for t in prepared]}
-            ]
+            declarations = [to_gemini_function_declaration(t) for t in prepared]
+            entries.insert(0, {"functionDeclarations": declarations})
+        if entries:
+            body["tools"] = entries
         choice = self._tool_choice
         if prepared and all(t.strict for t in prepared) and choice in (None, "auto"):
             # VALIDATED: calls adhere to the schemas, and the model may still answer in text;
@@ -370,7 +360,7 @@ class Gemini(HTTPProvider):
         for part in message.content:
             if isinstance(part, TextPart):
                 texts.append(part.text)
-            elif isinstance(part, ThinkPart):
+            elif isinstance(part, ThinkPart | NativeToolPart):
                 continue
             else:
                 inline = _inline(part)
@@ -424,7 +414,7 @@ class Gemini(HTTPProvider):
         """A `google-genai` or transport (`aiohttp`, `httpx2`) error as one of ours."""
         where: dict[str, Any] = {"provider": self.name, "model": self._model, "url": url}
         timeouts = (TimeoutError, httpx2.TimeoutException)
-        failed = connection_error(error, error, timeouts, _TRANSPORT_ERRORS, where)
+        failed = connection_error(error, error, timeouts, TRANSPORT_ERRORS, where)
         if failed is not None:
             return failed
         if isinstance(error, genai_errors.APIError):
@@ -495,7 +485,7 @@ def _user_parts(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
         if isinstance(part, TextPart):
             if part.text:
                 out.append({"text": part.text})
-        elif isinstance(part, ThinkPart):
+        elif isinstance(part, ThinkPart | NativeToolPart):
             continue
         else:
             found = media_url(part)
@@ -524,7 +514,12 @@ def _model_parts(message: Message, *, sign: bool) -> list[dict[str, Any]]:
     """A model turn's parts; `sign`: calls without a signature get the documented one."""
     out: list[dict[str, Any]] = []
     for part in message.content:
-        if isinstance(part, TextPart):
+        if isinstance(part, NativeToolPart):
+            # A built-in tool's part goes back as it came; grounding metadata has no place
+            # in a request, and another provider's part none here.
+            if part.provider == "gemini" and not any(k in part.data for k in METADATA_KEYS):
+                out.append(copy.deepcopy(part.data))
+        elif isinstance(part, TextPart):
             if part.text:
                 out.append({"text": part.text})
         elif isinstance(part, ThinkPart):
@@ -558,108 +553,13 @@ def _model_parts(message: Message, *, sign: bool) -> list[dict[str, Any]]:
                 "args": arguments_object(call),
             }
         }
-        signature = (call.extras or {}).get(_SIGNATURE_KEY)
+        signature = (call.extras or {}).get(SIGNATURE_KEY)
         if isinstance(signature, str) and signature:
             entry["thoughtSignature"] = signature
         calls.append(entry)
     if sign and calls and not any("thoughtSignature" in c for c in calls):
         calls[0]["thoughtSignature"] = _SKIP_SIGNATURE
     return out + calls
-
-
-def _b64(raw: bytes | None) -> str | None:
-    return base64.b64encode(raw).decode("ascii") if raw else None
-
-
-def _pack(signature: str, part: Literal["thought", "text", "empty"]) -> str:
-    """A thought signature as a `ThinkPart` keeps it, with the kind of part it came on."""
-    return json.dumps({"thoughtSignature": signature, "part": part}, separators=(",", ":"))
-
-
-def _enum_text(value: Any) -> str:
-    return str(getattr(value, "value", value))
-
-
-def _usage(metadata: Any) -> TokenUsage:
-    prompt = (metadata.prompt_token_count or 0) + (metadata.tool_use_prompt_token_count or 0)
-    cached = metadata.cached_content_token_count or 0
-    return TokenUsage(
-        input_other=max(prompt - cached, 0),
-        output=(metadata.candidates_token_count or 0) + (metadata.thoughts_token_count or 0),
-        input_cache_read=cached,
-    )
-
-
-class GeminiStream(SDKStream):
-    """A Gemini answer as `StreamedMessagePart`s.
-
-    The chunks of `streamGenerateContent` (the first one read already), or the one response
-    of `generateContent` (`rest` None).
-    """
-
-    _errors = _ERRORS
-
-    def __init__(
-        self,
-        first: Any,
-        rest: AsyncIterator[Any] | None,
-        convert: Callable[[BaseException], ChatProviderError],
-    ) -> None:
-        super().__init__(rest, convert)
-        self._first = first
-
-    async def _parts(self) -> AsyncIterator[StreamedMessagePart]:
-        if self._first is None:
-            return
-        for part in self._read(self._first):
-            yield part
-        if self._stream is not None:
-            async for chunk in self._stream:
-                for part in self._read(chunk):
-                    yield part
-
-    def _read(self, response: Any) -> list[StreamedMessagePart]:
-        """The parts of one response (or stream chunk); it also sets id, usage, finish reason."""
-        self.id = response.response_id or self.id
-        if response.usage_metadata is not None:
-            self.usage = _usage(response.usage_metadata)
-        out: list[StreamedMessagePart] = []
-        candidates: list[Any] = response.candidates or []
-        feedback: Any = response.prompt_feedback
-        if not candidates and feedback is not None and feedback.block_reason is not None:
-            self.finish_reason = _enum_text(feedback.block_reason)
-        for candidate in candidates[:1]:
-            if candidate.finish_reason is not None:
-                self.finish_reason = _enum_text(candidate.finish_reason)
-            content: Any = candidate.content
-            parts: list[Any] = (content.parts if content is not None else None) or []
-            for part in parts:
-                out.extend(_part_of(part))
-        return out
-
-
-def _part_of(part: Any) -> list[StreamedMessagePart]:
-    signature = _b64(part.thought_signature)
-    call = part.function_call
-    if call is not None:
-        arguments = json.dumps(call.args or {}, ensure_ascii=False)
-        return [
-            ToolCall(
-                id=call.id or f"call_{uuid.uuid4().hex[:24]}",
-                function=ToolCall.FunctionBody(name=call.name or "", arguments=arguments),
-                extras={_SIGNATURE_KEY: signature} if signature else None,
-            ),
-            ToolCallPart(last=True),
-        ]
-    text: str = part.text or ""
-    if part.thought:
-        encrypted = _pack(signature, "thought") if signature else None
-        return [ThinkPart(think=text, encrypted=encrypted)] if text or signature else []
-    out: list[StreamedMessagePart] = [TextPart(text=text)] if text else []
-    if signature:
-        # Kept beside the text it came on, and sent back on that text's part.
-        out.append(ThinkPart(think="", encrypted=_pack(signature, "text" if text else "empty")))
-    return out
 
 
 _NAMED_STATUS = re.compile(r"\A[A-Z][A-Z_]+\Z")
