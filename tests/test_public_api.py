@@ -65,7 +65,8 @@ PUBLIC: dict[str, list[str]] = {
     "kosong.tooling": [
         "SEARCH_TOOL_NAME", "UNPARSED", "ArgumentLimits", "ArgumentsError", "BaseToolset",
         "BriefDisplayBlock", "CallableTool", "CallableTool2", "CombinedToolset", "DisplayBlock",
-        "EstimatedTokens", "FilteredToolset", "FunctionTool", "HandleResult", "Injected",
+        "EstimatedTokens", "FilteredToolset", "FreeformTool", "FunctionTool", "Grammar",
+        "HandleResult", "Injected",
         "ParametersType", "PrefixedToolset", "PreparedToolset", "RenamedToolset",
         "ResponseFormat", "SearchableToolset", "TokenRange", "Tool", "ToolError",
         "ToolErrorHandler", "ToolException", "ToolMetadata", "ToolOk", "ToolOptions",

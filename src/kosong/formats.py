@@ -38,7 +38,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, cast
 
-from kosong.tooling import Tool
+from kosong.tooling import FreeformTool, Tool
 from kosong.utils.jsonschema import deref_json_schema
 
 __all__ = [
@@ -84,12 +84,27 @@ def _with_options(entry: dict[str, Any], tool: Tool, provider: str) -> dict[str,
     return entry
 
 
+def _custom_format(tool: FreeformTool) -> dict[str, Any]:
+    grammar = tool.grammar
+    if grammar is None:
+        return {"type": "text"}
+    return {"type": "grammar", "syntax": grammar.syntax, "definition": grammar.definition}
+
+
 def to_openai_chat_tool(tool: Tool, *, provider: str = "openai") -> dict[str, Any]:
     """The tool as a Chat Completions `tools` entry; `strict` only when the tool declares it.
 
     The tool's `provider_options[provider]` ("openai", or "kimi" for Moonshot) are merged into
-    the `function` object.
+    the `function` object. A `FreeformTool` is a custom tool for OpenAI (its text constrained
+    by its grammar), a function of one string for another provider (Moonshot has no custom
+    tools).
     """
+    if isinstance(tool, FreeformTool) and provider == "openai":
+        fmt = _custom_format(tool)
+        if fmt["type"] == "grammar":
+            fmt = {"type": "grammar", "grammar": {k: fmt[k] for k in ("definition", "syntax")}}
+        custom = {"name": tool.name, "description": tool.description, "format": fmt}
+        return {"type": "custom", "custom": _with_options(custom, tool, provider)}
     function: dict[str, Any] = {
         "name": tool.name,
         "description": tool.description,
@@ -104,8 +119,17 @@ def to_openai_responses_tool(tool: Tool) -> dict[str, Any]:
     """The tool as a Responses API `tools` entry; `strict` always stated.
 
     The tool's `output_schema` goes as `output_schema` (the JSON value its text output holds),
-    and its `provider_options["openai-responses"]` are merged in (`defer_loading`...).
+    and its `provider_options["openai-responses"]` are merged in (`defer_loading`...). A
+    `FreeformTool` is a custom tool (`{"type": "custom", name, description, format}`).
     """
+    if isinstance(tool, FreeformTool):
+        custom = {
+            "type": "custom",
+            "name": tool.name,
+            "description": tool.description,
+            "format": _custom_format(tool),
+        }
+        return _with_options(custom, tool, "openai-responses")
     entry: dict[str, Any] = {
         "type": "function",
         "name": tool.name,

@@ -149,8 +149,9 @@ class ToolCall(BaseModel):
         arguments: str | None = None
         """The arguments as the model wrote them: a JSON string, or None when it gave none."""
 
-    type: Literal["function"] = "function"
-    """Always "function"."""
+    type: Literal["function", "custom"] = "function"
+    """"function": `arguments` is a JSON string; "custom": a call of a custom (free-form)
+    tool, whose `arguments` is its text input, given to the tool unparsed."""
     id: str
     """The call's id; the matching result carries it back."""
     function: FunctionBody

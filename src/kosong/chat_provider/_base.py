@@ -510,7 +510,12 @@ def json_object(text: str | None) -> dict[str, Any] | None:
 
 
 def arguments_object(call: ToolCall) -> dict[str, Any]:
-    """A call's arguments as the object APIs want back ({} when they were not one)."""
+    """A call's arguments as the object APIs want back ({} when they were not one).
+
+    A custom call's text is `{"input": text}`: the function form of a free-form tool.
+    """
+    if call.type == "custom":
+        return {"input": call.function.arguments or ""}
     return json_object(call.function.arguments) or {}
 
 

@@ -30,6 +30,7 @@ from kosong.chat_provider._base import (
     HTTPProvider,
     SDKStream,
     api_key_from,
+    arguments_object,
     header_of,
     model_from,
     only_allowed,
@@ -94,6 +95,15 @@ def field_of(model: Any, name: str) -> Any:
     return value
 
 
+def _get(value: Any, name: str) -> Any:
+    """A field of an SDK object or of a plain dict (an undeclared field is a dict), or None."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return cast(dict[str, Any], value).get(name)
+    return getattr(value, name, None)
+
+
 def _has_field(model: Any, name: str) -> bool:
     return name in model.__dict__ or bool(model.model_extra and name in model.model_extra)
 
@@ -155,6 +165,8 @@ class ChatCompletionsProvider(OpenAIProvider):
     """The rules a strict tool is checked against."""
     _allowed_subset = True
     """Whether the API takes `allowed_tools` (else only the allowed tools are sent)."""
+    _custom_tools = True
+    """Whether the API takes custom tools (else a free-form tool is a function of one string)."""
     _path = "chat/completions"
     _renames: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"max_tokens": "max_completion_tokens"}
@@ -217,6 +229,17 @@ class ChatCompletionsProvider(OpenAIProvider):
         body.update(self._sent_kwargs())
         return body
 
+    def _call_entry(self, call: ToolCall) -> dict[str, Any]:
+        """A call of the history: a custom tool's with its text, where the API has them."""
+        if call.type == "custom" and self._custom_tools:
+            custom = {"name": call.function.name, "input": call.function.arguments or ""}
+            return {"id": call.id, "type": "custom", "custom": custom}
+        arguments = call.function.arguments or "{}"
+        if call.type == "custom":
+            arguments = json.dumps(arguments_object(call), ensure_ascii=False)
+        function = {"name": call.function.name, "arguments": arguments}
+        return {"id": call.id, "type": "function", "function": function}
+
     def _choice_entry(self, choice: ToolChoice) -> str | dict[str, Any]:
         """`tool_choice` on the wire: a mode, a named function, or `allowed_tools`."""
         if isinstance(choice, AllowedTools):
@@ -265,17 +288,7 @@ class ChatCompletionsProvider(OpenAIProvider):
                 # Sent even when empty: backends that keep thinking need the field back.
                 out[self._reasoning_key] = "".join(p.think for p in thinking)
             if message.tool_calls:
-                out["tool_calls"] = [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {
-                            "name": call.function.name,
-                            "arguments": call.function.arguments or "{}",
-                        },
-                    }
-                    for call in message.tool_calls
-                ]
+                out["tool_calls"] = [self._call_entry(call) for call in message.tool_calls]
         else:
             out["content"] = self._content(message.content, media=True)
         if message.name is not None:
@@ -309,12 +322,14 @@ class ChatCompletionsProvider(OpenAIProvider):
             if message.content:
                 parts.append(TextPart(text=message.content))
             for index, call in enumerate(message.tool_calls or ()):
-                function = call.function
+                custom = call.type == "custom"
+                body = call.custom if custom else call.function
                 parts.append(
                     ToolCall(
                         id=call.id or f"call_{index}",
+                        type="custom" if custom else "function",
                         function=ToolCall.FunctionBody(
-                            name=function.name, arguments=function.arguments
+                            name=body.name, arguments=body.input if custom else body.arguments
                         ),
                     )
                 )
@@ -334,11 +349,20 @@ class _Call:
     name: str | None
     arguments: str = ""
     emitted: bool = False
+    custom: bool = False
+
+    def complete(self) -> bool:
+        """Whether the arguments so far are whole (valid JSON).
+
+        A custom call's text is never known to be whole: the next call waits for its end.
+        """
+        return not self.custom and _complete_json(self.arguments)
 
     def emit(self, index: int) -> ToolCall:
         self.emitted = True
         return ToolCall(
             id=self.id or f"call_{index}",
+            type="custom" if self.custom else "function",
             function=ToolCall.FunctionBody(name=self.name or "", arguments=self.arguments),
         )
 
@@ -380,13 +404,22 @@ class ToolCallAssembler:
         return self._ids[id]
 
     def feed(
-        self, index: int, id: str | None, name: str | None, arguments: str | None
+        self,
+        index: int,
+        id: str | None,
+        name: str | None,
+        arguments: str | None,
+        *,
+        custom: bool = False,
     ) -> Iterator[StreamedMessagePart]:
-        """The parts a delta of call `index` lets out now (see the class doc)."""
+        """The parts a delta of call `index` lets out now (see the class doc).
+
+        `custom`: the call is a custom tool's, its `arguments` a text (not JSON).
+        """
         self._last_index = max(self._last_index, index)
         call = self._calls.get(index)
         if call is None:
-            call = self._calls[index] = _Call(id, name)
+            call = self._calls[index] = _Call(id, name, custom=custom)
         else:
             call.id = call.id or id
             call.name = call.name or name
@@ -399,7 +432,7 @@ class ToolCallAssembler:
                 yield ToolCallPart(arguments_part=fragment)
             elif not call.emitted:
                 yield from self._start_next()
-        elif not call.emitted and _complete_json(self._calls[self._current].arguments):
+        elif not call.emitted and self._calls[self._current].complete():
             self._current = None
             yield from self._start_next()
         elif call.emitted:
@@ -488,13 +521,15 @@ class ChatCompletionsStream(SDKStream):
                 if delta.content:
                     yield TextPart(text=delta.content)
                 for tc in delta.tool_calls or ():
-                    function = tc.function
+                    custom: Any = field_of(tc, "custom")
+                    body: Any = custom or tc.function
                     index = field_of(tc, "index")
                     for part in calls.feed(
                         calls.index_for(tc.id) if index is None else index,
                         tc.id,
-                        function.name if function else None,
-                        function.arguments if function else None,
+                        _get(body, "name"),
+                        _get(body, "input" if custom else "arguments"),
+                        custom=custom is not None,
                     ):
                         yield part
                 extra_usage = field_of(choice, "usage")  # Moonshot puts it here

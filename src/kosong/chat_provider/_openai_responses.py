@@ -91,8 +91,9 @@ class OpenAIResponses(OpenAIProvider):
         items: list[dict[str, Any]] = []
         if system_prompt:
             items.append({"role": "developer", "content": system_prompt})
+        custom_calls: set[str] = set()
         for message in history:
-            items.extend(self._items(message))
+            items.extend(self._items(message, custom_calls))
         body: dict[str, Any] = {"model": self._model, "input": items, "store": False}
         if self._stream:
             body["stream"] = True
@@ -117,11 +118,13 @@ class OpenAIResponses(OpenAIProvider):
         body.update(self._sent_kwargs())
         return body
 
-    def _items(self, message: Message) -> list[dict[str, Any]]:
+    def _items(self, message: Message, custom_calls: set[str]) -> list[dict[str, Any]]:
+        """The input items of one message; `custom_calls` gathers the custom calls' ids."""
         if message.role == "tool":
+            custom = (message.tool_call_id or "") in custom_calls
             return [
                 {
-                    "type": "function_call_output",
+                    "type": "custom_tool_call_output" if custom else "function_call_output",
                     "call_id": message.tool_call_id or "",
                     "output": self._tool_output(message.content),
                 }
@@ -150,14 +153,25 @@ class OpenAIResponses(OpenAIProvider):
                     out.append(copy.deepcopy(part.data))
             flush()
             for call in message.tool_calls or []:
-                out.append(
-                    {
-                        "type": "function_call",
-                        "call_id": call.id,
-                        "name": call.function.name,
-                        "arguments": call.function.arguments or "{}",
-                    }
-                )
+                if call.type == "custom":
+                    custom_calls.add(call.id)
+                    out.append(
+                        {
+                            "type": "custom_tool_call",
+                            "call_id": call.id,
+                            "name": call.function.name,
+                            "input": call.function.arguments or "",
+                        }
+                    )
+                else:
+                    out.append(
+                        {
+                            "type": "function_call",
+                            "call_id": call.id,
+                            "name": call.function.name,
+                            "arguments": call.function.arguments or "{}",
+                        }
+                    )
             return out
         role = "developer" if message.role == "system" else message.role
         return [{"role": role, "content": _input_content(message.content)}]
@@ -274,6 +288,14 @@ def _item_parts(item: Any) -> list[StreamedMessagePart]:
                 function=ToolCall.FunctionBody(name=item.name, arguments=item.arguments),
             )
         ]
+    if item.type == "custom_tool_call":
+        return [
+            ToolCall(
+                id=item.call_id,
+                type="custom",
+                function=ToolCall.FunctionBody(name=item.name, arguments=item.input),
+            )
+        ]
     if _native(item):
         return [NativeToolPart(provider=_PROVIDER, data=item.to_dict(mode="json"))]
     return []
@@ -335,12 +357,22 @@ class ResponsesStream(SDKStream):
                 item = event.item
                 for part in calls.feed(event.output_index, item.call_id, item.name, item.arguments):
                     yield part
-            elif kind == "response.function_call_arguments.delta":
+            elif kind == "response.output_item.added" and event.item.type == "custom_tool_call":
+                item = event.item
+                feed = calls.feed(
+                    event.output_index, item.call_id, item.name, item.input, custom=True
+                )
+                for part in feed:
+                    yield part
+            elif kind in (
+                "response.function_call_arguments.delta",
+                "response.custom_tool_call_input.delta",
+            ):
                 for part in calls.feed(event.output_index, None, None, event.delta):
                     yield part
             elif kind == "response.output_item.done":
                 item = event.item
-                if item.type == "function_call":
+                if item.type in ("function_call", "custom_tool_call"):
                     for part in calls.done(event.output_index):
                         yield part
                 elif item.type == "reasoning":

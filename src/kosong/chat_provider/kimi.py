@@ -104,6 +104,7 @@ class Kimi(ChatCompletionsProvider):
     _reasoning_key = "reasoning_content"
     _tool_media = True
     _allowed_subset = False
+    _custom_tools = False
     _extra_body: Mapping[str, Any] = MappingProxyType({})
 
     @property
