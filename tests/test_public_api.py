@@ -18,14 +18,15 @@ import kosong
 
 PUBLIC: dict[str, list[str]] = {
     "kosong": [
-        "AgentLoopResult", "AgentStep", "GenerateResult", "StepResult", "StopReason",
-        "ToolRetriesExhausted", "__version__", "agent_loop", "generate", "step",
+        "AgentLoopResult", "AgentStep", "GenerateResult", "OutputRetriesExhausted", "StepResult",
+        "StopReason", "ToolRetriesExhausted", "__version__", "agent_loop", "generate", "step",
         "tool_result_to_message",
     ],
     "kosong.chat_provider": [
         "APIConnectionError", "APIEmptyResponseError", "APIStatusError", "APITimeoutError",
-        "AllowedTools", "ChatProvider", "ChatProviderError", "RetryableChatProvider",
-        "StreamedMessage", "StreamedMessagePart", "ThinkingEffort", "TokenUsage", "ToolChoice",
+        "AllowedTools", "ChatProvider", "ChatProviderError", "OutputSchema",
+        "RetryableChatProvider", "StreamedMessage", "StreamedMessagePart", "ThinkingEffort",
+        "TokenUsage", "ToolChoice",
     ],
     "kosong.chat_provider.anthropic": [
         "THINKING_BUDGETS", "THINKING_MODELS", "Anthropic", "ThinkingSpec", "clamped_effort",

@@ -21,7 +21,8 @@ Dialects (`DIALECTS`):
   Schema limitations). Rejected: what `"anthropic"` rejects, numeric, string and array
   constraints (`minimum`, `maxLength`, `minItems` above 1...), string formats outside the
   supported ones (fix: moved into the description, as Anthropic's SDKs do), an object without
-  `additionalProperties: false`, object or array enum values, a recursive schema.
+  `additionalProperties: false` (fix: closed), object or array enum values, a recursive
+  schema.
 - `"moonshot"` (alias `"kimi"`): Moonshot's "moonshot flavored JSON Schema". Rejected: a
   schema without `type` (fix: the type its `enum` / `const` values imply, integers and floats
   together being "number", or the keywords that apply to one type only: `properties`,
@@ -463,9 +464,12 @@ def _check_anthropic_strict(name: str, schema: dict[str, Any], dialect: Dialect)
 def _fix_anthropic_strict(schema: dict[str, Any]) -> dict[str, Any]:
     """Move the constraints strict tools lack into the description, as Anthropic's SDKs do.
 
-    Unsupported formats too. The toolset still checks them all against the original schema.
+    Unsupported formats too, and an object that does not say gets `additionalProperties:
+    false` (a strict kosong Tool has it already). The toolset still checks the original.
     """
     for node, _ in _walk(schema, "parameters"):
+        if node.get("type") == "object" and "additionalProperties" not in node:
+            node["additionalProperties"] = False  # strict mode closes every object
         moved = {k: node.pop(k) for k in _ANTHROPIC_UNSUPPORTED if k in node}
         items = node.get("minItems")
         if isinstance(items, int) and items > 1:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, Self, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, Self, TypeAlias, runtime_checkable
 
 from kosong.message import ContentPart, Message, ToolCall, ToolCallPart
 from kosong.tooling import Tool
@@ -50,6 +50,7 @@ __all__ = [
     "AllowedTools",
     "ChatProvider",
     "ChatProviderError",
+    "OutputSchema",
     "RetryableChatProvider",
     "StreamedMessage",
     "StreamedMessagePart",
@@ -95,6 +96,19 @@ class AllowedTools:
             raise ValueError(f'AllowedTools mode must be "auto" or "required", got {mode!r}')
         object.__setattr__(self, "names", listed)
         object.__setattr__(self, "mode", mode)
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSchema:
+    """The shape a structured answer is asked for: a name and a JSON Schema.
+
+    `agent_loop(..., output_type=T)` gives it to a provider's `with_output_schema`.
+    """
+
+    name: str
+    """A name for it (OpenAI's `json_schema.name`)."""
+    schema: dict[str, Any]
+    """The JSON Schema of the answer."""
 
 
 ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str | AllowedTools

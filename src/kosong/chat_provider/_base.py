@@ -26,6 +26,7 @@ from kosong.chat_provider import (
     APIStatusError,
     APITimeoutError,
     ChatProviderError,
+    OutputSchema,
     StreamedMessage,
     StreamedMessagePart,
     ThinkingEffort,
@@ -51,6 +52,7 @@ __all__ = [
     "header_of",
     "highest_at_most",
     "json_object",
+    "merged",
     "model_from",
     "only_allowed",
     "renamed",
@@ -219,6 +221,40 @@ class HTTPProvider(ProviderBase):
     def stream(self) -> bool:
         """Whether the answer is streamed (False: one plain request, the same parts)."""
         return self._stream
+
+    _output: OutputSchema | None = None
+    _output_fields: ClassVar[tuple[str, ...]] = ()
+    """Generation kwargs that would ask for an answer format too (refused with an output
+    schema: the two would fight)."""
+
+    @property
+    def output_schema(self) -> OutputSchema | None:
+        """The JSON Schema the answer is asked to follow, or None for free text."""
+        return self._output
+
+    def with_output_schema(self, output: OutputSchema | None) -> Self:
+        """A copy that asks for an answer in JSON following `output.schema`, in the API's way.
+
+        `kosong.agent_loop(..., output_type=T)` uses it; None asks for free text again.
+
+        Raises:
+            ValueError: the generation kwargs already ask for an answer format (say
+                `response_format`): the two would fight.
+        """
+        return self._copy_with(_output=output)
+
+    def _copy_with(self, **attributes: Any) -> Self:
+        clone = super()._copy_with(**attributes)
+        clone._check_output()
+        return clone
+
+    def _check_output(self) -> None:
+        given = sorted(set(self._generation_kwargs) & set(self._output_fields))
+        if self._output is not None and given:
+            raise ValueError(
+                f"{type(self).__name__}: output_type asks for the answer's format, and the "
+                f"generation kwargs set {', '.join(given)} too: give one of them"
+            )
 
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
@@ -445,6 +481,22 @@ class SDKStream:
 
     def _parts(self) -> AsyncIterator[StreamedMessagePart]:
         raise NotImplementedError
+
+
+def merged(base: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `given` merged in, objects key by key.
+
+    `given` wins on a leaf, so a user's field never loses to one kosong set, and kosong's
+    other fields stay (a user's `output_config` keeps the thinking effort).
+    """
+    out = dict(base)
+    for key, value in given.items():
+        current = out.get(key)
+        if isinstance(current, Mapping) and isinstance(value, Mapping):
+            out[key] = merged(cast(Mapping[str, Any], current), cast(Mapping[str, Any], value))
+        else:
+            out[key] = value
+    return out
 
 
 def forces_a_call(choice: ToolChoice | None) -> bool:

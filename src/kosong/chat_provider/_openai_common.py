@@ -21,6 +21,7 @@ from typing_extensions import override
 from kosong.chat_provider import (
     AllowedTools,
     ChatProviderError,
+    OutputSchema,
     StreamedMessagePart,
     TokenUsage,
     ToolChoice,
@@ -50,6 +51,7 @@ from kosong.message import (
     ToolCall,
     ToolCallPart,
 )
+from kosong.standard import StrictSchemaError, to_strict_schema
 from kosong.tooling import Tool
 
 try:
@@ -93,6 +95,18 @@ def field_of(model: Any, name: str) -> Any:
     if value is None and model.model_extra:
         value = model.model_extra.get(name)
     return value
+
+
+def json_schema(output: OutputSchema) -> dict[str, Any]:
+    """OpenAI's `json_schema` format of an output schema.
+
+    Strict where strict mode can take the schema (converted by `to_strict_schema`), else as
+    it is, not strict.
+    """
+    try:
+        return {"name": output.name, "schema": to_strict_schema(output.schema), "strict": True}
+    except StrictSchemaError:
+        return {"name": output.name, "schema": output.schema, "strict": False}
 
 
 def _get(value: Any, name: str) -> Any:
@@ -165,6 +179,7 @@ class ChatCompletionsProvider(OpenAIProvider):
     """The rules a strict tool is checked against."""
     _allowed_subset = True
     """Whether the API takes `allowed_tools` (else only the allowed tools are sent)."""
+    _output_fields = ("response_format",)
     _custom_tools = True
     """Whether the API takes custom tools (else a free-form tool is a function of one string)."""
     _path = "chat/completions"
@@ -227,6 +242,11 @@ class ChatCompletionsProvider(OpenAIProvider):
         if entries and self._parallel is not None:
             body["parallel_tool_calls"] = self._parallel
         body.update(self._sent_kwargs())
+        if self._output is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": json_schema(self._output),
+            }
         return body
 
     def _call_entry(self, call: ToolCall) -> dict[str, Any]:

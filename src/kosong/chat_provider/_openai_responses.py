@@ -30,6 +30,7 @@ from kosong.chat_provider._openai_common import (
     SDK_ERRORS,
     OpenAIProvider,
     ToolCallAssembler,
+    json_schema,
     openai_effort,
 )
 from kosong.chat_provider.native import native_entries
@@ -80,6 +81,7 @@ class OpenAIResponses(OpenAIProvider):
 
     name = "openai-responses"
     _path = "responses"
+    _output_fields = ("text",)
     _renames: ClassVar[Mapping[str, str]] = MappingProxyType({"max_tokens": "max_output_tokens"})
     _managed_fields = frozenset({"model", "input", "stream", "store", "tools", "tool_choice"})
 
@@ -116,6 +118,8 @@ class OpenAIResponses(OpenAIProvider):
             body["reasoning"] = {"effort": effort, "summary": "auto"}
             body["include"] = ["reasoning.encrypted_content"]
         body.update(self._sent_kwargs())
+        if self._output is not None:
+            body["text"] = {"format": {"type": "json_schema", **json_schema(self._output)}}
         return body
 
     def _items(self, message: Message, custom_calls: set[str]) -> list[dict[str, Any]]:

@@ -41,6 +41,7 @@ from kosong.chat_provider._base import (
     forces_a_call,
     header_of,
     highest_at_most,
+    merged,
     model_from,
     only_allowed,
     spec_of,
@@ -49,7 +50,7 @@ from kosong.chat_provider._base import (
 from kosong.chat_provider._media import data_url, media_placeholder
 from kosong.chat_provider._native_parts import for_provider
 from kosong.chat_provider.native import native_entries
-from kosong.dialects import fix_tool
+from kosong.dialects import fix_schema, fix_tool
 from kosong.formats import to_anthropic_tool
 from kosong.message import (
     ContentPart,
@@ -202,6 +203,7 @@ class Anthropic(HTTPProvider):
     _managed_fields = frozenset(
         {"model", "messages", "system", "stream", "tools", "tool_choice", "thinking"}
     )
+    _output_fields = ("output_config",)
 
     def __init__(
         self,
@@ -326,12 +328,19 @@ class Anthropic(HTTPProvider):
         if self._prompt_cache:
             _mark_last_block(messages)
         body.update(thinking)
+        if self._output is not None:
+            # Structured outputs: every object closed, constraints described (the limits
+            # strict tools have: https://platform.claude.com/docs/en/build-with-claude/
+            # structured-outputs).
+            schema = fix_schema(self._output.schema, "anthropic-strict")
+            fmt = {"format": {"type": "json_schema", "schema": schema}}
+            body["output_config"] = {**body.get("output_config", {}), **fmt}
         if self._metadata:
             body["metadata"] = self._metadata
         if self._stream:
             body["stream"] = True
-        body.update(extra)
-        return body
+        # Merged, not replaced: a user's output_config keeps the thinking effort set above.
+        return merged(body, extra)
 
     def _messages(self, history: Sequence[Message]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -199,6 +199,10 @@ class Gemini(HTTPProvider):
 
     name = "gemini"
     _errors = ERRORS
+    _output_fields = (
+        "response_mime_type", "responseMimeType", "response_json_schema", "responseJsonSchema",
+        "response_schema", "responseSchema",
+    )  # fmt: skip
     _managed_fields = frozenset(
         {"model", "contents", "stream", "tools", "system_instruction", "systemInstruction"}
         | {"tool_config", "toolConfig", "thinking_config", "thinkingConfig"}
@@ -313,6 +317,9 @@ class Gemini(HTTPProvider):
         elif choice is not None:
             body["toolConfig"] = {"functionCallingConfig": _calling_config(choice)}
         config, top = self._generation_fields()
+        if self._output is not None:
+            config["responseMimeType"] = "application/json"
+            config["responseJsonSchema"] = copy.deepcopy(self._output.schema)
         thinking = self._thinking_config()
         if thinking is not None:
             config["thinkingConfig"] = thinking
