@@ -10,11 +10,12 @@ from typing import Any
 
 from kosong._generate import Callback, GenerateResult, generate
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
-from kosong.chat_provider.native import NativeToolSpec
+from kosong.chat_provider.native import NativeTool, NativeToolSpec
 from kosong.message import ContentPart, Message, TextPart, ToolCall
-from kosong.tooling import ToolOk, ToolResult, Toolset
+from kosong.tooling import SearchableToolset, Tool, ToolOk, ToolResult, Toolset
+from kosong.utils.typing import JsonType
 
-__all__ = ["StepResult", "step", "tool_result_to_message"]
+__all__ = ["StepResult", "offered", "step", "tool_result_to_message"]
 
 logger = logging.getLogger("kosong.step")
 
@@ -95,11 +96,14 @@ async def step(
         future.add_done_callback(report)
         futures.append(future)
 
+    tools, searching = offered(toolset, chat_provider)
+    if searching:
+        native_tools = [*(native_tools or ()), *searching]
     try:
         result = await generate(
             chat_provider,
             system_prompt,
-            toolset.tools,
+            tools,
             history,
             on_message_part=on_message_part,
             on_tool_call=dispatch,
@@ -153,6 +157,36 @@ def tool_result_to_message(result: ToolResult, *, text_only: bool = False) -> Me
         content=parts or "",
         is_error=True if value.is_error else None,
     )
+
+
+_NATIVE_SEARCH: dict[str, dict[str, JsonType]] = {
+    "anthropic": {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
+    "openai-responses": {"type": "tool_search"},
+}
+"""The providers with a tool search of their own, and its tool: Anthropic's BM25 tool search
+(https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool) and the
+Responses API's `tool_search` (https://platform.openai.com/docs/guides/tools-tool-search)."""
+
+
+def offered(toolset: Toolset, provider: ChatProvider) -> tuple[list[Tool], list[NativeToolSpec]]:
+    """The tools a step offers, and the native tools it adds.
+
+    A `searchable` toolset (with `native_search`) sent to a provider with a tool search of
+    its own offers its whole catalog, each tool deferred (but the always-visible ones), and
+    that provider's search tool: the same list at every step. Else the toolset's `tools`.
+    """
+    name = getattr(provider, "name", "")
+    search = _NATIVE_SEARCH.get(name)
+    if not (isinstance(toolset, SearchableToolset) and toolset.native_search and search):
+        return toolset.tools, []
+    tools = [t if t.name in toolset.always_visible else _deferred(t, name) for t in toolset.catalog]
+    return tools, [NativeTool(name, search)]
+
+
+def _deferred(tool: Tool, provider: str) -> Tool:
+    options = dict(tool.provider_options or {})
+    options[provider] = {**options.get(provider, {}), "defer_loading": True}
+    return tool.model_copy(update={"provider_options": options})
 
 
 def _as_future(handled: asyncio.Future[ToolResult] | ToolResult) -> asyncio.Future[ToolResult]:
