@@ -139,7 +139,7 @@ def _drop_none(**fields: Any) -> dict[str, Any]:
 
 
 def _refuse(provider: str, tool: NativeToolSpec, why: str) -> ValueError:
-    return ValueError(f"{provider} cannot send the native tool {tool!r}: {why}")
+    return ValueError(f"{provider} cannot send the native tool {type(tool).__name__}: {why}")
 
 
 def _anthropic(tool: NativeToolSpec, out: NativeEntries) -> None:
