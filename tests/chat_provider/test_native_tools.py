@@ -360,3 +360,42 @@ async def test_kimi_web_search_calls_are_answered_with_their_arguments(wire: Wir
     assert result.answer == "Found."
     echoed = wire.requests[-1].body["messages"][-1]
     assert echoed == {"role": "tool", "content": arguments, "tool_call_id": "call_1"}
+
+
+async def test_anthropic_mcp_connector_calls_stream_as_native_parts_and_go_back(
+    wire: WireServer,
+) -> None:
+    claude = Anthropic(
+        model="claude-sonnet-4-6", api_key="k", base_url=wire.url, prompt_cache=False
+    )
+    wire.closers.append(claude.aclose)
+    start = {
+        "type": "message_start",
+        "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
+                    "content": [], "stop_reason": None, "stop_sequence": None,
+                    "usage": {"input_tokens": 10, "output_tokens": 1}},
+    }  # fmt: skip
+    events = [
+        start,
+        {"type": "content_block_start", "index": 0,
+         "content_block": {**fx.MCP_TOOL_USE, "input": {}}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "input_json_delta", "partial_json": '{"query": "tool search"}'}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": fx.MCP_TOOL_RESULT},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+         "usage": {"output_tokens": 5}},
+        {"type": "message_stop"},
+    ]  # fmt: skip
+    wire.queue(Reply(events=[anthropic_event(e) for e in events]), anthropic_web_search_reply())
+    result = await generate(claude.with_native_tools([DOCS]), "", [], user())
+    native = [p.data for p in result.message.content if isinstance(p, NativeToolPart)]
+    assert native == [fx.MCP_TOOL_USE, fx.MCP_TOOL_RESULT]
+    await generate(claude.with_native_tools([DOCS]), "", [], [*user(), result.message, *user("ok")])
+    sent = wire.requests[-1].body
+    assert sent["messages"][1] == {
+        "role": "assistant",
+        "content": [fx.MCP_TOOL_USE, fx.MCP_TOOL_RESULT],
+    }
+    check_anthropic_beta_body(sent)
