@@ -170,7 +170,8 @@ async def agent_loop(
     `output_type` (a pydantic model, or any type pydantic validates: `int`, `list[str]`, a
     dataclass...) asks for a final answer of that type: in the provider's own way where it has
     one (OpenAI `response_format` json_schema, Responses `text.format`, Anthropic
-    `output_config.format`, Gemini `responseJsonSchema`, Kimi `response_format`), else through
+    `output_config.format`, Gemini `responseJsonSchema`, Kimi's JSON Mode with the schema in
+    a system message), else through
     a `final_answer` tool whose parameters are the type's schema. The answer is validated; a
     failed one goes back to the model, which is asked again up to `output_retries` times, and
     then `OutputRetriesExhausted` is raised. `AgentLoopResult.output` is the validated value.

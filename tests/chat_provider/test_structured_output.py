@@ -68,7 +68,12 @@ def test_each_provider_asks_in_its_own_way() -> None:
     }
     check_responses_body(body)
     kimi = Kimi(api_key="k").with_output_schema(OUTPUT).request_body("", [], HI)
-    assert kimi["response_format"] == chat_fx.WEATHER_FORMAT
+    assert kimi["response_format"] == {"type": "json_object"}  # Moonshot's JSON Mode
+    assert kimi["messages"][-1]["role"] == "system"
+    assert '"celsius"' in kimi["messages"][-1]["content"]  # the guide: say the fields
+    check_chat_body(kimi)
+    with pytest.raises(ValueError, match="JSON object only"):
+        Kimi(api_key="k").with_output_schema(OutputSchema("n", {"type": "array"}))
     gemini = Gemini(api_key="k").with_output_schema(OUTPUT).request_body("", [], HI)
     assert gemini["generationConfig"] == {
         "responseMimeType": "application/json",

@@ -243,11 +243,12 @@ class ChatCompletionsProvider(OpenAIProvider):
             body["parallel_tool_calls"] = self._parallel
         body.update(self._sent_kwargs())
         if self._output is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": json_schema(self._output),
-            }
+            self._ask_format(body, self._output)
         return body
+
+    def _ask_format(self, body: dict[str, Any], output: OutputSchema) -> None:
+        """Ask for an answer following `output`: OpenAI's `json_schema` response format."""
+        body["response_format"] = {"type": "json_schema", "json_schema": json_schema(output)}
 
     def _call_entry(self, call: ToolCall) -> dict[str, Any]:
         """A call of the history: a custom tool's with its text, where the API has them."""

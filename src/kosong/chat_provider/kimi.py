@@ -6,10 +6,12 @@ Needs the `openai` extra (`pip install 'kosong[openai]'`).
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Self, cast
 
+from kosong.chat_provider import OutputSchema
 from kosong.chat_provider._base import forces_a_call, spec_of
 from kosong.chat_provider._openai_common import ChatCompletionsProvider
 from kosong.dialects import Dialect, fix_tool
@@ -161,6 +163,22 @@ class Kimi(ChatCompletionsProvider):
         if isinstance(part, VideoURLPart):
             return {"type": "video_url", "video_url": {"url": part.video_url.url}}
         return super()._media_part(part)
+
+    def _check_output(self) -> None:
+        super()._check_output()
+        if self._output is not None and self._output.schema.get("type") != "object":
+            raise ValueError(
+                "Kimi: Moonshot's JSON Mode answers with a JSON object only: give output_type "
+                "a model (or another type whose schema is an object)"
+            )
+
+    def _ask_format(self, body: dict[str, Any], output: OutputSchema) -> None:
+        # Moonshot documents JSON Mode (json_object) and asks that the prompt say what the
+        # object holds (https://platform.kimi.ai/docs/guide/use-json-mode-feature-of-kimi-api).
+        body["response_format"] = {"type": "json_object"}
+        schema = json.dumps(output.schema, ensure_ascii=False)
+        said = f"Answer with one JSON object that matches this JSON Schema: {schema}"
+        body["messages"].append({"role": "system", "content": said})
 
     def _thinking_fields(self) -> dict[str, Any]:
         fields = copy.deepcopy(dict(self._extra_body))
