@@ -2,10 +2,11 @@
 
 A provider that has an answer format of its own (`with_output_schema`: OpenAI's
 `response_format`, Responses' `text.format`, Anthropic's `output_config.format`, Gemini's
-`responseJsonSchema`, Moonshot's JSON Mode) is asked in its way, and the final answer's text is validated as JSON of
-`T`. Another provider (a scripted model, a user's own) gets a `final_answer` tool whose
-parameters are `T`'s schema, and the loop ends when that tool has taken its arguments. A
-failed validation goes back to the model, which is asked again, `output_retries` times.
+`responseJsonSchema`, Moonshot's JSON Mode) is asked in its way, and the final answer's
+text is validated as JSON of `T`. Another provider (a scripted model, a user's own) gets a
+`final_answer` tool whose parameters are `T`'s schema, and the loop ends when that tool has
+taken its arguments. A failed validation goes back to the model, which is asked again,
+`output_retries` times.
 """
 
 from __future__ import annotations
