@@ -18,24 +18,32 @@ import kosong
 
 PUBLIC: dict[str, list[str]] = {
     "kosong": [
-        "AgentLoopResult", "AgentStep", "GenerateResult", "StepResult", "StopReason",
-        "ToolRetriesExhausted", "__version__", "agent_loop", "generate", "step",
+        "AgentLoopResult", "AgentStep", "GenerateResult", "OutputRetriesExhausted", "StepResult",
+        "StopReason", "ToolRetriesExhausted", "__version__", "agent_loop", "generate", "step",
         "tool_result_to_message",
     ],
     "kosong.chat_provider": [
         "APIConnectionError", "APIEmptyResponseError", "APIStatusError", "APITimeoutError",
-        "ChatProvider", "ChatProviderError", "RetryableChatProvider", "StreamedMessage",
-        "StreamedMessagePart", "ThinkingEffort", "TokenUsage", "ToolChoice",
+        "AllowedTools", "ChatProvider", "ChatProviderError", "OutputSchema",
+        "RetryableChatProvider", "StreamedMessage", "StreamedMessagePart", "ThinkingEffort",
+        "TokenUsage", "ToolChoice",
     ],
     "kosong.chat_provider.anthropic": [
-        "THINKING_BUDGETS", "THINKING_MODELS", "Anthropic", "ThinkingSpec", "thinking_spec",
+        "THINKING_BUDGETS", "THINKING_MODELS", "Anthropic", "ThinkingSpec", "clamped_effort",
+        "thinking_spec",
     ],
     "kosong.chat_provider.gemini": [
         "DEFAULT_GEMINI_BASE_URL", "DEFAULT_GEMINI_MODEL", "GEMINI_THINKING_BUDGETS", "MODELS",
         "Gemini", "ModelSpec", "model_spec",
     ],
-    "kosong.chat_provider.kimi": ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "Kimi"],
+    "kosong.chat_provider.kimi": [
+        "DEFAULT_BASE_URL", "DEFAULT_MODEL", "KIMI_MODELS", "Kimi", "KimiSpec",
+    ],
     "kosong.chat_provider.mock": ["MockChatProvider"],
+    "kosong.chat_provider.native": [
+        "CodeExecution", "FileSearch", "MCPConnector", "NativeEntries", "NativeTool",
+        "NativeToolSpec", "UrlContext", "WebFetch", "WebSearch", "native_entries",
+    ],
     "kosong.chat_provider.openai": ["OpenAIChat", "OpenAIResponses"],
     "kosong.chat_provider.scripted": [
         "ScriptItem", "ScriptedChatProvider", "ScriptedRequest", "Turn", "call",
@@ -51,14 +59,15 @@ PUBLIC: dict[str, list[str]] = {
         "to_openai_chat_tool", "to_openai_responses_tool",
     ],
     "kosong.message": [
-        "AudioURLPart", "ContentPart", "ImageURLPart", "Message", "Role", "TextPart",
-        "ThinkPart", "ToolCall", "ToolCallPart", "VideoURLPart",
+        "AudioURLPart", "ContentPart", "ImageURLPart", "Message", "NativeToolPart", "Role",
+        "TextPart", "ThinkPart", "ToolCall", "ToolCallPart", "VideoURLPart",
     ],
     "kosong.testing": ["RecordingListener", "ScriptedTool", "make_call"],
     "kosong.tooling": [
         "SEARCH_TOOL_NAME", "UNPARSED", "ArgumentLimits", "ArgumentsError", "BaseToolset",
         "BriefDisplayBlock", "CallableTool", "CallableTool2", "CombinedToolset", "DisplayBlock",
-        "EstimatedTokens", "FilteredToolset", "FunctionTool", "HandleResult", "Injected",
+        "EstimatedTokens", "FilteredToolset", "FreeformTool", "FunctionTool", "Grammar",
+        "HandleResult", "Injected",
         "ParametersType", "PrefixedToolset", "PreparedToolset", "RenamedToolset",
         "ResponseFormat", "SearchableToolset", "TokenRange", "Tool", "ToolError",
         "ToolErrorHandler", "ToolException", "ToolMetadata", "ToolOk", "ToolOptions",

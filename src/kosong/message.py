@@ -27,6 +27,7 @@ __all__ = [
     "ContentPart",
     "ImageURLPart",
     "Message",
+    "NativeToolPart",
     "Role",
     "TextPart",
     "ThinkPart",
@@ -78,6 +79,22 @@ class ThinkPart(ContentPart):
         self.think += other.think
         self.encrypted = other.encrypted
         return True
+
+
+class NativeToolPart(ContentPart):
+    """A block of a provider's native tool in an answer: a call, a result, cited text.
+
+    `data` is the block exactly as the API sent it (an Anthropic `server_tool_use` or
+    `web_search_tool_result`, an OpenAI Responses `web_search_call` item, a Gemini
+    `executableCode` part...). It streams like any part, stays in the message, and goes back
+    unchanged to the same provider on the next turn; other providers leave it out.
+    """
+
+    type: str = "native_tool"
+    provider: str
+    """The `name` of the provider that sent it ("anthropic", "openai-responses", "gemini")."""
+    data: dict[str, JsonType]
+    """The block as the API sent it."""
 
 
 class _MediaURL(BaseModel):
@@ -136,8 +153,9 @@ class ToolCall(BaseModel):
         arguments: str | None = None
         """The arguments as the model wrote them: a JSON string, or None when it gave none."""
 
-    type: Literal["function"] = "function"
-    """Always "function"."""
+    type: Literal["function", "custom"] = "function"
+    """"function": `arguments` is a JSON string; "custom": a call of a custom (free-form)
+    tool, whose `arguments` is its text input, given to the tool unparsed."""
     id: str
     """The call's id; the matching result carries it back."""
     function: FunctionBody
@@ -201,6 +219,9 @@ class Message(BaseModel):
     """For a tool message: the id of the call it answers."""
     partial: bool | None = None
     """True for an assistant message the model should continue (prefill)."""
+    is_error: bool | None = None
+    """For a tool message: True when the call failed. Providers whose APIs mark a failed call
+    send it so (Anthropic's `is_error`, Gemini's `error` response); the text says so too."""
 
     if TYPE_CHECKING:  # what the constructor accepts, for type checkers; the validator coerces
 
@@ -213,6 +234,7 @@ class Message(BaseModel):
             tool_calls: Sequence[ToolCall] | None = None,
             tool_call_id: str | None = None,
             partial: bool | None = None,
+            is_error: bool | None = None,
         ) -> None: ...
 
     @field_validator("content", mode="before")

@@ -107,6 +107,9 @@ class ToolOptions(TypedDict, total=False):
     """The JSON Schema of the JSON text a call returns. By default it is read from the
     return annotation when that is structured (a model, a dataclass, a TypedDict, a list, a
     dict, a number...); None declares none."""
+    provider_options: Mapping[str, Mapping[str, Any]] | None
+    """Fields merged into one provider's entry for the tool, keyed by its name (see
+    `ToolMetadata.provider_options`)."""
     version: str | None
     """The tool's semantic version, `MAJOR.MINOR.PATCH`."""
     changelog: Mapping[str, str] | None
