@@ -167,8 +167,8 @@ def test_gemini_and_responses_report_their_reasoning_tokens() -> None:
     from google.genai import types as genai
     from openai.types.responses import ResponseUsage
 
+    from kosong.chat_provider import _gemini_answer as gemini
     from kosong.chat_provider import _openai_responses as responses
-    from kosong.chat_provider import gemini
 
     gemini_usage = gemini._usage(
         genai.GenerateContentResponseUsageMetadata(
