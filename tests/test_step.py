@@ -70,6 +70,38 @@ async def test_generate_merges_text_thinking_and_argument_fragments() -> None:
     assert result.finish_reason == "stop" or result.finish_reason == "tool_calls"
 
 
+async def test_what_a_part_callback_does_to_the_parts_never_reaches_the_message() -> None:
+    provider = ScriptedChatProvider(
+        [[ThinkPart(think="deep thought"), "Hello there", call("echo", {"text": "hi"}, id="c1")]],
+        chunk_size=3,
+    )
+    seen: list[tuple[str, str]] = []
+
+    def vandal(part: object) -> None:
+        # Keeps each fragment as it came, then scribbles over it.
+        if isinstance(part, TextPart):
+            seen.append(("text", part.text))
+            part.text = "X"
+        elif isinstance(part, ThinkPart):
+            seen.append(("think", part.think))
+            part.think = "X"
+        elif isinstance(part, ToolCall):
+            seen.append(("call", part.function.name))
+            part.function.name, part.function.arguments, part.id = "gone", "{}", "x"
+        elif isinstance(part, ToolCallPart):
+            seen.append(("arguments", part.arguments_part or ""))
+            part.arguments_part = "X"
+
+    result = await generate(provider, "", [], USER, on_message_part=vandal)
+    assert result.message.content == [ThinkPart(think="deep thought"), TextPart(text="Hello there")]
+    assert result.message.tool_calls == [
+        ToolCall(id="c1", function=ToolCall.FunctionBody(name="echo", arguments='{"text": "hi"}'))
+    ]
+    # Each fragment was shown unmerged: merging never wrote into what the callback was given.
+    assert [t for kind, t in seen if kind == "text"] == ["Hel", "lo ", "the", "re"]
+    assert "".join(t for kind, t in seen if kind == "arguments") == '{"text": "hi"}'
+
+
 async def test_generate_accepts_async_callbacks() -> None:
     seen: list[str] = []
 
