@@ -34,7 +34,9 @@ async def test_each_message_of_a_conversation_is_counted_once_and_never_copied(
         return dump(self, **options)
 
     steps = 12
-    model = ScriptedChatProvider([[call("echo", {"text": str(i)})] for i in range(steps)] + [["ok"]])
+    model = ScriptedChatProvider(
+        [[call("echo", {"text": str(i)})] for i in range(steps)] + [["ok"]]
+    )
     history = [Message(role="user", content="go")]
     monkeypatch.setattr(Message, "model_dump_json", counting_dump)
     result = await agent_loop(model, "", SimpleToolset([echo]), history, max_steps=steps + 1)

@@ -265,7 +265,8 @@ def test_the_best_are_picked_as_a_full_sort_would_in_catalog_order_among_equals(
     )
     toolset = searchable(inner, max_results=limit)
     found = names(toolset.search(" ".join(query)))
-    index = toolset._index.get(inner.tools_version)  # pyright: ignore[reportPrivateUsage]
+    index = toolset._index.get(inner.tools_version)
+    assert index.retriever is not None
     words = [w for w in index.bm25.words(" ".join(query)) if w in index.retriever.vocab_dict]
     if not words:
         assert found == []
@@ -279,10 +280,10 @@ async def test_the_index_is_made_once_while_the_catalog_is_unchanged() -> None:
     inner = catalog()
     toolset = searchable(inner)
     toolset.search("weather")
-    index = toolset._index.get(inner.tools_version)  # pyright: ignore[reportPrivateUsage]
+    index = toolset._index.get(inner.tools_version)
     toolset.search("email")
     await search(toolset, {"query": "files"})
-    assert toolset._index.get(inner.tools_version) is index  # pyright: ignore[reportPrivateUsage]
+    assert toolset._index.get(inner.tools_version) is index
     inner.remove("send_email")
     assert toolset.search("email") == []
-    assert toolset._index.get(inner.tools_version) is not index  # pyright: ignore[reportPrivateUsage]
+    assert toolset._index.get(inner.tools_version) is not index

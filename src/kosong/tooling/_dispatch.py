@@ -105,7 +105,7 @@ class BaseToolset(Toolset, ABC):
         if "tools" in cls.__dict__ and "tools_version" not in cls.__dict__:
             # A version inherited from a class whose `tools` this one replaces would tell
             # wrappers nothing changed when this class's tools did: "unknown" is safe.
-            cls.tools_version = BaseToolset.tools_version
+            type.__setattr__(cls, "tools_version", BaseToolset.__dict__["tools_version"])
 
     @property
     @abstractmethod

@@ -9,9 +9,9 @@ def multiply(a: int, b: int) -> int:
     return a * b
 ```
 
-`multiply` is a `FunctionTool`: a `CallableTool2` whose parameters model and flat JSON Schema
-are read from the signature, once, when the tool is made. Every toolset runs it like any other
-tool; `invoke` and `ainvoke` call it directly with a dict of arguments. See
+`multiply` is a `FunctionTool`: a `CallableTool2` whose flat JSON Schema and argument validator
+are read from the signature, once, when the tool is made (the parameters model, `params`, when
+first read). Every toolset runs it like any other tool; `invoke` and `ainvoke` call it directly with a dict of arguments. See
 docs/function-tools.md for the rules (types, descriptions, return values, errors).
 """
 
@@ -21,7 +21,7 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
-from typing import Any, overload
+from typing import Any, cast, overload
 
 from pydantic import BaseModel, PrivateAttr, ValidationError
 from typing_extensions import Unpack
@@ -79,6 +79,16 @@ class FunctionTool(CallableTool2[BaseModel]):
 
     def __init__(self, **data: Any) -> None:
         raise TypeError("make a FunctionTool with @tool or FunctionTool.from_function(...)")
+
+    def __getattr__(self, name: str) -> Any:
+        # `params`, the pydantic model of the arguments, is made when first read: calls are
+        # validated without it (by a validator of the same types), and a model class costs
+        # more memory and time than the rest of the tool together.
+        if name == "params":
+            params = self._runner.params()
+            vars(self)["params"] = params
+            return params
+        return cast(Any, super()).__getattr__(name)  # pydantic's: the private attributes
 
     @classmethod
     def from_function(

@@ -10,6 +10,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any, Literal, TypedDict, cast
 
 from pydantic import BaseModel
@@ -128,6 +129,8 @@ class Runner:
     name: str
     validate: Callable[[Any], Any]
     bind: Callable[[Any], dict[str, Any]]
+    params: Callable[[], type[BaseModel]]
+    """Gives the pydantic model of the arguments (made when first asked for)."""
     func: AnyFunction | None
     coroutine: Callable[..., Awaitable[Any]] | None
     handler: ToolErrorHandler
@@ -202,6 +205,8 @@ def injecting_bind(run: Runner, values: Mapping[str, Any]) -> Callable[[Any], di
     return bind
 
 
+_NOTHING_BOUND: Mapping[str, Any] = MappingProxyType({})
+_NO_NAMES: frozenset[str] = frozenset()  # shared: an empty frozenset costs 216 bytes a tool
 _OPTIONS = frozenset(ToolOptions.__annotations__)
 _METADATA_OPTIONS = tuple(f for f in METADATA_FIELDS if f != "sequential")
 
@@ -276,8 +281,8 @@ def make(
 
     field_descriptions = dict(options.get("field_descriptions") or {})
     plan = _plan(
-        signature, owner, name, model, struct is not None, schema, field_descriptions,
-        parsed.arguments,
+        cast(AnyFunction, source), signature, owner, name, model, struct is not None, schema,
+        field_descriptions, parsed.arguments,
     )  # fmt: skip
     check_json_schema(plan.schema, f"the parameters schema of {owner}")
 
@@ -294,23 +299,24 @@ def make(
         name=name,
         validate=plan.validate,
         bind=plan.bind,
+        params=plan.make_params,
         func=_positional(func, positional),
         coroutine=_positional_async(coroutine, positional),
         handler=handler,
         artifact=response_format == "content_and_artifact",
-        injected=frozenset(p.name for p in signature.params if p.injected),
+        injected=frozenset(p.name for p in signature.params if p.injected) or _NO_NAMES,
         required_injected=tuple(p.name for p in signature.params if p.injected and p.required),
-        bound={},
+        bound=_NOTHING_BOUND,
         base_bind=plan.bind,
     )
-    runner = replace(runner, bind=injecting_bind(runner, {}))
-    fields: dict[str, Any] = {
-        "name": name,
-        "description": description,
-        "params": plan.params,
-        "return_direct": bool(options.get("return_direct", False)),
-        "response_format": response_format,
-    }
+    if runner.required_injected:  # refused until `inject` gives them
+        runner = replace(runner, bind=injecting_bind(runner, {}))
+    fields: dict[str, Any] = {"name": name, "description": description}
+    # Given only when not the default: the fewer fields a tool sets, the less it weighs.
+    if options.get("return_direct", False):
+        fields["return_direct"] = True
+    if response_format != "content":
+        fields["response_format"] = response_format
     sequential = options.get("sequential", False)
     if not isinstance(sequential, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"sequential must be True or False, got {sequential!r}")
@@ -332,6 +338,7 @@ def make(
 
 
 def _plan(
+    function: AnyFunction,
     signature: Signature,
     owner: str,
     name: str,
@@ -347,6 +354,7 @@ def _plan(
         )
     if model is None:
         return from_signature(
+            function,
             signature,
             owner,
             name,

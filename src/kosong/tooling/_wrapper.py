@@ -91,7 +91,7 @@ class Derived(Generic[_T]):
     (unknown) makes it anew every time.
     """
 
-    __slots__ = ("_make", "_made", "_value", "_version")
+    __slots__ = ("_made", "_make", "_value", "_version")
 
     def __init__(self, make: Callable[[], _T]) -> None:
         """Make the value with `make` when needed (not now)."""
