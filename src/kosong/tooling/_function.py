@@ -11,8 +11,9 @@ def multiply(a: int, b: int) -> int:
 
 `multiply` is a `FunctionTool`: a `CallableTool2` whose flat JSON Schema and argument validator
 are read from the signature, once, when the tool is made (the parameters model, `params`, when
-first read). Every toolset runs it like any other tool; `invoke` and `ainvoke` call it directly with a dict of arguments. See
-docs/function-tools.md for the rules (types, descriptions, return values, errors).
+first read). Every toolset runs it like any other tool; `invoke` and `ainvoke` call it directly
+with a dict of arguments. See docs/function-tools.md for the rules (types, descriptions, return
+values, errors).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
+from types import CoroutineType
 from typing import Any, cast, overload
 
 from pydantic import BaseModel, PrivateAttr, ValidationError
@@ -168,20 +170,30 @@ class FunctionTool(CallableTool2[BaseModel]):
         copy._runner = replace(run, bound=bound, bind=injecting_bind(run, bound))
         return copy
 
-    async def call(self, arguments: JsonType) -> ToolReturnValue:
-        """Validate `arguments`, run the function, and return its result as a ToolReturnValue."""
+    def call(self, arguments: JsonType) -> CoroutineType[Any, Any, ToolReturnValue]:
+        """Validate `arguments`, run the function, and return its result as a ToolReturnValue.
+
+        Awaited like any tool's `call`. It hands back the run's own coroutine (or, for arguments
+        refused, one that gives the error), so a call in flight keeps no frame of this method.
+        """
+        checked = self._checked(arguments)
+        if isinstance(checked, ToolValidateError):
+            return _given(checked)
+        return self._runner.execute(checked)
+
+    def _checked(self, arguments: JsonType) -> dict[str, Any] | ToolValidateError:
+        """The function's keyword arguments, or why `arguments` are refused."""
         run = self._runner
         if self.strict and self._strict_validator is not None:
             unknown = jsonschema_errors_text(self._strict_validator, arguments, only_unknown=True)
             if unknown:
                 return ToolValidateError(unknown)
         try:
-            kwargs = run.bind(run.validate(arguments))
+            return run.bind(run.validate(arguments))
         except ValidationError as e:
             return ToolValidateError(pydantic_errors_text(e))
         except SchemaMismatch as e:
             return ToolValidateError(str(e))
-        return await run.execute(kwargs)
 
     async def __call__(self, params: BaseModel) -> ToolReturnValue:
         """Run the function on arguments already validated into `params`."""
@@ -227,6 +239,10 @@ class FunctionTool(CallableTool2[BaseModel]):
         """
         run = self._runner
         return await run.raw(run.bind(run.validate(dict(args))))
+
+
+async def _given(value: ToolReturnValue) -> ToolReturnValue:
+    return value
 
 
 def _run_without_loop(name: str, work: Callable[[], Coroutine[Any, Any, Any]]) -> Any:

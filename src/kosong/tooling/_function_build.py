@@ -143,9 +143,14 @@ class Runner:
     """The injected values given so far."""
     base_bind: Callable[[Any], dict[str, Any]]
 
-    async def _value(self, kwargs: dict[str, Any]) -> Any:
+    def _value(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
+        # The async function's own coroutine, awaited by the caller: a call in flight keeps
+        # no frame of ours between the two (each costs the garbage collector, per call).
         if self.coroutine is not None:
-            return await self.coroutine(**kwargs)
+            return self.coroutine(**kwargs)
+        return self._in_thread(kwargs)
+
+    async def _in_thread(self, kwargs: dict[str, Any]) -> Any:
         value = await run_sync_tool(functools.partial(cast(AnyFunction, self.func), **kwargs))
         # A sync function may hand back an awaitable (a `functools.wraps` wrapper of an async
         # function, a lambda returning a coroutine): its value is what the function means.
