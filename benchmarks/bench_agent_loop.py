@@ -261,9 +261,7 @@ def openai_agents_case(turns: Turns, streamed: bool) -> Callable[[], Any]:
         async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
             return ModelResponse(output=output_of(turns.next()), usage=Usage(), response_id=None)
 
-        async def stream_response(
-            self, *args: Any, **kwargs: Any
-        ) -> AsyncIterator[Any]:
+        async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
             calls = turns.next()
             n = 0
             if calls is None:

@@ -19,11 +19,12 @@ values, errors).
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
 from types import CoroutineType
-from typing import Any, cast, overload
+from typing import Any, overload
 
 from pydantic import BaseModel, PrivateAttr, ValidationError
 from typing_extensions import Unpack
@@ -81,16 +82,6 @@ class FunctionTool(CallableTool2[BaseModel]):
 
     def __init__(self, **data: Any) -> None:
         raise TypeError("make a FunctionTool with @tool or FunctionTool.from_function(...)")
-
-    def __getattr__(self, name: str) -> Any:
-        # `params`, the pydantic model of the arguments, is made when first read: calls are
-        # validated without it (by a validator of the same types), and a model class costs
-        # more memory and time than the rest of the tool together.
-        if name == "params":
-            params = self._runner.params()
-            vars(self)["params"] = params
-            return params
-        return cast(Any, super()).__getattr__(name)  # pydantic's: the private attributes
 
     @classmethod
     def from_function(
@@ -239,6 +230,19 @@ class FunctionTool(CallableTool2[BaseModel]):
         """
         run = self._runner
         return await run.raw(run.bind(run.validate(dict(args))))
+
+
+def _made_params(tool: FunctionTool) -> type[BaseModel]:
+    return tool._runner.params()  # pyright: ignore[reportPrivateUsage]
+
+
+# `params`, the pydantic model of the arguments, is made when first read (then kept in the
+# tool's `__dict__`, as any field): calls are validated without it, by a validator of the same
+# types, and a model class costs more memory and time than the rest of the tool together. Set
+# on the class once pydantic has made it, so pydantic does not take it for a default.
+_lazy_params = functools.cached_property(_made_params)
+_lazy_params.__set_name__(FunctionTool, "params")
+type.__setattr__(FunctionTool, "params", _lazy_params)
 
 
 async def _given(value: ToolReturnValue) -> ToolReturnValue:
