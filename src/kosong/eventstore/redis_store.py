@@ -5,7 +5,7 @@
   a run whose writing process lost its lease (killed, frozen) is ended by whichever process
   a client is following it from, with a final event saying so.
 
-Needs the `redis` package (`pip install 'kosong[server]'`). Every key starts with `prefix`;
+Needs the `redis` package (the `server` extra). Every key starts with `prefix`;
 the keys of one run share a hash tag, so the scripts also work on a Redis Cluster. `connect`
 makes the client, and `reachable()` turns Redis's connection errors into
 `StoreUnavailableError` (the server's Redis rate limiter uses both).
@@ -27,6 +27,7 @@ import time
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Self, cast
 
+from kosong._extras import install_hint
 from kosong.eventstore._store import (
     START,
     EventStore,
@@ -43,9 +44,7 @@ try:
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "the Redis store needs the redis package: pip install 'kosong[server]'"
-    ) from e
+    raise ImportError(f"the Redis store needs the redis package: {install_hint('redis')}") from e
 
 __all__ = ["RedisEventStore", "connect", "reachable"]
 

@@ -82,7 +82,9 @@ class CallableTool2(ToolMetadata, ABC, Generic[Params]):
         try:
             params = self.params.model_validate(arguments)
         except ValidationError as e:
-            return ToolValidateError(pydantic_errors_text(e))
+            return ToolValidateError(
+                pydantic_errors_text(e, list(self.base.parameters.get("properties", {})))
+            )
         if calls_in_thread(type(self)):
             result = await run_sync_tool(self, params)
         else:

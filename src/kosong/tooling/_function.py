@@ -182,7 +182,7 @@ class FunctionTool(CallableTool2[BaseModel]):
         try:
             return run.bind(run.validate(arguments))
         except ValidationError as e:
-            return ToolValidateError(pydantic_errors_text(e))
+            return ToolValidateError(pydantic_errors_text(e, list(self.args)))
         except SchemaMismatch as e:
             return ToolValidateError(str(e))
 
