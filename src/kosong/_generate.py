@@ -107,7 +107,8 @@ async def generate(
     provider = for_call(chat_provider, tool_choice, generation_overrides)
     stream = await provider.generate(system_prompt, tools, history)
     trace_id = _optional_str(stream, "provider_trace_id") or _optional_str(stream, "trace_id")
-    await call_back(on_provider_trace_id, trace_id)
+    if on_provider_trace_id is not None:
+        await call_back(on_provider_trace_id, trace_id)
     content: list[ContentPart] = []
     tool_calls: list[ToolCall] = []
     pending: StreamedMessagePart | None = None
@@ -123,7 +124,8 @@ async def generate(
 
     async for part in stream:
         if pending is not None and pending.merge_in_place(part):  # `part` is only read
-            await call_back(on_message_part, part)
+            if on_message_part is not None:
+                await call_back(on_message_part, part)
             if isinstance(pending, ToolCall) and isinstance(part, ToolCallPart) and part.last:
                 await flush()
                 pending = None
@@ -131,8 +133,10 @@ async def generate(
         # The parts a stream yields are new objects, generate's own, so the one that starts a
         # part is merged into as it is; when a callback is shown it, the callback may keep or
         # change it, so the message gets a copy (one per part, not per fragment).
-        started = part if on_message_part is None else part.model_copy(deep=True)
-        await call_back(on_message_part, part)
+        started = part
+        if on_message_part is not None:
+            started = part.model_copy(deep=True)
+            await call_back(on_message_part, part)
         await flush()
         pending = started
     await flush()

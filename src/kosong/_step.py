@@ -11,7 +11,7 @@ from typing import Any
 from kosong._generate import Callback, GenerateResult, generate
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
 from kosong.message import ContentPart, Message, TextPart, ToolCall
-from kosong.tooling import ToolResult, Toolset
+from kosong.tooling import HandleResult, ToolResult, Toolset
 
 __all__ = ["StepResult", "step", "tool_result_to_message"]
 
@@ -24,7 +24,7 @@ class StepResult(GenerateResult):
 
     tool_calls: list[ToolCall]
     """The tool calls of the answer, in order (each already handed to the toolset)."""
-    _tool_result_futures: list[asyncio.Future[ToolResult]] = field(repr=False)
+    _tool_result_futures: list[HandleResult] = field(repr=False)
 
     async def tool_results(self) -> list[ToolResult]:
         """Wait for every tool call's result; return them in call order.
@@ -32,10 +32,15 @@ class StepResult(GenerateResult):
         If this is cancelled, or awaiting fails, the calls still running are cancelled and
         awaited before it returns.
         """
+        pending = self._tool_result_futures
         try:
-            return [await future for future in self._tool_result_futures]
+            results = [await future for future in pending]
         finally:
-            await _cancel_all(self._tool_result_futures)
+            await _cancel_all(pending)
+        # A result is awaitable too: kept instead of its finished task, which a step kept by
+        # `agent_loop` would otherwise hold (with the task's context) for the whole loop.
+        pending[:] = results
+        return results
 
 
 async def step(
@@ -67,7 +72,7 @@ async def step(
     Raises:
         ChatProviderError: the provider failed.
     """
-    futures: list[asyncio.Future[ToolResult]] = []
+    futures: list[HandleResult] = []
 
     def report(future: asyncio.Future[ToolResult]) -> None:
         if on_tool_result is None or future.cancelled() or future.exception() is not None:
@@ -79,7 +84,8 @@ async def step(
 
     def dispatch(tool_call: ToolCall) -> None:
         future = _as_future(toolset.handle(tool_call))
-        future.add_done_callback(report)
+        if on_tool_result is not None:  # a callback scheduled per call costs, even a no-op
+            future.add_done_callback(report)
         futures.append(future)
 
     try:
@@ -153,8 +159,8 @@ def _as_future(handled: asyncio.Future[ToolResult] | ToolResult) -> asyncio.Futu
     return handled
 
 
-async def _cancel_all(futures: Sequence[asyncio.Future[ToolResult]]) -> None:
-    running = [f for f in futures if not f.done()]
+async def _cancel_all(futures: Sequence[HandleResult]) -> None:
+    running = [f for f in futures if isinstance(f, asyncio.Future) and not f.done()]
     for future in running:
         future.cancel()
     if running:
