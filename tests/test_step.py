@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import weakref
 
 import pytest
 from pydantic import BaseModel
@@ -210,6 +212,22 @@ async def test_two_hundred_tool_calls_in_one_answer() -> None:
     outputs = [r.return_value.output for r in await result.tool_results()]
     assert outputs == [str(i) for i in range(200)]
     assert len({c.id for c in result.tool_calls}) == 200
+
+
+async def test_tool_results_read_again_are_the_same_and_the_finished_tasks_are_let_go() -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+    provider = ScriptedChatProvider([[call("echo", {"text": "a"}), call("echo", {"text": "b"})]])
+    result = await step(provider, "", SimpleToolset([Echo(started, release)]), USER)
+    await asyncio.wait_for(started.wait(), timeout=5)
+    tasks = [weakref.ref(t) for t in result._tool_result_futures]
+    assert all(isinstance(t(), asyncio.Task) for t in tasks)
+    release.set()
+    first = await result.tool_results()
+    assert [r.return_value.output for r in first] == ["a", "b"]
+    assert await result.tool_results() == first
+    await asyncio.sleep(0)  # the loop runs what the tasks' ends scheduled (one pass, no timer)
+    gc.collect()
+    assert [t() for t in tasks] == [None, None]  # a kept step holds results, not tasks
 
 
 async def test_step_never_changes_the_history() -> None:
