@@ -441,13 +441,19 @@ def tools_table(sizes: list[int], rounds: int) -> tuple[str, dict[str, Any]]:
     rows = [head, "|---|---:|---:|---:|---:|---:|---:|"]
     for size in sizes:
         k, p = data[("kosong", size)], data[("pydantic-ai", size)]
+        # RSS grows by whole pages: below a few thousand tools it says little (shown as -).
+        rss = (
+            k["rss_bytes_per_tool"] / p["rss_bytes_per_tool"]
+            if p["rss_bytes_per_tool"] > 0
+            else None
+        )
+        rss_text = f"{rss:.2f}x" if rss is not None and size >= 1000 else "-"
         rows.append(
             f"| {size:,} | {k['build_us_per_tool']:,.0f} | {p['build_us_per_tool']:,.0f} | "
             f"**{k['build_us_per_tool'] / p['build_us_per_tool']:.2f}x** | "
             f"{k['rss_bytes_per_tool'] / 1024:.2f}; {k['traced_bytes_per_tool'] / 1024:.2f} | "
             f"{p['rss_bytes_per_tool'] / 1024:.2f}; {p['traced_bytes_per_tool'] / 1024:.2f} | "
-            f"**{k['rss_bytes_per_tool'] / p['rss_bytes_per_tool']:.2f}x; "
-            f"{k['traced_bytes_per_tool'] / p['traced_bytes_per_tool']:.2f}x** |"
+            f"**{rss_text}; {k['traced_bytes_per_tool'] / p['traced_bytes_per_tool']:.2f}x** |"
         )
     return "\n".join(rows), {f"{lib}:{size}": v for (lib, size), v in data.items()}
 
@@ -542,12 +548,14 @@ def plot(results: dict[str, Any], path: str) -> None:
     body = results["body"]
     sizes = sorted({int(key.split(":")[1]) for key in body})
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for api, label in (("openai", "OpenAI Chat"), ("anthropic", "Anthropic")):
-        for library, style in (("kosong", "-o"), ("pydantic-ai", "--s")):
+    colours = {"kosong": "tab:blue", "pydantic-ai": "tab:orange"}
+    for api, label, line in (("openai", "OpenAI Chat", "-"), ("anthropic", "Anthropic", "--")):
+        for library, colour in colours.items():
             ys = [body[f"{library}:{s}"][f"{api}_step_us"] / 1000 for s in sizes]
-            ax.plot(sizes, ys, style, label=f"{library}, {label}: whole step through the SDK")
+            ax.plot(sizes, ys, line, marker="o", color=colour, label=f"{library}, {label}: step")
         ys = [body[f"kosong:{s}"][f"{api}_body_us"] / 1000 for s in sizes]
-        ax.plot(sizes, ys, ":^", label=f"kosong, {label}: request body")
+        ax.plot(sizes, ys, line, marker="^", color="tab:green",
+                label=f"kosong, {label}: request body alone")  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("tools in the catalog")
