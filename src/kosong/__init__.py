@@ -27,6 +27,7 @@ Public modules:
 from kosong._agent_loop import (
     AgentLoopResult,
     AgentStep,
+    OutputRetriesExhausted,
     StopReason,
     ToolRetriesExhausted,
     agent_loop,
@@ -40,6 +41,7 @@ __all__ = [
     "AgentLoopResult",
     "AgentStep",
     "GenerateResult",
+    "OutputRetriesExhausted",
     "StepResult",
     "StopReason",
     "ToolRetriesExhausted",

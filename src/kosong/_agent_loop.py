@@ -8,7 +8,9 @@ from typing import Any, Literal, TypeAlias, TypeGuard
 
 from kosong._generate import Callback, call_back
 from kosong._step import StepResult, step, tool_result_to_message
+from kosong._structured import OutputRetriesExhausted, StructuredOutput
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
+from kosong.chat_provider.native import NativeToolSpec
 from kosong.message import Message, ToolCall
 from kosong.tooling import ToolError, ToolResult, Toolset
 from kosong.tooling.error import ToolNotFoundError, ToolParseError, ToolValidateError
@@ -16,6 +18,7 @@ from kosong.tooling.error import ToolNotFoundError, ToolParseError, ToolValidate
 __all__ = [
     "AgentLoopResult",
     "AgentStep",
+    "OutputRetriesExhausted",
     "StopReason",
     "ToolRetriesExhausted",
     "agent_loop",
@@ -57,6 +60,8 @@ class AgentLoopResult:
     """Each step's `StepResult`, in order."""
     stop_reason: StopReason
     """Why the loop stopped."""
+    output: Any = None
+    """With `output_type`: the final answer, validated as that type (None otherwise)."""
 
     @property
     def tokens_used(self) -> int:
@@ -127,6 +132,10 @@ async def agent_loop(
     on_message_part: Callback[StreamedMessagePart] | None = None,
     on_tool_result: Callable[[ToolResult], None] | None = None,
     generation_overrides: Mapping[str, Any] | None = None,
+    parallel_tool_calls: bool | None = None,
+    native_tools: Sequence[NativeToolSpec] | None = None,
+    output_type: Any = None,
+    output_retries: int = 1,
 ) -> AgentLoopResult:
     """Run `step` until the model answers without a tool call, or a stop condition holds.
 
@@ -154,18 +163,36 @@ async def agent_loop(
     the choice for that step (None: the provider's default). A choice that forces a call on
     every step never lets the model answer: pair it with `stop_at_tools`, or force only the
     first step (`lambda n: "required" if n == 1 else None`). `on_message_part`,
-    `on_tool_result` and `generation_overrides` are passed to every `step`.
+    `on_tool_result`, `parallel_tool_calls`, `native_tools` and `generation_overrides` are
+    passed to every `step`. An answer the provider paused (Anthropic's `pause_turn`, a long
+    native-tool turn) is not an answer: the loop sends it back for the model to go on.
+
+    `output_type` (a pydantic model, or any type pydantic validates: `int`, `list[str]`, a
+    dataclass...) asks for a final answer of that type: in the provider's own way where it has
+    one (OpenAI `response_format` json_schema, Responses `text.format`, Anthropic
+    `output_config.format`, Gemini `responseJsonSchema`, Kimi's JSON Mode with the schema in
+    a system message), else through
+    a `final_answer` tool whose parameters are the type's schema. The answer is validated; a
+    failed one goes back to the model, which is asked again up to `output_retries` times, and
+    then `OutputRetriesExhausted` is raised. `AgentLoopResult.output` is the validated value.
 
     Cancelling the loop cancels the step under way: the model's stream and every tool call
     still running are cancelled and awaited before the cancellation propagates.
 
     Raises:
         ToolRetriesExhausted: a tool's retry budget was spent (see 2).
+        OutputRetriesExhausted: the final answer did not validate as `output_type`, after
+            `output_retries` more tries.
         ChatProviderError: the provider failed; the steps before were given to `on_step`.
         ValueError: `max_steps` is below 1, `token_budget` below 1, or a retry budget
             negative.
     """
     _check_limits(max_steps, token_budget, retry_budget, retry_budgets)
+    structured: StructuredOutput | None = None
+    if output_type is not None:
+        structured, chat_provider, toolset = StructuredOutput.start(
+            output_type, output_retries, chat_provider, toolset
+        )
     budgets = dict(retry_budgets or {})
     # One name is a collection of one, not of its letters.
     stop_names = frozenset([stop_at_tools] if isinstance(stop_at_tools, str) else stop_at_tools)
@@ -183,6 +210,8 @@ async def agent_loop(
             on_tool_result=on_tool_result,
             tool_choice=tool_choice(number) if callable(tool_choice) else tool_choice,
             generation_overrides=generation_overrides,
+            parallel_tool_calls=parallel_tool_calls,
+            native_tools=native_tools,
         )
         results = await result.tool_results()
         added = [result.message, *(tool_result_to_message(r) for r in results)]
@@ -192,9 +221,22 @@ async def agent_loop(
         done = AgentStep(number, result, results, added, tokens)
         await call_back(on_step, done)
 
-        if not result.tool_calls:
-            return AgentLoopResult(messages, steps, "answered")
         calls = list(zip(result.tool_calls, results, strict=True))
+        if structured is not None and result.finish_reason != "pause_turn":
+            outcome = structured.answer(result.message, calls)
+            if outcome.done:
+                return AgentLoopResult(messages, steps, "answered", outcome.value)
+            if outcome.error is not None:
+                structured.failures += 1
+                if structured.failures > structured.retries:
+                    raise OutputRetriesExhausted(
+                        outcome.error, structured.failures, messages, steps
+                    )
+                if outcome.asking is not None:
+                    messages.append(outcome.asking)
+                    continue
+        elif not result.tool_calls and result.finish_reason != "pause_turn":
+            return AgentLoopResult(messages, steps, "answered")
         for call, tool_result in calls:
             name = call.function.name
             value = tool_result.return_value
