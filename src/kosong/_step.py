@@ -185,14 +185,7 @@ def offered(toolset: Toolset, provider: ChatProvider) -> tuple[list[Tool], list[
     search = _NATIVE_SEARCH.get(name)
     if not (isinstance(toolset, SearchableToolset) and toolset.native_search and search):
         return toolset.tools, []
-    tools = [t if t.name in toolset.always_visible else _deferred(t, name) for t in toolset.catalog]
-    return tools, [NativeTool(name, search)]
-
-
-def _deferred(tool: Tool, provider: str) -> Tool:
-    options = dict(tool.provider_options or {})
-    options[provider] = {**options.get(provider, {}), "defer_loading": True}
-    return tool.model_copy(update={"provider_options": options})
+    return toolset.deferred(name), [NativeTool(name, search)]
 
 
 def _error_text(message: str) -> str:

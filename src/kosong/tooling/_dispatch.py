@@ -116,9 +116,10 @@ class BaseToolset(Toolset, ABC):
     def tools_version(self) -> object:
         """A value that changes whenever `tools` changes (compared with `==`); None: unknown.
 
-        What is made from `tools` (a wrapper's list, the index of tool search, a provider's
-        request entries) is made again only when this changes, so a step costs the same
-        whatever the size of the catalog. None, the default, says the toolset cannot tell:
+        What is made from `tools` (a wrapper's list, the index of tool search) is made again
+        only when this changes, so a step costs the same whatever the size of the catalog
+        (providers keep their entry for each tool by the tool itself, so they reuse it as long
+        as the same tools come back). None, the default, says the toolset cannot tell:
         whatever reads it reads `tools` anew every time. A subclass whose tools change gives
         a new value at each change (`SimpleToolset` takes a new `object()`), or the version
         of what its tools come from; one that overrides `tools` without overriding this gets

@@ -70,6 +70,7 @@ class SearchableToolset(WrapperToolset):
         self._native_search = native_search
         self._index = Derived(self._make_index)
         self._shown = Derived(self._list_shown)
+        self._deferred: dict[str, Derived[list[Tool]]] = {}  # by provider
         names = {t.name for t in toolset.tools}
         if SEARCH_TOOL_NAME in names:
             raise ValueError(
@@ -122,6 +123,18 @@ class SearchableToolset(WrapperToolset):
         """Every tool of the wrapped toolset, in its order (what a native search searches)."""
         return self.wrapped.tools
 
+    def deferred(self, provider: str) -> list[Tool]:
+        """The catalog as sent to `provider`'s own tool search (see `searchable`).
+
+        Each tool has `defer_loading` in its `provider_options[provider]`, but the always-visible
+        ones; the same objects while the catalog is unchanged (its `tools_version`), so what a
+        provider makes of each tool is made once.
+        """
+        made = self._deferred.get(provider)
+        if made is None:
+            made = self._deferred[provider] = Derived(lambda: self._defer_catalog(provider))
+        return list(made.get(version_of(self.wrapped)))
+
     @property
     def found(self) -> tuple[str, ...]:
         """The names of the tools found so far, in the order they were found."""
@@ -172,6 +185,10 @@ class SearchableToolset(WrapperToolset):
         always, found = self._always, self._found
         shown = [t for t in self.wrapped.tools if t.name in always or t.name in found]
         return [*self._search.tools, *shown]
+
+    def _defer_catalog(self, provider: str) -> list[Tool]:
+        always = self._always
+        return [t if t.name in always else _deferred(t, provider) for t in self.wrapped.tools]
 
     def _make_index(self) -> _Index:
         hidden = [t for t in self.wrapped.tools if t.name not in self._always]
@@ -290,6 +307,12 @@ class _Index:
         # A stable sort: equal scores keep the catalog's order.
         best = hits[np.argsort(-scores[hits], kind="stable")][:limit]
         return [self.tools[i] for i in best.tolist()]
+
+
+def _deferred(tool: Tool, provider: str) -> Tool:
+    options = dict(tool.provider_options or {})
+    options[provider] = {**options.get(provider, {}), "defer_loading": True}
+    return tool.model_copy(update={"provider_options": options})
 
 
 def _first_line(text: str) -> str:
