@@ -91,14 +91,14 @@ _SHARED = frozenset({str, int, float, bool, type(None)})
 def _fresh(value: Any) -> Any:
     """A copy of a JSON value: new dicts and lists (a schema's strings and numbers are shared)."""
     if type(value) is dict:
-        mapping: dict[Any, Any] = value
+        mapping: dict[Any, Any] = value  # pyright: ignore[reportUnknownVariableType] (narrowed)
         copied = mapping.copy()  # one copy in C, then the containers in it
         for key, child in mapping.items():
             if type(child) not in _SHARED:
                 copied[key] = _fresh(child)
         return copied
     if type(value) is list:
-        items: list[Any] = value
+        items: list[Any] = value  # pyright: ignore[reportUnknownVariableType]
         copied_items = items.copy()
         for index, child in enumerate(items):
             if type(child) not in _SHARED:
