@@ -616,6 +616,34 @@ async def test_an_unknown_argument_is_refused_by_default_naming_it_and_the_close
         to_fahrenheit.invoke({"celsius": 1, "celcius_typo": 2})
 
 
+async def test_equal_defaults_of_different_types_each_reach_their_own_function() -> None:
+    # Optional parameters with the same immutable default share their validator's schema:
+    # 0, False and 0.0 are equal (and hash alike), yet each function gets its own default.
+    @tool
+    def as_int(x: int | float | bool = 0) -> str:
+        """Say the type."""
+        return type(x).__name__
+
+    @tool
+    def as_bool(x: int | float | bool = False) -> str:
+        """Say the type."""
+        return type(x).__name__
+
+    @tool
+    def as_float(x: int | float | bool = 0.0) -> str:
+        """Say the type."""
+        return type(x).__name__
+
+    @tool
+    def as_nan(x: float = float("nan")) -> str:
+        """Say the value."""
+        return str(x)
+
+    outputs = [(await t.call({})).output for t in (as_int, as_bool, as_float, as_int, as_nan)]
+    assert outputs == ["int", "bool", "float", "int", "nan"]
+    assert (await as_bool.call({"x": 2})).output == "int"
+
+
 async def test_unknown_arguments_ignore_drops_them_as_before() -> None:
     @tool(unknown_arguments="ignore")
     def lenient(celsius: float) -> float:

@@ -180,7 +180,7 @@ class FunctionTool(CallableTool2[BaseModel]):
             if unknown:
                 return ToolValidateError(unknown)
         try:
-            return run.bind(run.validate(arguments))
+            return run.bind(run.checked(arguments))
         except ValidationError as e:
             return ToolValidateError(pydantic_errors_text(e, list(self.args)))
         except SchemaMismatch as e:
@@ -206,7 +206,7 @@ class FunctionTool(CallableTool2[BaseModel]):
             ToolException: the function raised one and `handle_tool_error` is False.
         """
         run = self._runner
-        kwargs = run.bind(run.validate(dict(args)))
+        kwargs = run.bind(run.checked(dict(args)))
         if run.func is None:
             return _run_without_loop(self.name, lambda: run.raw(kwargs))
         try:
@@ -229,7 +229,7 @@ class FunctionTool(CallableTool2[BaseModel]):
         The async function is awaited; a sync-only tool runs in a worker thread.
         """
         run = self._runner
-        return await run.raw(run.bind(run.validate(dict(args))))
+        return await run.raw(run.bind(run.checked(dict(args))))
 
 
 def _made_params(tool: FunctionTool) -> type[BaseModel]:

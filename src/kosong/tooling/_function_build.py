@@ -149,6 +149,10 @@ class Runner:
 
     name: str
     validate: Callable[[Any], Any]
+    """Arguments -> validated value (the plan's); raises ValidationError or SchemaMismatch."""
+    accepted: Mapping[str, Any] | None
+    """The arguments the tool takes (its schema's properties: the same dict), or None when
+    one it does not take is left to `validate` (ignored, or refused by a given `schema`)."""
     bind: Callable[[Any], dict[str, Any]]
     params: Callable[[], type[BaseModel]]
     """Gives the pydantic model of the arguments (made when first asked for)."""
@@ -165,6 +169,32 @@ class Runner:
     base_bind: Callable[[Any], dict[str, Any]]
     structured: bool = False
     """Whether the tool declares an output schema: its data also travels as a JSON value."""
+
+    def checked(self, arguments: Any) -> Any:
+        """`arguments` validated; raises ValidationError or SchemaMismatch.
+
+        An argument the tool does not take is refused with what else is wrong, in one
+        message: one retry of the model fixes it all.
+        """
+        accepted = self.accepted
+        if accepted is None or not isinstance(arguments, dict):
+            return self.validate(arguments)
+        given = cast(dict[str, Any], arguments)
+        if given.keys() <= accepted.keys():
+            return self.validate(given)
+        parameters = list(accepted)
+        texts = [
+            unknown_argument_text(name, value, parameters)
+            for name, value in given.items()
+            if name not in accepted
+        ]
+        try:
+            self.validate({k: v for k, v in given.items() if k in accepted})
+        except ValidationError as e:
+            texts.append(pydantic_errors_text(e, parameters))
+        except SchemaMismatch as e:
+            texts.append(str(e))
+        raise SchemaMismatch("; ".join(texts))
 
     def _value(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
         # The async function's own coroutine, awaited by the caller: a call in flight keeps
@@ -329,13 +359,12 @@ def make(
         raise ValueError(
             f"unknown_arguments must be 'refuse' or 'ignore', got {unknown_arguments!r}"
         )
-    validate = plan.validate
-    if unknown_arguments == "refuse" and schema is None:
-        validate = _refusing_unknown(plan.validate, list(plan.schema.get("properties", {})))
+    refuses = unknown_arguments == "refuse" and schema is None
     positional = tuple(p.name for p in signature.params if p.positional_only)
     runner = Runner(
         name=name,
-        validate=validate,
+        validate=plan.validate,
+        accepted=plan.schema.get("properties", {}) if refuses else None,
         bind=plan.bind,
         params=plan.make_params,
         func=_positional(func, positional),
@@ -414,32 +443,6 @@ def _plan(
         field_descriptions=field_descriptions,
         docstring_descriptions=docstring_descriptions,
     )
-
-
-def _refusing_unknown(
-    validate: Callable[[Any], Any], parameters: list[str]
-) -> Callable[[Any], Any]:
-    """`validate`, after refusing an argument that is not one of `parameters` (SchemaMismatch)."""
-    accepted = frozenset(parameters)
-
-    def refuse_unknown(arguments: Any) -> Any:
-        if isinstance(arguments, dict) and not accepted.issuperset(cast(dict[str, Any], arguments)):
-            given = cast(dict[str, Any], arguments)
-            texts = [
-                unknown_argument_text(name, value, parameters)
-                for name, value in given.items()
-                if name not in accepted
-            ]
-            try:  # what else is wrong goes in the same message: one retry fixes it all
-                validate({k: v for k, v in given.items() if k in accepted})
-            except ValidationError as e:
-                texts.append(pydantic_errors_text(e, parameters))
-            except SchemaMismatch as e:
-                texts.append(str(e))
-            raise SchemaMismatch("; ".join(texts))
-        return validate(arguments)
-
-    return refuse_unknown
 
 
 def _model_properties(model: type[Any]) -> Mapping[str, Any]:

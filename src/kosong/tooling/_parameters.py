@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import contextlib
+import dataclasses
 import functools
 import io
 import operator
@@ -105,11 +106,7 @@ def from_signature(
         nested_defs = nested_defs or "$defs" in types.json
         description = field_descriptions.get(p.name) or p.doc or docstring_descriptions.get(p.name)
         properties[p.name] = _property(types.json, description, p)
-        validated[p.name] = (
-            types.required
-            if p.required
-            else _field({"type": "default", "schema": types.core, "default": p.default}, False)
-        )
+        validated[p.name] = types.required if p.required else types.optional(p.default)
         if p.required:
             required.append(p.name)
     params = _ParamsModel(model_name, function, properties)
@@ -206,6 +203,8 @@ class _ParamsModel:
 
 
 _CONFIG = ConfigDict(arbitrary_types_allowed=False, protected_namespaces=())
+_SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
+"""The defaults that cannot change, so equal ones may be one object."""
 
 
 def _clashes_with_model(name: str) -> bool:
@@ -225,7 +224,7 @@ def _property(type_schema: dict[str, Any], description: str | None, p: Param) ->
 
 @dataclass(frozen=True, slots=True)
 class _TypeSchemas:
-    """What a parameter's type gives, both from one `TypeAdapter` (shared: read-only)."""
+    """What a parameter's type gives, both from one `TypeAdapter` (shared by every tool)."""
 
     json: dict[str, Any]
     """The tidy JSON Schema the model reads."""
@@ -233,6 +232,26 @@ class _TypeSchemas:
     """The pydantic core schema that validates it."""
     required: dict[str, Any]
     """A required parameter of the type, as the arguments' validator takes it."""
+    defaulted: dict[tuple[type, Any], dict[str, Any]] = dataclasses.field(
+        default_factory=dict[tuple[type, Any], dict[str, Any]]
+    )
+    """The optional parameters of the type made so far, by their default (see `optional`)."""
+
+    def optional(self, default: Any) -> dict[str, Any]:
+        """An optional parameter of the type, with `default`, as the arguments' validator takes it.
+
+        Shared by every parameter whose default is the same immutable scalar (`None`, `20`,
+        `"fast"`...), as `required` is: the validator of each tool keeps its schema.
+        """
+        kind: type = type(default)  # pyright: ignore[reportUnknownVariableType] (any default)
+        shared = kind in _SCALARS and default == default  # NaN is never equal
+        key = (kind, default)
+        made = self.defaulted.get(key) if shared else None
+        if made is None:
+            made = _field({"type": "default", "schema": self.core, "default": default}, False)
+            if shared:
+                self.defaulted[key] = made
+        return made
 
 
 def _type_schemas(p: Param, owner: str) -> _TypeSchemas:
