@@ -167,14 +167,15 @@ class FunctionTool(CallableTool2[BaseModel]):
         Awaited like any tool's `call`. It hands back the run's own coroutine (or, for arguments
         refused, one that gives the error), so a call in flight keeps no frame of this method.
         """
-        checked = self._checked(arguments)
+        # Read once: pydantic finds a private attribute in Python code (a microsecond a read).
+        run = self._runner
+        checked = self._checked(run, arguments)
         if isinstance(checked, ToolValidateError):
             return _given(checked)
-        return self._runner.execute(checked)
+        return run.execute(checked)
 
-    def _checked(self, arguments: JsonType) -> dict[str, Any] | ToolValidateError:
+    def _checked(self, run: Runner, arguments: JsonType) -> dict[str, Any] | ToolValidateError:
         """The function's keyword arguments, or why `arguments` are refused."""
-        run = self._runner
         if self.strict and self._strict_validator is not None:
             unknown = jsonschema_errors_text(self._strict_validator, arguments, only_unknown=True)
             if unknown:
