@@ -9,6 +9,7 @@ from typing import Any, Literal, TypeAlias, TypeGuard
 from kosong._generate import Callback, call_back
 from kosong._step import StepResult, step, tool_result_to_message
 from kosong._structured import OutputRetriesExhausted, StructuredOutput
+from kosong._telemetry import traced_agent_loop
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
 from kosong.chat_provider.native import NativeToolSpec
 from kosong.message import Message, ToolCall
@@ -115,6 +116,7 @@ class ToolRetriesExhausted(Exception):
         """The steps so far."""
 
 
+@traced_agent_loop  # an `invoke_agent` span when telemetry is on (kosong.telemetry)
 async def agent_loop(
     chat_provider: ChatProvider,
     system_prompt: str,
@@ -136,6 +138,7 @@ async def agent_loop(
     native_tools: Sequence[NativeToolSpec] | None = None,
     output_type: Any = None,
     output_retries: int = 1,
+    agent_name: str | None = None,
 ) -> AgentLoopResult:
     """Run `step` until the model answers without a tool call, or a stop condition holds.
 
@@ -175,6 +178,9 @@ async def agent_loop(
     a `final_answer` tool whose parameters are the type's schema. The answer is validated; a
     failed one goes back to the model, which is asked again up to `output_retries` times, and
     then `OutputRetriesExhausted` is raised. `AgentLoopResult.output` is the validated value.
+
+    `agent_name` names the run in telemetry (its `invoke_agent {agent_name}` span:
+    `kosong.telemetry`).
 
     Cancelling the loop cancels the step under way: the model's stream and every tool call
     still running are cancelled and awaited before the cancellation propagates.

@@ -8,9 +8,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
+from kosong._telemetry import model_call
 from kosong.chat_provider import (
     APIEmptyResponseError,
     ChatProvider,
+    StreamedMessage,
     StreamedMessagePart,
     TokenUsage,
     ToolChoice,
@@ -113,7 +115,20 @@ async def generate(
     provider = for_call(
         chat_provider, tool_choice, generation_overrides, parallel_tool_calls, native_tools
     )
-    stream = await provider.generate(system_prompt, tools, history)
+    with model_call(provider, system_prompt, tools, history) as traced:
+        stream = traced.watch(await provider.generate(system_prompt, tools, history))
+        result = await _merged(stream, on_message_part, on_tool_call, on_provider_trace_id)
+        traced.answered(result)
+    return result
+
+
+async def _merged(
+    stream: StreamedMessage,
+    on_message_part: Callback[StreamedMessagePart] | None,
+    on_tool_call: Callback[ToolCall] | None,
+    on_provider_trace_id: Callback[str | None] | None,
+) -> GenerateResult:
+    """The answer `stream` gives, merged (see `generate`)."""
     trace_id = _optional_str(stream, "provider_trace_id") or _optional_str(stream, "trace_id")
     if on_provider_trace_id is not None:
         await call_back(on_provider_trace_id, trace_id)

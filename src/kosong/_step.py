@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kosong._generate import Callback, GenerateResult, generate
+from kosong._telemetry import dispatch as traced_handle
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
 from kosong.chat_provider.native import NativeTool, NativeToolSpec
 from kosong.message import ContentPart, Message, TextPart, ToolCall
@@ -97,7 +98,7 @@ async def step(
             echoed = ToolResult(tool_call.id, ToolOk(output=tool_call.function.arguments or ""))
             future = _as_future(echoed)
         else:
-            future = _as_future(toolset.handle(tool_call))
+            future = _as_future(traced_handle(toolset, tool_call))  # handle(), in a span
         if on_tool_result is not None:  # a callback scheduled per call costs, even a no-op
             future.add_done_callback(report)
         futures.append(future)

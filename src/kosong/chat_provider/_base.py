@@ -301,6 +301,11 @@ class HTTPProvider(ProviderBase):
     async def _send(self, body: dict[str, Any]) -> StreamedMessage:
         raise NotImplementedError
 
+    @property
+    def endpoint(self) -> str:
+        """The URL requests go to (telemetry's `server.address` and `server.port`)."""
+        return self._endpoint()
+
     def _endpoint(self) -> str:
         # Read only when an error names it: a client given by the caller may have no base_url.
         base = getattr(self.client, "base_url", None)
@@ -445,8 +450,10 @@ class CompletedMessage:
         finish_reason: str | None = None,
         request_id: str | None = None,
         provider_trace_id: str | None = None,
+        model: str | None = None,
     ) -> None:
         self._parts = list(parts)
+        self.model = model
         self.id = id
         self.usage = usage
         self.finish_reason = finish_reason
@@ -481,6 +488,7 @@ class SDKStream:
     ) -> None:
         self._stream = stream
         self._convert = convert
+        self.model: str | None = None
         self.id: str | None = None
         self.usage: TokenUsage | None = None
         self.finish_reason: str | None = None

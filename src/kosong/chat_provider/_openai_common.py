@@ -360,6 +360,7 @@ class ChatCompletionsProvider(OpenAIProvider):
                 )
         return CompletedMessage(
             parts,
+            model=completion.model,
             id=completion.id,
             usage=usage_of(completion.usage),
             finish_reason=finish_reason,
@@ -499,10 +500,12 @@ def usage_of(raw: Any) -> TokenUsage | None:
     prompt = int(data.get("prompt_tokens") or 0)
     details = cast(Mapping[str, Any], data.get("prompt_tokens_details") or {})
     cached = int(details.get("cached_tokens") or data.get("cached_tokens") or 0)
+    thought = cast(Mapping[str, Any], data.get("completion_tokens_details") or {})
     return TokenUsage(
         input_other=prompt - cached,
         output=int(data.get("completion_tokens") or 0),
         input_cache_read=cached,
+        output_reasoning=int(thought.get("reasoning_tokens") or 0),
     )
 
 
@@ -532,6 +535,7 @@ class ChatCompletionsStream(SDKStream):
         reasoning_seen = False
         async for chunk in self._stream:
             self.id = chunk.id or self.id
+            self.model = chunk.model or self.model
             if chunk.usage is not None:
                 self.usage = usage_of(chunk.usage)
             for choice in chunk.choices:

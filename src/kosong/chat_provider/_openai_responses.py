@@ -210,6 +210,7 @@ class OpenAIResponses(OpenAIProvider):
             raise self._failed(failed)
         return CompletedMessage(
             parts,
+            model=response.model,
             id=response.id,
             usage=_usage(response.usage),
             finish_reason=_finish_reason(response),
@@ -315,10 +316,12 @@ def _usage(usage: Any) -> TokenUsage | None:
         return None
     details = usage.input_tokens_details
     cached = (details.cached_tokens if details else 0) or 0
+    thought = usage.output_tokens_details
     return TokenUsage(
         input_other=usage.input_tokens - cached,
         output=usage.output_tokens,
         input_cache_read=cached,
+        output_reasoning=(thought.reasoning_tokens if thought else 0) or 0,
     )
 
 
@@ -406,6 +409,7 @@ class ResponsesStream(SDKStream):
 
     def _read_response(self, response: Any) -> None:
         self.id = response.id or self.id
+        self.model = response.model or self.model
         self.finish_reason = _finish_reason(response) or self.finish_reason
         usage = _usage(response.usage)
         if usage is not None:

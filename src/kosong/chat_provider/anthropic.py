@@ -408,6 +408,7 @@ class Anthropic(HTTPProvider):
         return CompletedMessage(
             [part for block in message.content for part in block_parts(block)],
             id=message.id,
+            model=message.model,
             usage=usage_of(message.usage, message.usage.output_tokens),
             finish_reason=message.stop_reason,
             request_id=header_of(raw, "request-id"),
