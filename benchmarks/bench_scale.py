@@ -10,8 +10,9 @@ tools      making a function tool from a function: µs and memory per tool (RSS 
            `__signature__`, read by both libraries as any function's)
 body       what one step sends about its tools, repeated with the same tools: kosong's
            `request_body` for OpenAI Chat and Anthropic (µs per step and per tool, and the first
-           request's); then a whole step through the SDK's own client over an in-process
-           transport (no network) answering a fixed reply: kosong `generate` (non-streamed)
+           request's), and what the provider keeps per tool sent (tracemalloc); then a whole
+           step through the SDK's own client over an in-process transport (no network)
+           answering a fixed reply: kosong `generate` (non-streamed)
            against pydantic-ai's `OpenAIChatModel.request` / `AnthropicModel.request`
 wrappers   `.tools` of each composition wrapper over a `SimpleToolset` of N tools, read again
            (what every step does): prefixed, renamed, filtered, combined, prepared, searchable
@@ -235,6 +236,16 @@ def worker_body(library: str, size: int, repeats: int) -> dict[str, Any]:
                     pass
 
             out[f"{api}_step_us"] = _async_median(step, repeats)
+        # What a provider keeps per tool sent (its entry and verdict, made once per tool): a
+        # fresh catalog's first request, as tracemalloc counts it, the body itself let go.
+        fresh = SimpleToolset(kosong_tools(catalog(size))).tools
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        providers["openai"].request_body("", fresh, history)
+        gc.collect()
+        out["openai_kept_kib"] = (tracemalloc.get_traced_memory()[0] - before) / size / 1024
+        tracemalloc.stop()
         return out
     from pydantic_ai.messages import ModelRequest, UserPromptPart
     from pydantic_ai.models import ModelRequestParameters
@@ -466,10 +477,11 @@ def body_table(sizes: list[int], rounds: int, repeats: int) -> tuple[str, dict[s
     }
     head = (
         "| tools | OpenAI Chat body µs/step (per tool; first) "
-        "| Anthropic body µs/step (per tool; first) | OpenAI step: kosong / pydantic-ai µs "
+        "| Anthropic body µs/step (per tool; first) | kept KiB/tool (OpenAI Chat) "
+        "| OpenAI step: kosong / pydantic-ai µs "
         "| ratio | Anthropic step: kosong / pydantic-ai µs | ratio |"
     )
-    rows = [head, "|---|---:|---:|---:|---:|---:|---:|"]
+    rows = [head, "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for size in sizes:
         k, p = data[("kosong", size)], data[("pydantic-ai", size)]
         cells = [f"{size:,}"]
@@ -478,6 +490,7 @@ def body_table(sizes: list[int], rounds: int, repeats: int) -> tuple[str, dict[s
                 f"{k[f'{api}_body_us']:,.0f} ({k[f'{api}_body_us'] / size:.2f}; "
                 f"{k[f'{api}_first_us']:,.0f})"
             )
+        cells.append(f"{k['openai_kept_kib']:.2f}")
         for api in ("openai", "anthropic"):
             cells.append(f"{k[f'{api}_step_us']:,.0f} / {p[f'{api}_step_us']:,.0f}")
             cells.append(f"**{k[f'{api}_step_us'] / p[f'{api}_step_us']:.2f}x**")
