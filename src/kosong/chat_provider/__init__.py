@@ -149,6 +149,8 @@ class StreamedMessage(Protocol):
     """A model's answer as it streams in.
 
     Iterate it once for its parts; `id` and `usage` are known when the iteration has ended.
+    Each part is a new object that the consumer keeps (`generate` merges fragments into the
+    part they continue, in place), never one the provider holds on to or yields twice.
     A provider may also give `request_id` (the service's id of the HTTP request, for support),
     `provider_trace_id` (the provider's trace id; `trace_id`, its older name, is read too),
     `finish_reason` (why the model stopped, in the provider's words) and `model` (the model

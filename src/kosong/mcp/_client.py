@@ -301,6 +301,11 @@ class MCPToolset(BaseToolset):
         """Every server's tools, under the names the model calls them by."""
         return self._toolset.tools
 
+    @property
+    def tools_version(self) -> object:
+        """New whenever a server's tools were listed again."""
+        return self._toolset.tools_version
+
     def find_tool(self, name: str) -> Tool | None:
         """The tool called `name`, or None."""
         return self._toolset.find_tool(name)
