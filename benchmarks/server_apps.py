@@ -5,6 +5,9 @@ add_sync    POST /tools/add_sync: the same with a plain `def` (run in a worker t
 progress    POST /tools/progress/sse: 10 progress events 10 ms apart (SSE_EVENTS,
             SSE_INTERVAL_MS), then the result "3"; each progress message is the server's
             time.time() at the report
+
+Each returns the sum as text, as the anchor's apps do (`{"success":true,"data":"3"}`, which
+floor.lua and our clients check): a `-> int` tool's envelope carries the number 3 instead.
 """
 
 from __future__ import annotations
@@ -21,24 +24,24 @@ INTERVAL = int(os.environ.get("SSE_INTERVAL_MS", "10")) / 1000
 
 
 @tool
-async def add(a: int, b: int) -> int:
+async def add(a: int, b: int) -> str:
     """Add two integers."""
-    return a + b
+    return str(a + b)
 
 
 @tool
-def add_sync(a: int, b: int) -> int:
+def add_sync(a: int, b: int) -> str:
     """Add two integers (a plain function: it runs in a worker thread)."""
-    return a + b
+    return str(a + b)
 
 
 @tool
-async def progress(a: int, b: int) -> int:
+async def progress(a: int, b: int) -> str:
     """Add two integers, slowly, reporting progress."""
     for i in range(N_EVENTS):
         await asyncio.sleep(INTERVAL)
         report_progress((i + 1) * 100 / N_EVENTS, repr(time.time()))
-    return a + b
+    return str(a + b)
 
 
 tools = [add, add_sync, progress]
