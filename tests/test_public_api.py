@@ -132,7 +132,6 @@ PUBLIC: dict[str, list[str]] = {
         "deref_json_schema",
         "map_subschemas",
         "resolve_ref",
-        "subschemas",
         "walk_schema",
     ],
     "kosong.utils.typing": ["JsonType"],

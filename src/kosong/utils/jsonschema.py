@@ -12,7 +12,6 @@ __all__ = [
     "deref_json_schema",
     "map_subschemas",
     "resolve_ref",
-    "subschemas",
     "walk_schema",
 ]
 
@@ -49,28 +48,12 @@ _MAX_INLINED = 100_000
 would otherwise grow the schema exponentially."""
 
 
-def subschemas(node: Mapping[str, Any], path: str = "") -> Iterator[tuple[str, str, Any]]:
-    """Each direct subschema of the schema object `node`: `(keyword, path, subschema)`.
-
-    The path extends `path` as kosong's messages write JSON paths (`.items`, `.anyOf[0]`,
-    `.properties.city`). Only schema positions are visited: the values of `default`, `enum`,
-    `const`, `examples` and other keywords are data, and a property *named* `$ref` is a name.
-    A subschema may be a boolean (`true` / `false`).
-    """
-    for key, value in node.items():
-        if key in _LISTS and isinstance(value, list):
-            for i, sub in enumerate(cast(list[Any], value)):
-                yield key, f"{path}.{key}[{i}]", sub
-        elif key in _MAPS and isinstance(value, dict):
-            for name, sub in cast(dict[str, Any], value).items():
-                yield key, f"{path}.{key}.{name}", sub
-        elif key in _ONE:
-            yield key, f"{path}.{key}", value
-
-
 def walk_schema(schema: Any, path: str = "") -> Iterator[tuple[dict[str, Any], str]]:
     """Every schema object in `schema` (itself included) with its JSON path, parents first.
 
+    Paths extend `path` as kosong's messages write them (`.items`, `.anyOf[0]`,
+    `.properties.city`). Only schema positions are visited: the values of `default`, `enum`,
+    `const`, `examples` and other keywords are data, and a property *named* `$ref` is a name.
     Each position is visited once; references are not followed (see `resolve_ref`). A parent's
     subschemas are read after the parent is yielded, so a caller may change a schema object
     it is given (say, drop a keyword) and the walk goes on from the changed object.
@@ -79,8 +62,15 @@ def walk_schema(schema: Any, path: str = "") -> Iterator[tuple[dict[str, Any], s
         return
     node = cast(dict[str, Any], schema)
     yield node, path
-    for _, where, sub in list(subschemas(node, path)):
-        yield from walk_schema(sub, where)
+    for key, value in list(node.items()):
+        if key in _LISTS and isinstance(value, list):
+            for i, sub in enumerate(cast(list[Any], value)):
+                yield from walk_schema(sub, f"{path}.{key}[{i}]")
+        elif key in _MAPS and isinstance(value, dict):
+            for name, sub in cast(dict[str, Any], value).items():
+                yield from walk_schema(sub, f"{path}.{key}.{name}")
+        elif key in _ONE:
+            yield from walk_schema(value, f"{path}.{key}")
 
 
 def map_subschemas(
