@@ -426,11 +426,9 @@ class _Mapper:
 
     def resolve(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
         for _ in range(64):
-            if "$ref" not in schema:
-                break
             try:
-                target = resolve_ref(self.root, schema["$ref"])
-            except ValueError:  # not local, or nowhere: the schema says no more
+                target = resolve_ref(self.root, schema.get("$ref"))
+            except ValueError:  # no reference, or none that leads anywhere: nothing to follow
                 break
             if not isinstance(target, Mapping):
                 break
