@@ -225,3 +225,36 @@ def test_a_builtin_function_is_for_moonshot_only() -> None:
     rejected = {f.dialect for f in report.rejected}
     assert rejected == {"openai", "openai-strict", "anthropic", "anthropic-strict", "gemini", "mcp"}
     assert all(f.rule.endswith("builtin-function") for f in report.rejected)
+
+
+# The keywords the check did not look inside before it walked the schema with
+# `kosong.utils.jsonschema.walk_schema`, each with where the nested schema sits.
+_ONCE_MISSED = [
+    ("unevaluatedProperties", "one", "unevaluatedProperties"),
+    ("propertyNames", "one", "propertyNames"),
+    ("dependentSchemas", "map", "dependentSchemas.city"),
+    ("additionalItems", "one", "additionalItems"),
+    ("unevaluatedItems", "one", "unevaluatedItems"),
+    ("contentSchema", "one", "contentSchema"),
+    ("dependencies", "map", "dependencies.city"),
+    ("items", "list", "items[0]"),  # drafts 4 to 7: one schema per position
+]
+
+
+@pytest.mark.parametrize(("keyword", "shape", "where"), _ONCE_MISSED)
+def test_a_problem_nested_in_any_subschema_keyword_is_found(
+    keyword: str, shape: str, where: str
+) -> None:
+    bad = {"type": "string", "enum": [{"a": 1}], "format": "color"}
+    value = bad if shape == "one" else [bad] if shape == "list" else {"city": bad}
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, keyword: value}
+    # A definition dict: the check reads any schema, as a provider gets it (drafts included).
+    report = check_tools([{"name": "nested", "parameters": schema}], ["gemini", "anthropic-strict"])
+    found = {(f.dialect, f.path, f.rule) for f in report.rejected}
+    assert ("gemini", f"parameters.{where}.enum", "gemini.enum-values") in found
+    assert ("anthropic-strict", f"parameters.{where}.format", "anthropic-strict.format") in found
+    fixed = fix_schema(schema, "anthropic-strict")
+    nested = fixed[keyword] if shape == "one" else fixed[keyword][0 if shape == "list" else "city"]
+    assert "format" not in nested and "color" in nested["description"]
+    again = check_tools([{"name": "nested", "parameters": fixed}], ["anthropic-strict"])
+    assert f"parameters.{where}.format" not in {f.path for f in again.rejected}

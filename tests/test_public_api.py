@@ -126,7 +126,14 @@ PUBLIC: dict[str, list[str]] = {
         "MemoryEventLog", "ResourcePart", "SamplingRequest", "ServerSpec", "SessionEvent",
         "SessionEventStore", "StoreEventLog", "ask_user_to_approve", "mcp_request",
     ],
-    "kosong.utils.jsonschema": ["KNOWN_DRAFTS", "check_offline", "deref_json_schema"],
+    "kosong.utils.jsonschema": [
+        "KNOWN_DRAFTS",
+        "check_offline",
+        "deref_json_schema",
+        "map_subschemas",
+        "resolve_ref",
+        "walk_schema",
+    ],
     "kosong.utils.typing": ["JsonType"],
     "kosong.utils.dates_and_versions": [
         "SEMVER_PATTERN", "SemVer", "parse_iso8601", "parse_semver",

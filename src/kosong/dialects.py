@@ -50,13 +50,13 @@ import contextlib
 import copy
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, cast, get_args
 
 from kosong.standard import StrictSchemaError, check_strict_schema, to_strict_schema
 from kosong.tooling import Tool
-from kosong.utils.jsonschema import deref_json_schema
+from kosong.utils.jsonschema import deref_json_schema, walk_schema
 
 __all__ = [
     "DIALECTS",
@@ -121,9 +121,6 @@ _VALIDATION_KEYWORDS = (
 _COMPOSITIONS = ("anyOf", "oneOf", "allOf")
 _STRICT_MODES: frozenset[Dialect] = frozenset({"openai-strict", "anthropic-strict"})
 """The dialects of a strict mode: they apply to the tools sent strict only."""
-_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
-_SUBSCHEMAS = ("items", "additionalProperties", "not", "if", "then", "else", "contains")
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,29 +307,6 @@ def fix_tool(tool: Tool, dialect: str) -> Tool:
     return tool.model_copy(update={"parameters": fixed})
 
 
-# --- walking a schema ------------------------------------------------------------------------
-
-
-def _walk(node: Any, path: str) -> Iterator[tuple[dict[str, Any], str]]:
-    """Every schema object in `node`, with its JSON path, parents before children."""
-    if not isinstance(node, dict):
-        return
-    node = cast(dict[str, Any], node)
-    yield node, path
-    for key in _SUBSCHEMA_MAPS:
-        children = node.get(key)
-        if isinstance(children, dict):
-            for name, child in cast(dict[str, Any], children).items():
-                yield from _walk(child, f"{path}.{key}.{name}")
-    for key in _SUBSCHEMA_LISTS:
-        children = node.get(key)
-        if isinstance(children, list):
-            for i, child in enumerate(cast(list[Any], children)):
-                yield from _walk(child, f"{path}.{key}[{i}]")
-    for key in _SUBSCHEMAS:
-        yield from _walk(node.get(key), f"{path}.{key}")
-
-
 def _root_object(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
     if schema.get("type") == "object":
         return []
@@ -347,7 +321,7 @@ def _root_object(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Fi
 
 def _ignored_keywords(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
     found: list[Finding] = []
-    for node, path in _walk(schema, "parameters"):
+    for node, path in walk_schema(schema, "parameters"):
         for key in _VALIDATION_KEYWORDS:
             if key in node:
                 found.append(
@@ -422,7 +396,7 @@ def _check_anthropic_strict(
     # Not what `anthropic` only ignores: strict mode enforces it.
     found = _check_anthropic(name, schema, "anthropic-strict", False)
     fix = "kosong moves the constraint into the description, as Anthropic's SDKs do"
-    for node, path in _walk(schema, "parameters"):
+    for node, path in walk_schema(schema, "parameters"):
         for key in _ANTHROPIC_UNSUPPORTED:
             if key in node:
                 found.append(
@@ -460,7 +434,7 @@ def _check_anthropic_strict(
                         "rejected", "enum values must be strings, numbers, booleans or null")
             )  # fmt: skip
     with contextlib.suppress(ValueError):
-        if any("$ref" in n for n, _ in _walk(deref_json_schema(schema), "parameters")):
+        if any("$ref" in n for n, _ in walk_schema(deref_json_schema(schema), "parameters")):
             found.append(
                 Finding(name, "anthropic-strict", "parameters", "anthropic-strict.recursive",
                         "rejected", "recursive schemas are not supported by strict tools")
@@ -474,7 +448,7 @@ def _fix_anthropic_strict(schema: dict[str, Any]) -> dict[str, Any]:
     Unsupported formats too, and an object that does not say gets `additionalProperties:
     false` (a strict kosong Tool has it already). The toolset still checks the original.
     """
-    for node, _ in _walk(schema, "parameters"):
+    for node, _ in walk_schema(schema, "parameters"):
         if node.get("type") == "object" and "additionalProperties" not in node:
             node["additionalProperties"] = False  # strict mode closes every object
         moved = {k: node.pop(k) for k in _ANTHROPIC_UNSUPPORTED if k in node}
@@ -546,7 +520,7 @@ def _check_moonshot(
                 "characters",
             )
         )  # fmt: skip
-    for node, path in _walk(schema, "parameters"):
+    for node, path in walk_schema(schema, "parameters"):
         composition = next((k for k in ("anyOf", "oneOf") if k in node), None)
         if "$ref" in node:
             siblings = sorted(k for k in node if k != "$ref")
@@ -588,7 +562,7 @@ def _check_moonshot(
 def _fix_moonshot(schema: dict[str, Any]) -> dict[str, Any]:
     with contextlib.suppress(ValueError):  # a dangling reference: left for the check to report
         schema = deref_json_schema(schema)
-    for node, path in list(_walk(schema, "parameters")):
+    for node, path in list(walk_schema(schema, "parameters")):
         if "$ref" in node or path == "parameters":
             continue
         composition = next((k for k in ("anyOf", "oneOf") if k in node), None)
@@ -623,7 +597,7 @@ def _check_gemini(
     name: str, schema: dict[str, Any], dialect: Dialect, ignored: bool
 ) -> list[Finding]:
     found = _root_object(name, schema, "gemini")
-    for node, path in _walk(schema, "parameters"):
+    for node, path in walk_schema(schema, "parameters"):
         if "$ref" in node:
             siblings = sorted(k for k in node if not k.startswith("$"))
             if siblings:
@@ -680,14 +654,14 @@ def _recursive_required(name: str, schema: dict[str, Any]) -> list[Finding]:
     except ValueError:
         return []  # a dangling reference: the toolset refused the schema already
     found: list[Finding] = []
-    for node, path in _walk(flat, "parameters"):
+    for node, path in walk_schema(flat, "parameters"):
         required = node.get("required")
         properties = node.get("properties")
         if not isinstance(required, list) or not isinstance(properties, dict):
             continue
         for prop in cast(list[Any], required):
             sub = cast(dict[str, Any], properties).get(prop)
-            if isinstance(sub, dict) and any("$ref" in n for n, _ in _walk(sub, "")):
+            if isinstance(sub, dict) and any("$ref" in n for n, _ in walk_schema(sub, "")):
                 found.append(
                     Finding(
                         name, "gemini", f"{path}.properties.{prop}", "gemini.recursive-required",
@@ -703,7 +677,7 @@ def _fix_gemini(schema: dict[str, Any]) -> dict[str, Any]:
     """Inline local references when one has sibling keywords (Gemini refuses those)."""
     siblings = any(
         "$ref" in node and any(not k.startswith("$") for k in node)
-        for node, _ in _walk(schema, "parameters")
+        for node, _ in walk_schema(schema, "parameters")
     )
     if siblings:
         with contextlib.suppress(ValueError):  # a dangling reference: left for the check

@@ -39,7 +39,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, cast
 
-from kosong.utils.jsonschema import deref_json_schema
+from kosong.utils.jsonschema import deref_json_schema, resolve_ref
 from kosong.utils.typing import JsonType
 
 __all__ = [
@@ -47,7 +47,6 @@ __all__ = [
     "StrictSchemaError",
     "check_strict_schema",
     "from_strict_arguments",
-    "local_ref",
     "to_strict_arguments",
     "to_strict_schema",
 ]
@@ -392,22 +391,6 @@ def check_strict_schema(
     return problems
 
 
-def local_ref(root: object, ref: object) -> object | None:
-    """What a local `$ref` (`#/$defs/x`) points at in `root`, or None (not local, or nowhere)."""
-    if not isinstance(ref, str) or not ref.startswith("#"):
-        return None
-    node = root
-    for raw in ref[1:].split("/")[1:]:
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and part in node:
-            node = cast(Mapping[str, Any], node)[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(cast(list[Any], node)):
-            node = cast(list[Any], node)[int(part)]
-        else:
-            return None
-    return node
-
-
 def _optional_names(schema: Mapping[str, Any]) -> tuple[dict[str, Any], set[str]]:
     props = cast(dict[str, Any], schema.get("properties") or {})
     required = set(cast(list[str], schema.get("required") or []))
@@ -443,7 +426,10 @@ class _Mapper:
 
     def resolve(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
         for _ in range(64):
-            target = local_ref(self.root, schema.get("$ref"))
+            try:
+                target = resolve_ref(self.root, schema.get("$ref"))
+            except ValueError:  # no reference, or none that leads anywhere: nothing to follow
+                break
             if not isinstance(target, Mapping):
                 break
             schema = cast(Mapping[str, Any], target)

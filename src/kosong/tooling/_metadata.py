@@ -34,6 +34,7 @@ from pydantic import (
 from kosong._model import OverridableModelMeta
 from kosong.tooling._schema import check_json_schema, check_parameter_names, check_tool_name
 from kosong.utils.dates_and_versions import SEMVER_PATTERN, parse_iso8601
+from kosong.utils.jsonschema import map_subschemas
 from kosong.utils.typing import JsonType
 
 __all__ = [
@@ -347,12 +348,6 @@ _WIRE_KEY = {name: HINT_ALIASES.get(name, name) for name in METADATA_FIELDS}
 _ALIAS_SET = frozenset(HINT_ALIASES.values())
 
 
-_ONE = ("items", "additionalItems", "contains", "not", "if", "then", "else",
-        "unevaluatedItems", "propertyNames")  # fmt: skip
-_MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
-_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-
-
 def _is_object_schema(schema: dict[str, Any]) -> bool:
     type_ = schema.get("type")
     if type_ == "object" or (isinstance(type_, list) and "object" in type_):
@@ -370,22 +365,10 @@ def close_object_schemas(schema: dict[str, Any], owner: str) -> dict[str, Any]:
             which a strict tool cannot honour; the message names where.
     """
 
-    def walk(node: Any, path: str) -> Any:
-        if isinstance(node, list):
-            return [walk(item, f"{path}[{i}]") for i, item in enumerate(cast(list[Any], node))]
+    def close(node: Any, path: str) -> Any:
         if not isinstance(node, dict):
             return node
         node = cast(dict[str, Any], node)
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key in _ONE or key in _MANY:
-                out[key] = walk(value, f"{path}.{key}")
-            elif key in _MAP and isinstance(value, dict):
-                out[key] = {
-                    k: walk(v, f"{path}.{key}.{k}") for k, v in cast(dict[str, Any], value).items()
-                }
-            else:
-                out[key] = value
         if _is_object_schema(node):
             extra = node.get("additionalProperties", False)
             if extra is not False:
@@ -393,10 +376,10 @@ def close_object_schemas(schema: dict[str, Any], owner: str) -> dict[str, Any]:
                     f"{owner} is strict, but {path} allows properties it does not declare "
                     f"(additionalProperties: {extra!r}); declare them, or drop strict"
                 )
-            out["additionalProperties"] = False
-        return out
+            node = {**node, "additionalProperties": False}
+        return map_subschemas(node, close, path)
 
-    return cast(dict[str, Any], walk(schema, "parameters"))
+    return cast(dict[str, Any], close(schema, "parameters"))
 
 
 def check_metadata_against_definition(

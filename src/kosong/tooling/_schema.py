@@ -10,7 +10,7 @@ from typing import Any, cast
 import jsonschema_rs
 from pydantic import BaseModel
 
-from kosong.utils.jsonschema import check_offline, deref_json_schema
+from kosong.utils.jsonschema import check_offline, deref_json_schema, map_subschemas
 
 __all__ = [
     "BUILTIN_TOOL_NAME_PATTERN",
@@ -90,15 +90,6 @@ def check_parameter_names(given: Iterable[str], parameters: Collection[str], wha
         )
 
 
-# Keywords whose value is one subschema, a list of them, or a map of name -> subschema.
-_ONE = frozenset(
-    {
-        "items", "additionalProperties", "not", "if", "then", "else", "contains",
-        "propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems",
-    }
-)  # fmt: skip
-_MANY = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
-_MAP = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
 _FRONT = ("type", "description")
 
 
@@ -111,19 +102,9 @@ def tidy_schema(schema: Any) -> Any:
     """
     if not isinstance(schema, dict):
         return schema
-    schema = cast(dict[str, Any], schema)
-    out: dict[str, Any] = {k: schema[k] for k in _FRONT if k in schema}
-    for key, value in schema.items():
-        if key == "title" or key in _FRONT:
-            continue
-        if key in _MANY | {"items"} and isinstance(value, list):  # `items` list: draft 4-7
-            value = [tidy_schema(v) for v in cast(list[Any], value)]
-        elif key in _ONE:
-            value = tidy_schema(value)
-        elif key in _MAP and isinstance(value, dict):
-            value = {k: tidy_schema(v) for k, v in cast(dict[str, Any], value).items()}
-        out[key] = value
-    return out
+    schema = map_subschemas(cast(dict[str, Any], schema), lambda sub, _: tidy_schema(sub))
+    front = {k: schema[k] for k in _FRONT if k in schema}
+    return front | {k: v for k, v in schema.items() if k != "title" and k not in _FRONT}
 
 
 def schema_validator(schema: dict[str, Any]) -> jsonschema_rs.Validator:

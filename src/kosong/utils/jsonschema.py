@@ -1,11 +1,19 @@
-"""JSON Schema helpers for exporting tool definitions to models."""
+"""JSON Schema helpers: one walker over a schema's subschemas, and the exports built on it."""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
-__all__ = ["KNOWN_DRAFTS", "check_offline", "deref_json_schema"]
+__all__ = [
+    "KNOWN_DRAFTS",
+    "check_offline",
+    "deref_json_schema",
+    "map_subschemas",
+    "resolve_ref",
+    "walk_schema",
+]
 
 KNOWN_DRAFTS: frozenset[str] = frozenset(
     f"{scheme}://json-schema.org/{path}{end}"
@@ -18,18 +26,92 @@ KNOWN_DRAFTS: frozenset[str] = frozenset(
 )  # fmt: skip
 """The `$schema` values a schema may name: the drafts validators know without fetching."""
 
-_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
+# The keywords whose value is a subschema, a list of them or a map of name -> subschema: the
+# applicator, unevaluated and content vocabularies of 2020-12, with `$defs`, and from older
+# drafts `definitions`, `dependencies`, `additionalItems` and `items` as a list.
+_ONE = frozenset(
+    {"items", "additionalItems", "additionalProperties", "unevaluatedItems",
+     "unevaluatedProperties", "propertyNames", "contains", "not", "if", "then", "else",
+     "contentSchema"}
+)  # fmt: skip
+_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_MAPS = frozenset(
+    {"properties", "patternProperties", "dependentSchemas", "dependencies", "$defs",
+     "definitions"}
+)  # fmt: skip
+_SCHEMA_KEYWORDS = _ONE | _LISTS | _MAPS
 
+_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 _DEFS_KEYS = ("$defs", "definitions")
 _MAX_INLINED = 100_000
 """Refuse to inline past this many references: definitions that each use the next one twice
 would otherwise grow the schema exponentially."""
-_DATA_KEYS = frozenset({"default", "const", "enum", "examples"})
-"""Keywords whose value is data, not a schema: a `"$ref"` or `"$defs"` key in a default is part
-of a value, never a reference to follow or a key to drop."""
-_NAME_MAPS = frozenset({"properties", "patternProperties", "dependentSchemas"})
-"""Keywords whose value maps names to subschemas: a property *named* `$defs`, `definitions` or
-`$ref` is a name, kept as is, and only its subschema is walked."""
+
+
+def walk_schema(schema: Any, path: str = "") -> Iterator[tuple[dict[str, Any], str]]:
+    """Every schema object in `schema` (itself included) with its JSON path, parents first.
+
+    Paths extend `path` as kosong's messages write them (`.items`, `.anyOf[0]`,
+    `.properties.city`). Only schema positions are visited: the values of `default`, `enum`,
+    `const`, `examples` and other keywords are data, and a property *named* `$ref` is a name.
+    Each position is visited once; references are not followed (see `resolve_ref`). A parent's
+    subschemas are read after the parent is yielded, so a caller may change a schema object
+    it is given (say, drop a keyword) and the walk goes on from the changed object.
+    """
+    if not isinstance(schema, dict):
+        return
+    node = cast(dict[str, Any], schema)
+    yield node, path
+    for key, value in list(node.items()):
+        if key in _LISTS and isinstance(value, list):
+            for i, sub in enumerate(cast(list[Any], value)):
+                yield from walk_schema(sub, f"{path}.{key}[{i}]")
+        elif key in _MAPS and isinstance(value, dict):
+            for name, sub in cast(dict[str, Any], value).items():
+                yield from walk_schema(sub, f"{path}.{key}.{name}")
+        elif key in _ONE:
+            yield from walk_schema(value, f"{path}.{key}")
+
+
+def map_subschemas(
+    node: Mapping[str, Any], change: Callable[[Any, str], Any], path: str = ""
+) -> dict[str, Any]:
+    """A copy of the schema object `node` with each direct subschema `s` at `p` as `change(s, p)`.
+
+    The other keywords keep their values (not copied); a transformer calls this on each schema
+    object it rebuilds, and itself as `change` to go deeper.
+    """
+    out = dict(node)
+    for key, value in node.items():
+        if key in _LISTS and isinstance(value, list):
+            subs = cast(list[Any], value)
+            out[key] = [change(sub, f"{path}.{key}[{i}]") for i, sub in enumerate(subs)]
+        elif key in _MAPS and isinstance(value, dict):
+            subs = cast(dict[str, Any], value)
+            out[key] = {name: change(sub, f"{path}.{key}.{name}") for name, sub in subs.items()}
+        elif key in _ONE:
+            out[key] = change(value, f"{path}.{key}")
+    return out
+
+
+def resolve_ref(root: Any, ref: Any) -> Any:
+    """What the local reference `ref` (`#/$defs/Address`) points at in the schema `root`.
+
+    Raises:
+        ValueError: `ref` is not a local reference, or it points at nothing.
+    """
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        raise ValueError(f"JSON Schema reference {ref!r} is not local (it must start with `#`)")
+    node = root
+    for raw in ref[1:].split("/")[1:]:
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = cast(dict[str, Any], node)[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(cast(list[Any], node)):
+            node = cast(list[Any], node)[int(token)]
+        else:
+            raise ValueError(f"JSON Schema reference {ref!r} points at nothing")
+    return node
 
 
 def check_offline(schema: Any, owner: str = "the schema") -> None:
@@ -44,40 +126,23 @@ def check_offline(schema: Any, owner: str = "the schema") -> None:
     Raises:
         ValueError: naming the JSON path of the first such reference.
     """
-    stack: list[tuple[Any, str]] = [(schema, "")]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, list):
-            items = cast(list[Any], node)
-            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(items))))
-            continue
-        if not isinstance(node, dict):
-            continue
-        node = cast(dict[str, Any], node)
+    for node, path in walk_schema(schema):
+        where = path[1:] or "(root)"
         for key in _REF_KEYS:
             ref = node.get(key)
             if ref is not None and not (isinstance(ref, str) and ref.startswith("#")):
                 raise ValueError(
-                    f"{owner} has a non-local reference at {path or '(root)'}.{key}: {ref!r}; "
+                    f"{owner} has a non-local reference at {where}.{key}: {ref!r}; "
                     "kosong never fetches schemas, so put the definition under `$defs` and "
                     "refer to it as `#/$defs/...`"
                 )
         draft = node.get("$schema")
         if draft is not None and draft not in KNOWN_DRAFTS:
             raise ValueError(
-                f"{owner} names an unknown meta-schema at {path or '(root)'}.$schema: {draft!r};"
+                f"{owner} names an unknown meta-schema at {where}.$schema: {draft!r};"
                 " kosong never fetches schemas: use a JSON Schema draft (4, 6, 7, 2019-09 or "
                 "2020-12) or leave `$schema` out"
             )
-        for key, value in reversed(list(node.items())):
-            if key in _DATA_KEYS:
-                continue
-            where = f"{path}.{key}" if path else key
-            if key in _NAME_MAPS and isinstance(value, dict):
-                names = cast(dict[str, Any], value)
-                stack.extend((sub, f"{where}.{name}") for name, sub in reversed(names.items()))
-            else:
-                stack.append((value, where))
 
 
 def deref_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -98,61 +163,35 @@ def deref_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
     kept: set[str] = set()
     inlined = 0
 
-    def resolve(pointer: str) -> Any:
-        node: Any = schema
-        for raw in pointer.lstrip("#").split("/")[1:]:
-            token = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and token in node:
-                node = cast(dict[str, Any], node)[token]
-            elif isinstance(node, list) and token.isdigit():
-                items = cast(list[Any], node)
-                if int(token) >= len(items):
-                    raise ValueError(f"JSON Schema reference {pointer!r} points at nothing")
-                node = items[int(token)]
-            else:
-                raise ValueError(f"JSON Schema reference {pointer!r} points at nothing")
-        return node
-
     def keywords(node: dict[str, Any], expanding: tuple[str, ...], drop: Any) -> dict[str, Any]:
-        # A schema's keywords, walked: data keywords are copied untouched and the names in a
-        # name map kept, so only schema positions are searched for references and $defs.
-        out: dict[str, Any] = {}
-        for k, v in node.items():
-            if k in drop:
-                continue
-            if k in _DATA_KEYS:
-                out[k] = copy.deepcopy(v)
-            elif k in _NAME_MAPS and isinstance(v, dict):
-                names = cast(dict[str, Any], v)
-                out[k] = {name: walk(sub, expanding) for name, sub in names.items()}
-            else:
-                out[k] = walk(v, expanding)
-        return out
+        # Subschemas walked; the other values copied, so the result shares nothing with `schema`.
+        mapped = map_subschemas(
+            {k: v for k, v in node.items() if k not in drop}, lambda s, _: walk(s, expanding)
+        )
+        return {k: v if k in _SCHEMA_KEYWORDS else copy.deepcopy(v) for k, v in mapped.items()}
 
     def walk(node: Any, expanding: tuple[str, ...]) -> Any:
-        if isinstance(node, list):
-            return [walk(item, expanding) for item in cast(list[Any], node)]
         if not isinstance(node, dict):
-            return node
+            return copy.deepcopy(node)
         node = cast(dict[str, Any], node)
         ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#"):
-            if ref in expanding:  # the cycle closes here: keep the reference
-                kept.add(ref)
-                return keywords(node, expanding, ())
-            nonlocal inlined
-            inlined += 1
-            if inlined > _MAX_INLINED:
-                raise ValueError(
-                    f"inlining the schema's references would exceed {_MAX_INLINED:,} copies; "
-                    "simplify the schema or keep its references"
-                )
-            target = walk(resolve(ref), (*expanding, ref))
-            siblings = keywords(node, expanding, ("$ref", *_DEFS_KEYS))
-            if isinstance(target, dict):
-                return {**cast(dict[str, Any], target), **siblings}
-            return target if not siblings else {"allOf": [target], **siblings}
-        return keywords(node, expanding, _DEFS_KEYS)
+        if not isinstance(ref, str):  # check_offline let only local references through
+            return keywords(node, expanding, _DEFS_KEYS)
+        if ref in expanding:  # the cycle closes here: keep the reference
+            kept.add(ref)
+            return keywords(node, expanding, ())
+        nonlocal inlined
+        inlined += 1
+        if inlined > _MAX_INLINED:
+            raise ValueError(
+                f"inlining the schema's references would exceed {_MAX_INLINED:,} copies; "
+                "simplify the schema or keep its references"
+            )
+        target = walk(resolve_ref(schema, ref), (*expanding, ref))
+        siblings = keywords(node, expanding, ("$ref", *_DEFS_KEYS))
+        if isinstance(target, dict):
+            return {**cast(dict[str, Any], target), **siblings}
+        return target if not siblings else {"allOf": [target], **siblings}
 
     result = cast(dict[str, Any], walk(schema, ()))
     # Keep the definitions that references closing a cycle still point into.

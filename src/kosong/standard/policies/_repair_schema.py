@@ -21,8 +21,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from kosong.standard._strict import local_ref
 from kosong.tooling import ArgumentLimits, ArgumentsError, parse_arguments
+from kosong.utils.jsonschema import resolve_ref
 from kosong.utils.typing import JsonType
 
 __all__ = ["repair_value"]
@@ -135,8 +135,10 @@ class _Walk:
             node = _as_dict(schema)
             if node is None or "$ref" not in node:
                 return schema
-            target = local_ref(self.root, node["$ref"])
-            schema = True if target is None else target
+            try:
+                schema = resolve_ref(self.root, node["$ref"])
+            except ValueError:  # not local, or nowhere
+                return True
         return True
 
     def kinds(self, schema: object, hops: int) -> frozenset[str] | None:
