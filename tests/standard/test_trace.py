@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kosong.standard import TRACE_ID_PATTERN, current_trace_id, new_trace_id, trace_scope
-from kosong.standard._trace import format_epoch, new_event_id, now_timestamp
+from kosong.standard import current_trace_id, new_trace_id, trace_scope
+from kosong.standard._trace import TRACE_ID_PATTERN, format_epoch, new_event_id, now_timestamp
 
 
 def test_new_trace_ids_have_the_standards_form_and_are_unique() -> None:

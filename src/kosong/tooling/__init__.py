@@ -22,11 +22,18 @@
 the errors a toolset reports on its own.
 """
 
-from kosong.tooling._arguments import ArgumentLimits, ArgumentsError, parse_arguments
+from kosong._deprecated import moved_names
+from kosong.tooling._arguments import ArgumentLimits
+
+# kosong's other packages import these from here (a package's private modules are its own);
+# they are not public, so not in `__all__`.
+from kosong.tooling._arguments import ArgumentsError as ArgumentsError
+from kosong.tooling._arguments import parse_arguments as parse_arguments
 from kosong.tooling._callable import CallableTool
 from kosong.tooling._callable2 import CallableTool2
 from kosong.tooling._combined import CombinedToolset, combined
-from kosong.tooling._dispatch import UNPARSED, BaseToolset, Unparsed, dispatch, with_json_arguments
+from kosong.tooling._dispatch import UNPARSED, BaseToolset, Unparsed
+from kosong.tooling._dispatch import with_json_arguments as with_json_arguments
 from kosong.tooling._display import BriefDisplayBlock, DisplayBlock, UnknownDisplayBlock
 from kosong.tooling._filtered import FilteredToolset, filtered
 from kosong.tooling._freeform import FreeformTool, Grammar
@@ -53,7 +60,6 @@ __all__ = [
     "SEARCH_TOOL_NAME",
     "UNPARSED",
     "ArgumentLimits",
-    "ArgumentsError",
     "BaseToolset",
     "BriefDisplayBlock",
     "CallableTool",
@@ -91,13 +97,21 @@ __all__ = [
     "Unparsed",
     "WrapperToolset",
     "combined",
-    "dispatch",
     "filtered",
-    "parse_arguments",
     "prefixed",
     "prepared",
     "renamed",
     "searchable",
     "tool",
-    "with_json_arguments",
 ]
+
+__getattr__ = moved_names(
+    __name__,
+    {
+        "dispatch": (
+            "kosong.tooling._dispatch:dispatch",
+            "call `toolset.handle(call)`, or `BaseToolset.dispatch(call, arguments)` with "
+            "arguments already parsed",
+        ),
+    },
+)

@@ -1,0 +1,39 @@
+"""Names that left a public module, still importable for one release (private).
+
+A module whose public names moved or became private sets
+`__getattr__ = moved_names(__name__, {...})`: each old name still imports, with a
+`DeprecationWarning` that says where it lives now; any other unknown name is the usual
+`AttributeError`. docs/policies.md ("What changed") lists every moved name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Callable, Mapping
+
+__all__ = ["moved_names"]
+
+
+def moved_names(module: str, moved: Mapping[str, tuple[str, str]]) -> Callable[[str], object]:
+    """A module `__getattr__` serving each moved name from its new place, with a warning.
+
+    Args:
+        module: the public module the names left (its `__name__`).
+        moved: old name -> (`"new.module:name"` where the object lives now, what to write
+            instead, as the warning says it).
+    """
+
+    def __getattr__(name: str) -> object:
+        if name not in moved:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        target, advice = moved[name]
+        home, _, attribute = target.partition(":")
+        warnings.warn(
+            f"`{module}.{name}` is deprecated and goes in the next release: {advice}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(home), attribute)
+
+    return __getattr__
