@@ -8,8 +8,8 @@ from collections import Counter
 from kosong.message import ToolCall
 from kosong.tooling._arguments import DEFAULT_LIMITS, ArgumentLimits
 from kosong.tooling._dispatch import BaseToolset
-from kosong.tooling._result import ToolResult, Toolset
 from kosong.tooling._tool import Tool
+from kosong.tooling._toolset import ToolResult, Toolset
 from kosong.tooling._wrapper import Derived, find_in, forward, limits_of, version_of
 from kosong.tooling.error import ToolNotFoundError
 from kosong.utils.typing import JsonType

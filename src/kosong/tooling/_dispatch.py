@@ -36,9 +36,9 @@ from kosong.tooling._arguments import (
     ArgumentsError,
     parse_arguments,
 )
-from kosong.tooling._result import HandleResult, ToolResult, Toolset
-from kosong.tooling._return import ToolError
+from kosong.tooling._return_value import ToolError
 from kosong.tooling._tool import Tool
+from kosong.tooling._toolset import HandleResult, ToolResult, Toolset
 from kosong.tooling.error import (
     ToolNotFoundError,
     ToolParseError,

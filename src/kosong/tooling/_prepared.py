@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kosong.message import ToolCall
-from kosong.tooling._result import ToolResult, Toolset
 from kosong.tooling._tool import Tool
+from kosong.tooling._toolset import ToolResult, Toolset
 from kosong.tooling._wrapper import Derived, WrapperToolset, find_in, forward, version_of
 from kosong.tooling.error import ToolNotFoundError
 from kosong.utils.typing import JsonType

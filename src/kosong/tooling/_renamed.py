@@ -14,9 +14,9 @@ from collections import Counter
 from collections.abc import Mapping
 
 from kosong.message import ToolCall
-from kosong.tooling._result import ToolResult, Toolset
 from kosong.tooling._schema import check_tool_name
 from kosong.tooling._tool import Tool
+from kosong.tooling._toolset import ToolResult, Toolset
 from kosong.tooling._wrapper import (
     Derived,
     WrapperToolset,

@@ -17,9 +17,9 @@ from pydantic import Field
 
 from kosong._extras import install_hint
 from kosong.message import ToolCall
-from kosong.tooling._function import FunctionTool
-from kosong.tooling._result import ToolResult, Toolset
+from kosong.tooling._function._tool import FunctionTool
 from kosong.tooling._tool import Tool
+from kosong.tooling._toolset import ToolResult, Toolset
 from kosong.tooling._wrapper import Derived, WrapperToolset, find_in, forward, version_of
 from kosong.tooling.simple import SimpleToolset
 from kosong.utils.typing import JsonType

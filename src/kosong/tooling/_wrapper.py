@@ -12,9 +12,9 @@ from typing import Generic, TypeVar, cast
 from kosong.message import ToolCall
 from kosong.tooling._arguments import DEFAULT_LIMITS, ArgumentLimits
 from kosong.tooling._dispatch import BaseToolset, dispatch
-from kosong.tooling._result import ToolResult, Toolset
 from kosong.tooling._schema import check_tool_name
 from kosong.tooling._tool import Tool
+from kosong.tooling._toolset import ToolResult, Toolset
 from kosong.tooling.error import ToolRuntimeError
 from kosong.utils.typing import JsonType
 

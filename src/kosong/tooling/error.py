@@ -31,7 +31,7 @@ from typing import ClassVar
 
 from kosong._deprecated import moved_names
 from kosong._standard_key import STANDARD_KEY as _STANDARD_KEY  # the name left this module
-from kosong.tooling._return import ToolError
+from kosong.tooling._return_value import ToolError
 from kosong.utils.typing import JsonType
 
 __all__ = [

@@ -11,7 +11,7 @@ from pydantic_core import from_json, to_json
 
 from kosong._standard_key import STANDARD_KEY
 from kosong.message import ContentPart
-from kosong.tooling._return import ToolError, ToolOk, ToolReturnValue
+from kosong.tooling._return_value import ToolError, ToolOk, ToolReturnValue
 
 __all__ = [
     "ToolErrorHandler",
