@@ -286,11 +286,13 @@ def test_a_tool_message_for_an_error_says_error_once() -> None:
 
 async def test_on_trace_id_is_called_once_and_results_carry_it() -> None:
     seen: list[str | None] = []
-    result = await step(
-        ScriptedChatProvider([["hi"]]), "", SimpleToolset(), USER, on_trace_id=seen.append
-    )
+    with pytest.warns(DeprecationWarning, match="provider_trace_id"):
+        result = await step(
+            ScriptedChatProvider([["hi"]]), "", SimpleToolset(), USER, on_trace_id=seen.append
+        )
     assert seen == [None]
-    assert result.trace_id is None
+    with pytest.warns(DeprecationWarning, match="provider_trace_id"):
+        assert result.trace_id is None
 
 
 def test_a_script_with_an_unknown_item_is_refused_at_once() -> None:
@@ -345,4 +347,5 @@ async def test_a_provider_without_tool_choice_is_a_clear_type_error() -> None:
 
 async def test_step_results_carry_the_provider_trace_id_under_both_names() -> None:
     result = await step(ScriptedChatProvider([["hi"]]), "", SimpleToolset(), USER)
-    assert result.provider_trace_id is None and result.trace_id is None
+    with pytest.warns(DeprecationWarning, match="provider_trace_id"):
+        assert result.provider_trace_id is None and result.trace_id is None

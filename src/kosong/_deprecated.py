@@ -1,9 +1,10 @@
-"""Names that left a public module, still importable for one release (private).
+"""Old names that keep working for one release, with a DeprecationWarning (private).
 
 A module whose public names moved or became private sets
-`__getattr__ = moved_names(__name__, {...})`: each old name still imports, with a
-`DeprecationWarning` that says where it lives now; any other unknown name is the usual
-`AttributeError`. docs/policies.md ("What changed") lists every moved name.
+`__getattr__ = moved_names(__name__, {...})`: each old name still imports, with a warning that
+says where it lives now; any other unknown name is the usual `AttributeError`. An argument or
+attribute with an older name calls `warn_renamed`. docs/policies.md ("What changed") lists
+every old name.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import importlib
 import warnings
 from collections.abc import Callable, Mapping
 
-__all__ = ["moved_names"]
+__all__ = ["moved_names", "warn_renamed"]
 
 
 def moved_names(module: str, moved: Mapping[str, tuple[str, str]]) -> Callable[[str], object]:
@@ -37,3 +38,16 @@ def moved_names(module: str, moved: Mapping[str, tuple[str, str]]) -> Callable[[
         return getattr(importlib.import_module(home), attribute)
 
     return __getattr__
+
+
+def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """Warn that `old` (an argument or attribute) is the deprecated name of `new`.
+
+    `stacklevel` 3 points at the code that used the old name, one call above the function or
+    property that calls this.
+    """
+    warnings.warn(
+        f"`{old}` is deprecated and goes in the next release: use `{new}`",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
