@@ -42,7 +42,7 @@ from typing import Any, cast
 
 import mcp_types as mcp
 
-from kosong._standard_key import STANDARD_KEY
+from kosong._keys import STANDARD_KEY
 from kosong.mcp._content import ResourcePart
 from kosong.message import (
     AudioURLPart,

@@ -22,7 +22,7 @@ Every public name of the standard is imported from here (the policies from
 """
 
 from kosong._deprecated import moved_names
-from kosong._standard_key import STANDARD_KEY
+from kosong._keys import STANDARD_KEY
 from kosong.standard._binary import (
     BinaryStore,
     FileBinaryStore,

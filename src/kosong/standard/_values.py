@@ -19,7 +19,7 @@ import copy
 import logging
 from typing import Any, TypeVar, cast, overload
 
-from kosong._standard_key import STANDARD_KEY
+from kosong._keys import STANDARD_KEY
 from kosong.tooling import ToolError, ToolOk, ToolReturnValue
 from kosong.tooling import error as errors
 from kosong.utils.typing import JsonType

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from kosong._deprecated import moved_names
-from kosong._standard_key import STANDARD_KEY as _STANDARD_KEY  # the name left this module
+from kosong._keys import STANDARD_KEY as _STANDARD_KEY  # the name left this module
 from kosong.tooling._return_value import ToolError
 from kosong.utils.typing import JsonType
 

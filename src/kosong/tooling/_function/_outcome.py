@@ -9,7 +9,7 @@ from typing import cast
 from pydantic import BaseModel
 from pydantic_core import from_json, to_json
 
-from kosong._standard_key import STANDARD_KEY
+from kosong._keys import STANDARD_KEY
 from kosong.message import ContentPart
 from kosong.tooling._return_value import ToolError, ToolOk, ToolReturnValue
 
