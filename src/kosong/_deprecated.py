@@ -3,7 +3,7 @@
 A module whose public names moved or became private sets
 `__getattr__ = moved_names(__name__, {...})`: each old name still imports, with a warning that
 says where it lives now; any other unknown name is the usual `AttributeError`. An argument or
-attribute with an older name calls `warn_renamed`. docs/policies.md ("What changed") lists
+attribute with an older name calls `warn_old_name`. docs/policies.md ("What changed") lists
 every old name.
 """
 
@@ -13,7 +13,7 @@ import importlib
 import warnings
 from collections.abc import Callable, Mapping
 
-__all__ = ["moved_names", "warn_renamed"]
+__all__ = ["moved_names", "warn_old_name"]
 
 
 def moved_names(module: str, moved: Mapping[str, tuple[str, str]]) -> Callable[[str], object]:
@@ -40,7 +40,7 @@ def moved_names(module: str, moved: Mapping[str, tuple[str, str]]) -> Callable[[
     return __getattr__
 
 
-def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
+def warn_old_name(old: str, new: str, *, stacklevel: int = 3) -> None:
     """Warn that `old` (an argument or attribute) is the deprecated name of `new`.
 
     `stacklevel` 3 points at the code that used the old name, one call above the function or

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
-from kosong._deprecated import warn_renamed
+from kosong._deprecated import warn_old_name
 from kosong._telemetry import model_call
 from kosong.chat_provider import (
     APIEmptyResponseError,
@@ -53,7 +53,7 @@ class GenerateResult:
     @property
     def trace_id(self) -> str | None:
         """Deprecated: the older name of `provider_trace_id`."""
-        warn_renamed("GenerateResult.trace_id", "provider_trace_id")
+        warn_old_name("GenerateResult.trace_id", "provider_trace_id")
         return self.provider_trace_id
 
 
@@ -111,7 +111,7 @@ async def generate(
             `on_provider_trace_id` and `on_trace_id` were given.
     """
     if on_trace_id is not None:
-        warn_renamed("on_trace_id=", "on_provider_trace_id=")
+        warn_old_name("on_trace_id=", "on_provider_trace_id=")
         if on_provider_trace_id is not None:
             raise TypeError("give on_provider_trace_id or its older name on_trace_id, not both")
         on_provider_trace_id = on_trace_id

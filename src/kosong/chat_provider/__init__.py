@@ -39,7 +39,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, Self, TypeAlias, runtime_checkable
 
-from kosong._deprecated import warn_renamed
+from kosong._deprecated import warn_old_name
 from kosong.message import ContentPart, Message, ToolCall, ToolCallPart
 from kosong.tooling import Tool
 
@@ -286,7 +286,7 @@ class APIStatusError(ChatProviderError):
         `trace_id` is the deprecated name of `provider_trace_id`; give one of them.
         """
         if trace_id is not None:
-            warn_renamed("APIStatusError(trace_id=...)", "provider_trace_id=")
+            warn_old_name("APIStatusError(trace_id=...)", "provider_trace_id=")
         super().__init__(message, provider=provider, model=model, url=url)
         self.status_code = status_code
         """The HTTP status code."""
@@ -298,7 +298,7 @@ class APIStatusError(ChatProviderError):
     @property
     def trace_id(self) -> str | None:
         """Deprecated: the older name of `provider_trace_id`."""
-        warn_renamed("APIStatusError.trace_id", "provider_trace_id")
+        warn_old_name("APIStatusError.trace_id", "provider_trace_id")
         return self.provider_trace_id
 
     def __str__(self) -> str:

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import MappingProxyType, ModuleType
 from typing import Any, ClassVar, Self, TypeVar, cast
 
-from kosong._deprecated import warn_renamed
+from kosong._deprecated import warn_old_name
 from kosong.chat_provider import (
     AllowedTools,
     APIConnectionError,
@@ -464,7 +464,7 @@ class CompletedMessage:
     @property
     def trace_id(self) -> str | None:
         """Deprecated: the older name of `provider_trace_id`."""
-        warn_renamed("StreamedMessage.trace_id", "provider_trace_id")
+        warn_old_name("StreamedMessage.trace_id", "provider_trace_id")
         return self.provider_trace_id
 
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
@@ -500,7 +500,7 @@ class SDKStream:
     @property
     def trace_id(self) -> str | None:
         """Deprecated: the older name of `provider_trace_id`."""
-        warn_renamed("StreamedMessage.trace_id", "provider_trace_id")
+        warn_old_name("StreamedMessage.trace_id", "provider_trace_id")
         return self.provider_trace_id
 
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
