@@ -6,6 +6,7 @@ import asyncio
 import gc
 import json
 import weakref
+from collections.abc import AsyncIterator
 
 import pytest
 from pydantic import BaseModel
@@ -343,6 +344,31 @@ async def test_a_provider_without_tool_choice_is_a_clear_type_error() -> None:
         await generate(Bare(), "", [], USER, tool_choice="auto")  # pyright: ignore[reportArgumentType]
     with pytest.raises(TypeError, match="Bare takes no generation_overrides"):
         await generate(Bare(), "", [], USER, generation_overrides={"temperature": 0})  # pyright: ignore[reportArgumentType]
+
+
+async def test_a_stream_naming_its_trace_id_the_old_way_is_read_with_a_warning() -> None:
+    class OldStream:
+        id = None
+        usage = None
+        trace_id = "tr-old"
+
+        async def __aiter__(self) -> AsyncIterator[TextPart]:
+            yield TextPart(text="hi")
+
+    class OldProvider:
+        name = "old"
+        model_name = "m"
+        thinking_effort = None
+
+        async def generate(self, system_prompt: str, tools: object, history: object) -> OldStream:
+            return OldStream()
+
+        def with_thinking(self, effort: object) -> OldProvider:
+            return self
+
+    with pytest.warns(DeprecationWarning, match="provider_trace_id"):
+        result = await generate(OldProvider(), "", [], USER)
+    assert result.provider_trace_id == "tr-old"
 
 
 async def test_step_results_carry_the_provider_trace_id_under_both_names() -> None:

@@ -135,6 +135,8 @@ async def _merged(
     trace_id = _optional_str(stream, "provider_trace_id")
     if trace_id is None and not hasattr(stream, "provider_trace_id"):  # a stream of the old API
         trace_id = _optional_str(stream, "trace_id")
+        if trace_id is not None:
+            warn_old_name("a stream's trace_id", "provider_trace_id", stacklevel=2)
     if on_provider_trace_id is not None:
         await call_back(on_provider_trace_id, trace_id)
     content: list[ContentPart] = []

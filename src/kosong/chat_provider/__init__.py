@@ -153,7 +153,7 @@ class StreamedMessage(Protocol):
     Each part is a new object that the consumer keeps (`generate` merges fragments into the
     part they continue, in place), never one the provider holds on to or yields twice.
     A provider may also give `request_id` (the service's id of the HTTP request, for support),
-    `provider_trace_id` (the provider's trace id; `trace_id`, its older name, is read too),
+    `provider_trace_id` (the provider's trace id; `trace_id`, its deprecated name, is read too),
     `finish_reason` (why the model stopped, in the provider's words) and `model` (the model
     that answered, as the service names it); `generate` and telemetry read them when they are
     there.
