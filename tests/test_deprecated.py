@@ -47,7 +47,7 @@ def test_a_moved_name_still_imports_with_a_deprecation_warning(module: str, name
 
 
 def test_from_import_of_a_moved_name_warns_at_the_importing_line() -> None:
-    with pytest.warns(DeprecationWarning, match="kosong.standard.Policy") as caught:
+    with pytest.warns(DeprecationWarning, match="use `Policy`") as caught:
         from kosong.standard import HookPolicy  # noqa: F401
     assert caught[0].filename == __file__
 

@@ -21,21 +21,21 @@ def moved_names(module: str, moved: Mapping[str, tuple[str, str]]) -> Callable[[
 
     Args:
         module: the public module the names left (its `__name__`).
-        moved: old name -> (`"new.module:name"` where the object lives now, what to write
-            instead, as the warning says it).
+        moved: old name -> (where the object lives now: a module, relative to `module` when it
+            starts with a dot, and `:name` when its name changed too; what to write instead).
     """
 
     def __getattr__(name: str) -> object:
         if name not in moved:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        target, advice = moved[name]
-        home, _, attribute = target.partition(":")
+        where, advice = moved[name]
+        home, _, attribute = where.partition(":")
         warnings.warn(
             f"`{module}.{name}` is deprecated and goes in the next release: {advice}",
             DeprecationWarning,
             stacklevel=2,
         )
-        return getattr(importlib.import_module(home), attribute)
+        return getattr(importlib.import_module(home, module), attribute or name)
 
     return __getattr__
 

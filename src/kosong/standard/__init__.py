@@ -186,65 +186,20 @@ __all__ = [
 __getattr__ = moved_names(
     __name__,
     {
-        "arguments_digest": (
-            "kosong.standard._context:arguments_digest",
-            "it is the key `PolicyContext.arguments_key` gives; read that instead",
-        ),
-        "final_event": (
-            "kosong.standard._events:final_event",
-            "the last event of a `CallStream` is its `tool_result` or `tool_error` event",
-        ),
-        "use_trace_id": (
-            "kosong.standard._trace:use_trace_id",
-            "use `kosong.standard.trace_scope(trace_id)`",
-        ),
-        "load_encoding": (
-            "kosong.standard._tokens:load_encoding",
-            "use `kosong.standard.count_tokens`, which loads the encoding itself",
-        ),
-        "HookPolicy": (
-            "kosong.standard._pipeline:Policy",
-            "use `kosong.standard.Policy` (`HookPolicy` was another name of it)",
-        ),
-        "TRACE_ID_PATTERN": (
-            "kosong.standard._trace:TRACE_ID_PATTERN",
-            "make trace ids with `kosong.standard.new_trace_id`",
-        ),
-        "CHARS_PER_TOKEN": (
-            "kosong.standard._tokens:CHARS_PER_TOKEN",
-            "use `kosong.standard.estimate_tokens`",
-        ),
-        "guess_kind": (
-            "kosong.standard._tokens:guess_kind",
-            "use `kosong.standard.estimate_tokens`, which guesses the kind itself",
-        ),
-        "chars_for_tokens": (
-            "kosong.standard._tokens:chars_for_tokens",
-            "use `kosong.standard.policies.TruncationPolicy` to cut output to a token budget",
-        ),
-        "INLINE_LIMIT": (
-            "kosong.standard._binary:INLINE_LIMIT",
-            "pass `inline_limit=` to `kosong.standard.binary_data` or `binary_ok`",
-        ),
-        "SUPPORTED_FORMATS": (
-            "kosong.standard._strict:SUPPORTED_FORMATS",
-            "`kosong.standard.check_strict_schema` reports a format strict mode refuses",
-        ),
-        "error_class_for": (
-            "kosong.standard._codes:error_class_for",
-            "use `kosong.standard.from_envelope`, which picks the error class",
-        ),
-        "error_details": (
-            "kosong.standard._codes:error_details",
-            "read the details from `kosong.standard.to_envelope(result).error`",
-        ),
-        "elicit_with": (
-            "kosong.standard._context:elicit_with",
-            "give a `kosong.standard.Caller` with `kosong.standard.caller_scope`",
-        ),
-        "Elicitor": (
-            "kosong.standard._context:Elicitor",
-            "implement `kosong.standard.Caller.elicit` and use `kosong.standard.caller_scope`",
-        ),
+        "arguments_digest": ("._context", "read `PolicyContext.arguments_key`"),
+        "final_event": ("._events", "the last event of a `CallStream` is the result"),
+        "use_trace_id": ("._trace", "use `trace_scope(trace_id)`"),
+        "load_encoding": ("._tokens", "use `count_tokens`, which loads the encoding"),
+        "HookPolicy": ("._pipeline:Policy", "use `Policy` (HookPolicy was another name of it)"),
+        "TRACE_ID_PATTERN": ("._trace", "`new_trace_id()` makes trace ids"),
+        "CHARS_PER_TOKEN": ("._tokens", "use `estimate_tokens`"),
+        "guess_kind": ("._tokens", "use `estimate_tokens`, which guesses the kind"),
+        "chars_for_tokens": ("._tokens", "use `policies.TruncationPolicy` to cut to a budget"),
+        "INLINE_LIMIT": ("._binary", "pass `inline_limit=` to `binary_data` or `binary_ok`"),
+        "SUPPORTED_FORMATS": ("._strict", "`check_strict_schema` names a format it refuses"),
+        "error_class_for": ("._codes", "use `from_envelope`, which picks the class"),
+        "error_details": ("._codes", "read `to_envelope(result).error`"),
+        "elicit_with": ("._context", "give a `Caller` with `caller_scope`"),
+        "Elicitor": ("._context", "implement `Caller.elicit`; give it with `caller_scope`"),
     },
 )

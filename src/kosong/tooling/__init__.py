@@ -113,11 +113,5 @@ __all__ = [
 
 __getattr__ = moved_names(
     __name__,
-    {
-        "dispatch": (
-            "kosong.tooling._dispatch:dispatch",
-            "call `toolset.handle(call)`, or `BaseToolset.dispatch(call, arguments)` with "
-            "arguments already parsed",
-        ),
-    },
+    {"dispatch": ("._dispatch", "use `toolset.handle(call)` or `BaseToolset.dispatch`")},
 )

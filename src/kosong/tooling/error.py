@@ -276,10 +276,7 @@ class ToolRepeatedCallError(_CodedError):
 __getattr__ = moved_names(
     __name__,
     {
-        "STANDARD_KEY": ("kosong.standard:STANDARD_KEY", "import it from `kosong.standard`"),
-        "unhandled_result": (
-            "kosong.tooling._dispatch:unhandled_result",
-            "`Toolset.handle` of a `BaseToolset` never raises; it gives this result itself",
-        ),
+        "STANDARD_KEY": ("kosong.standard", "import it from `kosong.standard`"),
+        "unhandled_result": ("kosong.tooling._dispatch", "`BaseToolset.handle` never raises"),
     },
 )
