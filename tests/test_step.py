@@ -6,6 +6,7 @@ import asyncio
 import gc
 import json
 import weakref
+from collections.abc import AsyncIterator
 
 import pytest
 from pydantic import BaseModel
@@ -286,11 +287,13 @@ def test_a_tool_message_for_an_error_says_error_once() -> None:
 
 async def test_on_trace_id_is_called_once_and_results_carry_it() -> None:
     seen: list[str | None] = []
-    result = await step(
-        ScriptedChatProvider([["hi"]]), "", SimpleToolset(), USER, on_trace_id=seen.append
-    )
+    with pytest.warns(DeprecationWarning, match="provider_trace_id"):
+        result = await step(
+            ScriptedChatProvider([["hi"]]), "", SimpleToolset(), USER, on_trace_id=seen.append
+        )
     assert seen == [None]
-    assert result.trace_id is None
+    with pytest.warns(DeprecationWarning, match="provider_trace_id"):
+        assert result.trace_id is None
 
 
 def test_a_script_with_an_unknown_item_is_refused_at_once() -> None:
@@ -343,6 +346,32 @@ async def test_a_provider_without_tool_choice_is_a_clear_type_error() -> None:
         await generate(Bare(), "", [], USER, generation_overrides={"temperature": 0})  # pyright: ignore[reportArgumentType]
 
 
+async def test_a_stream_naming_its_trace_id_the_old_way_is_read_with_a_warning() -> None:
+    class OldStream:
+        id = None
+        usage = None
+        trace_id = "tr-old"
+
+        async def __aiter__(self) -> AsyncIterator[TextPart]:
+            yield TextPart(text="hi")
+
+    class OldProvider:
+        name = "old"
+        model_name = "m"
+        thinking_effort = None
+
+        async def generate(self, system_prompt: str, tools: object, history: object) -> OldStream:
+            return OldStream()
+
+        def with_thinking(self, effort: object) -> OldProvider:
+            return self
+
+    with pytest.warns(DeprecationWarning, match="provider_trace_id"):
+        result = await generate(OldProvider(), "", [], USER)
+    assert result.provider_trace_id == "tr-old"
+
+
 async def test_step_results_carry_the_provider_trace_id_under_both_names() -> None:
     result = await step(ScriptedChatProvider([["hi"]]), "", SimpleToolset(), USER)
-    assert result.provider_trace_id is None and result.trace_id is None
+    with pytest.warns(DeprecationWarning, match="provider_trace_id"):
+        assert result.provider_trace_id is None and result.trace_id is None

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
+from kosong._deprecated import warn_old_name
 from kosong._telemetry import model_call
 from kosong.chat_provider import (
     APIEmptyResponseError,
@@ -51,7 +52,8 @@ class GenerateResult:
 
     @property
     def trace_id(self) -> str | None:
-        """The older name of `provider_trace_id`, kept for code written for it."""
+        """Deprecated: the older name of `provider_trace_id`."""
+        warn_old_name("GenerateResult.trace_id", "provider_trace_id")
         return self.provider_trace_id
 
 
@@ -109,6 +111,7 @@ async def generate(
             `on_provider_trace_id` and `on_trace_id` were given.
     """
     if on_trace_id is not None:
+        warn_old_name("on_trace_id=", "on_provider_trace_id=")
         if on_provider_trace_id is not None:
             raise TypeError("give on_provider_trace_id or its older name on_trace_id, not both")
         on_provider_trace_id = on_trace_id
@@ -129,7 +132,11 @@ async def _merged(
     on_provider_trace_id: Callback[str | None] | None,
 ) -> GenerateResult:
     """The answer `stream` gives, merged (see `generate`)."""
-    trace_id = _optional_str(stream, "provider_trace_id") or _optional_str(stream, "trace_id")
+    trace_id = _optional_str(stream, "provider_trace_id")
+    if trace_id is None and not hasattr(stream, "provider_trace_id"):  # a stream of the old API
+        trace_id = _optional_str(stream, "trace_id")
+        if trace_id is not None:
+            warn_old_name("a stream's trace_id", "provider_trace_id", stacklevel=2)
     if on_provider_trace_id is not None:
         await call_back(on_provider_trace_id, trace_id)
     content: list[ContentPart] = []

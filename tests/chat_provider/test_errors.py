@@ -269,15 +269,17 @@ async def test_the_providers_trace_id_is_captured_on_results_and_errors(wire: Wi
     provider = make(CASES[1], wire, retries=0)
     seen: list[str | None] = []
     result = await generate(provider, "", [], USER, on_provider_trace_id=seen.append)
-    assert (result.provider_trace_id, result.trace_id, result.request_id) == (
-        "trace-ok",
-        "trace-ok",
-        "req-ok",
-    )
+    with pytest.warns(DeprecationWarning, match="provider_trace_id"):
+        assert (result.provider_trace_id, result.trace_id, result.request_id) == (
+            "trace-ok",
+            "trace-ok",
+            "req-ok",
+        )
     assert seen == ["trace-ok"]
     with pytest.raises(APIStatusError) as caught:
         await generate(provider, "", [], USER)
-    assert (caught.value.provider_trace_id, caught.value.trace_id) == ("trace-500", "trace-500")
+    with pytest.warns(DeprecationWarning, match="provider_trace_id"):
+        assert (caught.value.provider_trace_id, caught.value.trace_id) == ("trace-500", "trace-500")
     assert "trace id trace-500" in str(caught.value)
 
 
@@ -286,9 +288,13 @@ async def test_on_trace_id_is_the_older_name_of_on_provider_trace_id(wire: WireS
 
     wire.queue(chat_text_reply("hi", headers={"x-trace-id": "t-1"}))
     seen: list[str | None] = []
-    await generate(make(CASES[1], wire), "", [], USER, on_trace_id=seen.append)
+    with pytest.warns(DeprecationWarning, match="provider_trace_id"):
+        await generate(make(CASES[1], wire), "", [], USER, on_trace_id=seen.append)
     assert seen == ["t-1"]
-    with pytest.raises(TypeError, match="not both"):
+    with (
+        pytest.raises(TypeError, match="not both"),
+        pytest.warns(DeprecationWarning, match="provider_trace_id"),
+    ):
         await generate(
             make(CASES[1], wire), "", [], USER, on_trace_id=print, on_provider_trace_id=print
         )

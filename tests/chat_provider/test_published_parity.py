@@ -112,7 +112,8 @@ def test_a_raw_http_status_error_is_a_status_error() -> None:
     for provider in (chat_provider(), Anthropic(model="claude-sonnet-4-6", api_key="k")):
         error = provider._error(raw, "u")
         assert isinstance(error, APIStatusError)
-        assert (error.status_code, error.request_id, error.trace_id) == (502, "req_1", "tr_1")
+        with pytest.warns(DeprecationWarning, match="provider_trace_id"):
+            assert (error.status_code, error.request_id, error.trace_id) == (502, "req_1", "tr_1")
 
 
 def test_an_anthropic_timeout_is_checked_before_its_connection_error() -> None:
@@ -189,7 +190,8 @@ async def test_generate_reads_no_base_url_before_sending() -> None:
     provider = Kimi(api_key="k", stream=False)
     provider.client = Client()  # pyright: ignore[reportAttributeAccessIssue]
     stream = await provider.generate("", [], [Message(role="user", content="Hi")])
-    assert stream.trace_id == "tr-1"  # pyright: ignore[reportAttributeAccessIssue]
+    with pytest.warns(DeprecationWarning, match="provider_trace_id"):
+        assert stream.trace_id == "tr-1"  # pyright: ignore[reportAttributeAccessIssue]
     assert [p async for p in stream][1] == TextPart(text="Adding.")
     assert sent
 
@@ -197,7 +199,8 @@ async def test_generate_reads_no_base_url_before_sending() -> None:
 async def test_a_stream_has_the_trace_id_alias(wire: WireServer) -> None:
     wire.queue(chat_text_reply("ok", headers={"x-trace-id": "tr-2"}))
     stream = await kimi(wire).generate("", [], [Message(role="user", content="Hi")])
-    assert stream.trace_id == stream.provider_trace_id == "tr-2"  # pyright: ignore[reportAttributeAccessIssue]
+    with pytest.warns(DeprecationWarning, match="provider_trace_id"):
+        assert stream.trace_id == stream.provider_trace_id == "tr-2"  # pyright: ignore[reportAttributeAccessIssue]
     async for _ in stream:
         pass
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from kosong.standard import (
-    INLINE_LIMIT,
     BinaryStore,
     FileBinaryStore,
     StoredObject,
@@ -18,6 +17,7 @@ from kosong.standard import (
     decode_binary,
     to_envelope,
 )
+from kosong.standard._binary import INLINE_LIMIT
 from tests.standard._std_tools import output_json
 
 META = {

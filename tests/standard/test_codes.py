@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kosong.standard import (
-    CATALOG,
-    ErrorCode,
-    coded_error,
-    error_class_for,
-    error_code,
-    error_details,
-    is_retryable,
-    retry_after,
-)
+from kosong.standard import CATALOG, ErrorCode, coded_error, error_code, is_retryable, retry_after
+from kosong.standard._codes import error_class_for, error_details
 from kosong.tooling import ToolError, ToolOk
 from kosong.tooling.error import (
     ToolDeprecatedError,

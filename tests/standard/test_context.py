@@ -17,12 +17,11 @@ from kosong.standard import (
     Forward,
     Policy,
     PolicyContext,
-    arguments_digest,
     caller_scope,
     current_call,
-    elicit_with,
     with_policies,
 )
+from kosong.standard._context import arguments_digest, elicit_with
 from kosong.standard.policies import DebugPolicy
 from kosong.testing import ScriptedTool
 from kosong.tooling import ToolOk, ToolResult, ToolReturnValue

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from kosong.standard import ElicitAnswer, PolicyToolset, current_call, elicit_with
+from kosong.standard import ElicitAnswer, PolicyToolset, current_call
+from kosong.standard._context import elicit_with
 from kosong.testing import make_call
 from kosong.tooling import tool
 from kosong.tooling.simple import SimpleToolset

@@ -13,7 +13,6 @@ import pytest
 
 from kosong.message import ToolCall
 from kosong.standard import (
-    TRACE_ID_PATTERN,
     Forward,
     Policy,
     PolicyContext,
@@ -25,6 +24,7 @@ from kosong.standard import (
     trace_scope,
     with_policies,
 )
+from kosong.standard._trace import TRACE_ID_PATTERN
 from kosong.standard.policies import (
     MetricsPolicy,
     RepeatGuardPolicy,

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kosong.standard import (
-    CHARS_PER_TOKEN,
-    chars_for_tokens,
-    count_tokens,
-    estimate_tokens,
-    guess_kind,
-    load_encoding,
-)
 from kosong.standard import _tokens as tokens
+from kosong.standard import count_tokens, estimate_tokens
+from kosong.standard._tokens import CHARS_PER_TOKEN, chars_for_tokens, guess_kind, load_encoding
 
 
 def test_the_standards_ratios() -> None:

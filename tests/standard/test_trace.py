@@ -10,11 +10,9 @@ import textwrap
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from kosong.standard import TRACE_ID_PATTERN, current_trace_id, new_trace_id, trace_scope
-from kosong.standard._trace import format_epoch, new_event_id, now_timestamp
+from kosong.standard import current_trace_id, new_trace_id, trace_scope
+from kosong.standard._trace import TRACE_ID_PATTERN, new_event_id
 
 
 def test_new_trace_ids_have_the_standards_form_and_are_unique() -> None:
@@ -40,38 +38,6 @@ def test_trace_scope_sets_and_restores_the_current_trace() -> None:
     assert current_trace_id() is None
     with pytest.raises(ValueError), trace_scope(""):
         pass
-
-
-def _written(moment: datetime) -> str:
-    """The reference: what a timestamp must read, written with `strftime`."""
-    if moment.microsecond:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def test_timestamps_are_utc_with_z_and_milliseconds_when_needed() -> None:
-    assert _written(datetime(2024, 1, 1, tzinfo=UTC)) == "2024-01-01T00:00:00Z"
-    assert (
-        _written(datetime(2024, 1, 1, 0, 0, 0, 127_500, tzinfo=UTC)) == "2024-01-01T00:00:00.127Z"
-    )
-    assert format_epoch(datetime(2024, 1, 1, tzinfo=UTC).timestamp()) == "2024-01-01T00:00:00Z"
-    assert format_epoch(1_704_067_200.1275) == "2024-01-01T00:00:00.127Z"
-
-
-@given(st.lists(st.floats(min_value=0, max_value=4_102_444_800), min_size=1, max_size=20))
-def test_epoch_times_are_written_as_the_reference_writes_them(times: list[float]) -> None:
-    # Several times in a row, and each again: remembered texts must belong to their time.
-    for seconds in [*times, *reversed(times)]:
-        whole = int(seconds // 1)
-        millis = int((seconds - whole) * 1000)
-        moment = datetime.fromtimestamp(whole, UTC).replace(microsecond=millis * 1000)
-        assert format_epoch(seconds) == _written(moment)
-
-
-def test_now_timestamp_is_the_current_time() -> None:
-    before = datetime.now(UTC).replace(microsecond=0)
-    stamp = datetime.fromisoformat(now_timestamp().replace("Z", "+00:00"))
-    assert before <= stamp <= datetime.now(UTC)
 
 
 FORKED_IDS = textwrap.dedent(

@@ -39,6 +39,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, Self, TypeAlias, runtime_checkable
 
+from kosong._deprecated import warn_old_name
 from kosong.message import ContentPart, Message, ToolCall, ToolCallPart
 from kosong.tooling import Tool
 
@@ -152,7 +153,7 @@ class StreamedMessage(Protocol):
     Each part is a new object that the consumer keeps (`generate` merges fragments into the
     part they continue, in place), never one the provider holds on to or yields twice.
     A provider may also give `request_id` (the service's id of the HTTP request, for support),
-    `provider_trace_id` (the provider's trace id; `trace_id`, its older name, is read too),
+    `provider_trace_id` (the provider's trace id; `trace_id`, its deprecated name, is read too),
     `finish_reason` (why the model stopped, in the provider's words) and `model` (the model
     that answered, as the service names it); `generate` and telemetry read them when they are
     there.
@@ -282,8 +283,10 @@ class APIStatusError(ChatProviderError):
     ) -> None:
         """Record the status, the service's request id and the provider's trace id.
 
-        `trace_id` is the older name of `provider_trace_id`; give one of them.
+        `trace_id` is the deprecated name of `provider_trace_id`; give one of them.
         """
+        if trace_id is not None:
+            warn_old_name("APIStatusError(trace_id=...)", "provider_trace_id=")
         super().__init__(message, provider=provider, model=model, url=url)
         self.status_code = status_code
         """The HTTP status code."""
@@ -294,7 +297,8 @@ class APIStatusError(ChatProviderError):
 
     @property
     def trace_id(self) -> str | None:
-        """The older name of `provider_trace_id`, kept for code written for it."""
+        """Deprecated: the older name of `provider_trace_id`."""
+        warn_old_name("APIStatusError.trace_id", "provider_trace_id")
         return self.provider_trace_id
 
     def __str__(self) -> str:

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import MappingProxyType, ModuleType
 from typing import Any, ClassVar, Self, TypeVar, cast
 
+from kosong._deprecated import warn_old_name
 from kosong.chat_provider import (
     AllowedTools,
     APIConnectionError,
@@ -462,7 +463,8 @@ class CompletedMessage:
 
     @property
     def trace_id(self) -> str | None:
-        """The older name of `provider_trace_id`, kept for code written for it."""
+        """Deprecated: the older name of `provider_trace_id`."""
+        warn_old_name("StreamedMessage.trace_id", "provider_trace_id")
         return self.provider_trace_id
 
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
@@ -497,7 +499,8 @@ class SDKStream:
 
     @property
     def trace_id(self) -> str | None:
-        """The older name of `provider_trace_id`, kept for code written for it."""
+        """Deprecated: the older name of `provider_trace_id`."""
+        warn_old_name("StreamedMessage.trace_id", "provider_trace_id")
         return self.provider_trace_id
 
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:

@@ -42,6 +42,7 @@ from typing import Any, cast
 
 import mcp_types as mcp
 
+from kosong._keys import STANDARD_KEY
 from kosong.mcp._content import ResourcePart
 from kosong.message import (
     AudioURLPart,
@@ -53,7 +54,6 @@ from kosong.message import (
 )
 from kosong.standard import coded_error, error_code, structured_data
 from kosong.tooling import Tool, ToolError, ToolOk, ToolReturnValue
-from kosong.tooling.error import STANDARD_KEY
 from kosong.utils.typing import JsonType
 
 ERROR_META_KEY = "kosong/error"

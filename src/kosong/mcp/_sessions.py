@@ -37,12 +37,11 @@ from mcp_types import INVALID_REQUEST
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kosong._keys import PRINCIPAL
+
 __all__ = ["PRINCIPAL", "SESSION_HEADER", "Owner", "SessionKeeper", "header", "owner_of"]
 
 logger = logging.getLogger(__name__)
-
-PRINCIPAL = "kosong.principal"
-"""Where kosong's guard leaves the principal in the ASGI scope."""
 
 Owner = tuple[str, str | None, str | None] | None
 """Who a session belongs to: the SDK's (client id, issuer, subject), or None for nobody."""

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 from starlette.types import Scope, Send
 
+from kosong._keys import PRINCIPAL
+from kosong._timestamps import now_timestamp
 from kosong.standard import CATALOG
 
 __all__ = [
@@ -38,13 +39,9 @@ __all__ = [
     "RETRY_AFTER_OUTAGE",
     "error_body",
     "header",
-    "now_timestamp",
     "refuse",
     "route_path",
 ]
-
-PRINCIPAL = "kosong.principal"
-"""The scope key holding who is calling (the MCP mount reads it too)."""
 
 ANONYMOUS = "anonymous"
 """The principal of a request without a token, where none is needed."""
@@ -63,11 +60,6 @@ def error_body(code: str, message: str, **details: Any) -> bytes:
     body = {"success": False, "status": "error", "error": error}
     body["metadata"] = {"timestamp": now_timestamp()}
     return json.dumps(body).encode()
-
-
-def now_timestamp() -> str:
-    """Now, in ISO 8601 with milliseconds, UTC (`2026-01-01T00:00:00.000Z`)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 async def refuse(

@@ -21,8 +21,9 @@ Every public name of the standard is imported from here (the policies from
   between versions of a tool.
 """
 
+from kosong._deprecated import moved_names
+from kosong._keys import STANDARD_KEY
 from kosong.standard._binary import (
-    INLINE_LIMIT,
     BinaryStore,
     FileBinaryStore,
     StoredObject,
@@ -35,9 +36,7 @@ from kosong.standard._codes import (
     ErrorCode,
     ErrorSpec,
     coded_error,
-    error_class_for,
     error_code,
-    error_details,
     is_retryable,
     retry_after,
 )
@@ -47,23 +46,23 @@ from kosong.standard._compatibility import (
     CompatibilityReport,
     check_compatibility,
 )
+
+# kosong's other packages import these from here (a package's private modules are its own);
+# they are not public, so not in `__all__`.
+from kosong.standard._context import LOG_LEVELS as LOG_LEVELS
 from kosong.standard._context import (
-    LOG_LEVELS,
     RESERVED_METADATA,
     CallContext,
     Caller,
     CallMetadata,
     ElicitAnswer,
-    Elicitor,
     LogLevel,
     PolicyContext,
-    arguments_digest,
     caller_scope,
-    canonical_json,
     current_call,
-    elicit_with,
     report_progress,
 )
+from kosong.standard._context import canonical_json as canonical_json
 from kosong.standard._envelope import (
     CacheInfo,
     Envelope,
@@ -72,7 +71,7 @@ from kosong.standard._envelope import (
     from_envelope,
     to_envelope,
 )
-from kosong.standard._events import CallStream, EventSink, EventType, ToolEvent, final_event
+from kosong.standard._events import CallStream, EventSink, EventType, ToolEvent
 from kosong.standard._hints import is_destructive, is_read_only, is_safe_to_repeat, is_sunset
 from kosong.standard._pagination import (
     CursorError,
@@ -87,14 +86,12 @@ from kosong.standard._pagination import (
 )
 from kosong.standard._pipeline import (
     Forward,
-    HookPolicy,
     Policy,
     PolicyToolset,
     RepairedArguments,
     with_policies,
 )
 from kosong.standard._strict import (
-    SUPPORTED_FORMATS,
     StrictSchemaError,
     check_strict_schema,
     from_strict_arguments,
@@ -102,32 +99,22 @@ from kosong.standard._strict import (
     to_strict_schema,
 )
 from kosong.standard._tokens import (
-    CHARS_PER_TOKEN,
     ContentKind,
     TokenCount,
-    chars_for_tokens,
     count_tokens,
     estimate_tokens,
-    guess_kind,
-    load_encoding,
 )
 from kosong.standard._trace import (
-    TRACE_ID_PATTERN,
     current_trace_id,
     new_trace_id,
     trace_scope,
-    use_trace_id,
 )
 from kosong.standard._values import structured_data
 
 __all__ = [
     "CATALOG",
-    "CHARS_PER_TOKEN",
-    "INLINE_LIMIT",
-    "LOG_LEVELS",
     "RESERVED_METADATA",
-    "SUPPORTED_FORMATS",
-    "TRACE_ID_PATTERN",
+    "STANDARD_KEY",
     "BinaryStore",
     "CacheInfo",
     "CallContext",
@@ -140,7 +127,6 @@ __all__ = [
     "ContentKind",
     "CursorError",
     "ElicitAnswer",
-    "Elicitor",
     "Envelope",
     "EnvelopeError",
     "EnvelopeMetadata",
@@ -150,7 +136,6 @@ __all__ = [
     "EventType",
     "FileBinaryStore",
     "Forward",
-    "HookPolicy",
     "LogLevel",
     "Page",
     "PageFetchError",
@@ -163,12 +148,9 @@ __all__ = [
     "StrictSchemaError",
     "TokenCount",
     "ToolEvent",
-    "arguments_digest",
     "binary_data",
     "binary_ok",
     "caller_scope",
-    "canonical_json",
-    "chars_for_tokens",
     "check_compatibility",
     "check_strict_schema",
     "coded_error",
@@ -177,24 +159,18 @@ __all__ = [
     "current_trace_id",
     "decode_binary",
     "decode_cursor",
-    "elicit_with",
     "encode_cursor",
-    "error_class_for",
     "error_code",
-    "error_details",
     "estimate_tokens",
     "fetch_all_pages",
     "fetch_all_tool_pages",
-    "final_event",
     "from_envelope",
     "from_strict_arguments",
-    "guess_kind",
     "is_destructive",
     "is_read_only",
     "is_retryable",
     "is_safe_to_repeat",
     "is_sunset",
-    "load_encoding",
     "new_trace_id",
     "paginate",
     "report_progress",
@@ -204,6 +180,26 @@ __all__ = [
     "to_strict_arguments",
     "to_strict_schema",
     "trace_scope",
-    "use_trace_id",
     "with_policies",
 ]
+
+__getattr__ = moved_names(
+    __name__,
+    {
+        "arguments_digest": ("._context", "read `PolicyContext.arguments_key`"),
+        "final_event": ("._events", "the last event of a `CallStream` is the result"),
+        "use_trace_id": ("._trace", "use `trace_scope(trace_id)`"),
+        "load_encoding": ("._tokens", "use `count_tokens`, which loads the encoding"),
+        "HookPolicy": ("._pipeline:Policy", "use `Policy` (HookPolicy was another name of it)"),
+        "TRACE_ID_PATTERN": ("._trace", "`new_trace_id()` makes trace ids"),
+        "CHARS_PER_TOKEN": ("._tokens", "use `estimate_tokens`"),
+        "guess_kind": ("._tokens", "use `estimate_tokens`, which guesses the kind"),
+        "chars_for_tokens": ("._tokens", "use `policies.TruncationPolicy` to cut to a budget"),
+        "INLINE_LIMIT": ("._binary", "pass `inline_limit=` to `binary_data` or `binary_ok`"),
+        "SUPPORTED_FORMATS": ("._strict", "`check_strict_schema` names a format it refuses"),
+        "error_class_for": ("._codes", "use `from_envelope`, which picks the class"),
+        "error_details": ("._codes", "read `to_envelope(result).error`"),
+        "elicit_with": ("._context", "give a `Caller` with `caller_scope`"),
+        "Elicitor": ("._context", "implement `Caller.elicit`; give it with `caller_scope`"),
+    },
+)

@@ -33,9 +33,10 @@ from typing import Any, Final, Literal, Protocol, cast
 import jsonschema_rs
 from pydantic import BaseModel, ValidationError
 
+from kosong._timestamps import format_epoch, now_timestamp
 from kosong.message import Message, ToolCall
 from kosong.standard._events import EventSink, EventType, ToolEvent, final_event
-from kosong.standard._trace import format_epoch, new_event_id, now_timestamp
+from kosong.standard._trace import new_event_id
 from kosong.tooling import Tool, ToolError, ToolResult
 from kosong.tooling.error import ToolCancelledError
 from kosong.utils.typing import JsonType

@@ -37,6 +37,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+from kosong._timestamps import now_timestamp
 from kosong.message import ContentPart
 from kosong.standard._codes import (
     CATALOG,
@@ -46,7 +47,7 @@ from kosong.standard._codes import (
     error_details,
     is_retryable,
 )
-from kosong.standard._trace import current_trace_id, new_trace_id, now_timestamp
+from kosong.standard._trace import current_trace_id, new_trace_id
 from kosong.standard._values import (
     RESULT_CLASSES,
     STANDARD_KEY,

@@ -71,7 +71,6 @@ from kosong.utils.typing import JsonType
 
 __all__ = [
     "Forward",
-    "HookPolicy",
     "Policy",
     "PolicyToolset",
     "RepairedArguments",
@@ -152,10 +151,6 @@ class Policy:
         the event loop (on the parsing thread for long arguments): no waiting. Must not raise.
         """
         return None
-
-
-HookPolicy = Policy
-"""The older name of a policy that overrides `before` / `after`: any `Policy` may."""
 
 
 _LISTENER: contextvars.ContextVar[EventSink | None] = contextvars.ContextVar(

@@ -20,10 +20,8 @@ from contextlib import contextmanager
 __all__ = [
     "TRACE_ID_PATTERN",
     "current_trace_id",
-    "format_epoch",
     "new_event_id",
     "new_trace_id",
-    "now_timestamp",
     "trace_scope",
     "use_trace_id",
 ]
@@ -36,17 +34,12 @@ _TRACE_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 
-# Formatting dates is slow next to the rest of a call (datetime.strftime takes microseconds),
-# so the current day's and second's text are kept and reused until they change (each one
-# tuple, replaced whole: safe across threads), and the text of recent milliseconds too: calls
-# come many to a millisecond, and a cache hit formats both now and when its entry was stored.
-# The day is kept as the epoch seconds it starts and ends at: comparing with them costs a
-# fraction of working out the day number (a float floor division) at each id.
+# Formatting dates is slow next to the rest of a call (time.strftime takes microseconds), so
+# the current day's text is kept and reused until it changes (one tuple, replaced whole: safe
+# across threads). The day is kept as the epoch seconds it starts and ends at: comparing with
+# them costs a fraction of working out the day number (a float floor division) at each id.
 # (start, end, "trace_<date>_", "evt_<date>_"); none to begin with.
 _day: tuple[float, float, str, str] = (0.0, -1.0, "", "")
-_second: tuple[int, str] = (-1, "")
-_STAMPS: dict[int, str] = {}
-_STAMPS_KEPT = 1024
 
 
 def _today() -> tuple[float, float, str, str]:
@@ -122,32 +115,3 @@ def trace_scope(trace_id: str | None = None) -> Generator[str]:
         yield trace_id
     finally:
         _TRACE_ID.reset(token)
-
-
-def format_epoch(seconds: float) -> str:
-    """An epoch time (`time.time()`) in ISO 8601, UTC: `2024-01-01T00:00:00.127Z`.
-
-    Milliseconds are written when not zero. Texts are remembered: the times written are near
-    each other.
-    """
-    global _second
-    whole = int(seconds)  # the floor (for times before 1970 too), cheaper than `seconds // 1`
-    if whole > seconds:
-        whole -= 1
-    millis = int((seconds - whole) * 1000)
-    key = whole * 1000 + millis
-    text = _STAMPS.get(key)
-    if text is None:
-        second = _second
-        if second[0] != whole:
-            second = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
-        text = f"{second[1]}.{millis:03d}Z" if millis else f"{second[1]}Z"
-        if len(_STAMPS) >= _STAMPS_KEPT:
-            _STAMPS.clear()
-        _STAMPS[key] = text
-    return text
-
-
-def now_timestamp() -> str:
-    """The current time, as `format_epoch` writes it."""
-    return format_epoch(time.time())

@@ -19,9 +19,9 @@ import copy
 import logging
 from typing import Any, TypeVar, cast, overload
 
+from kosong._keys import STANDARD_KEY
 from kosong.tooling import ToolError, ToolOk, ToolReturnValue
 from kosong.tooling import error as errors
-from kosong.tooling.error import STANDARD_KEY
 from kosong.utils.typing import JsonType
 
 __all__ = [

@@ -22,15 +22,21 @@
 the errors a toolset reports on its own.
 """
 
-from kosong.tooling._arguments import ArgumentLimits, ArgumentsError, parse_arguments
-from kosong.tooling._callable import CallableTool
-from kosong.tooling._callable2 import CallableTool2
+from kosong._deprecated import moved_names
+from kosong.tooling._arguments import ArgumentLimits
+
+# kosong's other packages import these from here (a package's private modules are its own);
+# they are not public, so not in `__all__`.
+from kosong.tooling._arguments import ArgumentsError as ArgumentsError
+from kosong.tooling._arguments import parse_arguments as parse_arguments
+from kosong.tooling._callable_tool import CallableTool
 from kosong.tooling._combined import CombinedToolset, combined
-from kosong.tooling._dispatch import UNPARSED, BaseToolset, Unparsed, dispatch, with_json_arguments
+from kosong.tooling._dispatch import UNPARSED, BaseToolset, Unparsed
+from kosong.tooling._dispatch import with_json_arguments as with_json_arguments
 from kosong.tooling._display import BriefDisplayBlock, DisplayBlock, UnknownDisplayBlock
 from kosong.tooling._filtered import FilteredToolset, filtered
 from kosong.tooling._freeform import FreeformTool, Grammar
-from kosong.tooling._function import (
+from kosong.tooling._function._tool import (
     FunctionTool,
     Injected,
     ResponseFormat,
@@ -40,20 +46,26 @@ from kosong.tooling._function import (
     tool,
 )
 from kosong.tooling._metadata import EstimatedTokens, TokenRange, ToolMetadata
+from kosong.tooling._model_tool import CallableTool2
 from kosong.tooling._prefixed import PrefixedToolset, prefixed
 from kosong.tooling._prepared import PreparedToolset, prepared
 from kosong.tooling._renamed import RenamedToolset, renamed
-from kosong.tooling._result import HandleResult, ToolResult, ToolResultFuture, Toolset
-from kosong.tooling._return import ToolError, ToolOk, ToolOutput, ToolReturnType, ToolReturnValue
+from kosong.tooling._return_value import (
+    ToolError,
+    ToolOk,
+    ToolOutput,
+    ToolReturnType,
+    ToolReturnValue,
+)
 from kosong.tooling._search import SEARCH_TOOL_NAME, SearchableToolset, searchable
 from kosong.tooling._tool import ParametersType, Tool
+from kosong.tooling._toolset import HandleResult, ToolResult, ToolResultFuture, Toolset
 from kosong.tooling._wrapper import WrapperToolset
 
 __all__ = [
     "SEARCH_TOOL_NAME",
     "UNPARSED",
     "ArgumentLimits",
-    "ArgumentsError",
     "BaseToolset",
     "BriefDisplayBlock",
     "CallableTool",
@@ -91,13 +103,15 @@ __all__ = [
     "Unparsed",
     "WrapperToolset",
     "combined",
-    "dispatch",
     "filtered",
-    "parse_arguments",
     "prefixed",
     "prepared",
     "renamed",
     "searchable",
     "tool",
-    "with_json_arguments",
 ]
+
+__getattr__ = moved_names(
+    __name__,
+    {"dispatch": ("._dispatch", "use `toolset.handle(call)` or `BaseToolset.dispatch`")},
+)

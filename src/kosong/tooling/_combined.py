@@ -8,9 +8,9 @@ from collections import Counter
 from kosong.message import ToolCall
 from kosong.tooling._arguments import DEFAULT_LIMITS, ArgumentLimits
 from kosong.tooling._dispatch import BaseToolset
-from kosong.tooling._result import ToolResult, Toolset
 from kosong.tooling._tool import Tool
-from kosong.tooling._wrapper import Derived, find_in, forward, limits_of, version_of
+from kosong.tooling._toolset import ToolResult, Toolset
+from kosong.tooling._wrapper import Derived, call_inner, find_in, limits_of, version_of
 from kosong.tooling.error import ToolNotFoundError
 from kosong.utils.typing import JsonType
 
@@ -82,7 +82,7 @@ class CombinedToolset(BaseToolset):
         if found is None:  # gone (or now clashing) since the call was resolved
             return ToolResult(call.id, ToolNotFoundError(call.function.name))
         part, inner = found
-        return await forward(part, call, inner, arguments)
+        return await call_inner(part, call, inner, arguments)
 
     def _resolve(self, name: str) -> tuple[Toolset, Tool] | None:
         found: tuple[Toolset, Tool] | None = None

@@ -36,15 +36,14 @@ from kosong.tooling._arguments import (
     ArgumentsError,
     parse_arguments,
 )
-from kosong.tooling._result import HandleResult, ToolResult, Toolset
-from kosong.tooling._return import ToolError
+from kosong.tooling._return_value import ToolError
 from kosong.tooling._tool import Tool
+from kosong.tooling._toolset import HandleResult, ToolResult, Toolset
 from kosong.tooling.error import (
     ToolNotFoundError,
     ToolParseError,
     ToolRuntimeError,
     describe_exception,
-    unhandled_result,
 )
 from kosong.utils.typing import JsonType
 
@@ -56,7 +55,14 @@ if TYPE_CHECKING:
     from kosong.tooling._renamed import RenamedToolset
     from kosong.tooling._search import SearchableToolset
 
-__all__ = ["UNPARSED", "BaseToolset", "Unparsed", "dispatch", "with_json_arguments"]
+__all__ = [
+    "UNPARSED",
+    "BaseToolset",
+    "Unparsed",
+    "dispatch",
+    "unhandled_result",
+    "with_json_arguments",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -306,3 +312,17 @@ def with_json_arguments(tool_call: ToolCall, arguments: JsonType) -> ToolCall:
     text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
     function = tool_call.function.model_copy(update={"arguments": text})
     return tool_call.model_copy(update={"function": function})
+
+
+def unhandled_result(tool_call: object, error: BaseException) -> ToolResult:
+    """The result of a call a toolset could not handle at all, given instead of raising.
+
+    Works with whatever was passed as the call: its id is read if it has one.
+    """
+    try:
+        call_id = str(getattr(tool_call, "id", ""))
+    except Exception:  # whatever was passed as a call may even fail to give its id
+        call_id = ""
+    return ToolResult(
+        call_id, ToolRuntimeError(f"the call could not be handled: {describe_exception(error)}")
+    )

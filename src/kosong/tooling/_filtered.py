@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from kosong.tooling._result import Toolset
 from kosong.tooling._tool import Tool
+from kosong.tooling._toolset import Toolset
 from kosong.tooling._wrapper import Derived, WrapperToolset, version_of
 
 __all__ = ["FilteredToolset", "filtered"]

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kosong.tooling._callable import CallableTool
+from kosong.tooling._callable_tool import CallableTool
 from kosong.tooling._tool import ParametersType
 
 __all__ = ["FREEFORM_PARAMETERS", "FreeformTool", "Grammar"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from kosong.tooling._renamed import RenamingToolset
-from kosong.tooling._result import Toolset
+from kosong.tooling._toolset import Toolset
 
 __all__ = ["PrefixedToolset", "prefixed"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kosong.message import ToolCall
-from kosong.tooling._result import ToolResult, Toolset
 from kosong.tooling._tool import Tool
-from kosong.tooling._wrapper import Derived, WrapperToolset, find_in, forward, version_of
+from kosong.tooling._toolset import ToolResult, Toolset
+from kosong.tooling._wrapper import Derived, WrapperToolset, call_inner, find_in, version_of
 from kosong.tooling.error import ToolNotFoundError
 from kosong.utils.typing import JsonType
 
@@ -71,7 +71,7 @@ class PreparedToolset(WrapperToolset):
         inner = find_in(self._wrapped, call.function.name)
         if inner is None:  # removed since it was listed
             return ToolResult(call.id, ToolNotFoundError(call.function.name))
-        return await forward(self._wrapped, call, inner, arguments)
+        return await call_inner(self._wrapped, call, inner, arguments)
 
 
 def prepared(toolset: Toolset, prepare: PrepareFunction) -> PreparedToolset:

@@ -14,16 +14,16 @@ from collections import Counter
 from collections.abc import Mapping
 
 from kosong.message import ToolCall
-from kosong.tooling._result import ToolResult, Toolset
 from kosong.tooling._schema import check_tool_name
 from kosong.tooling._tool import Tool
+from kosong.tooling._toolset import ToolResult, Toolset
 from kosong.tooling._wrapper import (
     Derived,
     WrapperToolset,
+    call_inner,
     call_named,
     definition_named,
     find_in,
-    forward,
     version_of,
 )
 from kosong.tooling.error import ToolNotFoundError
@@ -93,7 +93,7 @@ class RenamingToolset(WrapperToolset, ABC):
         if found is None:  # gone (or clashing) since the call was resolved
             return ToolResult(call.id, ToolNotFoundError(call.function.name))
         source, inner = found
-        return await forward(self._wrapped, call_named(call, source), inner, arguments)
+        return await call_inner(self._wrapped, call_named(call, source), inner, arguments)
 
     def _resolve(self, name: str) -> tuple[str, Tool] | None:
         found: list[tuple[str, Tool]] = []

@@ -17,10 +17,10 @@ from pydantic import Field
 
 from kosong._extras import install_hint
 from kosong.message import ToolCall
-from kosong.tooling._function import FunctionTool
-from kosong.tooling._result import ToolResult, Toolset
+from kosong.tooling._function._tool import FunctionTool
 from kosong.tooling._tool import Tool
-from kosong.tooling._wrapper import Derived, WrapperToolset, find_in, forward, version_of
+from kosong.tooling._toolset import ToolResult, Toolset
+from kosong.tooling._wrapper import Derived, WrapperToolset, call_inner, find_in, version_of
 from kosong.tooling.simple import SimpleToolset
 from kosong.utils.typing import JsonType
 
@@ -173,7 +173,7 @@ class SearchableToolset(WrapperToolset):
             return await self._search.run_call(call, tool, arguments)
         if tool.name not in self._always:
             self._add_found([tool])
-        return await forward(self.wrapped, call, tool, arguments)
+        return await call_inner(self.wrapped, call, tool, arguments)
 
     def _add_found(self, tools: list[Tool]) -> None:
         new = [t.name for t in tools if t.name not in self._found]

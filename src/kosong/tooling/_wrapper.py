@@ -1,7 +1,7 @@
 """`WrapperToolset`: the base of the composition wrappers, and how they pass a call on.
 
 Each wrapper (`filtered`, `prefixed`, `renamed`, `prepared`) overrides what it changes, and
-reaches the toolset it wraps through `forward`, with the arguments the dispatcher parsed.
+reaches the toolset it wraps through `call_inner`, with the arguments the dispatcher parsed.
 """
 
 from __future__ import annotations
@@ -12,19 +12,19 @@ from typing import Generic, TypeVar, cast
 from kosong.message import ToolCall
 from kosong.tooling._arguments import DEFAULT_LIMITS, ArgumentLimits
 from kosong.tooling._dispatch import BaseToolset, dispatch
-from kosong.tooling._result import ToolResult, Toolset
 from kosong.tooling._schema import check_tool_name
 from kosong.tooling._tool import Tool
+from kosong.tooling._toolset import ToolResult, Toolset
 from kosong.tooling.error import ToolRuntimeError
 from kosong.utils.typing import JsonType
 
 __all__ = [
     "Derived",
     "WrapperToolset",
+    "call_inner",
     "call_named",
     "definition_named",
     "find_in",
-    "forward",
     "limits_of",
     "version_of",
 ]
@@ -71,7 +71,7 @@ class WrapperToolset(BaseToolset):
 
     async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
         """Pass the call on to the wrapped toolset."""
-        return await forward(self._wrapped, call, tool, arguments)
+        return await call_inner(self._wrapped, call, tool, arguments)
 
 
 def limits_of(toolset: Toolset) -> ArgumentLimits:
@@ -116,7 +116,9 @@ def find_in(toolset: Toolset, name: str) -> Tool | None:
     return next((tool for tool in toolset.tools if tool.name == name), None)
 
 
-async def forward(toolset: Toolset, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
+async def call_inner(
+    toolset: Toolset, call: ToolCall, tool: Tool, arguments: JsonType
+) -> ToolResult:
     """The result of `call` (to `tool`, with parsed `arguments`) run by `toolset`.
 
     A `BaseToolset` runs it through `run_call`; any other toolset gets the call through

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kosong.message import ToolCall
 from kosong.tooling._dispatch import BaseToolset
-from kosong.tooling._result import ToolResult
 from kosong.tooling._tool import Tool
+from kosong.tooling._toolset import ToolResult
 from kosong.tooling.error import ToolNotFoundError
 from kosong.utils.typing import JsonType
 

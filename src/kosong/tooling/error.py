@@ -29,12 +29,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from kosong.tooling._result import ToolResult
-from kosong.tooling._return import ToolError
+from kosong._deprecated import moved_names
+from kosong._keys import STANDARD_KEY as _STANDARD_KEY  # the name left this module
+from kosong.tooling._return_value import ToolError
 from kosong.utils.typing import JsonType
 
 __all__ = [
-    "STANDARD_KEY",
     "ToolCancelledError",
     "ToolDeprecatedError",
     "ToolNetworkError",
@@ -50,7 +50,6 @@ __all__ = [
     "ToolUnauthorizedError",
     "ToolValidateError",
     "describe_exception",
-    "unhandled_result",
 ]
 
 
@@ -114,20 +113,6 @@ class ToolCancelledError(ToolError):
         super().__init__(message=f"{text}: {reason}" if reason else text, brief="Cancelled")
 
 
-def unhandled_result(tool_call: object, error: BaseException) -> ToolResult:
-    """The result of a call a toolset could not handle at all, given instead of raising.
-
-    Works with whatever was passed as the call: its id is read if it has one.
-    """
-    try:
-        call_id = str(getattr(tool_call, "id", ""))
-    except Exception:  # whatever was passed as a call may even fail to give its id
-        call_id = ""
-    return ToolResult(
-        call_id, ToolRuntimeError(f"the call could not be handled: {describe_exception(error)}")
-    )
-
-
 def describe_exception(exc: BaseException) -> str:
     """`"TypeName: text"` for an exception, or just the type name when its text is empty.
 
@@ -141,13 +126,9 @@ def describe_exception(exc: BaseException) -> str:
     return f"{name}: {text}" if text else name
 
 
-STANDARD_KEY = "standard"
-"""The key of `extras` under which the Tool Use standard's data travels with a result."""
-
-
 def _error_extras(details: dict[str, JsonType]) -> dict[str, JsonType] | None:
     error: dict[str, JsonType] = {k: v for k, v in details.items() if v is not None}
-    return {STANDARD_KEY: {"error": error}} if error else None
+    return {_STANDARD_KEY: {"error": error}} if error else None
 
 
 class _CodedError(ToolError):
@@ -290,3 +271,12 @@ class ToolRepeatedCallError(_CodedError):
             "Repeated call blocked",
             previous_calls=count,
         )
+
+
+__getattr__ = moved_names(
+    __name__,
+    {
+        "STANDARD_KEY": ("kosong.standard", "import it from `kosong.standard`"),
+        "unhandled_result": ("kosong.tooling._dispatch", "`BaseToolset.handle` never raises"),
+    },
+)

@@ -20,9 +20,9 @@ from typing import Any, cast
 
 from kosong._extras import install_hint
 from kosong.message import ContentPart, TextPart
-from kosong.tooling._function import FunctionTool
-from kosong.tooling._function_result import ToolException, json_text
-from kosong.tooling._return import ToolReturnValue
+from kosong.tooling._function._outcome import ToolException, json_text
+from kosong.tooling._function._tool import FunctionTool
+from kosong.tooling._return_value import ToolReturnValue
 from kosong.tooling._schema import tidy_schema
 from kosong.tooling.simple import ToolType
 from kosong.utils.jsonschema import deref_json_schema

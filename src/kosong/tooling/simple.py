@@ -10,13 +10,13 @@ from typing import Any, Self, TypeAlias, Union
 
 from kosong.message import ToolCall
 from kosong.tooling._arguments import DEFAULT_LIMITS, ArgumentLimits
-from kosong.tooling._callable import CallableTool
-from kosong.tooling._callable2 import CallableTool2
-from kosong.tooling._calling import checked_return
+from kosong.tooling._call_checks import checked_return
+from kosong.tooling._callable_tool import CallableTool
 from kosong.tooling._dispatch import BaseToolset
-from kosong.tooling._result import ToolResult
-from kosong.tooling._return import ToolError, ToolOk, ToolReturnValue
+from kosong.tooling._model_tool import CallableTool2
+from kosong.tooling._return_value import ToolError, ToolOk, ToolReturnValue
 from kosong.tooling._tool import Tool
+from kosong.tooling._toolset import ToolResult
 from kosong.tooling.error import ToolNotFoundError
 from kosong.utils.typing import JsonType
 

@@ -29,9 +29,8 @@ from typing import Any, overload
 from pydantic import BaseModel, PrivateAttr, ValidationError
 from typing_extensions import Unpack
 
-from kosong.tooling._callable2 import CallableTool2
-from kosong.tooling._calling import jsonschema_errors_text, pydantic_errors_text
-from kosong.tooling._function_build import (
+from kosong.tooling._call_checks import jsonschema_errors_text, pydantic_errors_text
+from kosong.tooling._function._build import (
     AnyFunction,
     ResponseFormat,
     Runner,
@@ -39,14 +38,15 @@ from kosong.tooling._function_build import (
     injecting_bind,
     make,
 )
-from kosong.tooling._function_result import (
+from kosong.tooling._function._outcome import (
     ToolErrorHandler,
     ToolException,
 )
-from kosong.tooling._parameters import SchemaMismatch
-from kosong.tooling._return import ToolReturnValue
+from kosong.tooling._function._parameters import SchemaMismatch
+from kosong.tooling._function._signature import Injected
+from kosong.tooling._model_tool import CallableTool2
+from kosong.tooling._return_value import ToolReturnValue
 from kosong.tooling._schema import schema_validator
-from kosong.tooling._signature import Injected
 from kosong.tooling._tool import Tool
 from kosong.tooling.error import ToolValidateError
 from kosong.utils.typing import JsonType

@@ -16,10 +16,9 @@ from typing import Any, Literal, TypedDict, cast
 from pydantic import BaseModel, ValidationError
 
 from kosong._threads import run_sync_tool
-from kosong.tooling._calling import pydantic_errors_text, unknown_argument_text
-from kosong.tooling._docstring import read_docstring
-from kosong.tooling._function_output import derived_output_schema
-from kosong.tooling._function_result import (
+from kosong.tooling._call_checks import pydantic_errors_text, unknown_argument_text
+from kosong.tooling._function._docstring import read_docstring
+from kosong.tooling._function._outcome import (
     ToolErrorHandler,
     ToolException,
     artifact_result,
@@ -28,13 +27,8 @@ from kosong.tooling._function_result import (
     split_content_and_artifact,
     tool_exception_result,
 )
-from kosong.tooling._metadata import (
-    METADATA_FIELDS,
-    EstimatedTokens,
-    ToolMetadata,
-    check_metadata_against_definition,
-)
-from kosong.tooling._parameters import (
+from kosong.tooling._function._output_schema import derived_output_schema
+from kosong.tooling._function._parameters import (
     ParametersPlan,
     SchemaMismatch,
     check_model_fits,
@@ -42,9 +36,15 @@ from kosong.tooling._parameters import (
     from_model,
     from_signature,
 )
-from kosong.tooling._return import ToolReturnValue
+from kosong.tooling._function._signature import Signature, is_struct, read_signature
+from kosong.tooling._metadata import (
+    METADATA_FIELDS,
+    EstimatedTokens,
+    ToolMetadata,
+    check_metadata_against_definition,
+)
+from kosong.tooling._return_value import ToolReturnValue
 from kosong.tooling._schema import check_json_schema, check_tool_name
-from kosong.tooling._signature import Signature, is_struct, read_signature
 
 __all__ = [
     "AnyFunction",

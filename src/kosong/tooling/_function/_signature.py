@@ -3,7 +3,7 @@
 `read_signature` runs once, when a tool is created, and refuses at once what a tool cannot
 take: `*args`, `**kwargs` (unless the schema is given rather than read from the signature),
 a `FieldInfo` as a default, and unresolvable annotations. Types that JSON Schema cannot describe
-are refused later, in `kosong.tooling._parameters`, where each type's schema is made.
+are refused later, in `kosong.tooling._function._parameters`, where each type's schema is made.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ from typing import cast
 from pydantic import BaseModel
 from pydantic_core import from_json, to_json
 
+from kosong._keys import STANDARD_KEY
 from kosong.message import ContentPart
-from kosong.tooling._return import ToolError, ToolOk, ToolReturnValue
-from kosong.tooling.error import STANDARD_KEY
+from kosong.tooling._return_value import ToolError, ToolOk, ToolReturnValue
 
 __all__ = [
     "ToolErrorHandler",

@@ -21,9 +21,9 @@ from pydantic import PydanticUserError, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from kosong.message import ContentPart
-from kosong.tooling._return import ToolReturnValue
+from kosong.tooling._function._signature import is_struct
+from kosong.tooling._return_value import ToolReturnValue
 from kosong.tooling._schema import tidy_schema
-from kosong.tooling._signature import is_struct
 from kosong.utils.jsonschema import deref_json_schema
 
 __all__ = ["derived_output_schema"]

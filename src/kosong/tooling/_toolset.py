@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from kosong.message import ToolCall
-from kosong.tooling._return import ToolReturnValue
+from kosong.tooling._return_value import ToolReturnValue
 from kosong.tooling._tool import Tool
 from kosong.utils.typing import JsonType
 

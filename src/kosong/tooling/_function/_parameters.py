@@ -43,7 +43,8 @@ from pydantic_core import (
     to_jsonable_python,
 )
 
-from kosong.tooling._calling import jsonschema_errors_text
+from kosong.tooling._call_checks import jsonschema_errors_text
+from kosong.tooling._function._signature import Param, Signature, is_named_tuple, read_signature
 from kosong.tooling._schema import (
     check_json_schema,
     check_parameter_names,
@@ -51,7 +52,6 @@ from kosong.tooling._schema import (
     schema_validator,
     tidy_schema,
 )
-from kosong.tooling._signature import Param, Signature, is_named_tuple, read_signature
 from kosong.utils.jsonschema import deref_json_schema
 
 __all__ = ["ParametersPlan", "SchemaMismatch", "from_json_schema", "from_model", "from_signature"]

@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema_rs
 from pydantic import ValidationError
 
-from kosong.tooling._return import ToolError, ToolReturnValue
+from kosong.tooling._return_value import ToolError, ToolReturnValue
 
 __all__ = [
     "MAX_REPORTED_ERRORS",

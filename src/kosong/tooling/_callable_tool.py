@@ -11,8 +11,8 @@ import jsonschema_rs
 from pydantic import PrivateAttr, model_validator
 
 from kosong._threads import run_sync_tool
-from kosong.tooling._calling import calls_in_thread, checked_return, jsonschema_errors_text
-from kosong.tooling._return import ToolReturnValue
+from kosong.tooling._call_checks import calls_in_thread, checked_return, jsonschema_errors_text
+from kosong.tooling._return_value import ToolReturnValue
 from kosong.tooling._schema import schema_validator
 from kosong.tooling._tool import Tool
 from kosong.tooling.error import ToolValidateError
