@@ -18,9 +18,9 @@ import kosong
 
 PUBLIC: dict[str, list[str]] = {
     "kosong": [
-        "AgentLoopResult", "AgentStep", "GenerateResult", "StepResult", "StopReason",
-        "ToolRetriesExhausted", "__version__", "agent_loop", "generate", "step",
-        "tool_result_to_message",
+        "AgentLoopResult", "AgentState", "AgentStep", "Approve", "DeferredCall", "Deny",
+        "GenerateResult", "StepResult", "StopReason", "ToolRetriesExhausted", "__version__",
+        "agent_loop", "generate", "step", "tool_result_to_message",
     ],
     "kosong.chat_provider": [
         "APIConnectionError", "APIEmptyResponseError", "APIStatusError", "APITimeoutError",
@@ -68,7 +68,7 @@ PUBLIC: dict[str, list[str]] = {
         "with_json_arguments",
     ],
     "kosong.tooling.error": [
-        "STANDARD_KEY", "ToolCancelledError", "ToolDeprecatedError", "ToolNetworkError",
+        "STANDARD_KEY", "ToolCancelledError", "ToolDeferredError", "ToolDeprecatedError", "ToolNetworkError",
         "ToolNotFoundError",
         "ToolParseError", "ToolPermissionDeniedError", "ToolQuotaExceededError",
         "ToolRateLimitedError", "ToolRepeatedCallError", "ToolResourceNotFoundError",

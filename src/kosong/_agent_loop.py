@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypeGuard
 
+from kosong._answers import Answer
+from kosong._deferral import (
+    AgentState,
+    DeferredCall,
+    check_answers,
+    pause,
+    resume_calls,
+    waiting_keys,
+)
 from kosong._generate import Callback, call_back
 from kosong._step import StepResult, step, tool_result_to_message
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
@@ -21,10 +31,12 @@ __all__ = [
     "agent_loop",
 ]
 
-StopReason: TypeAlias = Literal["answered", "max_steps", "stop_at_tool", "token_budget", "stopped"]
+StopReason: TypeAlias = Literal[
+    "answered", "max_steps", "stop_at_tool", "token_budget", "stopped", "deferred"
+]
 """Why `agent_loop` stopped: the model answered without calling a tool; `max_steps` steps
-were made; a tool of `stop_at_tools` ran; the tokens used reached `token_budget`; or the
-`stop_when` predicate said so."""
+were made; a tool of `stop_at_tools` ran; the tokens used reached `token_budget`; the
+`stop_when` predicate said so; or calls wait for an answer from outside (`deferred`)."""
 
 ToolChoiceFor: TypeAlias = ToolChoice | Callable[[int], ToolChoice | None]
 """A tool choice for every step, or a function of the step's number (1, 2...) giving it."""
@@ -52,11 +64,19 @@ class AgentLoopResult:
 
     messages: list[Message]
     """The new messages, in order (the history given is not among them): for each step the
-    model's answer, then the tool messages of its calls."""
+    model's answer, then the tool messages of its calls. A resumed run's are all of its new
+    messages, those from before it stopped included. While calls are deferred, the waiting
+    step's answer ends them, followed by the tool messages of its calls that did not wait
+    (the model cannot be sent that until the run is resumed)."""
     steps: list[StepResult]
     """Each step's `StepResult`, in order."""
     stop_reason: StopReason
     """Why the loop stopped."""
+    deferred: list[DeferredCall] = field(default_factory=list[DeferredCall])
+    """With `stop_reason == "deferred"`: the calls waiting for an answer, in call order."""
+    state: AgentState | None = None
+    """With `stop_reason == "deferred"`: the run, to resume with
+    `agent_loop(..., resume=state, answers={call_id: answer})` (`state.dump()` is JSON)."""
 
     @property
     def tokens_used(self) -> int:
@@ -127,6 +147,8 @@ async def agent_loop(
     on_message_part: Callback[StreamedMessagePart] | None = None,
     on_tool_result: Callable[[ToolResult], None] | None = None,
     generation_overrides: Mapping[str, Any] | None = None,
+    resume: AgentState | None = None,
+    answers: Mapping[str, Answer] | None = None,
 ) -> AgentLoopResult:
     """Run `step` until the model answers without a tool call, or a stop condition holds.
 
@@ -156,39 +178,56 @@ async def agent_loop(
     first step (`lambda n: "required" if n == 1 else None`). `on_message_part`,
     `on_tool_result` and `generation_overrides` are passed to every `step`.
 
+    A call may be deferred instead of run: an `ApprovalPolicy` hook answered
+    `ApprovalDecision.defer(question)`, or its tool is `external` (its caller runs it). Then
+    the step's other calls finish, and before any check above the loop returns with
+    `"deferred"`: `deferred` lists the waiting calls, `state` is the run (JSON with
+    `state.dump()`). Later, in any process, `agent_loop(chat_provider, system_prompt,
+    toolset, history, resume=state, answers={call_id: answer, ...})` with the same history
+    completes that step and goes on: an answer is `Approve()` (the call runs, with an
+    idempotency key kept in the state), `Deny(reason)`, or an external tool's
+    `ToolReturnValue`. Only those calls run; the model sees one result per call it made.
+
     Cancelling the loop cancels the step under way: the model's stream and every tool call
     still running are cancelled and awaited before the cancellation propagates.
 
     Raises:
         ToolRetriesExhausted: a tool's retry budget was spent (see 2).
         ChatProviderError: the provider failed; the steps before were given to `on_step`.
-        ValueError: `max_steps` is below 1, `token_budget` below 1, or a retry budget
-            negative.
+        ValueError: `max_steps` is below 1, `token_budget` below 1, a retry budget
+            negative; or, resuming, an answer is missing, unknown or of the wrong kind, or
+            the history is not the one the run started from (nothing is sent then).
     """
     _check_limits(max_steps, token_budget, retry_budget, retry_budgets)
+    if resume is not None:
+        check_answers(resume, answers or {}, len(history))
+    elif answers:
+        raise ValueError("answers are for a run that stopped on deferred calls: pass resume=state")
     budgets = dict(retry_budgets or {})
     # One name is a collection of one, not of its letters.
     stop_names = frozenset([stop_at_tools] if isinstance(stop_at_tools, str) else stop_at_tools)
-    messages: list[Message] = []
+    messages: list[Message] = list(resume.messages) if resume is not None else []
     steps: list[StepResult] = []
-    failures: dict[str, int] = {}
-    tokens = 0
-    for number in range(1, max_steps + 1):
-        result = await step(
-            chat_provider,
-            system_prompt,
-            toolset,
-            [*history, *messages],
-            on_message_part=on_message_part,
-            on_tool_result=on_tool_result,
-            tool_choice=tool_choice(number) if callable(tool_choice) else tool_choice,
-            generation_overrides=generation_overrides,
-        )
-        results = await result.tool_results()
+    failures: dict[str, int] = dict(resume.failures) if resume is not None else {}
+    tokens = resume.tokens if resume is not None else 0
+
+    async def finish(
+        number: int, result: StepResult, results: list[ToolResult]
+    ) -> AgentLoopResult | None:
+        """What the loop does once a step's calls are done or deferred: a result to stop."""
+        nonlocal tokens
+        steps.append(result)
+        used = result.usage.total if result.usage is not None else 0
+        keys = waiting_keys(resume) if resume is not None else {}
+        state = pause(len(history), messages, number, result, results, failures, tokens, keys)
+        tokens += used
+        if state is not None:
+            waiting = {d.call_id for d in state.deferred}
+            done = [result.message, *(tool_result_to_message(r) for r in results
+                                      if r.tool_call_id not in waiting)]  # fmt: skip
+            return AgentLoopResult([*messages, *done], steps, "deferred", state.deferred, state)
         added = [result.message, *(tool_result_to_message(r) for r in results)]
         messages.extend(added)
-        steps.append(result)
-        tokens += result.usage.total if result.usage is not None else 0
         done = AgentStep(number, result, results, added, tokens)
         await call_back(on_step, done)
 
@@ -211,7 +250,46 @@ async def agent_loop(
             return AgentLoopResult(messages, steps, "stopped")
         if token_budget is not None and tokens >= token_budget:
             return AgentLoopResult(messages, steps, "token_budget")
+        return None
+
+    first = 1
+    if resume is not None:
+        results = await resume_calls(resume, answers or {}, toolset, on_tool_result)
+        outcome = await finish(resume.step, _resumed_step(resume, results), results)
+        if outcome is not None:
+            return outcome
+        first = resume.step + 1
+    for number in range(first, max_steps + 1):
+        result = await step(
+            chat_provider,
+            system_prompt,
+            toolset,
+            [*history, *messages],
+            on_message_part=on_message_part,
+            on_tool_result=on_tool_result,
+            tool_choice=tool_choice(number) if callable(tool_choice) else tool_choice,
+            generation_overrides=generation_overrides,
+        )
+        outcome = await finish(number, result, await result.tool_results())
+        if outcome is not None:
+            return outcome
     return AgentLoopResult(messages, steps, "max_steps")
+
+
+def _resumed_step(state: AgentState, results: list[ToolResult]) -> StepResult:
+    """The waiting step as a `StepResult` again, its calls' results the resumed ones."""
+    futures: list[asyncio.Future[ToolResult]] = []
+    for tool_result in results:
+        futures.append(asyncio.get_running_loop().create_future())
+        futures[-1].set_result(tool_result)
+    return StepResult(
+        id=state.step_id,
+        message=state.answer,
+        usage=state.usage,
+        tool_calls=list(state.answer.tool_calls or []),
+        _tool_result_futures=futures,
+        finish_reason=state.finish_reason,
+    )
 
 
 def _check_limits(

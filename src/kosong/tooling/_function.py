@@ -27,7 +27,11 @@ from pydantic import BaseModel, PrivateAttr, ValidationError
 from typing_extensions import Unpack
 
 from kosong.tooling._callable2 import CallableTool2
-from kosong.tooling._calling import jsonschema_errors_text, pydantic_errors_text
+from kosong.tooling._calling import (
+    deferred_to_caller,
+    jsonschema_errors_text,
+    pydantic_errors_text,
+)
 from kosong.tooling._function_build import (
     AnyFunction,
     ResponseFormat,
@@ -171,6 +175,8 @@ class FunctionTool(CallableTool2[BaseModel]):
             return ToolValidateError(pydantic_errors_text(e))
         except SchemaMismatch as e:
             return ToolValidateError(str(e))
+        if self.external:
+            return deferred_to_caller(self.name)
         return await run.execute(kwargs)
 
     async def __call__(self, params: BaseModel) -> ToolReturnValue:

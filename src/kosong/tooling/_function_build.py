@@ -77,6 +77,9 @@ class ToolOptions(TypedDict, total=False):
     """Parameter (property) name -> description, before every other source."""
     sequential: bool
     """Its calls run one at a time, in call order, under a `ConcurrencyPolicy`."""
+    external: bool | None
+    """Its caller runs it: a call is validated, then deferred to `agent_loop`'s caller
+    (`ToolMetadata.external`); the function's body is not called."""
     # The metadata a class-based tool can declare (see `ToolMetadata`), checked the same way.
     title: str | None
     """A human-readable name for user interfaces (MCP)."""
