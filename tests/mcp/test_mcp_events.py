@@ -16,6 +16,7 @@ from kosong.eventstore import MemoryEventStore
 from kosong.eventstore.redis_store import RedisEventStore, connect
 from kosong.mcp import MCPToolServer, MemoryEventLog, SessionEventStore, StoreEventLog
 from kosong.server import create_app
+from tests._waiting import until
 from tests.mcp._mcp_http import Session, results
 from tests.mcp._mcp_servers import Uvicorn, kosong_toolset
 
@@ -67,11 +68,14 @@ async def test_another_session_cannot_replay_a_sessions_events(server: Uvicorn):
         owner = await Session(http, server.url).open()
         thief = await Session(http, server.url).open()
         events = await owner.call(2, "reconnect")
-        await asyncio.sleep(0.5)  # the result is stored by now
+
+        async def stored() -> list[Any]:  # the owner reads the result: it is stored by now
+            return [r for r in results(await owner.resume(events[-1]["id"])) if r.get("id") == 2]
+
+        mine = await until(stored, "the result to be stored")
         stolen = await thief.resume(events[-1]["id"])
-        mine = await owner.resume(events[-1]["id"])
     assert not [r for r in results(stolen) if r.get("id") == 2]
-    assert [r for r in results(mine) if r.get("id") == 2]
+    assert mine
 
 
 def _message(request_id: int) -> mcp.JSONRPCMessage:

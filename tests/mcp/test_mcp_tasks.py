@@ -19,6 +19,7 @@ import pytest
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kosong.mcp import MCPToolset
 from kosong.message import ToolCall
@@ -28,6 +29,7 @@ from kosong.standard.policies import ApprovalDecision, ApprovalPolicy, ApprovalR
 from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue
 from kosong.tooling.simple import SimpleToolset
 from mcp import Client
+from tests._waiting import until
 from tests.server._tools import TOUCHED, touch
 
 TASKS = "io.modelcontextprotocol/tasks"
@@ -98,9 +100,31 @@ def gate() -> Gate:
 
 
 @pytest.fixture
-async def url(gate: Gate) -> AsyncIterator[str]:
+def polls() -> list[str]:
+    """The task ids of the `tasks/get` requests the server got."""
+    return []
+
+
+def _counting_polls(app: ASGIApp, polls: list[str]) -> ASGIApp:
+    """`app`, noting each `tasks/get` in `polls` (what a test waits on: the client follows)."""
+
+    async def counted(scope: Scope, receive: Receive, send: Send) -> None:
+        async def peek() -> Message:
+            message = await receive()
+            if b'"tasks/get"' in message.get("body", b""):
+                polls.append("tasks/get")
+            return message
+
+        await app(scope, peek if scope["type"] == "http" else receive, send)
+
+    return counted
+
+
+@pytest.fixture
+async def url(gate: Gate, polls: list[str]) -> AsyncIterator[str]:
     tools = with_policies(SimpleToolset([Slow(gate), Erase(gate), touch]), ApprovalPolicy(_ask))
-    async with serving(create_app(tools, ServerConfig(), mcp=True)) as base:
+    app = _counting_polls(create_app(tools, ServerConfig(), mcp=True), polls)
+    async with serving(app) as base:
         yield f"{base}/mcp"
 
 
@@ -148,7 +172,8 @@ class Driver(ClientExtension):
     async def resolve(self, handle: Handle, ctx: ClaimContext) -> mcp.CallToolResult:
         self.handles.append(handle)
         get = TaskRequest(method="tasks/get", params={"taskId": handle.task_id})
-        for _ in range(500):
+
+        async def poll() -> mcp.CallToolResult | None:
             state = await ctx.session.send_request(get, TaskState)
             self.seen.append(state)
             if state.status == "completed" and state.result is not None:
@@ -167,8 +192,11 @@ class Driver(ClientExtension):
                 cancel = TaskRequest(method="tasks/cancel", params={"taskId": handle.task_id})
                 await ctx.session.send_request(cancel, mcp.Result)
                 self.cancel = False
-            await asyncio.sleep((state.model_extra or {}).get("pollIntervalMs", 100) / 10_000)
-        raise AssertionError("the task never ended")
+            return None
+
+        # Polled at a tenth of the interval the server asks for, to keep the test short.
+        every = (handle.poll_interval_ms or 100) / 10_000
+        return await until(poll, "the task to end", every=every)
 
 
 async def test_the_official_client_drives_a_long_call_as_a_task_to_its_end(
@@ -179,10 +207,8 @@ async def test_the_official_client_drives_a_long_call_as_a_task_to_its_end(
         listed = {t.name: t for t in (await client.list_tools()).tools}
         call = asyncio.ensure_future(client.call_tool("slow", {"tag": "a"}))
         await asyncio.wait_for(gate.started.wait(), 10)
-        for _ in range(100):  # the task is working, its progress message shown
-            if any(s.status_message == "half way for a" for s in driver.seen):
-                break
-            await asyncio.sleep(0.02)
+        await until(lambda: any(s.status_message == "half way for a" for s in driver.seen),
+                    "the task to be working, its progress message shown")  # fmt: skip
         gate.open.set()
         result = await asyncio.wait_for(call, 10)
         unknown = None
@@ -248,12 +274,12 @@ def _call(name: str, arguments: str, **extras: Any) -> ToolCall:
 
 
 async def test_mcp_toolset_follows_a_task_to_its_result_and_cancels_it_with_its_caller(
-    url: str, gate: Gate
+    url: str, gate: Gate, polls: list[str]
 ) -> None:
     async with MCPToolset({"k": url}) as toolset:
         running = asyncio.ensure_future(toolset.handle(_call("slow", '{"tag": "x"}')))
         await asyncio.wait_for(gate.started.wait(), 10)
-        await asyncio.sleep(0.2)  # a few polls
+        await until(lambda: len(polls) >= 2, "the toolset to follow the task (tasks/get)")
         running.cancel()
         with pytest.raises(asyncio.CancelledError):
             await running

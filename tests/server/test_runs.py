@@ -9,6 +9,7 @@ import pytest
 
 from kosong.eventstore import MemoryEventStore
 from kosong.server import ServerConfig, create_app, serving
+from tests._waiting import until
 from tests.server._sse import read_sse
 from tests.server._tools import CANCELLED, GATES, STARTED, tools
 
@@ -177,10 +178,7 @@ async def test_delete_cancels_the_run_and_its_tool() -> None:
         again = await c.delete(run)
         rest = await read_sse(c, "GET", run, last_event_id=first.last_id)
         missing = await c.delete("/runs/00112233445566778899aabbccddeeff")
-        for _ in range(100):
-            if "cancel" in CANCELLED:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: "cancel" in CANCELLED, "the tool to be cancelled")
     assert cancelled.status_code == 202 and cancelled.json()["status"] == "cancelled"
     assert again.status_code == 200 and again.json()["status"] == "finished"
     assert rest.kinds == ["tool_progress", "tool_error"]
@@ -194,11 +192,11 @@ async def test_a_client_that_drops_does_not_cancel_the_run() -> None:
     async with serving(create_app(tools)) as url, httpx.AsyncClient(base_url=url) as c:
         first = await read_sse(c, "POST", "/tools/gated/sse", json={"name": "orphan"}, stop_after=1)
         gate.set()
-        for _ in range(200):
-            text = (await c.get("/metrics")).text
-            if "kosong_server_runs_active 0" in text:
-                break
-            await asyncio.sleep(0.01)
+
+        async def ended() -> bool:
+            return "kosong_server_runs_active 0" in (await c.get("/metrics")).text
+
+        await until(ended, "the run to end")
         replay = await read_sse(c, "GET", first.headers["content-location"])
     assert replay.final["data"] == "opened orphan"
     assert "orphan" not in CANCELLED
