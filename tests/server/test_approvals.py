@@ -117,3 +117,22 @@ async def test_cancelling_a_waiting_run_ends_it_and_unlists_it() -> None:
     assert cancelled.status_code == 202
     assert result.final["error"]["code"] == "CANCELLED" and TOUCHED.count(tag) == 0
     assert left == {"runs": []} and late.status_code == 409
+
+
+async def test_a_waiting_run_holds_no_task_and_defer_waits_like_ask() -> None:
+    tag = uuid.uuid4().hex
+    held = touch.model_copy()
+    deferring = with_policies(
+        SimpleToolset([held]),
+        ApprovalPolicy(lambda r: ApprovalDecision.defer("go?"), needs_approval=lambda t: True),
+    )
+    async with serving(create_app(deferring)) as url, httpx.AsyncClient(base_url=url) as c:
+        stream = asyncio.ensure_future(read_sse(c, "POST", "/tools/touch/sse", json={"tag": tag}))
+        (waiting,) = await _waiting(c, {})
+        metrics = (await c.get("/metrics")).text
+        answered = await c.post(f"/runs/{waiting['id']}/input", json={"approved": True})
+        result = await asyncio.wait_for(stream, 10)
+    assert waiting["question"] == "go?"
+    assert "kosong_server_runs_active 0" in metrics  # only its record waits
+    assert answered.status_code == 202
+    assert result.final["data"] == f"touched {tag}" and TOUCHED.count(tag) == 1

@@ -553,7 +553,7 @@ class Server:
         if request.query_params.get("state") != "waiting":
             return _error(400, "INVALID_PARAMS", "list runs with ?state=waiting")
         principal: str = request.scope.get(PRINCIPAL, ANONYMOUS)
-        found = await self.runs.state.waiting(principal)
+        found = await self.runs.waiting(principal)
         return _json({"runs": [waiting.to_json() for waiting in found]})
 
     async def answer_run(self, request: Request) -> Response:

@@ -19,6 +19,7 @@ so the limit holds across every worker.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -144,10 +145,16 @@ class RunQueue:
             raise RuntimeError("this process runs no calls")
         await self._execute(run_id)
 
-    async def enqueue(self, run_id: str, tool: str) -> None:
-        """Hand the run to a worker (the task's key is the run's id)."""
+    async def enqueue(self, run_id: str, tool: str, *, again: bool = False) -> None:
+        """Hand the run to a worker (the task's key is the run's id).
+
+        `again`: the run was answered and goes on, under a key of its own (Docket keeps one
+        task per key, and the one that asked may not have finished yet); `cancel` does not
+        reach it on its worker, where the run stops at its next event once it has ended.
+        """
         name = self.task_name(self._limit(tool))
-        await _once_more(lambda: self.docket.add(name, key=run_id)(run_id=run_id, tool=tool))
+        key = f"{run_id}-{secrets.token_hex(4)}" if again else run_id
+        await _once_more(lambda: self.docket.add(name, key=key)(run_id=run_id, tool=tool))
 
     async def cancel(self, run_id: str) -> None:
         """Take the run out of the queue, or stop it on the worker running it."""

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from kosong._answers import Approve, answers_scope
 from kosong.eventstore import (
     START,
     EventStore,
@@ -43,7 +44,7 @@ from kosong.eventstore import (
     StreamInfo,
 )
 from kosong.message import ToolCall
-from kosong.server._state import IdempotencyConflictError, RunState, key_digest
+from kosong.server._state import IdempotencyConflictError, RunState, Waiting, key_digest
 from kosong.standard import (
     PolicyToolset,
     ToolEvent,
@@ -52,15 +53,9 @@ from kosong.standard import (
     is_safe_to_repeat,
     to_envelope,
 )
-from kosong.standard.policies import (
-    ApprovalDecision,
-    ApprovalInbox,
-    ApprovalRequest,
-    EventHookPolicy,
-    inbox_scope,
-)
+from kosong.standard.policies import EventHookPolicy
 from kosong.tooling import UNPARSED, ToolResult, ToolReturnValue, Unparsed, parse_arguments
-from kosong.tooling.error import ToolCancelledError
+from kosong.tooling.error import ToolCancelledError, ToolDeferredError, ToolPermissionDeniedError
 from kosong.utils.typing import JsonType
 
 if TYPE_CHECKING:
@@ -122,6 +117,9 @@ class _Run:
     id: str
     tool: str
     principal: str
+    call: ToolCall | None = None
+    """The call, to run again once an answer came (a run that waits, executed here)."""
+    arguments: JsonType | Unparsed = UNPARSED
     task: asyncio.Future[ToolResult] | None = None
     pending: deque[_Append] | None = None
     """Events waiting for this run's writer task (a store that cannot append at once)."""
@@ -130,7 +128,9 @@ class _Run:
     released: bool = False
     """Stopped by a worker that stops: the queue delivers it again, to another worker."""
     final: asyncio.Future[bool] | None = None
-    """The writing of its final event."""
+    """The writing of its final event (or of its question, when its call was deferred)."""
+    deferred: ToolDeferredError | None = None
+    """Its call was deferred for an approval: it waits for an answer, not running."""
 
 
 class Runs:
@@ -166,12 +166,12 @@ class Runs:
         self._idle = idle
         self._key_ttl = key_ttl
         self._runs: dict[str, _Run] = {}
-        self._writers: set[asyncio.Task[None]] = set()
+        self._asking: dict[str, _Run] = {}
+        """Runs started here that wait for an answer (without a queue: run here again)."""
+        self._writers: set[asyncio.Task[Any]] = set()
         self._watcher: asyncio.Task[None] | None = None
         self.draining = False
         """Whether the server is shutting down (it starts no new run)."""
-        self.inbox: ApprovalInbox = _Inbox(state, self._runs)
-        """Where the approval questions of this process's runs wait (`ApprovalDecision.ask`)."""
         self.followers = 0
         """Responses following a run right now."""
 
@@ -257,7 +257,7 @@ class Runs:
         ttl = self._key_ttl if key is not None else None
         if self.queue is None:
             await self.store.open(run_id, meta, ttl=ttl)
-            self._execute(_Run(run_id, tool, principal), call, arguments)
+            self._execute(_Run(run_id, tool, principal, call, arguments), call, arguments)
             self._watch_runs()
             return
         meta["arguments"] = (
@@ -281,10 +281,16 @@ class Runs:
             await self.state.started(run_id)
             raise StoreUnavailableError(f"the run could not be queued: {e}") from e
 
-    def _execute(self, run: _Run, call: ToolCall, arguments: JsonType | Unparsed) -> None:
-        """Run the call here, its events going to the run's log."""
+    def _execute(
+        self,
+        run: _Run,
+        call: ToolCall,
+        arguments: JsonType | Unparsed,
+        answer: Approve | None = None,
+    ) -> None:
+        """Run the call here, its events going to the run's log (`answer`: it was approved)."""
         self._runs[run.id] = run
-        with inbox_scope(self.inbox):
+        with answers_scope({run.id: answer} if answer is not None else {}):
             handled = self._pipeline.dispatch(call, arguments)  # may send events at once
         if isinstance(handled, ToolResult):  # answered without a task
             self._done(run, handled)
@@ -297,7 +303,8 @@ class Runs:
 
         A run delivered again (its last worker stopped before it ended) runs again when its
         tool is safe to repeat, or when it had only been waiting for an answer; otherwise it
-        ends with an error saying it may or may not have taken effect.
+        ends with an error saying it may or may not have taken effect. A run queued again
+        because its question was answered runs with the answer.
         """
         if self.draining:  # taken as the worker stops: the queue delivers it again
             raise asyncio.CancelledError
@@ -307,7 +314,7 @@ class Runs:
             return
         meta = claim.meta
         name = meta.get("tool", "")
-        run = _Run(run_id, name, meta.get("principal", ""))
+        answer = claim.answer
         extras: dict[str, JsonType] = {}
         if "trace" in meta:
             extras["trace_id"] = meta["trace"]
@@ -318,12 +325,18 @@ class Runs:
             function=ToolCall.FunctionBody(name=name, arguments=meta.get("arguments", "{}")),
             extras=extras or None,
         )
+        run = _Run(run_id, name, meta.get("principal", ""), call)
         writing = getattr(self.store, "writing", None)
         if writing is not None:
             writing(run_id)
         self._runs[run_id] = run
         try:
-            if claim.attempt > 1 and not claim.was_waiting:
+            if answer is not None:  # answered: it waits no more, and runs (or is denied)
+                await self.state.unwait(run_id, run.principal)
+                if not answer[0]:
+                    await self._deny(run_id, name, answer[1])
+                    return
+            if claim.attempt > 1 and answer is None:
                 tool = self._pipeline.find_tool(name)
                 if tool is None or not is_safe_to_repeat(tool):
                     value = _uncertain(meta.get("key"))
@@ -332,7 +345,7 @@ class Runs:
                     )
                     return
                 self._append(run, "tool_retrying", _retrying(call, claim.attempt), False)
-            self._execute(run, call, UNPARSED)
+            self._execute(run, call, UNPARSED, Approve(answer[1]) if answer else None)
             task = run.task
             if task is not None:
                 try:
@@ -355,6 +368,11 @@ class Runs:
         run = self._runs.get(_call_id(event))
         if run is None or run.ended:
             return
+        if event.is_final and event.result is not None:
+            value = event.result.return_value
+            if isinstance(value, ToolDeferredError) and value.kind == "approval":
+                run.deferred = value  # no final event: the run waits (see `_done`)
+                return
         data = _event_data(event)
         if event.is_final:
             self._write_final(run.id, event.event, data)
@@ -452,6 +470,9 @@ class Runs:
         """The call ended (its task, or at once): its final event, if the pipeline sent none."""
         try:
             if run.ended:
+                return
+            if run.deferred is not None:  # waits for an answer: its question is recorded
+                run.final = self._track(self._ask(run, run.deferred))
                 return
             # No final event from the pipeline: cancelled, or broken. It still ends with one.
             if isinstance(outcome, ToolResult):
@@ -586,6 +607,7 @@ class Runs:
         run = self._runs.get(run_id)
         if run is not None:
             self._stop(run)
+        self._asking.pop(run_id, None)
         if ended_here:  # a question it waited on is moot
             with contextlib.suppress(Exception):
                 await self.state.unwait(run_id, principal)
@@ -604,11 +626,72 @@ class Runs:
     async def answer(self, run_id: str, principal: str, approved: bool, reason: str) -> bool:
         """Answer the question the run waits on; False when it waits for none.
 
+        Approved, the run goes on (here, or queued again for a worker); denied, it ends with
+        PERMISSION_DENIED and the reason.
+
         Raises:
             RunNotFoundError: no such run for this principal.
         """
         info = await self.find(run_id, principal)
-        return not info.ended and await self.state.answer(run_id, approved, reason)
+        if info.ended or not await self.state.answer(run_id, approved, reason):
+            return False
+        tool = info.meta.get("tool", "unknown")
+        if not approved:
+            await self.state.unwait(run_id, principal)
+            await self._deny(run_id, tool, reason)
+            self._asking.pop(run_id, None)
+        elif self.queue is not None:
+            await self.queue.enqueue(run_id, tool, again=True)
+        else:
+            await self.state.unwait(run_id, principal)
+            run = self._asking.pop(run_id, None)
+            if run is not None and run.call is not None:
+                again = _Run(run_id, run.tool, run.principal, run.call, run.arguments)
+                self._execute(again, run.call, run.arguments, Approve(reason))
+        return True
+
+    async def _deny(self, run_id: str, tool: str, reason: str) -> None:
+        value = ToolPermissionDeniedError(tool, reason or "the call was not approved")
+        await self._write_final(run_id, "tool_error", error_event_data(run_id, tool, value))
+
+    async def _ask(self, run: _Run, deferred: ToolDeferredError) -> bool:
+        """Record the run's question (its call was deferred); deny it once `within` passes."""
+        text = run.call.function.arguments if run.call is not None else None
+        arguments = run.arguments if not isinstance(run.arguments, Unparsed) else _json(text)
+        since = time.time()
+        within = deferred.within
+        deadline = None if within is None else since + within
+        waiting = Waiting(run.id, run.tool, arguments, deferred.question, since, deadline)
+        if self.queue is None:
+            self._asking[run.id] = run
+        await self.state.wait(waiting, run.principal)
+        if within is not None:
+            loop = asyncio.get_running_loop()
+            loop.call_later(within, lambda: self._track(self._expire(waiting, run.principal)))
+        return False
+
+    async def _expire(self, waiting: Waiting, principal: str) -> None:
+        """Deny a question nobody answered in time (whoever notices first: one does it)."""
+        reason = f"nobody answered {waiting.question!r}"
+        if waiting.deadline is not None:
+            reason += f" within {waiting.deadline - waiting.since:g} seconds"
+        with contextlib.suppress(RunNotFoundError):
+            await self.answer(waiting.run_id, principal, False, reason)
+
+    async def waiting(self, principal: str) -> list[Waiting]:
+        """The runs of `principal` waiting for an answer (denying those past their time)."""
+        found = await self.state.waiting(principal)
+        now = time.time()
+        late = [w for w in found if w.deadline is not None and w.deadline <= now]
+        for waiting in late:
+            await self._expire(waiting, principal)
+        return [w for w in found if w not in late]
+
+    def _track(self, work: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(work)
+        self._writers.add(task)
+        task.add_done_callback(self._writers.discard)
+        return task
 
     async def drain(self, grace: float) -> None:
         """Start no new run; give the running ones `grace` seconds, then stop the rest.
@@ -618,6 +701,10 @@ class Runs:
         to the queue, which delivers it again to another worker.
         """
         self.draining = True
+        for run in list(self._asking.values()):  # waiting here: nobody can answer them now
+            value = ToolCancelledError(run.tool, "the server shut down")
+            self._write_final(run.id, "tool_error", error_event_data(run.id, run.tool, value))
+        self._asking.clear()
         tasks = [run.task for run in self._runs.values() if run.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=grace)
@@ -652,35 +739,6 @@ class Runs:
             await self.drain(0)
 
 
-class _Inbox(ApprovalInbox):
-    """The questions of runs, kept in the run state: listed, and answered from any process."""
-
-    def __init__(self, state: RunState, runs: dict[str, _Run]) -> None:
-        self._state = state
-        self._runs = runs  # the runs executing in this process, by id
-
-    async def ask(
-        self, request: ApprovalRequest, question: str, within: float | None
-    ) -> ApprovalDecision | None:
-        state = self._state
-        run_id = request.tool_call.id
-        run = self._runs.get(run_id)
-        principal = run.principal if run is not None else ""
-        since, answer = await state.wait(
-            run_id, principal, request.tool.name, request.arguments, question
-        )
-        deadline = math.inf if within is None else since + within
-        while answer is None:
-            left = deadline - time.time()
-            if left <= 0:
-                break
-            answer = await state.answer_of(run_id, min(left, 60.0))
-        # Answered or timed out: it waits no more. (Cancelled, it still waits: a worker that
-        # stops leaves the question for the one that takes the run next.)
-        await state.unwait(run_id, principal)
-        return None if answer is None else ApprovalDecision(answer[0], answer[1])
-
-
 async def _appended(append: Any) -> bool:
     return await append is not None
 
@@ -700,6 +758,14 @@ def _retrying(call: ToolCall, attempt: int) -> str:
             "metadata": {"tool_name": call.function.name, "tool_call_id": call.id},
         }
     )
+
+
+def _json(text: str | None) -> JsonType:
+    """The arguments' text as JSON, or as the text itself when it is not JSON."""
+    try:
+        return json.loads(text or "{}")
+    except ValueError:
+        return text
 
 
 def _call_id(event: ToolEvent) -> str:

@@ -3,8 +3,9 @@
 - The idempotency ledger: a caller's key (scoped by its principal) names the run it started,
   with a digest of the call; the same key again finds that run, never a new one, for the
   ledger's retention (`reserve`).
-- Questions waiting for an answer (`ApprovalDecision.ask`): the run, its tool and arguments,
-  the question and since when (`wait`, `waiting`, `answer`).
+- Runs waiting for an answer (a call deferred by `ApprovalDecision.ask` or `defer`): the run,
+  its tool and arguments, the question, since when and until when (`wait`, `waiting`); the
+  answer, taken once (`answer`), which a worker finds when it takes the run again (`claim`).
 - With workers (Redis only): each delivery of a queued run counts as an attempt (`claim`), so
   the worker that gets a run again knows the one before it died; and the count of runs waiting
   for a worker, bounded (`admit`).
@@ -16,8 +17,6 @@ the same, and all of it survives the restart of any process.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import json
 import math
@@ -55,6 +54,8 @@ class Waiting:
     question: str
     since: float
     """When it was first asked (Unix time, seconds)."""
+    deadline: float | None = None
+    """When it is denied if nobody answered (Unix time, seconds; None: never)."""
 
     def to_json(self) -> dict[str, JsonType]:
         """`{"id", "tool", "arguments", "question", "since"}` (since: ISO 8601, UTC)."""
@@ -77,8 +78,8 @@ class Claim:
     """1 for its first delivery; more when a worker that had it stopped before it ended."""
     meta: dict[str, str]
     """What the front end stored about the run (principal, tool, arguments...)."""
-    was_waiting: bool
-    """The attempt before waited for an answer: its tool never ran."""
+    answer: tuple[bool, str] | None
+    """The answer the run waited for (approved, reason): it is queued again because of it."""
 
 
 def key_digest(tool: str, arguments: JsonType) -> str:
@@ -116,18 +117,16 @@ class RunState(ABC):
         """Give `key` up, if it still stands for `run_id` (the run could not start)."""
 
     @abstractmethod
-    async def wait(
-        self, run_id: str, principal: str, tool: str, arguments: JsonType, question: str
-    ) -> tuple[float, tuple[bool, str] | None]:
-        """Record that the run waits for an answer: since when, and the answer if given."""
-
-    @abstractmethod
-    async def answer_of(self, run_id: str, wait: float) -> tuple[bool, str] | None:
-        """The answer to the run's question, waiting up to `wait` seconds for one."""
+    async def wait(self, waiting: Waiting, principal: str) -> None:
+        """Record that the run waits for an answer (listed until answered or ended)."""
 
     @abstractmethod
     async def answer(self, run_id: str, approved: bool, reason: str) -> bool:
-        """Answer the run's question; False when it waits for none."""
+        """Answer the run's question, once: False when it waits for none (or was answered).
+
+        A queued run keeps the answer for the worker that takes it again (`claim`), as a new
+        first attempt.
+        """
 
     @abstractmethod
     async def unwait(self, run_id: str, principal: str) -> None:
@@ -160,7 +159,6 @@ class MemoryRunState(RunState):
         self._keys: dict[str, tuple[str, str, float]] = {}  # ledger id -> run, digest, expiry
         self._waiting: dict[str, tuple[str, Waiting]] = {}  # run -> principal, question
         self._answers: dict[str, tuple[bool, str]] = {}
-        self._wakers: dict[str, asyncio.Future[None]] = {}
 
     async def reserve(
         self, principal: str, key: str, digest: str, run_id: str, ttl: float
@@ -185,44 +183,28 @@ class MemoryRunState(RunState):
         if found is not None and found[0] == run_id:
             del self._keys[ledger]
 
-    async def wait(
-        self, run_id: str, principal: str, tool: str, arguments: JsonType, question: str
-    ) -> tuple[float, tuple[bool, str] | None]:
+    async def wait(self, waiting: Waiting, principal: str) -> None:
         """See `RunState.wait`."""
-        found = self._waiting.get(run_id)
-        since = found[1].since if found is not None else time.time()
-        self._waiting[run_id] = (principal, Waiting(run_id, tool, arguments, question, since))
-        return since, self._answers.get(run_id)
-
-    async def answer_of(self, run_id: str, wait: float) -> tuple[bool, str] | None:
-        """See `RunState.answer_of`."""
-        if run_id not in self._answers and wait > 0:
-            waker = self._wakers.get(run_id)
-            if waker is None or waker.done():
-                waker = self._wakers[run_id] = asyncio.get_running_loop().create_future()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(waker), wait if wait != math.inf else None)
-        return self._answers.get(run_id)
+        self._waiting[waiting.run_id] = (principal, waiting)
+        self._answers.pop(waiting.run_id, None)
 
     async def answer(self, run_id: str, approved: bool, reason: str) -> bool:
         """See `RunState.answer`."""
         if run_id not in self._waiting or run_id in self._answers:
             return False
         self._answers[run_id] = (approved, reason)
-        waker = self._wakers.pop(run_id, None)
-        if waker is not None and not waker.done():
-            waker.set_result(None)
         return True
 
     async def unwait(self, run_id: str, principal: str) -> None:
         """See `RunState.unwait`."""
         self._waiting.pop(run_id, None)
         self._answers.pop(run_id, None)
-        self._wakers.pop(run_id, None)
 
     async def waiting(self, principal: str) -> list[Waiting]:
         """See `RunState.waiting`."""
-        found = [w for p, w in self._waiting.values() if p == principal]
+        found = [
+            w for p, w in self._waiting.values() if p == principal and w.run_id not in self._answers
+        ]
         return sorted(found, key=lambda w: w.since)
 
     async def question(self, run_id: str) -> str | None:
@@ -254,38 +236,32 @@ return 1
 """
 
 # KEYS: the run's meta hash (the store's). ARGV: worker
-# -> false (gone or ended), or {attempt, waited ('1'/'0'), field, value, ...}
+# -> false (gone or ended), or {attempt, field, value, ...}
 _CLAIM = """
-local m = redis.call('HMGET', KEYS[1], 'ended', 'q:question')
-if not m[1] or m[1] ~= '0' then return false end
+if redis.call('HGET', KEYS[1], 'ended') ~= '0' then return false end
 local attempt = redis.call('HINCRBY', KEYS[1], 'q:attempt', 1)
 redis.call('HSET', KEYS[1], 'q:worker', ARGV[1])
 local all = redis.call('HGETALL', KEYS[1])
-table.insert(all, 1, m[2] and '1' or '0')
 table.insert(all, 1, attempt)
 return all
 """
 
-# KEYS: meta, waiting index. ARGV: run, question, now (s), tool, arguments
-# -> {since, answered ('1'/'0'), approved, reason}
+# KEYS: meta, waiting index. ARGV: run, question, since (s), tool, arguments, deadline or ''
 _WAIT = """
-if not redis.call('HGET', KEYS[1], 'ended') then return false end
-local since = redis.call('HGET', KEYS[1], 'q:since')
-if not since then
-  since = ARGV[3]
-  redis.call('HSET', KEYS[1], 'q:since', since)
-end
-redis.call('HSET', KEYS[1], 'q:question', ARGV[2], 'q:tool', ARGV[4], 'q:arguments', ARGV[5])
-redis.call('ZADD', KEYS[2], since, ARGV[1])
-local a = redis.call('HMGET', KEYS[1], 'q:approved', 'q:reason')
-return {since, a[1] or '', a[2] or ''}
+if redis.call('HGET', KEYS[1], 'ended') ~= '0' then return 0 end
+redis.call('HDEL', KEYS[1], 'q:approved', 'q:reason')
+redis.call('HSET', KEYS[1], 'q:question', ARGV[2], 'q:since', ARGV[3], 'q:tool', ARGV[4],
+           'q:arguments', ARGV[5], 'q:deadline', ARGV[6])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+return 1
 """
 
-# KEYS: meta. ARGV: approved ('1'/'0'), reason -> 1, or 0 when it waits for nothing
+# KEYS: meta. ARGV: approved ('1'/'0'), reason -> 1, or 0 when it waits for nothing. The next
+# claim is the answered run's first attempt.
 _ANSWER = """
 local m = redis.call('HMGET', KEYS[1], 'ended', 'q:question', 'q:approved')
 if m[1] ~= '0' or not m[2] or m[3] then return 0 end
-redis.call('HSET', KEYS[1], 'q:approved', ARGV[1], 'q:reason', ARGV[2])
+redis.call('HSET', KEYS[1], 'q:approved', ARGV[1], 'q:reason', ARGV[2], 'q:attempt', 0)
 return 1
 """
 
@@ -358,38 +334,23 @@ class RedisRunState(RunState):
             reply: Any = await self._claim(keys=[self._meta(run_id)], args=[worker])
             if not reply:
                 return None
-            attempt, waited, fields = int(reply[0]), reply[1] == "1", reply[2:]
+            attempt, fields = int(reply[0]), reply[1:]
             pairs = dict(zip(fields[::2], fields[1::2], strict=True))
             meta = {k[2:]: v for k, v in pairs.items() if k.startswith("m:")}
-            return Claim(attempt, meta, waited)
+            approved = pairs.get("q:approved")
+            answer = None if approved is None else (approved == "1", pairs.get("q:reason", ""))
+            return Claim(attempt, meta, answer)
 
-    async def wait(
-        self, run_id: str, principal: str, tool: str, arguments: JsonType, question: str
-    ) -> tuple[float, tuple[bool, str] | None]:
+    async def wait(self, waiting: Waiting, principal: str) -> None:
         """See `RunState.wait`."""
         with self._reachable():
-            text = json.dumps(arguments, ensure_ascii=False)
-            reply: Any = await self._wait(
-                keys=[self._meta(run_id), self._index(principal)],
-                args=[run_id, question, repr(time.time()), tool, text],
-            )
-            if not reply:
-                raise LookupError(f"run {run_id} is gone")
-            since, approved, reason = float(reply[0]), reply[1], reply[2]
-            return since, (approved == "1", reason) if approved else None
-
-    async def answer_of(self, run_id: str, wait: float) -> tuple[bool, str] | None:
-        """See `RunState.answer_of`: asked again every quarter of a second, up to `wait`."""
-        with self._reachable():
-            deadline = time.monotonic() + wait
-            while True:
-                found: Any = await self._client.hmget(self._meta(run_id), "q:approved", "q:reason")
-                if found[0]:
-                    return found[0] == "1", found[1] or ""
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                await asyncio.sleep(min(0.25, left))
+            text = json.dumps(waiting.arguments, ensure_ascii=False)
+            deadline = "" if waiting.deadline is None else repr(waiting.deadline)
+            await self._wait(
+                keys=[self._meta(waiting.run_id), self._index(principal)],
+                args=[waiting.run_id, waiting.question, repr(waiting.since), waiting.tool, text,
+                      deadline],
+            )  # fmt: skip
 
     async def answer(self, run_id: str, approved: bool, reason: str) -> bool:
         """See `RunState.answer`."""
@@ -403,7 +364,8 @@ class RedisRunState(RunState):
         """See `RunState.unwait`."""
         with self._reachable():
             async with self._client.pipeline(transaction=False) as pipe:
-                pipe.hdel(self._meta(run_id), "q:question", "q:since", "q:approved", "q:reason")
+                pipe.hdel(self._meta(run_id), "q:question", "q:since", "q:approved", "q:reason",
+                          "q:deadline", "q:tool", "q:arguments")  # fmt: skip
                 pipe.zrem(self._index(principal), run_id)
                 await pipe.execute()
 
@@ -417,18 +379,19 @@ class RedisRunState(RunState):
             async with self._client.pipeline(transaction=False) as pipe:
                 for run_id in run_ids:
                     pipe.hmget(self._meta(run_id), "q:question", "q:since", "q:tool", "q:arguments",
-                               "ended")  # fmt: skip
+                               "ended", "q:deadline", "q:approved")  # fmt: skip
                 rows: list[Any] = await pipe.execute()
             found: list[Waiting] = []
             gone: list[str] = []
-            for run_id, (question, since, tool, arguments, ended) in zip(
+            for run_id, (question, since, tool, arguments, ended, deadline, approved) in zip(
                 run_ids, rows, strict=True
             ):
-                if not question or ended != "0":
+                if not question or ended != "0" or approved:
                     gone.append(run_id)
                     continue
+                until = float(deadline) if deadline else None
                 found.append(Waiting(run_id, tool or "", json.loads(arguments or "null"), question,
-                                     float(since)))  # fmt: skip
+                                     float(since), until))  # fmt: skip
             if gone:
                 await self._client.zrem(index, *gone)
             return found

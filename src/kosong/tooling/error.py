@@ -228,9 +228,15 @@ class ToolDeferredError(ToolPermissionDeniedError):
     """
 
     def __init__(
-        self, tool_name: str, kind: Literal["approval", "external"], question: str
+        self,
+        tool_name: str,
+        kind: Literal["approval", "external"],
+        question: str,
+        *,
+        within: float | None = None,
     ) -> None:
-        """Say which call waits, for whom (`kind`) and on what `question`."""
+        """Say which call waits, for whom (`kind`), on what `question`; `within`: how many
+        seconds an answer may take before the call is denied (None: no limit)."""
         reason = (
             f"the call waits for an answer to {question!r}, and nobody can answer here"
             if kind == "approval"
@@ -243,6 +249,7 @@ class ToolDeferredError(ToolPermissionDeniedError):
             reason=reason,
             deferred=kind,
             question=question,
+            within=within,
         )
 
     @property
@@ -254,6 +261,12 @@ class ToolDeferredError(ToolPermissionDeniedError):
     def question(self) -> str:
         """What the answer is to (for an external tool, its description of the call)."""
         return str(self._detail("question") or "")
+
+    @property
+    def within(self) -> float | None:
+        """Seconds an answer may take before the call is denied (None: no limit)."""
+        within = self._detail("within")
+        return float(within) if isinstance(within, int | float) else None
 
     def _detail(self, name: str) -> JsonType:
         standard = (self.extras or {}).get(STANDARD_KEY)

@@ -18,7 +18,8 @@ keeps the run waiting, listed and answered from any of its processes; anywhere e
 can answer, and the error is the denial it is coded as. `ApprovalDecision.ask(question)` asks
 an `ApprovalInbox` (the policy's own, or the one in scope: `inbox_scope`) and waits for the
 answer, at most `ask_timeout` seconds, after which the call is denied; with no inbox, it
-defers like `defer`. A resumed call finds its answer in scope and the hook is not asked again.
+defers like `defer`, its `ask_timeout` going along (a server denies the call once it passed).
+A resumed call finds its answer in scope and the hook is not asked again.
 """
 
 from __future__ import annotations
@@ -201,7 +202,8 @@ class ApprovalPolicy(Policy):
             decision = await self._decide(request)
         inbox = self._inbox or _INBOX.get()
         if decision.question is not None and (decision.deferred or inbox is None):
-            deferred = ToolDeferredError(tool.name, "approval", decision.question)
+            within = None if decision.deferred else self._ask_timeout
+            deferred = ToolDeferredError(tool.name, "approval", decision.question, within=within)
             return ToolResult(call.id, deferred)
         if decision.question is not None and inbox is not None:
             decision = await self._wait(inbox, request, decision.question)
