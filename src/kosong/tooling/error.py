@@ -235,8 +235,11 @@ class ToolDeferredError(ToolPermissionDeniedError):
         *,
         within: float | None = None,
     ) -> None:
-        """Say which call waits, for whom (`kind`), on what `question`; `within`: how many
-        seconds an answer may take before the call is denied (None: no limit)."""
+        """Say which call waits, for whom (`kind`), and on what `question`.
+
+        `within`: how many seconds an answer may take before the call is denied (None: no
+        limit).
+        """
         reason = (
             f"the call waits for an answer to {question!r}, and nobody can answer here"
             if kind == "approval"
