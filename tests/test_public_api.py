@@ -126,10 +126,11 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "kosong.server.redis_limits": ["RedisRateLimiter"],
     "kosong.eventstore": [
-        "START", "EventStore", "MemoryEventStore", "StoreFullError", "StoreUnavailableError",
-        "StoredEvent", "StreamInfo", "event_id", "split_event_id",
+        "START", "IdempotencyConflictError", "MemoryRunStore", "RunRecord", "RunStatus",
+        "RunStore", "StoreFullError", "StoreUnavailableError", "StoredEvent", "event_id",
+        "split_event_id",
     ],
-    "kosong.eventstore.redis_store": ["RedisEventStore", "connect", "reachable"],
+    "kosong.eventstore.redis_store": ["RedisRunStore", "connect", "reachable"],
     "kosong.remote": ["RemoteToolset"],
     "kosong.cli": ["main"],
 }  # fmt: skip

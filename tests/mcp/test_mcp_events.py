@@ -12,8 +12,8 @@ import mcp_types as mcp
 import pytest
 from mcp.server.streamable_http import EventMessage
 
-from kosong.eventstore import MemoryEventStore
-from kosong.eventstore.redis_store import RedisEventStore, connect
+from kosong.eventstore import MemoryRunStore
+from kosong.eventstore.redis_store import RedisRunStore, connect
 from kosong.mcp import MCPToolServer, MemoryEventLog, SessionEventStore, StoreEventLog
 from kosong.server import create_app
 from tests._waiting import until
@@ -35,10 +35,10 @@ async def server(request: pytest.FixtureRequest) -> AsyncIterator[Uvicorn]:
     else:
         log: Any = MemoryEventLog()
         if kind == "server-store":
-            log = StoreEventLog(MemoryEventStore())
+            log = StoreEventLog(MemoryRunStore())
         elif kind == "redis-store":
             redis = connect(request.getfixturevalue("redis_url"))
-            log = StoreEventLog(RedisEventStore(redis, prefix=f"mcp-test:{uuid.uuid4().hex}:"))
+            log = StoreEventLog(RedisRunStore(redis, prefix=f"mcp-test:{uuid.uuid4().hex}:"))
         mcp_server = MCPToolServer(
             kosong_toolset(), retry_interval_ms=100, event_store=SessionEventStore(log)
         )

@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-import pytest
 
-from kosong.eventstore import MemoryEventStore
+from kosong.eventstore import MemoryRunStore
 from kosong.server import ServerConfig, create_app, serving
 from tests._waiting import until
 from tests.server._sse import read_sse
@@ -139,8 +138,8 @@ async def test_resuming_after_the_final_event_answers_204() -> None:
 
 async def test_unknown_expired_or_foreign_ids_get_an_answer_apart_from_a_stream() -> None:
     clock = [0.0]
-    store = MemoryEventStore(ttl=5, clock=lambda: clock[0])
-    config = ServerConfig(tokens={"alice-token": "alice", "bob-token": "bob"}, event_store=store)
+    store = MemoryRunStore(ttl=5, clock=lambda: clock[0])
+    config = ServerConfig(tokens={"alice-token": "alice", "bob-token": "bob"}, run_store=store)
     alice = {"Authorization": "Bearer alice-token"}
     bob = {"Authorization": "Bearer bob-token"}
     async with serving(create_app(tools, config)) as url, httpx.AsyncClient(base_url=url) as c:
@@ -200,16 +199,6 @@ async def test_a_client_that_drops_does_not_cancel_the_run() -> None:
         replay = await read_sse(c, "GET", first.headers["content-location"])
     assert replay.final["data"] == "opened orphan"
     assert "orphan" not in CANCELLED
-
-
-def test_stream_ids_with_a_trailing_newline_are_not_ids() -> None:
-    from kosong.eventstore import split_event_id
-    from kosong.eventstore._store import check_stream_id
-
-    assert split_event_id("run_1.3") == ("run_1", "3")
-    assert split_event_id("run_1\n.3") is None
-    with pytest.raises(ValueError, match="stream id"):
-        check_stream_id("run_1\n")
 
 
 async def test_a_query_argument_nested_past_the_parsers_stack_is_a_400() -> None:

@@ -12,7 +12,7 @@ the store files each event under that session and replays only the requesting se
 events, and only to the principal that opened the session (the SDK's manager refuses another
 principal's request for the session before it gets here; the store does not rely on it).
 Where the events are kept is an `EventLog`: `MemoryEventLog` by default, bounded per session
-and in sessions; `StoreEventLog` keeps them in a `kosong.eventstore.EventStore`, the same
+and in sessions; `StoreEventLog` keeps them in a `kosong.eventstore.RunStore`, the same
 store the server's runs use (so with Redis, a session's stream resumes on another process).
 """
 
@@ -34,7 +34,7 @@ from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse
 from pydantic import TypeAdapter
 from starlette.types import Message, Scope, Send
 
-from kosong.eventstore import EventStore, StoreFullError, split_event_id
+from kosong.eventstore import RunRecord, RunStore, StoreFullError, split_event_id
 from kosong.mcp._sessions import SESSION_HEADER, Owner, header, owner_of
 
 __all__ = ["EventLog", "MemoryEventLog", "SessionEvent", "SessionEventStore", "StoreEventLog"]
@@ -117,7 +117,7 @@ class MemoryEventLog:
 
 
 class StoreEventLog:
-    """An `EventLog` in a `kosong.eventstore.EventStore`: each (session, stream) is a store stream.
+    """An `EventLog` in a `kosong.eventstore.RunStore`: each (session, stream) is a store run.
 
     A store stream is opened on a stream's first event, with the session in its metadata, and
     ends with the stream's JSON-RPC response: replaying checks that the stream belongs to the
@@ -125,7 +125,7 @@ class StoreEventLog:
     full) is served but not resumable, and said so once in the log.
     """
 
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: RunStore) -> None:
         """Keep events in `store` (say the app's: `app.state.kosong.store`)."""
         self._store = store
         self._opened: OrderedDict[str, None] = OrderedDict()
@@ -136,9 +136,8 @@ class StoreEventLog:
         key = _store_stream(session, stream_id)
         if key not in self._opened:
             try:
-                await self._store.open(
-                    key, {"protocol": "mcp", "session": session, "stream": stream_id}
-                )
+                # The session as the run's principal, the stream as its tool.
+                await self._store.create(RunRecord(key, session, stream_id, status="running"))
             except ValueError:  # opened already (by this process before a restart, or another)
                 pass
             except StoreFullError:
@@ -161,13 +160,13 @@ class StoreEventLog:
         parts = split_event_id(event_id)
         if parts is None:
             return None
-        info = await self._store.info(parts[0])
-        if info is None or info.meta.get("session") != session:
+        info = await self._store.get(parts[0])
+        if info is None or info.principal != session:
             return None
         replayed = await self._store.replay(event_id)
         if replayed is None:
             return None
-        stream_id = info.meta.get("stream", "")
+        stream_id = info.tool
         return stream_id, [
             SessionEvent(
                 event.id,

@@ -35,7 +35,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import Field
 
-from kosong.eventstore import EventStore, StoredEvent, StreamInfo
+from kosong.eventstore import RunRecord, RunStore, StoredEvent
 from kosong.mcp._asking import form_request
 from kosong.mcp._convert import to_call_tool_result
 from kosong.mcp._sessions import PRINCIPAL
@@ -78,7 +78,7 @@ class TaskRuns(Protocol):
     """What serves tasks: the runs of a kosong server (`kosong.server.create_app(mcp=True)`)."""
 
     @property
-    def store(self) -> EventStore:
+    def store(self) -> RunStore:
         """Where the runs' events are."""
         ...
 
@@ -98,7 +98,7 @@ class TaskRuns(Protocol):
         """Start a run (or find the one `key` stands for)."""
         ...
 
-    async def find(self, run_id: str, principal: str, tool: str | None = None) -> StreamInfo:
+    async def find(self, run_id: str, principal: str, tool: str | None = None) -> RunRecord:
         """The run, or a `LookupError`."""
         ...
 
@@ -249,7 +249,7 @@ class Tasks:
             if batch:
                 position = batch[-1].id.rpartition(".")[2]
 
-    async def _find(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> StreamInfo:
+    async def _find(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> RunRecord:
         try:
             return await self._runs.find(task_id, principal_of(ctx))
         except LookupError:
@@ -268,7 +268,7 @@ class Tasks:
             value = from_envelope(final.data, tool_call_id=params.task_id).return_value
             if error_code(value) == "CANCELLED":
                 return {**task, "status": "cancelled", "statusMessage": value.message}
-            tool = self._toolset.find_tool(info.meta.get("tool", ""))
+            tool = self._toolset.find_tool(info.tool)
             result = to_call_tool_result(value, tool.output_schema if tool is not None else None)
             result.pop("resultType", None)
             return {**task, "status": "completed", "result": result}
@@ -308,7 +308,7 @@ def _answer_of(response: dict[str, Any]) -> tuple[bool, str]:
     return given.get("approved") is True, text[:2000]
 
 
-async def _all_events(store: EventStore, run_id: str) -> list[StoredEvent]:
+async def _all_events(store: RunStore, run_id: str) -> list[StoredEvent]:
     events: list[StoredEvent] = []
     position = "0"
     for _ in range(100):  # 25,600 events at most
