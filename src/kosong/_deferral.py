@@ -27,8 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from kosong._answers import Answer, Approve, Deny, answers_scope
 from kosong.chat_provider import TokenUsage
 from kosong.message import Message, ToolCall
-from kosong.tooling import ToolError, ToolOk, ToolResult, ToolReturnValue, Toolset
-from kosong.tooling import error as errors
+from kosong.tooling import ToolError, ToolResult, ToolReturnValue, Toolset
 from kosong.tooling.error import ToolDeferredError, ToolPermissionDeniedError
 
 __all__ = [
@@ -58,16 +57,6 @@ class DeferredCall:
     kind: Literal["approval", "external"]
     """Whose answer it waits for: a person's (`Approve` / `Deny`), or the caller's own result
     of running the external tool."""
-
-
-class _Finished(BaseModel):
-    """The result of a call of the step that did not wait, as stored."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: str
-    """Its class's name (`ToolOk`, `ToolValidateError`...), so the loop reads it as before."""
-    value: ToolReturnValue
 
 
 class _Waiting(BaseModel):
@@ -105,8 +94,8 @@ class AgentState(BaseModel):
     step_id: str | None = None
     usage: TokenUsage | None = None
     finish_reason: str | None = None
-    results: dict[str, _Finished]
-    """The results of its calls that did not wait, by call id."""
+    results: dict[str, Any]
+    """The results of its calls that did not wait, by call id (`ToolResult.to_json`'s)."""
     waiting: list[_Waiting]
     failures: dict[str, int]
     """Invalid-argument counts so far, by tool (the retry budgets)."""
@@ -138,27 +127,6 @@ class AgentState(BaseModel):
         ]
 
 
-_CLASSES: dict[str, type[ToolReturnValue]] = {
-    "ToolOk": ToolOk,
-    "ToolError": ToolError,
-    **{
-        name: found
-        for name in errors.__all__
-        if isinstance(found := getattr(errors, name), type) and issubclass(found, ToolReturnValue)
-    },
-}
-
-
-def _stored(value: ToolReturnValue) -> _Finished:
-    return _Finished(type=type(value).__name__, value=value)
-
-
-def _restored(finished: _Finished) -> ToolReturnValue:
-    cls = _CLASSES.get(finished.type, ToolError if finished.value.is_error else ToolOk)
-    return cls.model_construct(**{name: getattr(finished.value, name) for name in
-                                  ToolReturnValue.model_fields})  # fmt: skip
-
-
 def pause(
     history: int,
     messages: list[Message],
@@ -175,11 +143,11 @@ def pause(
     deferred again keeps its own).
     """
     waiting: list[_Waiting] = []
-    finished: dict[str, _Finished] = {}
+    finished: dict[str, Any] = {}
     for result in results:
         value = result.return_value
         if not isinstance(value, ToolDeferredError):
-            finished[result.tool_call_id] = _stored(value)
+            finished[result.tool_call_id] = json.loads(result.to_json())
             continue
         call = next(c for c in step.tool_calls if c.id == result.tool_call_id)
         key = keys.get(call.id) or f"kosong-deferred-{secrets.token_hex(16)}"
@@ -281,9 +249,10 @@ async def resume_calls(
         for call in state.answer.tool_calls or []:
             finished = state.results.get(call.id)
             outcome = running.get(call.id)
-            if finished is not None or outcome is None:
-                value = _restored(finished) if finished is not None else _lost(call)
-                results.append(ToolResult(call.id, value))
+            if finished is not None:
+                results.append(ToolResult.from_json(json.dumps(finished)))
+            elif outcome is None:  # a state edited by hand
+                results.append(ToolResult(call.id, _lost(call)))
             else:
                 result = outcome if isinstance(outcome, ToolResult) else await outcome
                 results.append(result)

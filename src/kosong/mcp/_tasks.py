@@ -40,9 +40,9 @@ from kosong.mcp._asking import form_request
 from kosong.mcp._convert import to_call_tool_result
 from kosong.mcp._sessions import PRINCIPAL
 from kosong.message import ToolCall
-from kosong.standard import PolicyToolset, error_code, from_envelope
+from kosong.standard import PolicyToolset, error_code
 from kosong.standard.policies import ApprovalPolicy
-from kosong.tooling import Tool
+from kosong.tooling import Tool, ToolResult
 from kosong.utils.typing import JsonType
 
 __all__ = ["IDEMPOTENCY_META", "TASKS", "TaskRuns", "Tasks", "TasksClient"]
@@ -239,7 +239,7 @@ class Tasks:
                 raise MCPError(mcp.INTERNAL_ERROR, f"run {run_id} is gone")
             for event in batch:
                 if event.final:
-                    value = from_envelope(event.data, tool_call_id=run_id).return_value
+                    value = ToolResult.from_json(event.data).return_value
                     return to_call_tool_result(value, output_schema)
                 if progress and event.kind == "tool_progress":
                     data = json.loads(event.data)
@@ -265,7 +265,7 @@ class Tasks:
         task = _task(params.task_id, created or _now(), updated)
         final = events[-1] if events and events[-1].final else None
         if final is not None:
-            value = from_envelope(final.data, tool_call_id=params.task_id).return_value
+            value = ToolResult.from_json(final.data).return_value
             if error_code(value) == "CANCELLED":
                 return {**task, "status": "cancelled", "statusMessage": value.message}
             tool = self._toolset.find_tool(info.tool)

@@ -79,6 +79,7 @@ from kosong.server._runs import (
     RunNotFoundError,
     Runs,
     ShuttingDownError,
+    wire_data,
 )
 from kosong.server._sites import CrossSiteMiddleware, HostOriginMiddleware
 from kosong.standard import CATALOG, PolicyToolset, error_code, to_envelope, with_policies
@@ -510,7 +511,8 @@ class Server:
             yield ServerSentEvent(id=f"{run_id}.{position}", retry=self.config.retry_ms, sep="\n")
             try:
                 async for event in self.runs.follow(run_id, position):
-                    yield ServerSentEvent(event.data, event=event.kind, id=event.id, sep="\n")
+                    data = wire_data(event)
+                    yield ServerSentEvent(data, event=event.kind, id=event.id, sep="\n")
             except StoreUnavailableError as e:
                 # The stream ends without its final event; the client resumes from the last
                 # id it saw (and is answered 503 with Retry-After until the store is back).

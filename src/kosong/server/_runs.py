@@ -52,7 +52,6 @@ from kosong.standard import (
     CallStream,
     PolicyToolset,
     coded_error,
-    from_envelope,
     is_safe_to_repeat,
     to_envelope,
 )
@@ -67,6 +66,7 @@ __all__ = [
     "ShuttingDownError",
     "error_event_data",
     "key_digest",
+    "wire_data",
 ]
 
 logger = logging.getLogger(__name__)
@@ -94,22 +94,38 @@ def key_digest(tool: str, arguments: JsonType) -> str:
 
 
 def error_event_data(run_id: str, tool: str, value: ToolReturnValue) -> str:
-    """The data of a final event the server writes itself."""
+    """The stored data of a final event the server writes itself."""
     return _final_data(ToolResult(run_id, value), tool)
 
 
 def _final_data(result: ToolResult, tool: str) -> str:
-    """A final event's data: the lossless envelope.
+    """A final event's data as stored: the result's own JSON (`ToolResult.to_json`).
 
+    Its metadata is whole (tool, time, trace); the wire's envelope is made from it when read
+    (`wire_data`).
     An output that cannot be written as JSON still ends the run, with an error saying so.
     """
     try:
-        return json.dumps(to_envelope(result, tool_name=tool).dump(), ensure_ascii=False)
+        # The metadata made whole now (tool, time, trace), so every reader reads the same.
+        metadata = to_envelope(result, tool_name=tool).dump()["metadata"]
+        return ToolResult(result.tool_call_id, result.return_value, metadata=metadata).to_json()
     except Exception as e:  # the run must end whatever its output is
         logger.exception("Could not encode the result of run %s", result.tool_call_id)
         value = _failed(f"the result could not be encoded as JSON: {type(e).__name__}")
         failed = ToolResult(result.tool_call_id, value)
-        return json.dumps(to_envelope(failed, tool_name=tool).dump())
+        metadata = to_envelope(failed, tool_name=tool).dump()["metadata"]
+        return ToolResult(result.tool_call_id, value, metadata=metadata).to_json()
+
+
+def wire_data(event: StoredEvent) -> str:
+    """An event's data as a client reads it (any other's as stored).
+
+    A final event's is the standard's lossless envelope, made from the stored result.
+    """
+    if not event.final:
+        return event.data
+    result = ToolResult.from_json(event.data)
+    return json.dumps(to_envelope(result).dump(), ensure_ascii=False)
 
 
 class Runs:
@@ -484,7 +500,7 @@ class Runs:
         """
         async for event in self.follow(run_id):
             if event.final:
-                return from_envelope(event.data, tool_call_id=run_id)
+                return ToolResult.from_json(event.data)
         value = _unavailable(f"run {run_id} expired before its result could be read")
         return ToolResult(run_id, value)
 
