@@ -51,6 +51,7 @@ from kosong.server._executor import Executor, LocalExecutor
 from kosong.standard import (
     CallStream,
     PolicyToolset,
+    ToolEvent,
     coded_error,
     is_safe_to_repeat,
     to_envelope,
@@ -560,10 +561,9 @@ class Runs:
             await self.drain(0)
 
 
-def _data(event: object) -> str:
+def _data(event: ToolEvent) -> str:
     """A progress or retry event's data as JSON text."""
-    data = getattr(event, "data", {})
-    return json.dumps(data, ensure_ascii=False)
+    return json.dumps(event.data, ensure_ascii=False)
 
 
 def _retrying(call: ToolCall, attempt: int) -> str:
