@@ -344,3 +344,37 @@ def test_a_run_deferred_in_one_process_is_resumed_in_another(tmp_path: Path) -> 
     assert json.loads(state.read_text())["waiting"][0]["call"]["id"] == "d1"
     assert run("resume") == "answered deleted a.txt"
     assert log.read_text() == "a.txt\n"
+
+
+async def test_a_state_resumed_twice_runs_its_approved_call_once_on_a_kosong_server() -> None:
+    # The approved call carries the state's idempotency key to the server (RemoteToolset
+    # sends it as Idempotency-Key), so resuming the same state again runs nothing again.
+    from kosong.remote import RemoteToolset
+    from kosong.server import create_app, serving
+    from tests.server._tools import TOUCHED, touch
+
+    tag = f"deferred-{id(object())}"
+    async with serving(create_app([touch])) as url, RemoteToolset(url) as remote:
+        tools = with_policies(
+            remote,
+            ApprovalPolicy(
+                lambda r: ApprovalDecision.defer("touch?"), needs_approval=lambda t: True
+            ),
+        )
+        model = ScriptedChatProvider([[call("touch", {"tag": tag}, id="t1")]])
+        stopped = await agent_loop(model, "", tools, USER)
+        assert stopped.state is not None and TOUCHED.count(tag) == 0
+        text = stopped.state.dump()
+        answers = []
+        for _ in range(2):  # say the first resume's process died before it kept its result
+            resumed = await agent_loop(
+                ScriptedChatProvider([tool_texts]),
+                "",
+                tools,
+                USER,
+                resume=AgentState.load(text),
+                answers={"t1": Approve()},
+            )
+            answers.append(resumed.answer)
+    assert TOUCHED.count(tag) == 1
+    assert answers == [f"t1=touched {tag}"] * 2
