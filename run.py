@@ -1,6 +1,13 @@
 #!/usr/bin/env python3
 """One entry point for the project: `python3 run.py demo | test | bench | lint | compat`.
 
+    python3 run.py demo            the agent demo (offline unless a model's API key is set)
+    python3 run.py test [ARGS]     lint, then the test suite (ARGS go to pytest)
+    python3 run.py lint            ruff check, ruff format --check, pyright
+    python3 run.py compat [ARGS]   the test suite on Python 3.11, the oldest supported
+    python3 run.py bench [ARGS]    the dispatch benchmark
+    python3 run.py help            this text (also -h, --help), installing nothing
+
 It needs only a `python3` (3.11 or newer) on the machine. On first use it creates `.venv` with
 the newest Python it can find (3.13, 3.12, then 3.11; the documents' examples need 3.12+ for
 `typing.override`) and installs the package with what the command needs: `demo` only the
@@ -93,9 +100,20 @@ def _run(*args: str) -> int:
     return subprocess.run(list(args), cwd=ROOT, check=False).returncode
 
 
+COMMANDS = ("demo", "test", "lint", "compat", "bench")
+HELP = ("help", "-h", "--help")
+
+
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else "demo"
     rest = argv[1:]
+    if command in HELP:  # before anything is installed: usage costs nothing
+        print(__doc__)
+        return 0
+    if command not in COMMANDS:
+        print(f"run.py: unknown command {command!r}; the commands: {', '.join(COMMANDS)}\n")
+        print(__doc__)
+        return 2
     if command == "compat":  # the oldest supported Python, for CI
         old = str(ensure_venv(COMPAT_VENV, ("3.11",)))
         return _run(old, "-m", "pytest", "-p", "no:cacheprovider", *rest)
@@ -114,10 +132,7 @@ def main(argv: list[str]) -> int:
         lint = main(["lint"])
         tests = _run(python, "-m", "pytest", *rest)
         return lint or tests
-    if command == "bench":
-        return _run(python, "benchmarks/bench_dispatch.py", *rest)
-    print(__doc__)
-    return 2
+    return _run(python, "benchmarks/bench_dispatch.py", *rest)  # bench
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 
 from kosong import AgentStep, agent_loop
-from kosong.chat_provider import ChatProvider, StreamedMessagePart
+from kosong.chat_provider import ChatProvider, ChatProviderError, StreamedMessagePart
 from kosong.chat_provider.scripted import ScriptedChatProvider, call
 from kosong.message import Message, TextPart, ThinkPart, ToolCall, ToolCallPart
 from kosong.standard import with_policies
@@ -141,4 +141,8 @@ async def main(offline: bool) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(offline="--offline" in sys.argv[1:]))
+    try:
+        asyncio.run(main(offline="--offline" in sys.argv[1:]))
+    except ChatProviderError as e:  # the model's service failed: say so in one line
+        sys.exit(f"\ndemo: the model could not answer: {e}\n(unset the API key, or pass "
+                 "--offline, to run the demo with the scripted model)")  # fmt: skip

@@ -87,7 +87,8 @@ async def test_stop_at_tools_stops_after_the_named_tool_ran_not_after_a_refused_
     assert result.stop_reason == "stop_at_tool"
     assert len(result.steps) == 2 and model.turns_left == 1
     tool_texts = [m.extract_text() for m in result.messages if m.role == "tool"]
-    assert tool_texts[0].startswith("ERROR: Error validating JSON arguments: summary")
+    # The message says "error" once (the tool message marks it ERROR:).
+    assert tool_texts[0].startswith("ERROR: validating JSON arguments: summary")
     assert tool_texts[1:] == ["2", "done: two"]
 
 
@@ -188,7 +189,7 @@ async def test_invalid_calls_past_the_retry_budget_raise_naming_the_tool_and_err
     assert str(error) == (
         "tool `add` got invalid arguments 3 times in a row, past its retry budget of 2; "
         "the last error: Error validating JSON arguments: a: Input should be a valid integer, "
-        "unable to parse string as an integer (got 'one')"
+        'unable to parse string as an integer (got "one")'
     )
     assert (error.tool_name, error.attempts, error.budget) == ("add", 3, 2)
     assert isinstance(error.error, ToolValidateError)

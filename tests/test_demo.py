@@ -87,3 +87,25 @@ async def test_demo_talks_to_the_model_named_by_the_environment() -> None:
     second = wire.requests[1].body
     tool_messages = [m for m in second["messages"] if m["role"] == "tool"]
     assert [m["content"] for m in tool_messages] == ["Paris: 18°C, light rain", "Oslo: 7°C, cloudy"]
+
+
+def test_demo_with_an_unreachable_model_says_so_in_one_line_without_a_traceback() -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on once closed: connection refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in KEYS}
+    env |= {"KIMI_API_KEY": "sk-test", "KIMI_BASE_URL": f"http://127.0.0.1:{port}/v1"}
+    done = subprocess.run(
+        [sys.executable, str(DEMO)], capture_output=True, text=True, timeout=120, env=env,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines[0].startswith("demo: the model could not answer: connection failed: ")
+    assert f"127.0.0.1:{port}" in lines[0]
+    assert lines[1:] == [
+        "(unset the API key, or pass --offline, to run the demo with the scripted model)"
+    ]

@@ -98,3 +98,36 @@ def test_the_demo_imports_nothing_that_only_the_dev_extra_installs() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "answer: Here is what I found" in done.stdout
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["-h"], ["help"]])
+def test_run_py_prints_its_usage_without_installing_anything(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    # A copy of run.py beside a pyproject.toml, no .venv: any install would create one.
+    (tmp_path / "run.py").write_text((ROOT / "run.py").read_text())
+    (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    done = subprocess.run(
+        [sys.executable, "run.py", *argv], cwd=tmp_path, capture_output=True, text=True,
+        timeout=30, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "python3 run.py test [ARGS]" in done.stdout
+    assert not (tmp_path / ".venv").exists()
+
+
+def test_run_py_answers_an_unknown_command_with_the_commands_and_installs_nothing(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "run.py").write_text((ROOT / "run.py").read_text())
+    (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    done = subprocess.run(
+        [sys.executable, "run.py", "tset"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=30, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stdout.startswith(
+        "run.py: unknown command 'tset'; the commands: demo, test, lint, compat, bench"
+    )
+    assert "python3 run.py help" in done.stdout
+    assert not (tmp_path / ".venv").exists()

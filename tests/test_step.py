@@ -219,6 +219,21 @@ def test_tool_result_to_message_sends_output_and_message_never_display() -> None
     assert json.loads(tool_result_to_message(ok).model_dump_json())["content"][0]["text"] == "42"
 
 
+def test_a_tool_message_for_an_error_says_error_once() -> None:
+    from kosong.tooling.error import ToolNotFoundError, ToolRuntimeError, ToolValidateError
+
+    def text(value: ToolReturnValue) -> str:
+        return tool_result_to_message(ToolResult("c", value)).extract_text()
+
+    assert text(ToolRuntimeError("ValueError: boom")) == "ERROR: running tool: ValueError: boom"
+    assert text(ToolValidateError("a: Field required")) == (
+        "ERROR: validating JSON arguments: a: Field required"
+    )
+    assert text(ToolError(message="Error: no city named x")) == "ERROR: no city named x"
+    assert text(ToolNotFoundError("nope")) == "ERROR: Tool `nope` not found"
+    assert text(ToolError(message="Errors happen")) == "ERROR: Errors happen"
+
+
 async def test_on_trace_id_is_called_once_and_results_carry_it() -> None:
     seen: list[str | None] = []
     result = await step(

@@ -127,10 +127,22 @@ def tool_result_to_message(result: ToolResult, *, text_only: bool = False) -> Me
         parts = [p for p in parts if isinstance(p, TextPart)]
     parts = [p for p in parts if not (isinstance(p, TextPart) and not p.text)]
     if value.message:
-        parts.append(TextPart(text=f"ERROR: {value.message}" if value.is_error else value.message))
+        parts.append(TextPart(text=_error_text(value.message) if value.is_error else value.message))
     elif value.is_error and not parts:
         parts.append(TextPart(text="ERROR: the tool call failed"))
     return Message(role="tool", tool_call_id=result.tool_call_id, content=parts or "")
+
+
+def _error_text(message: str) -> str:
+    """`ERROR: ` and the message, saying "error" once.
+
+    The built-in errors' messages begin with "Error ...": `Error running tool: x` gives
+    `ERROR: running tool: x`.
+    """
+    first, space, rest = message.partition(" ")
+    if space and rest and first.rstrip(":").lower() == "error":
+        return f"ERROR: {rest}"
+    return f"ERROR: {message}"
 
 
 def _as_future(handled: asyncio.Future[ToolResult] | ToolResult) -> asyncio.Future[ToolResult]:

@@ -18,7 +18,7 @@ A call with `extras["idempotency_key"]` sends it as the `Idempotency-Key` header
 runs the tool at most once for that key, and a call made again with it (after a failure, from
 another client) gets the same run and its result.
 
-Needs httpx and httpx-sse (`pip install 'kosong[remote]'`).
+Needs httpx and httpx-sse (the `remote` extra).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import logging
 from typing import Any, Self
 from urllib.parse import quote
 
+from kosong._extras import install_hint
 from kosong.message import ToolCall
 from kosong.standard import coded_error, current_trace_id, from_envelope, report_progress
 from kosong.tooling import BaseToolset, Tool, ToolResult, ToolReturnValue
@@ -40,9 +41,7 @@ try:
     import httpx
     from httpx_sse import EventSource, SSEError
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "RemoteToolset needs httpx and httpx-sse: pip install 'kosong[remote]'"
-    ) from e
+    raise ImportError(f"RemoteToolset needs httpx and httpx-sse: {install_hint('remote')}") from e
 
 __all__ = ["RemoteToolset"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -74,8 +75,8 @@ def test_an_unreachable_redis_is_one_clear_line() -> None:
 def test_tools_list_schema_and_call_on_a_module() -> None:
     listed = kosong("tools", "list", f"{TOOLS}:tools")
     schema = kosong("tools", "schema", f"{TOOLS}:tools", "add")
-    called = kosong("tools", "call", f"{TOOLS}:tools", "add", "-a", "a=1", "-a", "b=2")
-    failed = kosong("tools", "call", f"{TOOLS}:tools", "add", '{"a": "x"}')
+    called = kosong("tools", "call", f"{TOOLS}:tools", "add", "-a", "a=1", "-a", "b=2", "--json")
+    failed = kosong("tools", "call", f"{TOOLS}:tools", "add", '{"a": "x"}', "--json")
     assert listed.returncode == 0 and listed.stdout.splitlines()[0].split() == [
         "add",
         "Add",
@@ -93,11 +94,14 @@ def test_tools_call_on_a_server_shows_progress_and_prints_the_envelope() -> None
         listed = kosong("tools", "list", server.url, "--token", "t0k")
         denied = kosong("tools", "list", server.url)
         called = kosong("tools", "call", server.url, "count", '{"n": 3, "delay": 0}',
-                        "--token", "t0k", "--progress")  # fmt: skip
+                        "--token", "t0k", "--progress", "--json")  # fmt: skip
     finally:
         server.kill()
     assert [line.split()[0] for line in listed.stdout.splitlines()][:2] == ["add", "count"]
-    assert "answered 401" in _one_clear_line(denied)
+    assert _one_clear_line(denied).endswith(
+        "answered 401: a valid bearer token is needed (Authorization: Bearer <token>); give the "
+        "token with --token TOKEN or the KOSONG_TOKEN environment variable"
+    )
     assert called.returncode == 0 and json.loads(called.stdout)["data"] == "counted"
     assert "count: step 3" in called.stderr  # the progress bar's label, from the events
 
@@ -147,6 +151,39 @@ def test_check_prints_the_dialect_report_and_fails_when_a_provider_would_reject(
     assert fine.returncode == 0, fine.stdout + fine.stderr
 
 
+def test_check_prints_only_findings_unless_verbose(tmp_path: Path) -> None:
+    (tmp_path / "bounded.py").write_text(
+        "from typing import Annotated\n"
+        "from pydantic import Field\n"
+        "from kosong.tooling import tool\n"
+        "@tool\n"
+        "def pick(n: Annotated[int, Field(ge=1)]) -> int:\n"
+        '    """Pick a number."""\n'
+        "    return n\n"
+        "@tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        '    """Add two integers."""\n'
+        "    return a + b\n"
+        "toolset = [pick, add]\n"
+    )
+    short = kosong("check", "bounded.py", "--dialect", "openai", cwd=tmp_path)
+    rejected_only = kosong(
+        "check", "bounded.py", "--dialect", "openai", "--rejected-only", cwd=tmp_path
+    )
+    verbose = kosong("check", "bounded.py", "--dialect", "openai", "--verbose", cwd=tmp_path)
+    assert short.returncode == 0, short.stderr
+    assert short.stdout.splitlines() == [
+        "pick [openai] ignored: parameters.properties.n.minimum: `minimum` guides the model but is "
+        "not enforced on what it writes (no strict mode); the toolset still validates it "
+        "[openai.not-enforced]",
+        "2 tool(s), 1 dialect(s): no provider rejects them, 1 ignored",
+    ]
+    assert rejected_only.stdout.splitlines() == [
+        "2 tool(s), 1 dialect(s): no provider rejects them"
+    ]
+    assert "add [openai]: ok" in verbose.stdout.splitlines()
+
+
 def test_check_exits_0_for_ordinary_tools_and_applies_strict_rules_only_when_asked(
     tmp_path: Path,
 ) -> None:
@@ -158,11 +195,11 @@ def test_check_exits_0_for_ordinary_tools_and_applies_strict_rules_only_when_ask
         "    return a + b\n"
         "tools = [add]\n"
     )
-    done = kosong("check", "plain_tools:tools", cwd=tmp_path)
+    done = kosong("check", "plain_tools:tools", "--verbose", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "add [openai-strict]: not checked (the tool is not strict)" in done.stdout
     asked = kosong("check", "plain_tools:tools", "--dialect", "openai-strict", cwd=tmp_path)
-    assert asked.returncode == 1 and "add [openai-strict]: rejected" in asked.stdout
+    assert asked.returncode == 1 and "add [openai-strict] rejected: " in asked.stdout
 
 
 def test_check_refuses_an_unknown_dialect_with_the_choices() -> None:
@@ -242,3 +279,128 @@ def test_token_and_header_go_with_a_url_and_a_bad_header_is_one_clear_line() -> 
     assert "--token and --header go with a server URL" in line
     bad = _one_clear_line(kosong("tools", "list", "http://127.0.0.1:9/mcp", "--header", "oops"))
     assert "--header 'oops' is not 'Name: value'" in bad
+
+
+# --- one grammar of targets ---------------------------------------------------------------------
+
+
+def test_tools_call_prints_the_results_text_and_a_failure_on_stderr() -> None:
+    called = kosong("tools", "call", f"{TOOLS}:tools", "add", "-a", "a=1", "-a", "b=2")
+    assert (called.returncode, called.stdout, called.stderr) == (0, "3\n", "")
+    failed = kosong("tools", "call", f"{TOOLS}:tools", "add", '{"a": "x", "b": 1, "c": 2}')
+    assert failed.returncode == 1 and failed.stdout == ""
+    assert failed.stderr.splitlines() == [
+        "kosong: INVALID_PARAMS: Error validating JSON arguments: c: not a parameter of this tool "
+        "(got 2); its parameters: a, b; a: Input should be a valid integer, unable to parse string "
+        'as an integer (got "x")'
+    ]
+
+
+def test_a_module_or_a_file_alone_means_its_toolset(tmp_path: Path) -> None:
+    (tmp_path / "mytools.py").write_text(
+        "from kosong.tooling import tool\n"
+        "@tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        '    """Add two integers."""\n'
+        "    return a + b\n"
+        "toolset = [add]\n"
+    )
+    (tmp_path / "other.py").write_text("from mytools import add\nmine = [add]\n")
+    for target in ("mytools", "mytools.py", str(tmp_path / "mytools.py")):
+        done = kosong("tools", "list", target, cwd=tmp_path)
+        assert done.stdout.split() == ["add", "Add", "two", "integers."], done.stderr
+        assert kosong("check", target, cwd=tmp_path).returncode == 0
+    line = _one_clear_line(kosong("tools", "list", "other", cwd=tmp_path))
+    assert line == (
+        "kosong: error: module 'other' has no attribute 'toolset'; it has mine, add "
+        "(write other:mine)"
+    )
+    nothing = _one_clear_line(kosong("tools", "list", "no_such_thing_here", cwd=tmp_path))
+    assert nothing == (
+        "kosong: error: no module, file or command named 'no_such_thing_here'; a TARGET is "
+        "MODULE:ATTR, path/to/file.py[:ATTR], MODULE alone (its `toolset`), a server URL, or "
+        "the command of an MCP server"
+    )
+
+
+def test_a_stdio_command_without_arguments_is_an_mcp_server(tmp_path: Path) -> None:
+    server = tmp_path / "bin" / "my-mcp-server"
+    server.parent.mkdir()
+    server.write_text(f"#!{sys.executable}\nimport runpy, sys\n"
+                      f"sys.argv = ['kosong', 'mcp', {str(STRUCTURED) + ':tools'!r}]\n"
+                      "runpy.run_module('kosong', run_name='__main__')\n")  # fmt: skip
+    server.chmod(0o755)
+    by_path = kosong("tools", "list", str(server))
+    assert by_path.returncode == 0, by_path.stderr
+    assert [line.split()[0] for line in by_path.stdout.splitlines()] == ["weather", "count"]
+    on_path = subprocess.run(
+        [sys.executable, "-m", "kosong", "tools", "list", "my-mcp-server"],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "PATH": f"{server.parent}{os.pathsep}{os.environ['PATH']}"},
+    )  # fmt: skip
+    assert on_path.returncode == 0, on_path.stderr
+    assert on_path.stdout == by_path.stdout
+
+
+def test_a_url_of_an_mcp_server_is_found_without_mcp_and_forced_with_it() -> None:
+    port = free_port()
+    mcp_http = _mcp_over_http(port)
+    try:
+        wait_for_port(port)
+        base = f"http://127.0.0.1:{port}"
+        guessed = kosong("tools", "list", base)  # kosong's routes are not there: MCP, at /mcp
+        checked = kosong("check", base, "--dialect", "openai")
+        forced = kosong("tools", "call", f"{base}/mcp", "count", '{"words": ["a"]}', "--mcp")
+        nothing = kosong("tools", "list", base, "--mcp")  # forced: no guessing of /mcp
+    finally:
+        mcp_http.kill()
+        mcp_http.wait(10)
+    assert [line.split()[0] for line in guessed.stdout.splitlines()] == ["weather", "count"]
+    assert checked.returncode == 0, checked.stderr
+    assert forced.returncode == 0 and json.loads(forced.stdout) == {"result": 1}, forced.stderr
+    assert _one_clear_line(nothing).startswith(f"kosong: error: cannot use the MCP server {base}")
+
+
+def test_a_url_that_is_neither_kind_says_where_an_mcp_endpoint_usually_is() -> None:
+    with socket.socket() as sock:  # a server that answers 404 to everything
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    served = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=Path(__file__).parent,
+    )  # fmt: skip
+    try:
+        wait_for_port(port)
+        line = _one_clear_line(kosong("tools", "list", f"http://127.0.0.1:{port}"))
+    finally:
+        served.kill()
+        served.wait(10)
+    assert line.startswith(f"kosong: error: http://127.0.0.1:{port} is neither a kosong server")
+    assert line.endswith(
+        f"give the URL of an MCP server's endpoint, often http://127.0.0.1:{port}/mcp"
+    )
+
+
+def test_serve_and_worker_take_every_kind_of_target_and_help_is_whole_sentences() -> None:
+    top = kosong("--help").stdout
+    commands = top.split("Commands:", 1)[1].strip().splitlines()
+    assert len(commands) == 6
+    for line in commands:
+        assert line.rstrip().endswith(".") and "..." not in line, line
+    for command in ("serve", "worker", "mcp", "check"):
+        text = kosong(command, "--help").stdout
+        assert "MODULE:ATTR" not in text.split("Options:")[0].split("\n", 1)[0]
+        assert "TARGET is MODULE:ATTR or path/to/file.py:ATTR" in " ".join(text.split())
+
+
+def test_kosong_serve_serves_the_tools_of_an_mcp_command() -> None:
+    served = ServerProcess(target=f"{sys.executable} -m kosong mcp {STRUCTURED}:tools", cwd=ROOT)
+    try:
+        listed = httpx.get(f"{served.url}/tools", timeout=10).json()
+        called = httpx.post(
+            f"{served.url}/tools/count", json={"words": ["a", "b"]}, timeout=30
+        ).json()
+    finally:
+        served.kill()
+    assert [tool["name"] for tool in listed["tools"]] == ["weather", "count"]
+    assert called["data"] == {"result": 2}

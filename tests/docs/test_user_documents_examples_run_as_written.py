@@ -79,8 +79,11 @@ EXPECTED_000: dict[int, str | None] = {
     34: "Tool `unknown` not found\nInvalid arguments\nInvalid arguments\n",
     35: _SKETCH,  # `generate` with Kimi: run against a local server, see test_000_example_7
     # 000 prints `ToolReturnType`; 001 (newer) renamed it ToolReturnValue, and the message
-    # names the current type. ToolReturnType is the same class under its old name.
-    36: "Expected tool `invalid` to return `ToolReturnValue`, but got `<class 'str'>`\n",
+    # names the current type. ToolReturnType is the same class under its old name. What
+    # follows the document's text says what to write instead (issue 27).
+    36: "Expected tool `invalid` to return `ToolReturnValue`, but got `<class 'str'>`; annotate "
+    "`__call__` with `-> ToolReturnValue` and return ToolOk(output=...) or "
+    "ToolError(message=...), or make the tool from a plain function with @tool\n",
 }
 
 # Block 24 uses `Any` without importing it; a reader's session would have it from earlier.

@@ -273,7 +273,8 @@ def test_bad_configuration_is_refused_at_once():
         ("no_such_module_xyz:toolset", "no module named 'no_such_module_xyz'"),
         ("json:dumps", "calling json:dumps failed: TypeError"),
         ("json:__doc__", "'json:__doc__' cannot be served"),
-        ("json", "is not MODULE:ATTR"),
+        # A module alone means its `toolset` (one grammar of targets, issue 27).
+        ("json", "module 'json' has no attribute 'toolset'"),
     ],
 )
 def test_python_m_kosong_mcp_names_what_it_cannot_serve_in_one_line(target: str, said: str):

@@ -190,7 +190,7 @@ async def test_kosong_serve_with_a_token_is_usable_by_kosongs_own_mcp_client():
             pass
         commands = [
             ("tools", "list", url, "--token", "T0k3n"),
-            ("tools", "call", url, "add", '{"a": 1, "b": 2}', "--token", "T0k3n"),
+            ("tools", "call", url, "add", '{"a": 1, "b": 2}', "--token", "T0k3n", "--json"),
             ("tools", "list", url, "--header", "Authorization: Bearer T0k3n"),
             ("tools", "list", url),
         ]

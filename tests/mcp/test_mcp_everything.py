@@ -144,7 +144,7 @@ def test_kosong_tools_call_prints_the_structured_content_as_the_envelopes_data()
     command = f"{NODE} {EVERYTHING} stdio"
     done = subprocess.run(
         [sys.executable, "-m", "kosong", "tools", "call", command, "get-structured-content",
-         '{"location": "New York"}'],
+         '{"location": "New York"}', "--json"],
         capture_output=True, text=True, timeout=90, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

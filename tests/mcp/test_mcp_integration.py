@@ -62,11 +62,13 @@ async def test_kosong_mcp_serves_a_module_over_stdio():
 def test_kosong_tools_list_and_call_accept_an_mcp_command():
     target = f"{sys.executable} -m kosong mcp {SERVE_TARGET}"
     listed = kosong("tools", "list", target)
-    called = kosong("tools", "call", target, "add", '{"a": 1, "b": 2}')
+    called = kosong("tools", "call", target, "add", '{"a": 1, "b": 2}', "--json")
+    short = kosong("tools", "call", target, "add", '{"a": 1, "b": 2}')
     assert listed.returncode == 0, listed.stderr
     assert "add" in listed.stdout.split()
     assert called.returncode == 0, called.stderr
     assert json.loads(called.stdout)["data"] == "3"
+    assert (short.returncode, short.stdout) == (0, "3\n")  # the result's text, by default
 
 
 async def test_kosong_tools_list_accepts_an_mcp_url():

@@ -273,6 +273,9 @@ async def test_a_filled_form_calls_the_tool_and_the_result_is_rendered(browser: 
         result = page.locator("#result")
         await expect(result.locator(".output")).to_contain_text('"Munich"')
         await expect(result.locator('[data-block="brief"]')).to_contain_text("2 legs")
+        await expect(result.locator('[data-block="brief"] .label')).to_have_text(
+            "Brief for the user:"
+        )
         await expect(result.locator('[data-block="table"] tbody tr')).to_have_count(2)
         await expect(result.locator('[data-block="table"]')).to_contain_text("Vienna → Prague")
 
@@ -388,6 +391,11 @@ async def test_invalid_arguments_are_shown_next_to_the_fields_they_name(browser:
         await expect(s.error_of("stops[1]")).to_contain_text(
             "'Atlantis' is not a city this planner knows"
         )
+        # The error's details are labelled facts, not a bare `{ "retryable": false }` box.
+        details = page.locator("#result .error-details")
+        await expect(details.locator("dt")).to_have_text(["Retry"])
+        await expect(details.locator('[data-detail="retryable"]')).to_have_text("will not help")
+        await expect(page.locator("#result .error-message + pre")).to_have_count(0)
         await expect(s.error_of("start.latitude")).to_be_hidden()
         await expect(page.locator("#form-errors")).to_contain_text("The server refused")
 
@@ -430,6 +438,9 @@ async def test_a_token_protected_server_gets_the_token_in_the_header_only(
         token_field = page.get_by_label("Bearer token")
         await expect(token_field).to_be_visible()
         await expect(token_field).to_be_focused()
+        # Said once, in the status line; the help says only what the page does with the token.
+        await expect(page.get_by_text("This server needs a token.")).to_have_count(1)
+        await expect(page.locator("#server-status")).to_have_text("This server needs a token.")
         await expect(page.locator("button.tool")).to_have_count(0)
         await token_field.fill("wrong")
         await token_field.press("Enter")

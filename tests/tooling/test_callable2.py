@@ -155,7 +155,11 @@ def test_bad_name_fails_when_the_tool_is_created() -> None:
 def test_array_arguments_are_a_validation_error() -> None:
     result = asyncio.run(Search().call([1, 2]))
     assert isinstance(result, ToolValidateError)
-    assert "valid dictionary" in result.message
+    # What the model reads names no internal model, and shows the value as JSON.
+    assert result.message == (
+        "Error validating JSON arguments: the arguments must be a JSON object of the tool's "
+        "parameters (got [1, 2])"
+    )
 
 
 def test_many_errors_are_reported_together_but_capped() -> None:

@@ -113,7 +113,7 @@ async def test_function_tool_is_a_callable_tool2_a_toolset_runs() -> None:
     assert isinstance(bad, ToolValidateError)
     assert bad.message == (
         "Error validating JSON arguments: a: Input should be a valid integer, unable to parse "
-        "string as an integer (got 'x'); b: Field required"
+        'string as an integer (got "x"); b: Field required'
     )
     # CallableTool2's own entry point, with arguments already validated, works too.
     assert (await add(add.params.model_validate({"a": 2, "b": 2}))).output == "4"
@@ -450,8 +450,13 @@ async def test_injected_parameters_are_hidden_and_supplied_by_the_application() 
     assert (await handle(SimpleToolset([bound]), "lookup", '{"key": "a"}')).output == "alpha"
     assert bound.invoke({"key": "b"}) == "?"
     assert bound.inject(default="none").invoke({"key": "b"}) == "none"
-    # The model cannot set an injected value: extra keys are not parameters.
-    assert (await bound.call({"key": "b", "default": "model"})).output == "?"
+    # The model cannot set an injected value: it is not a parameter, and is refused as one.
+    refused = await bound.call({"key": "b", "default": "model"})
+    assert isinstance(refused, ToolValidateError)
+    assert refused.message == (
+        'Error validating JSON arguments: default: not a parameter of this tool (got "model"); '
+        "its parameters: key"
+    )
 
 
 async def test_missing_injected_value_is_a_runtime_error_naming_it() -> None:
@@ -512,3 +517,52 @@ def test_decorator_forms() -> None:
 def test_function_tools_are_made_by_from_function_only() -> None:
     with pytest.raises(TypeError, match="make a FunctionTool with @tool"):
         FunctionTool(name="x", description="d")
+
+
+# --- unknown arguments --------------------------------------------------------------------------
+
+
+@tool
+def to_fahrenheit(celsius: float) -> float:
+    """Convert Celsius to Fahrenheit."""
+    return celsius * 9 / 5 + 32
+
+
+async def test_an_unknown_argument_is_refused_by_default_naming_it_and_the_closest_parameter() -> (
+    None
+):
+    refused = await to_fahrenheit.call({"celsius": 1, "celcius_typo": 2})
+    assert isinstance(refused, ToolValidateError)
+    assert refused.message == (
+        "Error validating JSON arguments: celcius_typo: not a parameter of this tool (got 2); "
+        "did you mean `celsius`? Its parameters: celsius"
+    )
+    # Everything else wrong is in the same message, so one retry fixes it all.
+    both = await to_fahrenheit.call({"celcius": None})
+    assert isinstance(both, ToolValidateError)
+    assert both.message == (
+        "Error validating JSON arguments: celcius: not a parameter of this tool (got null); "
+        "did you mean `celsius`? Its parameters: celsius; celsius: Field required"
+    )
+    with pytest.raises(ValueError, match="celcius_typo: not a parameter of this tool"):
+        to_fahrenheit.invoke({"celsius": 1, "celcius_typo": 2})
+
+
+async def test_unknown_arguments_ignore_drops_them_as_before() -> None:
+    @tool(unknown_arguments="ignore")
+    def lenient(celsius: float) -> float:
+        """Convert Celsius to Fahrenheit."""
+        return celsius * 9 / 5 + 32
+
+    assert (await lenient.call({"celsius": 1, "celcius_typo": 2})).output == "33.8"
+    with pytest.raises(ValueError, match="unknown_arguments must be 'refuse' or 'ignore'"):
+        tool(unknown_arguments="allow")(lenient.func)  # pyright: ignore[reportArgumentType]
+
+
+async def test_a_tool_made_with_a_schema_follows_that_schema_for_unknown_arguments() -> None:
+    def anything(**kwargs: Any) -> str:
+        """Take anything."""
+        return ",".join(sorted(kwargs))
+
+    open_tool = FunctionTool.from_function(anything, schema={"type": "object", "properties": {}})
+    assert (await open_tool.call({"x": 1, "y": 2})).output == "x,y"

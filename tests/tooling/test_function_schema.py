@@ -235,7 +235,7 @@ async def test_dataclass_and_typeddict_structs_are_received_as_instances() -> No
     bad = await move.call({"x": "east"})
     assert bad.is_error
     assert bad.message.endswith(
-        "x: Input should be a valid number, unable to parse string as a number (got 'east')"
+        'x: Input should be a valid number, unable to parse string as a number (got "east")'
     )
 
 

@@ -175,7 +175,7 @@ async def test_to_langchain_errors_become_error_tool_messages() -> None:
     assert message.status == "error"
     assert message.content == (
         "Error validating JSON arguments: a: Input should be a valid integer, unable to parse "
-        "string as an integer (got 'x')"
+        'string as an integer (got "x")'
     )
     with pytest.raises(NotImplementedError, match=r"use `await tool\.ainvoke"):
         lc.invoke({"a": 1, "b": 1})  # a loop is running in this test

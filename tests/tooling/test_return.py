@@ -76,3 +76,27 @@ def test_return_value_round_trips_through_json_mode_dump(
     assert ToolReturnValue.model_validate_json(value.model_dump_json()).model_dump() == (
         value.model_dump()
     )
+
+
+@pytest.mark.parametrize(
+    ("output", "shown"),
+    [(42, "42 (int)"), ({"a": 1}, '{"a": 1} (dict)'), (None, "null (NoneType)"),
+     ([1, 2], "[1, 2] (list)")],
+)  # fmt: skip
+def test_an_output_that_is_not_text_or_parts_is_a_type_error_saying_what_to_write(
+    output: object, shown: str
+) -> None:
+    for cls in (ToolOk, ToolError):
+        with pytest.raises(TypeError) as caught:
+            cls(output=output, message="m")  # pyright: ignore[reportArgumentType]
+        assert str(caught.value) == (
+            f"{cls.__name__}(output=...) takes text, a content part or a list of content parts, "
+            f"not {shown}; write {cls.__name__}(output=json.dumps(value)) to give the model "
+            "this value as JSON text"
+        )
+
+
+def test_an_output_dict_naming_its_type_is_one_content_part() -> None:
+    part: object = {"type": "text", "text": "hi"}
+    assert ToolOk(output=part).output == [TextPart(text="hi")]  # pyright: ignore[reportArgumentType]
+    assert ToolOk(output=(TextPart(text="a"),)).output == [TextPart(text="a")]

@@ -194,7 +194,9 @@ def test_without_the_search_extra_searchable_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "bm25s", None)  # an import of it now fails
-    with pytest.raises(ImportError, match=r"pip install 'kosong\[search\]'"):
+    with pytest.raises(
+        ImportError, match=r"needs the `search` extra: pip install 'bm25s>=0.3' 'pystemmer>=2.2'"
+    ):
         searchable(catalog())
 
 

@@ -255,6 +255,8 @@ def test_adding_a_tool_whose_string_annotation_names_nothing_resolvable_is_a_typ
         SimpleToolset([Unresolvable()])
     assert str(caught.value) == (
         "Expected tool `unresolvable` to return `ToolReturnValue`, but got `'NoSuchType'`"
+        "; annotate `__call__` with `-> ToolReturnValue` and return ToolOk(output=...) or "
+        "ToolError(message=...), or make the tool from a plain function with @tool"
     )
 
 

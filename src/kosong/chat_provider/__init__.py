@@ -7,12 +7,12 @@ parts, tool calls, and fragments of a tool call's arguments), with the response'
 
 Providers (each in its own module, the HTTP ones needing an optional extra):
 
-- `kosong.chat_provider.kimi.Kimi`: Moonshot's Kimi API (`kosong[openai]`).
+- `kosong.chat_provider.kimi.Kimi`: Moonshot's Kimi API (the `openai` extra).
 - `kosong.chat_provider.openai.OpenAIChat`: Chat Completions of OpenAI or any compatible
-  server; `OpenAIResponses`: OpenAI's Responses API (`kosong[openai]`).
-- `kosong.chat_provider.anthropic.Anthropic`: Anthropic's Messages API (`kosong[anthropic]`).
+  server; `OpenAIResponses`: OpenAI's Responses API (the `openai` extra).
+- `kosong.chat_provider.anthropic.Anthropic`: Anthropic's Messages API (the `anthropic` extra).
 - `kosong.chat_provider.gemini.Gemini`: Google's Gemini API, on the `google-genai` SDK
-  (`kosong[google]`).
+  (the `google` extra).
 - `kosong.chat_provider.scripted.ScriptedChatProvider`: an offline model that plays scripted
   turns, for demos and tests; `kosong.chat_provider.mock.MockChatProvider` streams exactly the
   parts it is given.

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal, cast
 
 from typing_extensions import override
 
+from kosong._extras import install_hint
 from kosong.chat_provider import (
     ChatProviderError,
     StreamedMessagePart,
@@ -50,7 +51,7 @@ try:
     import openai
 except ImportError as e:  # pragma: no cover - the extra is missing
     raise ImportError(
-        "this chat provider needs the `openai` package: pip install 'kosong[openai]'"
+        f"this chat provider needs the `openai` package: {install_hint('openai')}"
     ) from e
 
 logger = logging.getLogger("kosong.chat_provider")

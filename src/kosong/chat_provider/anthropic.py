@@ -1,6 +1,6 @@
 """`Anthropic`: Claude through Anthropic's Messages API.
 
-Needs the `anthropic` extra (`pip install 'kosong[anthropic]'`). The request is built from
+Needs the `anthropic` extra (the `anthropic` extra). The request is built from
 plain dicts, never the SDK's request types (their shape changed in anthropic 2.x).
 """
 
@@ -13,6 +13,7 @@ from typing import Any, Literal, NamedTuple, cast
 
 from typing_extensions import override
 
+from kosong._extras import install_hint
 from kosong.chat_provider import (
     ChatProviderError,
     StreamedMessagePart,
@@ -49,7 +50,7 @@ try:
     import httpx2
 except ImportError as e:  # pragma: no cover - the extra is missing
     raise ImportError(
-        "the Anthropic provider needs the `anthropic` package: pip install 'kosong[anthropic]'"
+        f"the Anthropic provider needs the `anthropic` package: {install_hint('anthropic')}"
     ) from e
 
 _ERRORS = (anthropic.AnthropicError, httpx2.HTTPError)

@@ -1,6 +1,6 @@
 """`Gemini`: Google's Gemini models through the Gemini API, on the official `google-genai` SDK.
 
-Needs the `google` extra (`pip install 'kosong[google]'`). The request body is built from plain
+Needs the `google` extra (the `google` extra). The request body is built from plain
 dicts as the API reference documents it (https://ai.google.dev/api/generate-content); the SDK
 sends it (the SDK's types check the contents first), and handles auth, retries, the SSE stream,
 response types and errors.
@@ -19,6 +19,7 @@ from typing import Any, Literal, NamedTuple, cast
 
 from typing_extensions import override
 
+from kosong._extras import install_hint
 from kosong.chat_provider import (
     APIStatusError,
     ChatProviderError,
@@ -51,7 +52,7 @@ try:
     from pydantic import TypeAdapter, ValidationError
 except ImportError as e:  # pragma: no cover - the extra is missing
     raise ImportError(
-        "the Gemini provider needs the `google-genai` package: pip install 'kosong[google]'"
+        f"the Gemini provider needs the `google-genai` package: {install_hint('google')}"
     ) from e
 
 

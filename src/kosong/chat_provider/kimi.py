@@ -1,6 +1,6 @@
 """`Kimi`: Moonshot's Kimi models through their OpenAI-compatible Chat Completions API.
 
-Needs the `openai` extra (`pip install 'kosong[openai]'`).
+Needs the `openai` extra (the `openai` extra).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """OpenAI's APIs: `OpenAIChat` (Chat Completions, any compatible server) and `OpenAIResponses`.
 
-Needs the `openai` extra (`pip install 'kosong[openai]'`).
+Needs the `openai` extra (the `openai` extra).
 """
 
 from __future__ import annotations

@@ -11,15 +11,16 @@ import sys
 
 import click
 
+from kosong._extras import install_hint
 from kosong.cli._errors import CLIError
-from kosong.cli._load import open_toolset
+from kosong.cli._load import TARGET_HELP, open_target
 
 __all__ = ["mcp"]
 
 _LOCAL = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 
 
-@click.command("mcp")
+@click.command("mcp", epilog=TARGET_HELP, short_help="Serve the tools over MCP (stdio or HTTP).")
 @click.argument("target")
 @click.option("--name", default="kosong", show_default=True, help="The server's name for clients.")
 @click.option(
@@ -48,14 +49,13 @@ def mcp(
 ) -> int:
     """Serve the tools of TARGET over MCP: on stdio, or streamable HTTP with --http.
 
-    TARGET is MODULE:ATTR or path/to/file.py:ATTR, naming a Toolset, a list of tools, or a
-    function (sync or async) that returns one. Over stdio nothing a tool prints reaches the
-    protocol stream: stdout goes to stderr, from loading TARGET until the process exits.
+    Over stdio nothing a tool prints reaches the protocol stream: stdout goes to stderr, from
+    loading TARGET until the process exits.
     """
     try:
         from kosong.mcp import MCPToolServer
     except ImportError:
-        raise CLIError("the MCP SDK is missing: pip install 'kosong[mcp]'") from None
+        raise CLIError(f"the MCP SDK is missing: {install_hint('mcp')}") from None
     if not http:
         asyncio.run(_stdio(target, name))
         return 0
@@ -65,11 +65,12 @@ def mcp(
     async def serve_http() -> None:
         from kosong.cli._serve import listen, run_app
 
-        toolset = await open_toolset(target)
-        server = MCPToolServer(toolset, name=name, allowed_hosts=hosts, allowed_origins=origins)
-        sock, url = listen(host, port)
-        click.echo(f"kosong: serving {len(toolset.tools)} tool(s) over MCP at {url}/mcp", err=True)
-        await run_app(server.app(), sock, log_level)
+        async with open_target(target) as toolset:
+            server = MCPToolServer(toolset, name=name, allowed_hosts=hosts, allowed_origins=origins)
+            sock, url = listen(host, port)
+            count = len(toolset.tools)
+            click.echo(f"kosong: serving {count} tool(s) over MCP at {url}/mcp", err=True)
+            await run_app(server.app(), sock, log_level)
 
     asyncio.run(serve_http())
     return 0
@@ -79,6 +80,7 @@ async def _stdio(target: str, name: str) -> None:
     from kosong.mcp import MCPToolServer
 
     # What the target prints while it loads is still buffered: it goes to stderr too.
-    with contextlib.redirect_stdout(sys.stderr):
-        toolset = await open_toolset(target)
-    await MCPToolServer(toolset, name=name).run_stdio()
+    async with contextlib.AsyncExitStack() as stack:
+        with contextlib.redirect_stdout(sys.stderr):
+            toolset = await stack.enter_async_context(open_target(target))
+        await MCPToolServer(toolset, name=name).run_stdio()

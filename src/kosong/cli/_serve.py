@@ -11,8 +11,9 @@ from typing import Any
 
 import click
 
+from kosong._extras import install_hint
 from kosong.cli._errors import CLIError
-from kosong.cli._load import open_toolset
+from kosong.cli._load import TARGET_HELP, open_target
 from kosong.server import (
     DEFAULT_MAX_BODY,
     LOCAL_HOSTS,
@@ -54,14 +55,14 @@ def _loopback(host: str) -> bool:
         return False
 
 
-@click.command()
+@click.command(epilog=TARGET_HELP, short_help="Serve the tools over HTTP, SSE and MCP.")
 @click.argument("target", metavar="TARGET")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--token", envvar="KOSONG_TOKEN", help="Bearer token every request must carry "
               "(or KOSONG_TOKEN).")  # fmt: skip
 @click.option("--jwks-url", metavar="URL", help="Accept JWTs signed with the keys published "
-              "here (needs --issuer and --audience; pip install 'kosong[auth]').")  # fmt: skip
+              "here (needs --issuer and --audience; the `auth` extra).")  # fmt: skip
 @click.option("--introspection-url", metavar="URL", help="Accept the tokens this RFC 7662 "
               "endpoint says are active (client credentials from KOSONG_INTROSPECTION_CLIENT "
               "and KOSONG_INTROSPECTION_SECRET, if it wants them).")  # fmt: skip
@@ -147,10 +148,10 @@ def serve(
     no_mcp: bool,
     name: str,
 ) -> int:
-    """Serve the tools of TARGET over HTTP and SSE, and over MCP at /mcp.
+    """Serve the tools of TARGET over HTTP and SSE, over MCP at /mcp, with the inspector at /.
 
-    TARGET is MODULE:ATTR or path/to/file.py:ATTR, naming a Toolset, a list of tools, or a
-    function (sync or async) that returns one.
+    Only this machine can reach it by default (127.0.0.1). A POST /tools/NAME with a JSON
+    object of arguments calls a tool; GET /tools lists them.
     """
     if redis_url is None and (workers != 100 or max_queued is not None):
         raise CLIError("--workers and --max-queued need --redis (without it, calls run here)")
@@ -199,21 +200,23 @@ async def _serve(
     """Load the toolset and serve it, in one event loop (an async factory's toolset lives in it)."""
     if config.redis_url is not None:
         await check_redis(config.redis_url)
-    toolset = await open_toolset(target)
-    try:
-        app = create_app(toolset, config, mcp=mcp)
-    except ValueError as e:  # such as an --issuer that is not a URL
-        raise CLIError(str(e)) from None
-    sock, url = listen(host, port)
-    count = len(toolset.tools)
-    click.echo(f"kosong: serving {count} tool(s) at {url} (Ctrl+C to stop)", err=True)
-    if mcp:
-        click.echo(f"kosong: and over MCP at {url}/mcp", err=True)
-    if config.inspector:
-        click.echo(f"kosong: inspect them in a browser: {url}/", err=True)
-    if config.redis_url is not None and config.workers == 0:
-        click.echo("kosong: a front end only: `kosong worker` processes run the calls", err=True)
-    await run_app(app, sock, log_level)
+    async with open_target(target) as toolset:
+        try:
+            app = create_app(toolset, config, mcp=mcp)
+        except ValueError as e:  # such as an --issuer that is not a URL
+            raise CLIError(str(e)) from None
+        sock, url = listen(host, port)
+        count = len(toolset.tools)
+        click.echo(f"kosong: serving {count} tool(s) at {url} (Ctrl+C to stop)", err=True)
+        if mcp:
+            click.echo(f"kosong: and over MCP at {url}/mcp", err=True)
+        if config.inspector:
+            click.echo(f"kosong: inspect them in a browser: {url}/", err=True)
+        if config.redis_url is not None and config.workers == 0:
+            click.echo(
+                "kosong: a front end only: `kosong worker` processes run the calls", err=True
+            )
+        await run_app(app, sock, log_level)
 
 
 def listen(host: str, port: int) -> tuple[socket.socket, str]:
@@ -272,7 +275,7 @@ def _mcp_installed() -> bool:
         import mcp  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError:
         click.echo(
-            "kosong: /mcp is not served: the MCP SDK is missing (pip install 'kosong[mcp]')",
+            f"kosong: /mcp is not served: the MCP SDK is missing ({install_hint('mcp')})",
             err=True,
         )
         return False

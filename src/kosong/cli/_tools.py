@@ -1,122 +1,24 @@
-"""`kosong tools list|schema|call TARGET`: inspect and call the tools of a module or a server."""
+"""`kosong tools list|schema|call TARGET`: inspect and call the tools of any target."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import json
-import logging
 import sys
-from collections.abc import AsyncGenerator
 from typing import Any
 
 import click
 
 from kosong.cli._errors import CLIError
-from kosong.cli._load import is_url, open_toolset
-from kosong.message import ToolCall
+from kosong.cli._load import TARGET_HELP, open_target
+from kosong.message import TextPart, ToolCall
 from kosong.server import query_arguments
 from kosong.standard import PolicyToolset, to_envelope, with_policies
 from kosong.standard.policies import MetricsPolicy
-from kosong.tooling import Tool, Toolset
+from kosong.tooling import Tool, ToolResult, Toolset
 
 __all__ = ["tools"]
-
-_TARGET = (
-    "TARGET: MODULE:ATTR or path/to/file.py:ATTR (a toolset, a list of tools, or a function "
-    "returning one), the URL of a kosong server, or an MCP server: its URL (ending in /mcp) "
-    "or the command that runs it (quoted, e.g. 'python -m my_server'). --token and --header "
-    "go with a URL, of either kind."
-)
-
-
-@contextlib.asynccontextmanager
-async def _open(
-    target: str, token: str | None, header_lines: tuple[str, ...] = ()
-) -> AsyncGenerator[Toolset]:
-    """The toolset `target` names; for a URL, a `RemoteToolset` with its tools listed.
-
-    An MCP server (a URL whose path ends in `/mcp`, or a command: a target with a space,
-    which MODULE:ATTR never has) gives an `MCPToolset`.
-    """
-    headers = _headers(header_lines)
-    if (token is not None or headers) and not is_url(target):
-        raise CLIError("--token and --header go with a server URL, not with a module or command")
-    if _is_mcp(target):
-        async with _open_mcp(target, token, headers) as toolset:
-            yield toolset
-        return
-    if not is_url(target):
-        yield await open_toolset(target)
-        return
-    import httpx
-
-    from kosong.remote import RemoteToolset
-
-    remote = RemoteToolset(target, token=token, headers=headers)
-    try:
-        try:
-            await remote.refresh()
-        except httpx.HTTPStatusError as e:
-            raise CLIError(
-                f"{target} answered {e.response.status_code}: {_reason(e.response)}"
-            ) from None
-        except httpx.HTTPError as e:
-            raise CLIError(f"cannot reach {target}: {type(e).__name__}: {e}") from None
-        yield remote
-    finally:
-        await remote.aclose()
-
-
-def _is_mcp(target: str) -> bool:
-    if is_url(target):
-        return target.split("?", 1)[0].rstrip("/").endswith("/mcp")
-    return any(c.isspace() for c in target.strip())
-
-
-def _headers(lines: tuple[str, ...]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for line in lines:
-        name, colon, value = line.partition(":")
-        if not colon or not name.strip() or any(c.isspace() for c in name.strip()):
-            raise CLIError(f"--header {line!r} is not 'Name: value'")
-        headers[name.strip()] = value.strip()
-    return headers
-
-
-@contextlib.asynccontextmanager
-async def _open_mcp(
-    target: str, token: str | None, headers: dict[str, str]
-) -> AsyncGenerator[Toolset]:
-    try:
-        from kosong.mcp import MCPToolset, ServerSpec
-    except ImportError:
-        raise CLIError("the MCP SDK is missing: pip install 'kosong[mcp]'") from None
-    # The command says what failed in one line of its own; the toolset's warnings would repeat it.
-    logging.getLogger("kosong.mcp").setLevel(logging.ERROR)
-    spec = target.strip()
-    if is_url(spec):
-        if token is not None:
-            headers = {**headers, "Authorization": f"Bearer {token}"}
-        server = ServerSpec(url=spec, headers=headers)
-    else:
-        server = ServerSpec(command=spec)
-    toolset = MCPToolset({"mcp": server}, connect_timeout=20)
-    try:
-        await toolset.connect()
-        if toolset.errors:
-            raise CLIError(f"cannot use the MCP server {target}: {toolset.errors['mcp']}")
-        yield toolset
-    finally:
-        await toolset.aclose()
-
-
-def _reason(response: Any) -> str:
-    try:
-        return str(response.json()["error"]["message"])
-    except Exception:
-        return str(response.text[:200] or response.reason_phrase)
 
 
 def _find(toolset: Toolset, name: str) -> Tool:
@@ -127,14 +29,17 @@ def _find(toolset: Toolset, name: str) -> Tool:
     raise CLIError(f"no tool {name!r} (the tools: {names})")
 
 
-_token = click.option("--token", envvar="KOSONG_TOKEN", help="Bearer token for a server URL.")
+_token = click.option("--token", envvar="KOSONG_TOKEN",
+                      help="The bearer token a server URL wants (or KOSONG_TOKEN).")  # fmt: skip
 _header = click.option("--header", "header_lines", multiple=True, metavar="'NAME: VALUE'",
                        help="A header for every request to a server URL; repeatable.")  # fmt: skip
+_mcp = click.option("--mcp", "force_mcp", is_flag=True,
+                    help="Take the URL as an MCP server's at once.")  # fmt: skip
 
 
-@click.group(epilog=_TARGET)
+@click.group(epilog=TARGET_HELP, short_help="List, describe and call the tools of a target.")
 def tools() -> None:
-    """List, describe and call the tools of a module or a server."""
+    """List, describe and call the tools of a module, a file, a server or an MCP server."""
 
 
 @tools.command("list")
@@ -142,14 +47,15 @@ def tools() -> None:
 @click.option("--json", "as_json", is_flag=True, help="The definitions as JSON.")
 @_token
 @_header
+@_mcp
 def list_tools(
-    target: str, as_json: bool, token: str | None, header_lines: tuple[str, ...]
+    target: str, as_json: bool, token: str | None, header_lines: tuple[str, ...], force_mcp: bool
 ) -> None:
-    """List the tools of TARGET (MODULE:ATTR, a server URL or an MCP server)."""
+    """List the tools of TARGET, one a line: its name and the first line of its description."""
 
     async def go() -> list[Tool]:
-        async with _open(target, token, header_lines) as toolset:
-            return toolset.tools
+        async with open_target(target, token=token, headers=header_lines, mcp=force_mcp) as ts:
+            return ts.tools
 
     found = asyncio.run(go())
     if as_json:
@@ -166,11 +72,14 @@ def list_tools(
 @click.argument("name", required=False)
 @_token
 @_header
-def schema(target: str, name: str | None, token: str | None, header_lines: tuple[str, ...]) -> None:
-    """Print the definition of tool NAME of TARGET as JSON (every tool without NAME)."""
+@_mcp
+def schema(
+    target: str, name: str | None, token: str | None, header_lines: tuple[str, ...], force_mcp: bool
+) -> None:
+    """Print the definition of tool NAME of TARGET as JSON (every tool's, without NAME)."""
 
     async def go() -> Any:
-        async with _open(target, token, header_lines) as toolset:
+        async with open_target(target, token=token, headers=header_lines, mcp=force_mcp) as toolset:
             if name is None:
                 return [t.model_dump(mode="json") for t in toolset.tools]
             return _find(toolset, name).model_dump(mode="json")
@@ -186,27 +95,33 @@ def schema(target: str, name: str | None, token: str | None, header_lines: tuple
               help="An argument (JSON for non-string parameters); repeatable.")  # fmt: skip
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar (default: when stderr is a terminal).")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the standard's envelope as JSON, not the text.")  # fmt: skip
 @_token
 @_header
+@_mcp
 def call(
     target: str,
     name: str,
     arguments: str | None,
     pairs: tuple[str, ...],
     progress: bool | None,
+    as_json: bool,
     token: str | None,
     header_lines: tuple[str, ...],
+    force_mcp: bool,
 ) -> int:
-    """Call tool NAME of TARGET and print the result envelope (exit code 1 on an error).
+    """Call tool NAME of TARGET and print what the model would read (exit code 1 on an error).
 
-    ARGUMENTS is a JSON object; or give them one by one with -a KEY=VALUE.
+    ARGUMENTS is a JSON object; or give them one by one with -a KEY=VALUE. A failure prints
+    its error code and message on stderr. With --json the standard's envelope is printed.
     """
     if arguments is not None and pairs:
         raise CLIError("give the arguments as JSON or with -a, not both")
     show = progress if progress is not None else sys.stderr.isatty()
 
-    async def go() -> dict[str, Any]:
-        async with _open(target, token, header_lines) as toolset:
+    async def go() -> ToolResult:
+        async with open_target(target, token=token, headers=header_lines, mcp=force_mcp) as toolset:
             text = arguments
             if text is None:
                 items: list[tuple[str, str]] = []
@@ -231,7 +146,7 @@ def call(
                     async for event in events:
                         if event.result is not None:
                             bar.update(100 - done)
-                            return to_envelope(event.result).dump()
+                            return event.result
                         percent = event.data.get("progress")
                         if isinstance(percent, int | float) and percent > done:
                             bar.label = f"{name}: {event.data.get('message') or ''}".strip(": ")
@@ -239,6 +154,29 @@ def call(
                             done = int(percent)
             raise CLIError("the call ended without a result")
 
-    envelope = asyncio.run(go())
-    click.echo(json.dumps(envelope, indent=2, ensure_ascii=False))
+    result = asyncio.run(go())
+    envelope = to_envelope(result).dump()
+    if as_json:
+        click.echo(json.dumps(envelope, indent=2, ensure_ascii=False))
+    else:
+        _print_result(result, envelope)
     return 0 if envelope.get("success") else 1
+
+
+def _print_result(result: ToolResult, envelope: dict[str, Any]) -> None:
+    """The result's text on stdout (what the model reads); a failure's code on stderr."""
+    value = result.return_value
+    if isinstance(value.output, str):
+        text = value.output
+    else:
+        text = "\n".join(
+            part.text if isinstance(part, TextPart) else f"[{part.type} part]"
+            for part in value.output
+        )
+    if text:
+        click.echo(text)
+    if value.is_error:
+        code = envelope.get("error", {}).get("code", "ERROR")
+        click.echo(f"kosong: {code}: {value.message}", err=True)
+    elif value.message:
+        click.echo(value.message, err=True)

@@ -1,4 +1,4 @@
-"""`RedisRunStore`: runs in Redis, shared by every process of a server (needs `redis`).
+"""`RedisRunStore`: runs in Redis, shared by every process of a server (the `server` extra).
 
 Each run is a hash (its record) and a stream (its events), both in the run's own hash slot,
 so one script changes both atomically, on a Redis Cluster too; beside them, the idempotency
@@ -22,6 +22,7 @@ import time
 from collections.abc import Generator
 from typing import Any, Self, cast
 
+from kosong._extras import install_hint
 from kosong.eventstore._store import (
     START,
     RunRecord,
@@ -40,9 +41,7 @@ try:
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "the Redis store needs the redis package: pip install 'kosong[server]'"
-    ) from e
+    raise ImportError(f"the Redis store needs the redis package: {install_hint('redis')}") from e
 
 __all__ = ["RedisRunStore", "connect", "reachable"]
 

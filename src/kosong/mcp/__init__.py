@@ -12,7 +12,7 @@
   (`MemoryEventLog` by default).
 - `ResourcePart`: a content part that is an MCP embedded resource.
 
-Needs the `mcp` extra: `pip install 'kosong[mcp]'`.
+Needs the `mcp` extra.
 """
 
 from kosong.mcp._answering import ElicitationRequest, SamplingRequest

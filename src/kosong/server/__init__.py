@@ -1,4 +1,4 @@
-"""Serve any toolset over HTTP and SSE (`pip install 'kosong[server]'`).
+"""Serve any toolset over HTTP and SSE (the `server` extra).
 
     from kosong.server import ServerConfig, create_app, serve
 
@@ -21,7 +21,7 @@
   (`kosong worker`).
 - Tokens: fixed ones (`ServerConfig(token=...)`), or a `TokenVerifier` for tokens an OAuth
   authorization server issues: `JWTVerifier` (signed JWTs, checked with its published keys) or
-  `IntrospectionVerifier` (RFC 7662; `pip install 'kosong[auth]'` for both); with them the app
+  `IntrospectionVerifier` (RFC 7662; the `auth` extra for both); with them the app
   serves the protected resource metadata (RFC 9728) its 401 challenges point to.
 """
 

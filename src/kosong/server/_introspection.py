@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from kosong._extras import install_hint
 from kosong.server._jwt import access_token
 
 if TYPE_CHECKING:
@@ -56,13 +57,13 @@ class IntrospectionVerifier:
             timeout: Seconds one introspection may take.
 
         Raises:
-            ImportError: The MCP SDK is missing (`kosong[auth]`).
+            ImportError: The MCP SDK is missing (the `auth` extra).
         """
         try:
             from mcp.server.auth.provider import AccessToken  # noqa: F401  # pyright: ignore[reportUnusedImport]
         except ImportError:
             raise ImportError(
-                "IntrospectionVerifier needs the MCP SDK: pip install 'kosong[auth]'"
+                f"IntrospectionVerifier needs the MCP SDK: {install_hint('auth')}"
             ) from None
         if (client_id is None) != (client_secret is None):
             raise ValueError("give both client_id and client_secret, or neither")

@@ -16,6 +16,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from kosong._extras import install_hint
+
 if TYPE_CHECKING:
     import jwt
     from mcp.server.auth.provider import AccessToken
@@ -73,7 +75,7 @@ class JWTVerifier:
             timeout: Seconds a fetch of the key set may take.
 
         Raises:
-            ImportError: PyJWT or the MCP SDK is missing (`kosong[auth]`).
+            ImportError: PyJWT or the MCP SDK is missing (the `auth` extra).
             ValueError: No audience, or an algorithm that is not a public-key signature.
         """
         try:
@@ -81,7 +83,7 @@ class JWTVerifier:
             from mcp.server.auth.provider import AccessToken  # noqa: F401  # pyright: ignore[reportUnusedImport]
         except ImportError:
             raise ImportError(
-                "JWTVerifier needs PyJWT and the MCP SDK: pip install 'kosong[auth]'"
+                f"JWTVerifier needs PyJWT and the MCP SDK: {install_hint('auth')}"
             ) from None
         audiences = [audience] if isinstance(audience, str) else list(audience)
         if not audiences or not all(audiences):

@@ -25,10 +25,12 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+from kosong._extras import install_hint
+
 try:
     from docket import ConcurrencyLimit, CurrentExecution, Docket, Execution, Worker
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError("workers need the pydocket package: pip install 'kosong[server]'") from e
+    raise ImportError(f"workers need the pydocket package: {install_hint('server')}") from e
 
 __all__ = ["RunQueue"]
 

@@ -1,7 +1,7 @@
 """The rate limit's token buckets in Redis, shared by every process behind one balancer.
 
 One hash per principal, taken atomically by a script, on the Redis server's clock. Needs the
-`redis` package (`pip install 'kosong[server]'`); make the client with
+`redis` package (the `server` extra); make the client with
 `kosong.eventstore.redis_store.connect`.
 """
 

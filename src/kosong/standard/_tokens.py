@@ -5,7 +5,7 @@ The standard's ratios, in characters per token:
     text 4    json 3.5    code 2    markdown 3.5
 
 `estimate_tokens` applies them (rounding up). `count_tokens` counts exactly with tiktoken when
-it is installed (`pip install 'kosong[tokens]'`) and its encoding can be loaded; tiktoken
+it is installed (the `tokens` extra) and its encoding can be loaded; tiktoken
 downloads an encoding on first use, so without network access (and no cached copy) it falls
 back to the estimate, and says so in the result. A failed load is remembered, not retried on
 every call.

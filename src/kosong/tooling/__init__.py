@@ -14,7 +14,7 @@
   deprecation, MCP's behaviour hints...) that `Tool` and `CallableTool2` accept.
 - `FunctionTool`, `tool`, `ToolException`: tools from plain functions.
 - `searchable(toolset, always_visible=...)`: a large catalog behind a `search_tools` tool
-  (`SearchableToolset`; the `kosong[search]` extra ranks with BM25).
+  (`SearchableToolset`; the `search` extra ranks with BM25).
 
 `kosong.tooling.simple.SimpleToolset` is the toolset to start with; `kosong.tooling.error` holds
 the errors a toolset reports on its own.

@@ -83,7 +83,9 @@ class CallableTool2(ToolMetadata, ABC, Generic[Params]):
         try:
             params = self.params.model_validate(arguments)
         except ValidationError as e:
-            return ToolValidateError(pydantic_errors_text(e))
+            return ToolValidateError(
+                pydantic_errors_text(e, list(self.base.parameters.get("properties", {})))
+            )
         if self.external:
             return deferred_to_caller(self.name)
         if calls_in_thread(type(self)):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import json
 from collections.abc import Sequence
 from itertools import islice
 from typing import Any
@@ -21,6 +23,8 @@ __all__ = [
     "json_path",
     "jsonschema_errors_text",
     "pydantic_errors_text",
+    "short_json",
+    "unknown_argument_text",
 ]
 
 MAX_REPORTED_ERRORS = 5
@@ -70,8 +74,12 @@ def json_path(loc: Sequence[Any]) -> str:
     return out
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
+def short_json(value: Any) -> str:
+    """`value` as JSON (`null`, `true`: what the model wrote), shortened; repr if not JSON."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -93,16 +101,39 @@ def jsonschema_errors_text(
     return "; ".join(lines)
 
 
-def pydantic_errors_text(error: ValidationError) -> str:
-    """Every (up to a few) pydantic error, each with the field it is about."""
+def pydantic_errors_text(error: ValidationError, parameters: Sequence[str] = ()) -> str:
+    """Every (up to a few) pydantic error, each with the field it is about.
+
+    Values are shown as JSON. `parameters` (the tool's parameter names) are named when an
+    argument is unknown, with the closest one, since that is usually a typo. The arguments
+    model's own name (a class of kosong's or of the tool) never appears.
+    """
     details = error.errors(include_url=False, include_context=False)
     lines: list[str] = []
     for detail in details[:MAX_REPORTED_ERRORS]:
         where = json_path(detail["loc"])
+        kind = detail["type"]
         text = detail["msg"]
-        if detail["type"] != "missing":
-            text += f" (got {_short(detail['input'])})"
+        if kind == "extra_forbidden" and len(detail["loc"]) == 1:
+            lines.append(unknown_argument_text(str(detail["loc"][0]), detail["input"], parameters))
+            continue
+        if not detail["loc"] and kind in ("model_type", "model_attributes_type", "dict_type"):
+            text = "the arguments must be a JSON object of the tool's parameters"
+        if kind != "missing":
+            text += f" (got {short_json(detail['input'])})"
         lines.append(f"{where}: {text}" if where else text)
     if len(details) > MAX_REPORTED_ERRORS:
         lines.append(f"and {len(details) - MAX_REPORTED_ERRORS} more")
     return "; ".join(lines)
+
+
+def unknown_argument_text(name: str, value: Any, parameters: Sequence[str]) -> str:
+    """What the model reads about an argument `name` that is not one of `parameters`."""
+    text = f"{json_path([name])}: not a parameter of this tool (got {short_json(value)})"
+    if not parameters:
+        return f"{text}; it takes no arguments"
+    close = difflib.get_close_matches(name, parameters, n=1)
+    listed = ", ".join(parameters)
+    if close:
+        return f"{text}; did you mean `{close[0]}`? Its parameters: {listed}"
+    return f"{text}; its parameters: {listed}"

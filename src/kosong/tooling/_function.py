@@ -172,7 +172,7 @@ class FunctionTool(CallableTool2[BaseModel]):
         try:
             kwargs = run.bind(run.validate(arguments))
         except ValidationError as e:
-            return ToolValidateError(pydantic_errors_text(e))
+            return ToolValidateError(pydantic_errors_text(e, list(self.args)))
         except SchemaMismatch as e:
             return ToolValidateError(str(e))
         if self.external:

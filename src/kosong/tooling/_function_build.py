@@ -12,9 +12,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypedDict, cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from kosong._threads import run_sync_tool
+from kosong.tooling._calling import pydantic_errors_text, unknown_argument_text
 from kosong.tooling._docstring import read_docstring
 from kosong.tooling._function_output import derived_output_schema
 from kosong.tooling._function_result import (
@@ -34,6 +35,7 @@ from kosong.tooling._metadata import (
 )
 from kosong.tooling._parameters import (
     ParametersPlan,
+    SchemaMismatch,
     check_model_fits,
     from_json_schema,
     from_model,
@@ -43,7 +45,15 @@ from kosong.tooling._return import ToolReturnValue
 from kosong.tooling._schema import check_json_schema, check_tool_name
 from kosong.tooling._signature import Signature, is_struct, read_signature
 
-__all__ = ["AnyFunction", "ResponseFormat", "Runner", "ToolOptions", "injecting_bind", "make"]
+__all__ = [
+    "AnyFunction",
+    "ResponseFormat",
+    "Runner",
+    "ToolOptions",
+    "UnknownArguments",
+    "injecting_bind",
+    "make",
+]
 
 ResponseFormat = Literal["content", "content_and_artifact"]
 """`"content"`: the return value is the result. `"content_and_artifact"`: the function returns
@@ -80,6 +90,10 @@ class ToolOptions(TypedDict, total=False):
     external: bool | None
     """Its caller runs it: a call is validated, then deferred to `agent_loop`'s caller
     (`ToolMetadata.external`); the function's body is not called."""
+    unknown_arguments: UnknownArguments
+    """`"refuse"` (the default): a call with an argument the tool does not take is answered
+    with an error naming it (the model's typo, caught); `"ignore"`: such arguments are dropped.
+    A tool made with `schema=` follows that schema instead."""
     # The metadata a class-based tool can declare (see `ToolMetadata`), checked the same way.
     title: str | None
     """A human-readable name for user interfaces (MCP)."""
@@ -120,6 +134,9 @@ class ToolOptions(TypedDict, total=False):
     migration_guide: str | None
     """Where to read how to move to the replacement (usually a URL)."""
 
+
+UnknownArguments = Literal["refuse", "ignore"]
+"""What a function tool does with an argument it does not take (`unknown_arguments`)."""
 
 AnyFunction = Callable[..., Any]
 
@@ -292,10 +309,18 @@ def make(
         raise ValueError(
             f"response_format must be 'content' or 'content_and_artifact', got {response_format!r}"
         )
+    unknown_arguments = options.get("unknown_arguments", "refuse")
+    if unknown_arguments not in ("refuse", "ignore"):
+        raise ValueError(
+            f"unknown_arguments must be 'refuse' or 'ignore', got {unknown_arguments!r}"
+        )
+    validate = plan.validate
+    if unknown_arguments == "refuse" and schema is None:
+        validate = _refusing_unknown(plan.validate, list(plan.schema.get("properties", {})))
     positional = tuple(p.name for p in signature.params if p.positional_only)
     runner = Runner(
         name=name,
-        validate=plan.validate,
+        validate=validate,
         bind=plan.bind,
         func=_positional(func, positional),
         coroutine=_positional_async(coroutine, positional),
@@ -369,6 +394,32 @@ def _plan(
         field_descriptions=field_descriptions,
         docstring_descriptions=docstring_descriptions,
     )
+
+
+def _refusing_unknown(
+    validate: Callable[[Any], Any], parameters: list[str]
+) -> Callable[[Any], Any]:
+    """`validate`, after refusing an argument that is not one of `parameters` (SchemaMismatch)."""
+    accepted = frozenset(parameters)
+
+    def refuse_unknown(arguments: Any) -> Any:
+        if isinstance(arguments, dict) and not accepted.issuperset(cast(dict[str, Any], arguments)):
+            given = cast(dict[str, Any], arguments)
+            texts = [
+                unknown_argument_text(name, value, parameters)
+                for name, value in given.items()
+                if name not in accepted
+            ]
+            try:  # what else is wrong goes in the same message: one retry fixes it all
+                validate({k: v for k, v in given.items() if k in accepted})
+            except ValidationError as e:
+                texts.append(pydantic_errors_text(e, parameters))
+            except SchemaMismatch as e:
+                texts.append(str(e))
+            raise SchemaMismatch("; ".join(texts))
+        return validate(arguments)
+
+    return refuse_unknown
 
 
 def _model_properties(model: type[Any]) -> Mapping[str, Any]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -115,7 +116,7 @@ def _init(
 ) -> None:
     # What ToolOk and ToolError share: `output` as a str or a list, `brief` as the first block.
     if not isinstance(output, str):  # str first: the common case, and the cheapest check
-        output = [output] if isinstance(output, ContentPart) else list(output)
+        output = [output] if isinstance(output, ContentPart) else _parts(self, output)
     blocks: list[DisplayBlock] = [BriefDisplayBlock(text=brief)] if brief else []
     if display:
         blocks.extend(display)
@@ -128,3 +129,33 @@ def _init(
         extras=extras,
         **more,
     )
+
+
+def _parts(self: ToolReturnValue, output: object) -> list[Any]:
+    """`output` as a list of content parts (or dicts naming their `type`), or a TypeError.
+
+    The TypeError says what was given, as JSON, and what to write instead: the model reads
+    text, so a number or a plain dict becomes text the tool chooses (`json.dumps`).
+    """
+    if isinstance(output, Sequence) and not isinstance(output, bytes):
+        items = cast(Sequence[object], output)
+        if all(isinstance(i, ContentPart) or (isinstance(i, dict) and "type" in i) for i in items):
+            return list(items)
+    elif isinstance(output, dict) and "type" in output:
+        return [output]  # one content part written as a dict
+    kind = type(self).__name__
+    given = cast(Any, output)  # whatever it is: shown, never used
+    raise TypeError(
+        f"{kind}(output=...) takes text, a content part or a list of content parts, not "
+        f"{_json(given)} ({type(given).__name__}); write {kind}(output=json.dumps(value)) to "
+        "give the model this value as JSON text"
+    )
+
+
+def _json(value: object) -> str:
+    """`value` as JSON for an error text (`null`, not `None`), shortened; repr if not JSON."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,4 +1,4 @@
-"""`searchable`: a large catalog behind a `search_tools` tool (needs `kosong[search]`).
+"""`searchable`: a large catalog behind a `search_tools` tool (needs the `search` extra).
 
 The model first sees only `search_tools` and the always-visible tools; each search adds the
 tools it found to `tools`, so the next request of the loop carries their definitions. Ranking
@@ -15,6 +15,7 @@ from typing import Annotated, Any, Protocol, cast
 
 from pydantic import Field
 
+from kosong._extras import install_hint
 from kosong.message import ToolCall
 from kosong.tooling._function import FunctionTool
 from kosong.tooling._result import ToolResult, Toolset
@@ -158,7 +159,7 @@ def searchable(
     from the next step on. Calls to any other tool go to `toolset`.
 
     Raises:
-        ImportError: the `search` extra is not installed (`pip install 'kosong[search]'`).
+        ImportError: the `search` extra is not installed (the `search` extra).
         ValueError: see `SearchableToolset`.
     """
     return SearchableToolset(toolset, always_visible, max_results=max_results)
@@ -204,7 +205,7 @@ def _load_bm25() -> _BM25:
         stemmer = importlib.import_module("Stemmer")
     except ImportError as e:
         raise ImportError(
-            f"tool search needs the `search` extra: pip install 'kosong[search]' ({e})"
+            f"tool search needs the `search` extra: {install_hint('search')} ({e})"
         ) from e
     return _BM25(bm25s, stemmer)
 

@@ -1,4 +1,4 @@
-"""LangChain interop: `from_langchain` and `to_langchain` (needs `pip install 'kosong[langchain]'`).
+"""LangChain interop: `from_langchain` and `to_langchain` (needs the `langchain` extra).
 
 - `from_langchain(lc_tool)`: any langchain-core `BaseTool` as a `FunctionTool`. The model reads
   the schema LangChain would send (`tool_call_schema`: injected arguments left out), flattened
@@ -18,6 +18,7 @@ import asyncio
 import itertools
 from typing import Any, cast
 
+from kosong._extras import install_hint
 from kosong.message import ContentPart, TextPart
 from kosong.tooling._function import FunctionTool
 from kosong.tooling._function_result import ToolException, json_text
@@ -33,7 +34,7 @@ try:
     from pydantic import BaseModel
 except ImportError as e:  # pragma: no cover - the extra is installed in development
     raise ImportError(
-        "kosong.tooling.langchain needs langchain-core: pip install 'kosong[langchain]'"
+        f"kosong.tooling.langchain needs langchain-core: {install_hint('langchain')}"
     ) from e
 
 __all__ = ["from_langchain", "to_langchain"]

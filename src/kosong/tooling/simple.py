@@ -163,7 +163,9 @@ def _check_return_annotation(tool: ToolType) -> None:
         resolved = False
     if not resolved or not _returns_tool_value(annotation):
         raise TypeError(
-            f"Expected tool `{tool.name}` to return `ToolReturnValue`, but got `{annotation!r}`"
+            f"Expected tool `{tool.name}` to return `ToolReturnValue`, but got `{annotation!r}`; "
+            "annotate `__call__` with `-> ToolReturnValue` and return ToolOk(output=...) or "
+            "ToolError(message=...), or make the tool from a plain function with @tool"
         )
     _CHECKED.add(cls)
 

@@ -192,9 +192,28 @@ export function contentPart(part, index) {
   }
 }
 
-/** One display block: the brief as text, a table as a table, any other as its JSON. */
+/** The details of an error (`retryable`, `retry_after`...) as labelled facts, not bare JSON. */
+const ERROR_DETAILS = {
+  retryable: ["Retry", (v) => (v ? "may help" : "will not help")],
+  retry_after: ["Retry after", (v) => formatSeconds(v)],
+  timeout_seconds: ["Time limit", (v) => formatSeconds(v)],
+  replacement: ["Use instead", (v) => h("code", {}, String(v))],
+};
+
+export function errorDetails(details) {
+  const rows = [];
+  for (const [key, value] of Object.entries(details)) {
+    const [term, show] = ERROR_DETAILS[key] || [key.replaceAll("_", " "), (v) => (typeof v === "string" ? v : JSON.stringify(v))];
+    rows.push(h("dt", {}, term), h("dd", { dataset: { detail: key } }, show(value)));
+  }
+  return h("dl", { class: "facts error-details", "aria-label": "error details" }, rows);
+}
+
+/** One display block: the brief as a labelled line, a table as a table, any other as its JSON. */
 export function displayBlock(block) {
-  if (block.type === "brief") return h("p", { class: "brief block", dataset: { block: "brief" } }, block.text);
+  if (block.type === "brief") {
+    return h("p", { class: "brief block", dataset: { block: "brief" } }, h("span", { class: "label" }, "Brief for the user: "), h("span", { class: "text" }, block.text));
+  }
   if (block.type === "table" && Array.isArray(block.rows)) {
     const headers = Array.isArray(block.headers) ? block.headers : [];
     return h(
@@ -236,7 +255,7 @@ export function resultView(envelope, { tool, wallMs, runId, resumes, origin }) {
   if (!ok) {
     body.push(h("p", { class: "error-message" }, error.message || ""));
     const { code, message, ...details } = error;
-    if (Object.keys(details).length) body.push(jsonBlock(details, { "aria-label": "error details" }));
+    if (Object.keys(details).length) body.push(errorDetails(details));
   }
   if (ok) {
     if (isParts(envelope)) body.push(h("div", { class: "parts" }, envelope.data.map(contentPart)));

@@ -3,7 +3,7 @@
 See `Policy` and `with_policies` in `kosong.standard`.
 
 Every policy and its helpers are imported from here. `RedisCache` is loaded on first use, so
-the `redis` package (`pip install 'kosong[redis]'`) is only needed by those who use it.
+the `redis` package (the `redis` extra) is only needed by those who use it.
 """
 
 from typing import TYPE_CHECKING, Any

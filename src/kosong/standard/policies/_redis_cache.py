@@ -1,6 +1,6 @@
 """`RedisCache`: cache entries in Redis, shared by every process that uses the same server.
 
-Needs the `redis` package (`pip install 'kosong[redis]'`). Entries are JSON under
+Needs the `redis` package (the `redis` extra). Entries are JSON under
 `<prefix><key>`, with Redis expiring them at their TTL; a result's `artifact` (a Python object)
 is not stored. Every operation has a time limit (`timeout`, 0.25 s by default): a Redis that
 accepts connections but does not answer makes the operation fail with `TimeoutError` at the
@@ -15,6 +15,7 @@ import math
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Self, cast
 
+from kosong._extras import install_hint
 from kosong.standard.policies._cache import (
     CacheBackend,
     CacheEntry,
@@ -26,7 +27,7 @@ from kosong.standard.policies._seconds import positive_seconds
 try:
     import redis.asyncio as aioredis
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError("RedisCache needs the redis package: pip install 'kosong[redis]'") from e
+    raise ImportError(f"RedisCache needs the redis package: {install_hint('redis')}") from e
 
 __all__ = ["RedisCache"]
 

@@ -2,7 +2,7 @@
 
 Trace ids of the standard (`trace_YYYYMMDD_<12 hex>`) are handled by the pipeline for every
 call (see `current_trace_id` and `trace_scope` in `kosong.standard`); this policy adds
-OpenTelemetry spans (`pip install 'kosong[otel]'`). Each call gets a span named
+OpenTelemetry spans (the `otel` extra). Each call gets a span named
 `execute_tool <tool name>` with the GenAI semantic conventions' attributes
 (`gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`), the standard's trace id
 (`kosong.trace_id`), the retry count and cache outcome, and for a failure the status ERROR with
