@@ -25,6 +25,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kosong._answers import Answer, Approve, Deny, answers_scope
+from kosong._step import StepResult
 from kosong.chat_provider import TokenUsage
 from kosong.message import Message, ToolCall
 from kosong.tooling import ToolError, ToolResult, ToolReturnValue, Toolset
@@ -131,7 +132,7 @@ def pause(
     history: int,
     messages: list[Message],
     number: int,
-    step: Any,
+    step: StepResult,
     results: list[ToolResult],
     failures: Mapping[str, int],
     tokens: int,
