@@ -17,7 +17,7 @@ Reported:
   first (hit@1) or among the 5 results (hit@5), as the name's words and in other forms
   (`creating issues`: the stemmer's part).
 
-Run: `.venv/bin/python benchmarks/bench_tool_search.py` (needs `kosong[search]`, in `dev`).
+Run: `.venv/bin/python benchmarks/bench_tool_search.py` (needs the `search` extra, in `dev`).
 """
 
 from __future__ import annotations

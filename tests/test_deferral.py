@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
-from kosong import AgentState, Approve, DeferredCall, Deny, agent_loop
+from kosong import AgentState, Approve, DeferredCall, Deny, OutputRetriesExhausted, agent_loop
 from kosong.chat_provider.scripted import ScriptedChatProvider, call
 from kosong.message import Message, ToolCall
 from kosong.standard import error_code, with_policies
@@ -31,6 +32,14 @@ from kosong.tooling.simple import SimpleToolset
 from kosong.utils.typing import JsonType
 
 USER = [Message(role="user", content="tidy up")]
+
+
+class Choice(BaseModel):
+    """The structured answer of a run that also waits for its caller."""
+
+    color: str
+
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -240,6 +249,46 @@ async def test_the_step_limits_and_counters_go_on_across_the_stop() -> None:
         model, "", tools, USER, max_steps=3, resume=stopped.state, answers={"d1": Deny("no")}
     )
     assert done.stop_reason == "max_steps" and model.turns_left == 1  # step 3 was the last
+
+
+async def test_a_run_with_an_output_type_defers_then_answers_in_that_type() -> None:
+    tools = toolset()
+    first = ScriptedChatProvider(
+        [
+            [call("final_answer", {"color": 3})],  # fails validation: one retry spent
+            [call("pick_color", {"hint": "warm"}, id="p1")],
+        ]
+    )
+    stopped = await agent_loop(first, "", tools, USER, output_type=Choice, output_retries=1)
+    assert stopped.stop_reason == "deferred" and stopped.state is not None
+    assert stopped.output is None and stopped.state.output_failures == 1
+    state = AgentState.load(stopped.state.dump())
+    model = ScriptedChatProvider([[call("final_answer", {"color": "amber"})]])
+    done = await agent_loop(
+        model,
+        "",
+        tools,
+        USER,
+        output_type=Choice,
+        output_retries=1,
+        resume=state,
+        answers={"p1": ToolOk(output="amber")},
+    )
+    assert done.stop_reason == "answered" and done.output == Choice(color="amber")
+    assert "final_answer" in [t.name for t in model.requests[0].tools]
+    # The retry spent before the stop still counts: one more bad answer is the last.
+    again = ScriptedChatProvider([[call("final_answer", {"color": 4})]])
+    with pytest.raises(OutputRetriesExhausted, match="after 2 attempt"):
+        await agent_loop(
+            again,
+            "",
+            tools,
+            USER,
+            output_type=Choice,
+            output_retries=1,
+            resume=state,
+            answers={"p1": ToolOk(output="amber")},
+        )
 
 
 def test_a_deferred_error_is_a_denial_for_callers_that_cannot_answer() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kosong.dialects import DIALECTS, check_tools, fix_schema, fix_tool
+from kosong.dialects import DIALECTS, SOURCES, check_tools, fix_schema, fix_tool
 from kosong.tooling import Tool
 
 GOOD = Tool(
@@ -16,8 +16,9 @@ GOOD = Tool(
 def test_a_plain_schema_is_accepted_by_every_dialect_but_strict_mode() -> None:
     report = check_tools([GOOD], DIALECTS)  # strict mode named: every tool is checked
     assert report.dialects == list(DIALECTS)
-    assert {f.dialect for f in report.findings} == {"openai-strict"}  # open object
-    lenient = [d for d in DIALECTS if d != "openai-strict"]
+    # An open object: both strict modes want every object closed.
+    assert {f.dialect for f in report.findings} == {"openai-strict", "anthropic-strict"}
+    lenient = [d for d in DIALECTS if not d.endswith("-strict")]
     assert str(check_tools([GOOD], lenient)).endswith(
         "1 tool(s), 5 dialect(s): 0 rejected, 0 ignored"
     )
@@ -27,11 +28,16 @@ def test_by_default_strict_mode_is_checked_only_for_tools_that_declare_it() -> N
     strict = GOOD.model_copy(update={"name": "strict_weather", "strict": True})
     report = check_tools([GOOD, strict])
     assert report.dialects == list(DIALECTS)
-    assert {(f.tool, f.dialect) for f in report.findings} == {("strict_weather", "openai-strict")}
+    assert {(f.tool, f.dialect) for f in report.findings} == {
+        ("strict_weather", "openai-strict"),
+        ("strict_weather", "anthropic-strict"),
+    }
     assert "get_weather [openai-strict]: not checked (the tool is not strict)" in str(report)
+    assert "get_weather [anthropic-strict]: not checked (the tool is not strict)" in str(report)
     assert "strict_weather [openai-strict]: rejected" in str(report)
     definition = {"type": "function", "function": {**GOOD.model_dump(), "strict": True}}
-    assert {f.dialect for f in check_tools([definition]).findings} == {"openai-strict"}
+    found = {f.dialect for f in check_tools([definition]).findings}
+    assert found == {"openai-strict", "anthropic-strict"}
     assert check_tools([GOOD.model_dump()]).ok
 
 
@@ -96,7 +102,7 @@ def test_validation_keywords_are_reported_as_ignored_without_strict_mode() -> No
     assert check_tools([tool], ["openai"], include_ignored=False).findings == []
 
 
-def test_gemini_rejects_unknown_fields_and_root_must_be_an_object_everywhere() -> None:
+def test_gemini_root_must_be_an_object_and_keywords_it_does_not_read_are_ignored() -> None:
     array = {
         "name": "nums",
         "description": "d",
@@ -106,14 +112,61 @@ def test_gemini_rejects_unknown_fields_and_root_must_be_an_object_everywhere() -
     rejected = {(f.dialect, f.rule) for f in report.rejected}
     for dialect in ("openai", "anthropic", "moonshot", "gemini", "mcp"):
         assert (dialect, f"{dialect}.root-object") in rejected
+    # parametersJsonSchema takes JSON Schema: additionalProperties and a list of types are
+    # read; `pattern` is not among the keywords Gemini reads, so it is only ignored.
     closed = Tool(
-        name="c", description="d", parameters={"type": "object", "additionalProperties": False}
+        name="c",
+        description="d",
+        parameters={
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"code": {"type": ["string", "null"], "pattern": "^[A-Z]+$"}},
+        },
     )
     (finding,) = check_tools([closed], ["gemini"]).findings
-    assert (finding.path, finding.rule) == (
-        "parameters.additionalProperties",
-        "gemini.unknown-field",
+    assert (finding.path, finding.rule, finding.effect) == (
+        "parameters.properties.code.pattern",
+        "gemini.not-read",
+        "ignored",
     )
+
+
+def test_gemini_rejects_what_its_json_schema_field_refuses_each_with_its_source() -> None:
+    tool = Tool(
+        name="odd",
+        description="d",
+        parameters={
+            "type": "object",
+            "properties": {
+                "on": {"type": "boolean", "enum": [True, False]},
+                "size": {"type": "integer", "enum": [1, 2, 3]},
+                "place": {"$ref": "#/$defs/place", "description": "Where."},
+                "tree": {"$ref": "#/$defs/tree"},
+            },
+            "required": ["tree"],
+            "$defs": {
+                "place": {"type": "string"},
+                "tree": {
+                    "type": "object",
+                    "properties": {"kids": {"items": {"$ref": "#/$defs/tree"}, "type": "array"}},
+                },
+            },
+        },
+    )
+    found = {(f.path, f.rule) for f in check_tools([tool], ["gemini"]).rejected}
+    assert found == {
+        ("parameters.properties.on.enum", "gemini.enum-values"),
+        ("parameters.properties.place", "gemini.ref-siblings"),
+        ("parameters.properties.tree", "gemini.recursive-required"),
+    }
+    assert (
+        "https://ai.google.dev/api/generate-content#FIELDS.response_json_schema"
+        in SOURCES["gemini"]
+    )
+    fixed = fix_tool(tool, "gemini")
+    assert fixed.parameters["properties"]["place"] == {"type": "string", "description": "Where."}
+    still = {f.rule for f in check_tools([fixed], ["gemini"]).rejected}
+    assert still == {"gemini.enum-values", "gemini.recursive-required"}  # no safe fix for those
 
 
 def test_the_text_report_lists_each_tool_and_dialect() -> None:
@@ -170,5 +223,5 @@ def test_a_builtin_function_is_for_moonshot_only() -> None:
     report = check_tools([web_search], DIALECTS)  # strict mode named, so it is checked too
     assert report.for_dialect("moonshot") == []
     rejected = {f.dialect for f in report.rejected}
-    assert rejected == {"openai", "openai-strict", "anthropic", "gemini", "mcp"}
+    assert rejected == {"openai", "openai-strict", "anthropic", "anthropic-strict", "gemini", "mcp"}
     assert all(f.rule.endswith("builtin-function") for f in report.rejected)

@@ -15,6 +15,7 @@ from kosong.formats import (
     from_openai_responses_tool,
     to_anthropic_tool,
     to_gemini_function_declaration,
+    to_gemini_schema,
     to_mcp_tool,
     to_openai_chat_tool,
     to_openai_responses_tool,
@@ -86,7 +87,7 @@ def test_mcp_shape_carries_the_hints_as_annotations() -> None:
     assert (again.title, again.read_only_hint, again.open_world_hint) == ("Weather", True, True)
 
 
-def test_gemini_declaration_converts_to_the_openapi_subset() -> None:
+def test_gemini_declaration_sends_json_schema_and_to_gemini_schema_converts_to_the_subset() -> None:
     tool = Tool(
         name="pick", description="Pick.",
         parameters={
@@ -99,7 +100,9 @@ def test_gemini_declaration_converts_to_the_openapi_subset() -> None:
             "$defs": {"Place": {"type": "object", "properties": {"x": {"type": "number"}}}},
         },
     )  # fmt: skip
-    params = to_gemini_function_declaration(tool)["parameters"]
+    declaration = to_gemini_function_declaration(tool)
+    assert declaration["parametersJsonSchema"] == tool.parameters  # JSON Schema as it is
+    params = to_gemini_schema(tool.parameters)  # the older `parameters` field's subset
     assert params == {
         "type": "object",
         "properties": {

@@ -170,3 +170,23 @@ def test_media_part_dumps_keep_id_none_as_the_published_package_does(part: Conte
     assert media.model_dump() == {"url": media.url, "id": None}
     message = Message(role="user", content=[TextPart(text="see"), part])
     assert message.model_dump()["content"][1] == dumped
+
+
+def test_a_message_dumped_without_nones_keeps_its_media_parts_id_none() -> None:
+    # The published kosong's own message test: a message dumped with `exclude_none` holds each
+    # media part as the part itself dumps, `"id": None` included.
+    parts: list[ContentPart] = [
+        ImageURLPart(image_url=ImageURLPart.ImageURL(url="https://example.com/image.png")),
+        AudioURLPart(audio_url=AudioURLPart.AudioURL(url="https://example.com/audio.mp3")),
+        VideoURLPart(video_url=VideoURLPart.VideoURL(url="https://example.com/video.mp4")),
+    ]
+    message = Message(role="user", content=[TextPart(text="see"), *parts])
+    dumped = message.model_dump(exclude_none=True)
+    assert dumped["content"][1:] == [part.model_dump() for part in parts]
+    assert '"id":null' in message.model_dump_json(exclude_none=True)
+    assert Message.model_validate(dumped) == message
+    given = ImageURLPart(image_url=ImageURLPart.ImageURL(url="https://x/y.png", id="img-1"))
+    assert given.model_dump(exclude_none=True)["image_url"] == {
+        "url": "https://x/y.png",
+        "id": "img-1",
+    }

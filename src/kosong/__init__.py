@@ -31,6 +31,7 @@ Public modules:
 from kosong._agent_loop import (
     AgentLoopResult,
     AgentStep,
+    OutputRetriesExhausted,
     StopReason,
     ToolRetriesExhausted,
     agent_loop,
@@ -50,6 +51,7 @@ __all__ = [
     "DeferredCall",
     "Deny",
     "GenerateResult",
+    "OutputRetriesExhausted",
     "StepResult",
     "StopReason",
     "ToolRetriesExhausted",

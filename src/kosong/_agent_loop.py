@@ -18,7 +18,9 @@ from kosong._deferral import (
 )
 from kosong._generate import Callback, call_back
 from kosong._step import StepResult, step, tool_result_to_message
+from kosong._structured import OutputRetriesExhausted, StructuredOutput
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
+from kosong.chat_provider.native import NativeToolSpec
 from kosong.message import Message, ToolCall
 from kosong.tooling import ToolError, ToolResult, Toolset
 from kosong.tooling.error import ToolNotFoundError, ToolParseError, ToolValidateError
@@ -26,6 +28,7 @@ from kosong.tooling.error import ToolNotFoundError, ToolParseError, ToolValidate
 __all__ = [
     "AgentLoopResult",
     "AgentStep",
+    "OutputRetriesExhausted",
     "StopReason",
     "ToolRetriesExhausted",
     "agent_loop",
@@ -77,6 +80,8 @@ class AgentLoopResult:
     state: AgentState | None = None
     """With `stop_reason == "deferred"`: the run, to resume with
     `agent_loop(..., resume=state, answers={call_id: answer})` (`state.dump()` is JSON)."""
+    output: Any = None
+    """With `output_type`: the final answer, validated as that type (None otherwise)."""
 
     @property
     def tokens_used(self) -> int:
@@ -149,6 +154,10 @@ async def agent_loop(
     generation_overrides: Mapping[str, Any] | None = None,
     resume: AgentState | None = None,
     answers: Mapping[str, Answer] | None = None,
+    parallel_tool_calls: bool | None = None,
+    native_tools: Sequence[NativeToolSpec] | None = None,
+    output_type: Any = None,
+    output_retries: int = 1,
 ) -> AgentLoopResult:
     """Run `step` until the model answers without a tool call, or a stop condition holds.
 
@@ -176,7 +185,18 @@ async def agent_loop(
     the choice for that step (None: the provider's default). A choice that forces a call on
     every step never lets the model answer: pair it with `stop_at_tools`, or force only the
     first step (`lambda n: "required" if n == 1 else None`). `on_message_part`,
-    `on_tool_result` and `generation_overrides` are passed to every `step`.
+    `on_tool_result`, `parallel_tool_calls`, `native_tools` and `generation_overrides` are
+    passed to every `step`. An answer the provider paused (Anthropic's `pause_turn`, a long
+    native-tool turn) is not an answer: the loop sends it back for the model to go on.
+
+    `output_type` (a pydantic model, or any type pydantic validates: `int`, `list[str]`, a
+    dataclass...) asks for a final answer of that type: in the provider's own way where it has
+    one (OpenAI `response_format` json_schema, Responses `text.format`, Anthropic
+    `output_config.format`, Gemini `responseJsonSchema`, Kimi's JSON Mode with the schema in
+    a system message), else through
+    a `final_answer` tool whose parameters are the type's schema. The answer is validated; a
+    failed one goes back to the model, which is asked again up to `output_retries` times, and
+    then `OutputRetriesExhausted` is raised. `AgentLoopResult.output` is the validated value.
 
     A call may be deferred instead of run: an `ApprovalPolicy` hook answered
     `ApprovalDecision.defer(question)`, or its tool is `external` (its caller runs it). Then
@@ -193,6 +213,8 @@ async def agent_loop(
 
     Raises:
         ToolRetriesExhausted: a tool's retry budget was spent (see 2).
+        OutputRetriesExhausted: the final answer did not validate as `output_type`, after
+            `output_retries` more tries.
         ChatProviderError: the provider failed; the steps before were given to `on_step`.
         ValueError: `max_steps` is below 1, `token_budget` below 1, a retry budget
             negative; or, resuming, an answer is missing, unknown or of the wrong kind, or
@@ -203,6 +225,13 @@ async def agent_loop(
         check_answers(resume, answers or {}, len(history))
     elif answers:
         raise ValueError("answers are for a run that stopped on deferred calls: pass resume=state")
+    structured: StructuredOutput | None = None
+    if output_type is not None:
+        structured, chat_provider, toolset = StructuredOutput.start(
+            output_type, output_retries, chat_provider, toolset
+        )
+        if resume is not None:
+            structured.failures = resume.output_failures
     budgets = dict(retry_budgets or {})
     # One name is a collection of one, not of its letters.
     stop_names = frozenset([stop_at_tools] if isinstance(stop_at_tools, str) else stop_at_tools)
@@ -219,7 +248,10 @@ async def agent_loop(
         steps.append(result)
         used = result.usage.total if result.usage is not None else 0
         keys = waiting_keys(resume) if resume is not None else {}
-        state = pause(len(history), messages, number, result, results, failures, tokens, keys)
+        answers_failed = structured.failures if structured is not None else 0
+        state = pause(
+            len(history), messages, number, result, results, failures, tokens, keys, answers_failed
+        )
         tokens += used
         if state is not None:
             waiting = {d.call_id for d in state.deferred}
@@ -231,9 +263,22 @@ async def agent_loop(
         done = AgentStep(number, result, results, added, tokens)
         await call_back(on_step, done)
 
-        if not result.tool_calls:
-            return AgentLoopResult(messages, steps, "answered")
         calls = list(zip(result.tool_calls, results, strict=True))
+        if structured is not None and result.finish_reason != "pause_turn":
+            outcome = structured.answer(result.message, calls)
+            if outcome.done:
+                return AgentLoopResult(messages, steps, "answered", output=outcome.value)
+            if outcome.error is not None:
+                structured.failures += 1
+                if structured.failures > structured.retries:
+                    raise OutputRetriesExhausted(
+                        outcome.error, structured.failures, messages, steps
+                    )
+                if outcome.asking is not None:
+                    messages.append(outcome.asking)
+                    return None
+        elif not result.tool_calls and result.finish_reason != "pause_turn":
+            return AgentLoopResult(messages, steps, "answered")
         for call, tool_result in calls:
             name = call.function.name
             value = tool_result.return_value
@@ -269,6 +314,8 @@ async def agent_loop(
             on_tool_result=on_tool_result,
             tool_choice=tool_choice(number) if callable(tool_choice) else tool_choice,
             generation_overrides=generation_overrides,
+            parallel_tool_calls=parallel_tool_calls,
+            native_tools=native_tools,
         )
         outcome = await finish(number, result, await result.tool_results())
         if outcome is not None:

@@ -102,6 +102,8 @@ class AgentState(BaseModel):
     """Invalid-argument counts so far, by tool (the retry budgets)."""
     tokens: int
     """Tokens used by the steps before the waiting one."""
+    output_failures: int = 0
+    """With `output_type`: how many final answers failed to validate so far."""
 
     def dump(self) -> str:
         """The state as JSON text."""
@@ -137,11 +139,12 @@ def pause(
     failures: Mapping[str, int],
     tokens: int,
     keys: Mapping[str, str],
+    output_failures: int = 0,
 ) -> AgentState | None:
     """The state of step `number` (a `StepResult`) if some of its calls were deferred.
 
     `tokens`: used by the steps before it; `keys`: idempotency keys already given (a call
-    deferred again keeps its own).
+    deferred again keeps its own); `output_failures`: final answers that failed to validate.
     """
     waiting: list[_Waiting] = []
     finished: dict[str, Any] = {}
@@ -168,6 +171,7 @@ def pause(
         waiting=waiting,
         failures=dict(failures),
         tokens=tokens,
+        output_failures=output_failures,
     )
 
 

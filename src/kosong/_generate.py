@@ -15,6 +15,7 @@ from kosong.chat_provider import (
     TokenUsage,
     ToolChoice,
 )
+from kosong.chat_provider.native import NativeToolSpec
 from kosong.message import ContentPart, Message, TextPart, ThinkPart, ToolCall, ToolCallPart
 from kosong.tooling import Tool
 
@@ -74,6 +75,8 @@ async def generate(
     tool_choice: ToolChoice | None = None,
     generation_overrides: Mapping[str, Any] | None = None,
     on_trace_id: Callback[str | None] | None = None,
+    parallel_tool_calls: bool | None = None,
+    native_tools: Sequence[NativeToolSpec] | None = None,
 ) -> GenerateResult:
     """Ask the model for one answer and merge its stream into an assistant message.
 
@@ -87,9 +90,12 @@ async def generate(
     `on_trace_id` is accepted too), called once with the provider's trace id (None when it
     sent none) before the first part. `history` is not changed.
 
-    `tool_choice` ("auto", "none", "required" or a tool's name) and `generation_overrides`
+    `tool_choice` ("auto", "none", "required", a tool's name or `AllowedTools`),
+    `parallel_tool_calls` (False: at most one call per answer) and `generation_overrides`
     (request fields such as `temperature` or `max_tokens`) apply to this call only: the
-    provider's `with_tool_choice` / `with_generation_kwargs` make a copy for it.
+    provider's `with_tool_choice` / `with_parallel_tool_calls` / `with_generation_kwargs` make
+    a copy for it. So do `native_tools` (`kosong.chat_provider.native`: tools the provider
+    runs itself, whose blocks arrive as `NativeToolPart`s and never reach `on_tool_call`).
 
     Raises:
         ChatProviderError: the provider failed (`APIStatusError`, `APIConnectionError`...).
@@ -103,7 +109,9 @@ async def generate(
         if on_provider_trace_id is not None:
             raise TypeError("give on_provider_trace_id or its older name on_trace_id, not both")
         on_provider_trace_id = on_trace_id
-    provider = for_call(chat_provider, tool_choice, generation_overrides)
+    provider = for_call(
+        chat_provider, tool_choice, generation_overrides, parallel_tool_calls, native_tools
+    )
     stream = await provider.generate(system_prompt, tools, history)
     trace_id = _optional_str(stream, "provider_trace_id") or _optional_str(stream, "trace_id")
     await call_back(on_provider_trace_id, trace_id)
@@ -138,8 +146,11 @@ async def generate(
         for p in content
     ):
         raise APIEmptyResponseError(
-            "the model's answer had no text and no tool call"
-            + (" (only thinking)" if content else "")
+            "the API returned a response containing only thinking content, without any text "
+            "or tool call: the stream was likely interrupted, or the output token budget "
+            "spent while the model reasoned"
+            if content
+            else "the API returned an empty response: no text and no tool call"
         )
     message = Message(role="assistant", content=content, tool_calls=tool_calls or None)
     return GenerateResult(
@@ -156,13 +167,22 @@ def for_call(
     provider: ChatProvider,
     tool_choice: ToolChoice | None,
     generation_overrides: Mapping[str, Any] | None,
+    parallel_tool_calls: bool | None = None,
+    native_tools: Sequence[NativeToolSpec] | None = None,
 ) -> ChatProvider:
-    """The provider with this call's tool choice and overrides (a copy; itself if none).
+    """The provider with this call's options (a copy; itself if none).
 
     Raises:
-        TypeError: the provider has no `with_tool_choice` / `with_generation_kwargs`.
+        TypeError: the provider has no `with_tool_choice` / `with_generation_kwargs` /
+            `with_parallel_tool_calls` / `with_native_tools`.
         ValueError: the provider cannot send them (its `with_...` method says why).
     """
+    if native_tools:
+        provider = _option(provider, "with_native_tools", "native_tools")(native_tools)
+    if parallel_tool_calls is not None:
+        provider = _option(provider, "with_parallel_tool_calls", "parallel_tool_calls")(
+            parallel_tool_calls
+        )
     if generation_overrides:
         provider = _option(provider, "with_generation_kwargs", "generation_overrides")(
             **generation_overrides

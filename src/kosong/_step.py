@@ -10,10 +10,12 @@ from typing import Any
 
 from kosong._generate import Callback, GenerateResult, generate
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
+from kosong.chat_provider.native import NativeTool, NativeToolSpec
 from kosong.message import ContentPart, Message, TextPart, ToolCall
-from kosong.tooling import ToolResult, Toolset
+from kosong.tooling import SearchableToolset, Tool, ToolOk, ToolResult, Toolset
+from kosong.utils.typing import JsonType
 
-__all__ = ["StepResult", "step", "tool_result_to_message"]
+__all__ = ["StepResult", "offered", "step", "tool_result_to_message"]
 
 logger = logging.getLogger("kosong.step")
 
@@ -50,6 +52,8 @@ async def step(
     tool_choice: ToolChoice | None = None,
     generation_overrides: Mapping[str, Any] | None = None,
     on_trace_id: Callback[str | None] | None = None,
+    parallel_tool_calls: bool | None = None,
+    native_tools: Sequence[NativeToolSpec] | None = None,
 ) -> StepResult:
     """Ask the model for one answer and run its tool calls while the answer still streams.
 
@@ -57,8 +61,12 @@ async def step(
     the rest of the answer arrives; `StepResult.tool_results()` gives their results in call
     order. `on_tool_result` (sync) is called as each result is ready, in completion order; it
     is not called for a call cancelled before it finished. `history` is not changed.
-    `tool_choice`, `generation_overrides` and `on_provider_trace_id` (alias `on_trace_id`)
-    are passed to `generate` (see there): they apply to this step only.
+    `tool_choice`, `parallel_tool_calls`, `native_tools`, `generation_overrides` and
+    `on_provider_trace_id` (alias `on_trace_id`) are passed to `generate` (see there): they
+    apply to this step only. A native tool's blocks stay in the message as `NativeToolPart`s:
+    the provider ran it, so the toolset never sees them. A call of a provider's builtin
+    function (a `$` name: Moonshot's `$web_search`) is answered with its own arguments, as
+    Moonshot's tool-use guide says, and never reaches the toolset either.
 
     If the provider fails or the step is cancelled while the answer streams, every tool call
     already dispatched is cancelled and awaited before the error (or the cancellation)
@@ -78,15 +86,24 @@ async def step(
             logger.exception("on_tool_result raised")
 
     def dispatch(tool_call: ToolCall) -> None:
-        future = _as_future(toolset.handle(tool_call))
+        if tool_call.function.name.startswith("$"):
+            # A provider's builtin function (Moonshot's $web_search): the provider runs it,
+            # and wants the call's arguments back as its result (Moonshot's tool-use guide).
+            echoed = ToolResult(tool_call.id, ToolOk(output=tool_call.function.arguments or ""))
+            future = _as_future(echoed)
+        else:
+            future = _as_future(toolset.handle(tool_call))
         future.add_done_callback(report)
         futures.append(future)
 
+    tools, searching = offered(toolset, chat_provider)
+    if searching:
+        native_tools = [*(native_tools or ()), *searching]
     try:
         result = await generate(
             chat_provider,
             system_prompt,
-            toolset.tools,
+            tools,
             history,
             on_message_part=on_message_part,
             on_tool_call=dispatch,
@@ -94,6 +111,8 @@ async def step(
             tool_choice=tool_choice,
             generation_overrides=generation_overrides,
             on_trace_id=on_trace_id,
+            parallel_tool_calls=parallel_tool_calls,
+            native_tools=native_tools,
         )
     except BaseException:
         await _cancel_all(futures)
@@ -115,9 +134,11 @@ def tool_result_to_message(result: ToolResult, *, text_only: bool = False) -> Me
 
     Its content is the tool's output (text, or its content parts) followed by the result's
     `message` when there is one; a failure's message is marked `ERROR:` so the model knows the
-    call failed. Display blocks and extras are for the user interface and never sent. With
-    `text_only`, non-text parts are left out (for a provider that accepts only text in tool
-    messages); providers do that themselves where needed, so the default keeps every part.
+    call failed, and the message's `is_error` is True (sent as the API marks a failed call,
+    where it has a way: Anthropic's `is_error`, Gemini's `error`). Display blocks and extras
+    are for the user interface and never sent. With `text_only`, non-text parts are left out
+    (for a provider that accepts only text in tool messages); providers do that themselves
+    where needed, so the default keeps every part.
     """
     value = result.return_value
     parts: list[ContentPart] = (
@@ -130,7 +151,42 @@ def tool_result_to_message(result: ToolResult, *, text_only: bool = False) -> Me
         parts.append(TextPart(text=_error_text(value.message) if value.is_error else value.message))
     elif value.is_error and not parts:
         parts.append(TextPart(text="ERROR: the tool call failed"))
-    return Message(role="tool", tool_call_id=result.tool_call_id, content=parts or "")
+    return Message(
+        role="tool",
+        tool_call_id=result.tool_call_id,
+        content=parts or "",
+        is_error=True if value.is_error else None,
+    )
+
+
+_NATIVE_SEARCH: dict[str, dict[str, JsonType]] = {
+    "anthropic": {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
+    "openai-responses": {"type": "tool_search"},
+}
+"""The providers with a tool search of their own, and its tool: Anthropic's BM25 tool search
+(https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool) and the
+Responses API's `tool_search` (https://platform.openai.com/docs/guides/tools-tool-search)."""
+
+
+def offered(toolset: Toolset, provider: ChatProvider) -> tuple[list[Tool], list[NativeToolSpec]]:
+    """The tools a step offers, and the native tools it adds.
+
+    A `searchable` toolset (with `native_search`) sent to a provider with a tool search of
+    its own offers its whole catalog, each tool deferred (but the always-visible ones), and
+    that provider's search tool: the same list at every step. Else the toolset's `tools`.
+    """
+    name = getattr(provider, "name", "")
+    search = _NATIVE_SEARCH.get(name)
+    if not (isinstance(toolset, SearchableToolset) and toolset.native_search and search):
+        return toolset.tools, []
+    tools = [t if t.name in toolset.always_visible else _deferred(t, name) for t in toolset.catalog]
+    return tools, [NativeTool(name, search)]
+
+
+def _deferred(tool: Tool, provider: str) -> Tool:
+    options = dict(tool.provider_options or {})
+    options[provider] = {**options.get(provider, {}), "defer_loading": True}
+    return tool.model_copy(update={"provider_options": options})
 
 
 def _error_text(message: str) -> str:

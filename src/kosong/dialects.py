@@ -17,6 +17,12 @@ Dialects (`DIALECTS`):
   `kosong.standard.to_strict_schema` where it can convert the schema.
 - `"anthropic"`: the Messages API's `input_schema`. Rejected: a root that is not an object, or
   `anyOf` / `oneOf` / `allOf` at the root. Ignored: validation keywords, as for OpenAI.
+- `"anthropic-strict"`: a tool Anthropic gets with `strict: true` (structured outputs' JSON
+  Schema limitations). Rejected: what `"anthropic"` rejects, numeric, string and array
+  constraints (`minimum`, `maxLength`, `minItems` above 1...), string formats outside the
+  supported ones (fix: moved into the description, as Anthropic's SDKs do), an object without
+  `additionalProperties: false` (fix: closed), object or array enum values, a recursive
+  schema.
 - `"moonshot"` (alias `"kimi"`): Moonshot's "moonshot flavored JSON Schema". Rejected: a
   schema without `type` (fix: the type its `enum` / `const` values imply, integers and floats
   together being "number", or the keywords that apply to one type only: `properties`,
@@ -25,10 +31,10 @@ Dialects (`DIALECTS`):
   `type` beside `anyOf` / `oneOf` (fix: move it into each branch); a `$ref` with sibling
   keywords (fix: inline the local reference); a root that is not an object; a tool name
   shorter than 3 characters.
-- `"gemini"`: Gemini's function declarations, a subset of OpenAPI 3.0. Rejected: keywords
-  outside the subset (fix: `kosong.formats.to_gemini_schema` leaves them out), a list as
-  `type` and `const` (fix: `nullable` / `anyOf`, a one-value `enum`), `$ref` (fix: inline),
-  a root that is not an object.
+- `"gemini"`: Gemini's `parametersJsonSchema` (JSON Schema). Rejected: a root that is not an
+  object; enum values other than strings and numbers; a `$ref` with sibling keywords (fix:
+  inline the local reference); a recursive reference in a required property. Ignored:
+  keywords outside the ones Gemini reads (`pattern`, `minLength`, `const`, `not`...).
 - `"mcp"`: MCP's `tools/list`. Rejected: an `inputSchema` that is not an object.
 
 A tool whose name starts with `$` declares a Moonshot builtin function (`$web_search`): the
@@ -42,11 +48,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, cast, get_args
 
-from kosong.formats import GEMINI_SCHEMA_KEYS, to_gemini_schema
 from kosong.standard import StrictSchemaError, check_strict_schema, to_strict_schema
 from kosong.tooling import Tool
 from kosong.utils.jsonschema import deref_json_schema
@@ -64,7 +71,9 @@ __all__ = [
     "fix_tool",
 ]
 
-Dialect: TypeAlias = Literal["openai", "openai-strict", "anthropic", "moonshot", "gemini", "mcp"]
+Dialect: TypeAlias = Literal[
+    "openai", "openai-strict", "anthropic", "anthropic-strict", "moonshot", "gemini", "mcp"
+]
 """A provider's dialect of JSON Schema."""
 
 Effect: TypeAlias = Literal["rejected", "ignored"]
@@ -83,6 +92,9 @@ SOURCES: dict[Dialect, tuple[str, ...]] = {
     "anthropic": (
         "https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use",
     ),
+    "anthropic-strict": (
+        "https://platform.claude.com/docs/en/build-with-claude/structured-outputs#json-schema-limitations",
+    ),
     "moonshot": (
         "https://platform.kimi.ai/docs/api/tool-use",
         "https://github.com/MoonshotAI/kimi-cli/issues/2531",
@@ -92,7 +104,8 @@ SOURCES: dict[Dialect, tuple[str, ...]] = {
         "https://github.com/14790897/MiqroForge-Desktop/issues/1165",
     ),
     "gemini": (
-        "https://ai.google.dev/api/caching#Schema",
+        "https://ai.google.dev/api/caching#FunctionDeclaration",
+        "https://ai.google.dev/api/generate-content#FIELDS.response_json_schema",
         "https://ai.google.dev/gemini-api/docs/function-calling",
     ),
     "mcp": ("https://modelcontextprotocol.io/specification/2025-06-18/server/tools",),
@@ -106,6 +119,8 @@ _VALIDATION_KEYWORDS = (
     "minProperties", "maxProperties",
 )  # fmt: skip
 _COMPOSITIONS = ("anyOf", "oneOf", "allOf")
+_STRICT_MODES: frozenset[Dialect] = frozenset({"openai-strict", "anthropic-strict"})
+"""The dialects of a strict mode: they apply to the tools sent strict only."""
 _SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
 _SUBSCHEMAS = ("items", "additionalProperties", "not", "if", "then", "else", "contains")
@@ -243,9 +258,9 @@ def check_tools(
 
     A tool may be a `Tool` or a definition dict in any provider format (with `parameters`,
     `input_schema` or `inputSchema`). `include_ignored=False` leaves out what providers only
-    ignore. With the default dialects, strict mode (`"openai-strict"`) is checked only for the
-    tools that declare `strict` (a provider sends the others without it); name it in
-    `dialects` to check every tool against it.
+    ignore. With the default dialects, the strict modes (`"openai-strict"`,
+    `"anthropic-strict"`) are checked only for the tools that declare `strict` (a provider
+    sends the others without it); name one in `dialects` to check every tool against it.
 
     Raises:
         ValueError: a dialect name is unknown.
@@ -258,7 +273,7 @@ def check_tools(
         name, schema, strict = _as_tool(tool)
         names.append(name)
         for dialect in chosen:
-            if dialect == "openai-strict" and dialects is None and not strict:
+            if dialect in _STRICT_MODES and dialects is None and not strict:
                 not_checked.add((name, dialect))
                 continue
             check = _check_builtin if name.startswith("$") else _CHECKS[dialect]
@@ -278,10 +293,9 @@ def fix_schema(schema: Mapping[str, Any], dialect: str) -> dict[str, Any]:
     if name == "moonshot":
         return _fix_moonshot(fixed)
     if name == "gemini":
-        try:
-            return to_gemini_schema(fixed)
-        except ValueError:
-            return fixed
+        return _fix_gemini(fixed)
+    if name == "anthropic-strict":
+        return _fix_anthropic_strict(fixed)
     if name == "openai-strict":
         try:
             return to_strict_schema(fixed)
@@ -384,6 +398,92 @@ def _check_anthropic(name: str, schema: dict[str, Any], dialect: Dialect) -> lis
     return found + _ignored_keywords(name, schema, "anthropic")
 
 
+_ANTHROPIC_UNSUPPORTED = (
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "minLength", "maxLength", "maxItems", "uniqueItems", "contains", "minContains",
+    "maxContains", "minProperties", "maxProperties", "patternProperties",
+)  # fmt: skip
+"""Constraints Anthropic's strict tools do not support ("Numerical constraints", "String
+constraints", "Array constraints beyond minItems of 0 or 1" in the JSON Schema limitations)."""
+_ANTHROPIC_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+)
+"""The string formats Anthropic's strict tools support."""
+
+
+def _check_anthropic_strict(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
+    found = _check_anthropic(name, schema, "anthropic-strict")
+    found = [f for f in found if f.effect == "rejected"]  # strict mode enforces the rest
+    fix = "kosong moves the constraint into the description, as Anthropic's SDKs do"
+    for node, path in _walk(schema, "parameters"):
+        for key in _ANTHROPIC_UNSUPPORTED:
+            if key in node:
+                found.append(
+                    Finding(name, "anthropic-strict", f"{path}.{key}",
+                            "anthropic-strict.unsupported", "rejected",
+                            f"`{key}` is not supported by strict tools", fix)
+                )  # fmt: skip
+        items = node.get("minItems")
+        if isinstance(items, int) and items > 1:
+            found.append(
+                Finding(name, "anthropic-strict", f"{path}.minItems",
+                        "anthropic-strict.unsupported", "rejected",
+                        "strict tools support minItems 0 and 1 only", fix)
+            )  # fmt: skip
+        if node.get("type") == "object" and node.get("additionalProperties") is not False:
+            found.append(
+                Finding(name, "anthropic-strict", path, "anthropic-strict.open-object",
+                        "rejected",
+                        "every object of a strict tool needs additionalProperties: false",
+                        "close the object (a strict kosong Tool closes every object itself)")
+            )  # fmt: skip
+        fmt = node.get("format")
+        if isinstance(fmt, str) and fmt not in _ANTHROPIC_FORMATS:
+            found.append(
+                Finding(name, "anthropic-strict", f"{path}.format", "anthropic-strict.format",
+                        "rejected", f"the string format {fmt!r} is not supported by strict tools",
+                        fix)
+            )  # fmt: skip
+        values = node.get("enum")
+        if isinstance(values, list) and any(
+            isinstance(v, dict | list) for v in cast(list[Any], values)
+        ):
+            found.append(
+                Finding(name, "anthropic-strict", f"{path}.enum", "anthropic-strict.enum",
+                        "rejected", "enum values must be strings, numbers, booleans or null")
+            )  # fmt: skip
+    with contextlib.suppress(ValueError):
+        if any("$ref" in n for n, _ in _walk(deref_json_schema(schema), "parameters")):
+            found.append(
+                Finding(name, "anthropic-strict", "parameters", "anthropic-strict.recursive",
+                        "rejected", "recursive schemas are not supported by strict tools")
+            )  # fmt: skip
+    return found
+
+
+def _fix_anthropic_strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """Move the constraints strict tools lack into the description, as Anthropic's SDKs do.
+
+    Unsupported formats too, and an object that does not say gets `additionalProperties:
+    false` (a strict kosong Tool has it already). The toolset still checks the original.
+    """
+    for node, _ in _walk(schema, "parameters"):
+        if node.get("type") == "object" and "additionalProperties" not in node:
+            node["additionalProperties"] = False  # strict mode closes every object
+        moved = {k: node.pop(k) for k in _ANTHROPIC_UNSUPPORTED if k in node}
+        items = node.get("minItems")
+        if isinstance(items, int) and items > 1:
+            moved["minItems"] = node.pop("minItems")
+        fmt = node.get("format")
+        if isinstance(fmt, str) and fmt not in _ANTHROPIC_FORMATS:
+            moved["format"] = node.pop("format")
+        if moved:
+            said = ", ".join(f"{k}: {json.dumps(v)}" for k, v in moved.items())
+            text = node.get("description")
+            node["description"] = f"{text} ({said})" if isinstance(text, str) and text else said
+    return schema
+
+
 _IMPLYING: dict[str, tuple[str, ...]] = {
     "object": ("properties", "additionalProperties", "patternProperties", "required",
                "minProperties", "maxProperties", "propertyNames"),
@@ -418,6 +518,13 @@ def _json_type(value: Any) -> str:
     if isinstance(value, str):
         return "string"
     return "array" if isinstance(value, list) else "object"
+
+
+_CONDITION = re.compile(r"\.(?:if|then|else|not)(?:[.\[]|$)")
+"""A path inside `if` / `then` / `else` / `not`: a condition on the instance its parent
+describes, not a schema of a value of its own. A `type` added there would change what the
+schema means (`if: {"properties": ...}` holds for a non-object; with `type` it no longer
+does), so Moonshot's type rule neither asks for one there nor adds one."""
 
 
 def _check_moonshot(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
@@ -457,7 +564,7 @@ def _check_moonshot(name: str, schema: dict[str, Any], dialect: Dialect) -> list
                         "not the parent schema", fix,
                     )
                 )  # fmt: skip
-        elif "type" not in node and "allOf" not in node:
+        elif "type" not in node and "allOf" not in node and not _CONDITION.search(path):
             implied = _implied_type(node)
             found.append(
                 Finding(
@@ -481,49 +588,111 @@ def _fix_moonshot(schema: dict[str, Any]) -> dict[str, Any]:
             for branch in cast(list[Any], node[composition]):
                 if isinstance(branch, dict) and "type" not in branch and "$ref" not in branch:
                     cast(dict[str, Any], branch)["type"] = copy.deepcopy(type_)
-        elif composition is None and "type" not in node and "allOf" not in node:
+        elif (
+            composition is None
+            and "type" not in node
+            and "allOf" not in node
+            and not _CONDITION.search(path)
+        ):
             implied = _implied_type(node)
             if implied is not None:
                 node["type"] = implied
     return schema
 
 
+_GEMINI_KEYWORDS = frozenset(
+    {"type", "format", "title", "description", "enum", "items", "prefixItems", "minItems",
+     "maxItems", "minimum", "maximum", "anyOf", "oneOf", "properties", "additionalProperties",
+     "required", "propertyOrdering"}
+)  # fmt: skip
+"""The JSON Schema keywords Gemini reads (besides `$id`, `$defs`, `$ref`, `$anchor`): the list
+of https://ai.google.dev/api/generate-content#FIELDS.response_json_schema ("only the following
+properties are supported"), the one place Google lists them for its JSON Schema fields."""
+
+
 def _check_gemini(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
     found = _root_object(name, schema, "gemini")
     for node, path in _walk(schema, "parameters"):
-        for key, value in node.items():
-            where = f"{path}.{key}"
-            if key == "type" and isinstance(value, list):
+        if "$ref" in node:
+            siblings = sorted(k for k in node if not k.startswith("$"))
+            if siblings:
                 found.append(
                     Finding(
-                        name, "gemini", where, "gemini.type-list", "rejected",
-                        "a list of types is not accepted",
-                        '"nullable": true for a null type, anyOf for several',
+                        name, "gemini", path, "gemini.ref-siblings", "rejected",
+                        f"a `$ref` with sibling keywords {siblings}: Gemini takes no keyword "
+                        "but `$...` ones beside a `$ref`",
+                        "inline the local reference" if str(node["$ref"]).startswith("#") else None,
                     )
                 )  # fmt: skip
-            elif key == "const":
-                found.append(
-                    Finding(name, "gemini", where, "gemini.const", "rejected",
-                            "`const` is not in Gemini's schema subset", "a one-value enum")
-                )  # fmt: skip
-            elif key == "$ref":
-                found.append(
-                    Finding(name, "gemini", where, "gemini.ref", "rejected",
-                            "references are not in Gemini's schema subset",
-                            "inline the local reference" if str(value).startswith("#") else None)
-                )  # fmt: skip
-            elif key in ("$defs", "definitions"):
-                continue  # reported through the references that use them
-            elif key not in GEMINI_SCHEMA_KEYS:
+        for key, value in node.items():
+            where = f"{path}.{key}"
+            if key == "enum" and isinstance(value, list):
+                odd = [v for v in cast(list[Any], value) if _json_type(v) not in _ENUM_TYPES]
+                if odd:
+                    found.append(
+                        Finding(
+                            name, "gemini", where, "gemini.enum-values", "rejected",
+                            f"enum values must be strings or numbers, got {_json_text(odd)}",
+                        )
+                    )  # fmt: skip
+            elif not key.startswith("$") and key not in _GEMINI_KEYWORDS and key != "definitions":
                 found.append(
                     Finding(
-                        name, "gemini", where, "gemini.unknown-field", "rejected",
-                        f"`{key}` is not a field of Gemini's Schema (an unknown field is a 400)",
-                        "leave it out (kosong.formats.to_gemini_schema does); the model no "
-                        "longer reads it, the toolset still validates it",
+                        name, "gemini", where, "gemini.not-read", "ignored",
+                        f"`{key}` is not among the JSON Schema keywords Gemini reads; the "
+                        "model does not see it (the toolset still validates it)",
+                    )
+                )  # fmt: skip
+    return found + _recursive_required(name, schema)
+
+
+_ENUM_TYPES = frozenset({"string", "integer", "number"})
+
+
+def _json_text(values: list[Any]) -> str:
+    return json.dumps(values, ensure_ascii=False)
+
+
+def _recursive_required(name: str, schema: dict[str, Any]) -> list[Finding]:
+    """Findings for recursive references in required properties.
+
+    Gemini unrolls cycles "to a limited degree", so they "may only be used within
+    non-required properties" (the response_json_schema page).
+    """
+    try:
+        flat = deref_json_schema(schema)
+    except ValueError:
+        return []  # a dangling reference: the toolset refused the schema already
+    found: list[Finding] = []
+    for node, path in _walk(flat, "parameters"):
+        required = node.get("required")
+        properties = node.get("properties")
+        if not isinstance(required, list) or not isinstance(properties, dict):
+            continue
+        for prop in cast(list[Any], required):
+            sub = cast(dict[str, Any], properties).get(prop)
+            if isinstance(sub, dict) and any("$ref" in n for n, _ in _walk(sub, "")):
+                found.append(
+                    Finding(
+                        name, "gemini", f"{path}.properties.{prop}", "gemini.recursive-required",
+                        "rejected",
+                        "a recursive reference in a required property: Gemini allows cycles "
+                        "only in properties that are not required",
                     )
                 )  # fmt: skip
     return found
+
+
+def _fix_gemini(schema: dict[str, Any]) -> dict[str, Any]:
+    """Inline local references when one has sibling keywords (Gemini refuses those)."""
+    siblings = any(
+        "$ref" in node and any(not k.startswith("$") for k in node)
+        for node, _ in _walk(schema, "parameters")
+    )
+    if siblings:
+        with contextlib.suppress(ValueError):  # a dangling reference: left for the check
+            return deref_json_schema(schema)
+    return schema
 
 
 def _check_mcp(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
@@ -551,6 +720,7 @@ def _check_builtin(name: str, schema: dict[str, Any], dialect: Dialect) -> list[
 _CHECKS: dict[Dialect, Callable[[str, dict[str, Any], Dialect], list[Finding]]] = {
     "openai": _check_openai,
     "openai-strict": _check_openai_strict,
+    "anthropic-strict": _check_anthropic_strict,
     "anthropic": _check_anthropic,
     "moonshot": _check_moonshot,
     "gemini": _check_gemini,

@@ -4,8 +4,8 @@
 |---|---|
 | `to_openai_chat_tool` | `{"type": "function", "function": {name, description, parameters}}` |
 | `to_openai_responses_tool` | `{"type": "function", name, description, parameters, strict}` |
-| `to_anthropic_tool` | `{name, description, input_schema}` |
-| `to_gemini_function_declaration` | `{name, description, parameters}` in Gemini's OpenAPI subset |
+| `to_anthropic_tool` | `{name, description, input_schema, strict?}` |
+| `to_gemini_function_declaration` | `{name, description, parametersJsonSchema}` |
 | `to_mcp_tool` | `{name, title?, description, inputSchema, annotations?}` |
 
 A `Tool` whose name starts with `$` declares a provider's builtin function (Moonshot's
@@ -17,14 +17,19 @@ is accepted too). The conversions copy the schema; the `Tool` is not changed.
 
 `strict` comes from the tool's metadata: an OpenAI Chat tool carries it only when the tool
 declares it, while a Responses tool always states it, since the Responses API makes a function
-strict when `strict` is left out. MCP's `annotations` come from the tool's behaviour hints and
-`title`.
+strict when `strict` is left out; an Anthropic tool carries `strict: true` when the tool is
+strict. MCP's `annotations` come from the tool's behaviour hints and
+`title`. A tool's `provider_options` for a provider are merged into that provider's entry
+(`to_openai_chat_tool(tool, provider="kimi")` for Moonshot's); each function is a pure
+function of the tool.
 
-Gemini reads a subset of OpenAPI 3.0 rather than JSON Schema. `to_gemini_function_declaration`
-converts what has a safe equivalent (local `$ref`s inlined, `["string", "null"]` to
-`nullable`, `const` to a one-value `enum`) and leaves out keywords the subset lacks, which
-Gemini would reject as unknown fields; `kosong.dialects.check_tools(..., ["gemini"])` lists
-what is left out.
+Gemini takes a function's parameters two ways: `parametersJsonSchema`, JSON Schema as it is
+(https://ai.google.dev/api/caching#FunctionDeclaration), which `to_gemini_function_declaration`
+writes, as the published kosong does; and the older `parameters`, a subset of OpenAPI 3.0.
+`to_gemini_schema` converts a JSON Schema to that subset where a caller still needs it (local
+`$ref`s inlined, `["string", "null"]` to `nullable`, `const` to a one-value `enum`, keywords
+the subset lacks left out). `kosong.dialects.check_tools(..., ["gemini"])` lists what Gemini
+still refuses or does not read in a JSON Schema.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, cast
 
-from kosong.tooling import Tool
+from kosong.tooling import FreeformTool, Tool
 from kosong.utils.jsonschema import deref_json_schema
 
 __all__ = [
@@ -71,8 +76,35 @@ def _parameters(tool: Tool) -> dict[str, Any]:
     return copy.deepcopy(tool.parameters)
 
 
-def to_openai_chat_tool(tool: Tool) -> dict[str, Any]:
-    """The tool as a Chat Completions `tools` entry; `strict` only when the tool declares it."""
+def _with_options(entry: dict[str, Any], tool: Tool, provider: str) -> dict[str, Any]:
+    """`entry` with the tool's `provider_options[provider]` merged in (copies)."""
+    options = (tool.provider_options or {}).get(provider)
+    if options:
+        entry.update(copy.deepcopy(options))
+    return entry
+
+
+def _custom_format(tool: FreeformTool) -> dict[str, Any]:
+    grammar = tool.grammar
+    if grammar is None:
+        return {"type": "text"}
+    return {"type": "grammar", "syntax": grammar.syntax, "definition": grammar.definition}
+
+
+def to_openai_chat_tool(tool: Tool, *, provider: str = "openai") -> dict[str, Any]:
+    """The tool as a Chat Completions `tools` entry; `strict` only when the tool declares it.
+
+    The tool's `provider_options[provider]` ("openai", or "kimi" for Moonshot) are merged into
+    the `function` object. A `FreeformTool` is a custom tool for OpenAI (its text constrained
+    by its grammar), a function of one string for another provider (Moonshot has no custom
+    tools).
+    """
+    if isinstance(tool, FreeformTool) and provider == "openai":
+        fmt = _custom_format(tool)
+        if fmt["type"] == "grammar":
+            fmt = {"type": "grammar", "grammar": {k: fmt[k] for k in ("definition", "syntax")}}
+        custom = {"name": tool.name, "description": tool.description, "format": fmt}
+        return {"type": "custom", "custom": _with_options(custom, tool, provider)}
     function: dict[str, Any] = {
         "name": tool.name,
         "description": tool.description,
@@ -80,23 +112,50 @@ def to_openai_chat_tool(tool: Tool) -> dict[str, Any]:
     }
     if tool.strict is not None:
         function["strict"] = tool.strict
-    return {"type": "function", "function": function}
+    return {"type": "function", "function": _with_options(function, tool, provider)}
 
 
 def to_openai_responses_tool(tool: Tool) -> dict[str, Any]:
-    """The tool as a Responses API `tools` entry; `strict` always stated."""
-    return {
+    """The tool as a Responses API `tools` entry; `strict` always stated.
+
+    The tool's `output_schema` goes as `output_schema` (the JSON value its text output holds),
+    and its `provider_options["openai-responses"]` are merged in (`defer_loading`...). A
+    `FreeformTool` is a custom tool (`{"type": "custom", name, description, format}`).
+    """
+    if isinstance(tool, FreeformTool):
+        custom = {
+            "type": "custom",
+            "name": tool.name,
+            "description": tool.description,
+            "format": _custom_format(tool),
+        }
+        return _with_options(custom, tool, "openai-responses")
+    entry: dict[str, Any] = {
         "type": "function",
         "name": tool.name,
         "description": tool.description,
         "parameters": _parameters(tool),
         "strict": bool(tool.strict),
     }
+    if tool.output_schema is not None:
+        entry["output_schema"] = copy.deepcopy(tool.output_schema)
+    return _with_options(entry, tool, "openai-responses")
 
 
 def to_anthropic_tool(tool: Tool) -> dict[str, Any]:
-    """The tool as an Anthropic Messages API `tools` entry."""
-    return {"name": tool.name, "description": tool.description, "input_schema": _parameters(tool)}
+    """The tool as an Anthropic Messages API `tools` entry; `strict: true` for a strict tool.
+
+    The tool's `provider_options["anthropic"]` are merged in (`input_examples`,
+    `defer_loading`, `cache_control`, `eager_input_streaming`, `allowed_callers`...).
+    """
+    out: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": _parameters(tool),
+    }
+    if tool.strict:
+        out["strict"] = True
+    return _with_options(out, tool, "anthropic")
 
 
 def to_gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -143,12 +202,17 @@ def _gemini(node: Any) -> Any:
 
 
 def to_gemini_function_declaration(tool: Tool) -> dict[str, Any]:
-    """The tool as a Gemini `functionDeclarations` entry (see the module doc)."""
-    return {
+    """The tool as a Gemini `functionDeclarations` entry, its JSON Schema in `parametersJsonSchema`.
+
+    Its `provider_options["gemini"]` are merged in (`behavior`, `responseJsonSchema`...). See
+    the module doc.
+    """
+    entry: dict[str, Any] = {
         "name": tool.name,
         "description": tool.description,
-        "parameters": to_gemini_schema(tool.parameters),
+        "parametersJsonSchema": _parameters(tool),
     }
+    return _with_options(entry, tool, "gemini")
 
 
 def to_mcp_tool(tool: Tool) -> dict[str, Any]:

@@ -8,11 +8,12 @@ user is found the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import (
     BaseModel,
     Field,
+    SerializationInfo,
     SerializerFunctionWrapHandler,
     field_serializer,
     field_validator,
@@ -26,6 +27,7 @@ __all__ = [
     "ContentPart",
     "ImageURLPart",
     "Message",
+    "NativeToolPart",
     "Role",
     "TextPart",
     "ThinkPart",
@@ -79,6 +81,22 @@ class ThinkPart(ContentPart):
         return True
 
 
+class NativeToolPart(ContentPart):
+    """A block of a provider's native tool in an answer: a call, a result, cited text.
+
+    `data` is the block exactly as the API sent it (an Anthropic `server_tool_use` or
+    `web_search_tool_result`, an OpenAI Responses `web_search_call` item, a Gemini
+    `executableCode` part...). It streams like any part, stays in the message, and goes back
+    unchanged to the same provider on the next turn; other providers leave it out.
+    """
+
+    type: str = "native_tool"
+    provider: str
+    """The `name` of the provider that sent it ("anthropic", "openai-responses", "gemini")."""
+    data: dict[str, JsonType]
+    """The block as the API sent it."""
+
+
 class _MediaURL(BaseModel):
     """Where a medium (an image, an audio clip, a video) is: the shape the three parts share."""
 
@@ -121,6 +139,9 @@ class VideoURLPart(ContentPart):
     """The video."""
 
 
+_MEDIA_PARTS = (ImageURLPart, AudioURLPart, VideoURLPart)
+
+
 class ToolCall(BaseModel):
     """A request from the model to call a tool."""
 
@@ -132,8 +153,9 @@ class ToolCall(BaseModel):
         arguments: str | None = None
         """The arguments as the model wrote them: a JSON string, or None when it gave none."""
 
-    type: Literal["function"] = "function"
-    """Always "function"."""
+    type: Literal["function", "custom"] = "function"
+    """"function": `arguments` is a JSON string; "custom": a call of a custom (free-form)
+    tool, whose `arguments` is its text input, given to the tool unparsed."""
     id: str
     """The call's id; the matching result carries it back."""
     function: FunctionBody
@@ -197,6 +219,9 @@ class Message(BaseModel):
     """For a tool message: the id of the call it answers."""
     partial: bool | None = None
     """True for an assistant message the model should continue (prefill)."""
+    is_error: bool | None = None
+    """For a tool message: True when the call failed. Providers whose APIs mark a failed call
+    send it so (Anthropic's `is_error`, Gemini's `error` response); the text says so too."""
 
     if TYPE_CHECKING:  # what the constructor accepts, for type checkers; the validator coerces
 
@@ -209,6 +234,7 @@ class Message(BaseModel):
             tool_calls: Sequence[ToolCall] | None = None,
             tool_call_id: str | None = None,
             partial: bool | None = None,
+            is_error: bool | None = None,
         ) -> None: ...
 
     @field_validator("content", mode="before")
@@ -224,11 +250,24 @@ class Message(BaseModel):
 
     @field_serializer("content", mode="wrap")
     def _serialize_content(
-        self, content: list[ContentPart], handler: SerializerFunctionWrapHandler
+        self,
+        content: list[ContentPart],
+        handler: SerializerFunctionWrapHandler,
+        info: SerializationInfo,
     ) -> Any:
         if len(content) == 1 and type(content[0]) is TextPart:
             return content[0].text
-        return handler(content)
+        dumped: object = handler(content)
+        if not info.exclude_none or not isinstance(dumped, list):
+            return dumped
+        # As the published kosong writes a message: a media part keeps its `"id": null` (its
+        # users' stored messages and its own tests compare against that shape).
+        written = cast(list[object], dumped)
+        for part, item in zip(content, written, strict=True):
+            media = getattr(part, part.type, None) if isinstance(part, _MEDIA_PARTS) else None
+            if isinstance(media, _MediaURL) and isinstance(item, dict):
+                cast(dict[str, Any], item)[part.type].setdefault("id", media.id)
+        return written
 
     def extract_text(self, sep: str = "") -> str:
         """The text of the message's text parts, joined by `sep`."""

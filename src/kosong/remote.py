@@ -222,7 +222,13 @@ class RemoteToolset(BaseToolset):
 
 
 def _report(progress: Any, message: Any, last: float) -> float:
-    """Pass progress on to the local pipeline (if any); the progress now."""
+    """Pass progress on to the local pipeline (if any); the progress now.
+
+    An event without a percentage (no `progress`) is passed on as such, with its message.
+    """
+    if progress is None:
+        report_progress(None, str(message or ""))
+        return last
     if isinstance(progress, int | float) and not isinstance(progress, bool):
         with contextlib.suppress(ValueError):
             report_progress(float(progress), str(message or ""))

@@ -8,7 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _bodies import check_anthropic_body, check_chat_body, check_responses_body
+from _bodies import (
+    check_anthropic_body,
+    check_chat_body,
+    check_gemini_body,
+    check_responses_body,
+)
 from _cases import ADD_TOOL, CALLS, SYSTEM, TOOLS, WEB_SEARCH, conversation, user
 from _wire import (
     SDK_SUBCLASSES_AIOHTTP,
@@ -449,6 +454,7 @@ def gemini_history() -> list[Message]:
 async def test_gemini_sends_plain_text_as_documented(wire: WireServer) -> None:
     body = await sent(wire, gemini(wire), ok_gemini(), SYSTEM, [], user())
     assert body == gemini_fx.PLAIN
+    check_gemini_body(body)
     request = wire.requests[-1]
     assert (request.path, request.query) == (
         f"/v1beta/models/{gemini_fx.MODEL}:streamGenerateContent",
@@ -463,6 +469,7 @@ async def test_gemini_sends_signatures_back_on_their_parts_and_images_in_functio
     provider = gemini(wire).with_thinking("high")
     body = await sent(wire, provider, ok_gemini(), SYSTEM, TOOLS, gemini_history())
     assert body == gemini_fx.CONVERSATION
+    check_gemini_body(body)
 
 
 async def test_gemini_signs_calls_from_another_providers_history_as_documented(
@@ -471,6 +478,7 @@ async def test_gemini_signs_calls_from_another_providers_history_as_documented(
     history = conversation(ThinkPart(think="x", encrypted="anthropic-signature"))
     body = await sent(wire, gemini(wire).with_thinking("high"), ok_gemini(), SYSTEM, TOOLS, history)
     assert body == gemini_fx.FROM_ANOTHER_PROVIDER
+    check_gemini_body(body)
 
 
 async def test_gemini_2_5_gets_a_placeholder_for_an_image_in_a_tool_result(
@@ -479,6 +487,7 @@ async def test_gemini_2_5_gets_a_placeholder_for_an_image_in_a_tool_result(
     provider = gemini(wire, model="gemini-2.5-flash")
     body = await sent(wire, provider, ok_gemini(), SYSTEM, TOOLS, conversation())
     assert body == gemini_fx.ON_GEMINI_2_5
+    check_gemini_body(body)
 
 
 @pytest.mark.parametrize("model", sorted(gemini_fx.THINKING))
@@ -518,6 +527,7 @@ async def test_gemini_generation_kwargs_go_in_generation_config(wire: WireServer
         wire, provider, ok_gemini(), SYSTEM, [], user(), generation_overrides=overrides
     )
     assert body == gemini_fx.GENERATION
+    check_gemini_body(body)
     assert provider.generation_kwargs == {"temperature": 0.2, "top_p": 0.9}  # per call
 
 
@@ -543,7 +553,9 @@ async def test_gemini_without_streaming_calls_generate_content(wire: WireServer)
     assert (result.id, result.finish_reason) == (gemini_fx.RESPONSE["responseId"], "STOP")
 
 
-async def test_gemini_sends_schemas_in_its_subset_after_the_safe_fixes(wire: WireServer) -> None:
+async def test_gemini_sends_the_json_schema_as_it_is_after_the_safe_fixes(
+    wire: WireServer,
+) -> None:
     from kosong.tooling import Tool
 
     tool = Tool(
@@ -551,25 +563,40 @@ async def test_gemini_sends_schemas_in_its_subset_after_the_safe_fixes(wire: Wir
         description="Look a word up.",
         parameters={
             "type": "object",
-            "properties": {"word": {"type": ["string", "null"], "const": "x"}},
+            "properties": {
+                "word": {"type": ["string", "null"], "const": "x"},
+                "place": {"$ref": "#/$defs/place", "description": "Where."},
+            },
             "additionalProperties": False,
+            "$defs": {"place": {"type": "string", "enum": ["home", "work"]}},
         },
     )
     body = await sent(wire, gemini(wire), ok_gemini(), "", [tool], user())
+    # JSON Schema as it is (a list of types, const, additionalProperties), but the `$ref` with
+    # a sibling inlined: Gemini refuses keywords beside a `$ref`.
     assert body["tools"] == [
         {
             "functionDeclarations": [
                 {
                     "name": "lookup",
                     "description": "Look a word up.",
-                    "parameters": {
+                    "parametersJsonSchema": {
                         "type": "object",
-                        "properties": {"word": {"type": "string", "nullable": True, "enum": ["x"]}},
+                        "properties": {
+                            "word": {"type": ["string", "null"], "const": "x"},
+                            "place": {
+                                "type": "string",
+                                "enum": ["home", "work"],
+                                "description": "Where.",
+                            },
+                        },
+                        "additionalProperties": False,
                     },
                 }
             ]
         }
     ]
+    check_gemini_body(body)
 
 
 async def test_gemini_refuses_a_schema_it_cannot_take_before_sending(wire: WireServer) -> None:
@@ -577,10 +604,11 @@ async def test_gemini_refuses_a_schema_it_cannot_take_before_sending(wire: WireS
 
     tree = Tool(
         name="tree",
-        description="A recursive tree.",
+        description="A recursive tree, its root required.",
         parameters={
             "type": "object",
             "properties": {"node": {"$ref": "#/$defs/node"}},
+            "required": ["node"],
             "$defs": {
                 "node": {
                     "type": "object",
@@ -591,8 +619,14 @@ async def test_gemini_refuses_a_schema_it_cannot_take_before_sending(wire: WireS
             },
         },
     )
-    with pytest.raises(DialectError, match="gemini"):
-        await generate(gemini(wire), "", [tree], user())
+    flag = Tool(
+        name="flag",
+        description="A boolean enum.",
+        parameters={"type": "object", "properties": {"on": {"enum": [True]}}},
+    )
+    for tool in (tree, flag):
+        with pytest.raises(DialectError, match="gemini"):
+            await generate(gemini(wire), "", [tool], user())
     assert wire.requests == []
 
 

@@ -84,7 +84,7 @@ def test_tools_list_schema_and_call_on_a_module() -> None:
         "integers.",
     ]
     assert json.loads(schema.stdout)["parameters"]["required"] == ["a", "b"]
-    assert called.returncode == 0 and json.loads(called.stdout)["data"] == "3"
+    assert called.returncode == 0 and json.loads(called.stdout)["data"] == 3
     assert failed.returncode == 1 and json.loads(failed.stdout)["error"]["code"] == "INVALID_PARAMS"
 
 
@@ -357,7 +357,8 @@ def test_a_url_of_an_mcp_server_is_found_without_mcp_and_forced_with_it() -> Non
         mcp_http.wait(10)
     assert [line.split()[0] for line in guessed.stdout.splitlines()] == ["weather", "count"]
     assert checked.returncode == 0, checked.stderr
-    assert forced.returncode == 0 and json.loads(forced.stdout) == {"result": 1}, forced.stderr
+    # The model reads the content's text; `{"result": 1}` is the data beside it (--json).
+    assert (forced.returncode, forced.stdout) == (0, "1\n"), forced.stderr
     assert _one_clear_line(nothing).startswith(f"kosong: error: cannot use the MCP server {base}")
 
 
@@ -403,4 +404,38 @@ def test_kosong_serve_serves_the_tools_of_an_mcp_command() -> None:
     finally:
         served.kill()
     assert [tool["name"] for tool in listed["tools"]] == ["weather", "count"]
-    assert called["data"] == {"result": 2}
+    assert called["data"] == 2  # a `-> int` tool's value, its MCP `{"result": 2}` taken off
+
+
+def test_tools_take_an_mcp_servers_file_with_config(tmp_path: Path) -> None:
+    example = Path(__file__).parents[2] / "examples" / "mcp_stdio_server.py"
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "notes": {"command": sys.executable, "args": [str(example)]},
+                    "broken": {"command": "x", "headers": {}, "disabled": True},
+                }
+            }
+        )
+    )
+    listed = kosong("tools", "list", "--config", str(config))
+    one = kosong("tools", "list", "--config", str(config), "notes")
+    called = kosong(
+        "tools", "call", "--config", str(config), "notes", "read_note", '{"title": "groceries"}'
+    )
+    missing = kosong("tools", "list", "--config", str(config), "files")
+    with_token = kosong("tools", "list", "--config", str(config), "--token", "t")
+    assert listed.returncode == 0 and listed.stdout == one.stdout, listed.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["read_note", "write_note"]
+    assert (called.returncode, called.stdout) == (0, "milk, eggs, rice\n"), called.stderr
+    assert _one_clear_line(missing) == (
+        "kosong: error: no server 'files' in the mcpServers configuration (its servers: notes)"
+    )
+    assert "--token, --header and --mcp go with a server URL" in _one_clear_line(with_token)
+    config.write_text(json.dumps({"mcpServers": {"bad": {"command": "x", "headers": {}}}}))
+    wrong = kosong("tools", "list", "--config", str(config))
+    assert _one_clear_line(wrong) == (
+        f'kosong: error: {config}: server "bad": "headers" are for a "url"; a "command" takes "env"'
+    )

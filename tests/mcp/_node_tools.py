@@ -19,7 +19,12 @@ INSPECTOR = (
     TOOLS / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
 )
 EVERYTHING = TOOLS / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
-"""The reference "everything" server (TypeScript SDK): `node EVERYTHING stdio|streamableHttp`."""
+"""The reference "everything" server (TypeScript SDK): `node EVERYTHING stdio|sse|streamableHttp`.
+"""
+FILESYSTEM = TOOLS / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
+"""The reference filesystem server: `node FILESYSTEM DIR...` (stdio)."""
+MEMORY = TOOLS / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
+"""The reference memory (knowledge graph) server: `node MEMORY` (stdio; MEMORY_FILE_PATH)."""
 
 
 def require(*paths: Path) -> None:

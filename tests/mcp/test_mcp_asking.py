@@ -30,9 +30,16 @@ from kosong.mcp import (
     SamplingRequest,
     ask_user_to_approve,
 )
-from kosong.message import Message, ToolCall
+from kosong.message import Message, TextPart, ToolCall
 from kosong.server import ServerConfig, create_app
-from kosong.standard import ElicitAnswer, PolicyToolset, current_call, error_code, with_policies
+from kosong.standard import (
+    ElicitAnswer,
+    PolicyToolset,
+    current_call,
+    error_code,
+    structured_data,
+    with_policies,
+)
 from kosong.standard.policies import ApprovalPolicy
 from kosong.testing import make_call
 from kosong.tooling import tool
@@ -361,7 +368,8 @@ async def test_our_elicitation_answers_an_sdk_servers_input_required_round(sdk_a
     seen, elicitation = answers(ElicitAnswer.accept({"name": "Ada"}))
     async with MCPToolset({"sdk": sdk_asker.url}, elicitation=elicitation) as toolset:
         result = (await toolset.handle(call("greet"))).return_value
-    assert json.loads(str(result.output)) == {"result": "hello Ada"}  # the SDK's structured str
+    # The SDK's `-> str` tool: the text is what the model reads, its `{"result": ...}` unwrapped.
+    assert result.output == "hello Ada" and structured_data(result) == "hello Ada"
     assert seen[0].message == "What is your name?" and seen[0].schema is not None
     assert seen[0].schema["required"] == ["name"]
 
@@ -370,7 +378,7 @@ async def test_sampling_runs_on_the_users_chat_provider(sdk_asker: Uvicorn):
     provider = ScriptedChatProvider([["Hi, Ada!"]], model="scripted-small")
     async with MCPToolset({"sdk": sdk_asker.url}, sampling=provider) as toolset:
         result = (await toolset.handle(call("complete"))).return_value
-    assert json.loads(str(result.output)) == {"result": "scripted-small said 'Hi, Ada!' (endTurn)"}
+    assert result.output == "scripted-small said 'Hi, Ada!' (endTurn)"
     request: ScriptedRequest = provider.requests[0]
     assert request.system_prompt == "Be brief."
     assert [(m.role, m.extract_text()) for m in request.history] == [("user", "Say hi to Ada")]
@@ -387,9 +395,7 @@ async def test_sampling_by_a_callback_gets_the_request_as_kosong_messages(sdk_as
 
     async with MCPToolset({"sdk": sdk_asker.url}, sampling=sampling) as toolset:
         result = (await toolset.handle(call("complete"))).return_value
-    assert json.loads(str(result.output)) == {
-        "result": "client said 'hello from the callback' (endTurn)"
-    }
+    assert result.output == "client said 'hello from the callback' (endTurn)"
     assert (seen[0].server, seen[0].system_prompt, seen[0].max_tokens, seen[0].temperature) == (
         "sdk", "Be brief.", 64, 0.2
     )  # fmt: skip
@@ -400,7 +406,8 @@ async def test_roots_are_listed_to_servers_that_ask(sdk_asker: Uvicorn, tmp_path
     roots = ["file:///srv/data", tmp_path]
     async with MCPToolset({"sdk": sdk_asker.url}, roots=roots) as toolset:
         result = (await toolset.handle(call("where"))).return_value
-    assert json.loads(str(result.output)) == {"result": ["file:///srv/data", tmp_path.as_uri()]}
+    assert structured_data(result) == ["file:///srv/data", tmp_path.as_uri()]
+    assert result.output == [TextPart(text="file:///srv/data"), TextPart(text=tmp_path.as_uri())]
 
 
 async def test_a_failing_callback_gives_the_server_an_error_never_an_answer(sdk_asker: Uvicorn):
@@ -414,6 +421,23 @@ async def test_a_failing_callback_gives_the_server_an_error_never_an_answer(sdk_
         async with MCPToolset({"sdk": sdk_asker.url}, elicitation=elicitation) as toolset:
             result = (await toolset.handle(call("greet"))).return_value
         assert result.is_error and said in result.message
+
+
+async def test_an_elicitation_callback_may_answer_with_the_sdks_elicit_result(
+    sdk_asker: Uvicorn, ours: Uvicorn
+):
+    # As `sampling=` takes the SDK's CreateMessageResult, `elicitation=` takes its ElicitResult.
+    async def sdk_answer(request: ElicitationRequest) -> mcp.ElicitResult:
+        if request.message == "Your age?":
+            return mcp.ElicitResult(action="decline")
+        return mcp.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with MCPToolset({"sdk": sdk_asker.url}, elicitation=sdk_answer) as toolset:
+        result = (await toolset.handle(call("greet"))).return_value
+    assert result.output == "hello Ada"
+    async with MCPToolset({"ours": ours.url}, elicitation=sdk_answer) as toolset:
+        ours_result = (await toolset.handle(call("greet"))).return_value
+    assert ours_result.output == "hello Ada (decline: None)"
 
 
 def test_roots_must_be_uris_or_absolute_paths():

@@ -26,7 +26,7 @@ from mcp.server.mcpserver import MCPServer
 
 from kosong.mcp import MCPToolset, ServerSpec
 from kosong.message import ToolCall
-from kosong.standard import error_code
+from kosong.standard import error_code, structured_data
 from tests.mcp._mcp_servers import ROOT, Uvicorn, free_port
 from tests.server._procs import ServerProcess
 
@@ -77,6 +77,46 @@ async def guarded(tokens: Tokens) -> AsyncGenerator[Uvicorn]:
         yield running
 
 
+@pytest.fixture
+async def guarded_sse(tokens: Tokens) -> AsyncGenerator[Uvicorn]:
+    """The same server on the legacy HTTP+SSE transport (2024-11-05), tokens required."""
+    port = free_port()
+    tokens.resource = f"http://127.0.0.1:{port}/sse"
+    server = MCPServer(
+        "guarded-sse",
+        token_verifier=tokens,
+        auth=AuthSettings(
+            issuer_url="https://auth.example.com",  # pyright: ignore[reportArgumentType]
+            resource_server_url=f"http://127.0.0.1:{port}/sse",  # pyright: ignore[reportArgumentType]
+            required_scopes=["tools"],
+            validate_token_resource=True,
+        ),
+    )
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    async with Uvicorn(server.sse_app(), port=port) as running:
+        yield running
+
+
+async def test_the_legacy_sse_transport_takes_the_same_credentials(
+    guarded_sse: Uvicorn, tokens: Tokens
+):
+    url = guarded_sse.url.removesuffix("/mcp") + "/sse"
+    spec = ServerSpec(url=url, headers={"Authorization": "Bearer good"})
+    async with MCPToolset({"sdk": spec}) as toolset:
+        assert toolset.errors == {}
+        result = (await toolset.handle(call("add", {"a": 2, "b": 3}))).return_value
+    assert result.output == "5" and structured_data(result) == 5
+    assert set(tokens.seen) == {"good"}  # the event stream and every POST carried it
+    async with MCPToolset({"sdk": url}) as refused:
+        pass
+    assert "unauthorized (HTTP 401)" in refused.errors["sdk"]
+
+
 def call(name: str, arguments: dict[str, Any]) -> ToolCall:
     body = ToolCall.FunctionBody(name=name, arguments=json.dumps(arguments))
     return ToolCall(id="c1", function=body)
@@ -87,7 +127,8 @@ async def test_a_bearer_header_reaches_a_server_behind_auth(guarded: Uvicorn, to
     async with MCPToolset({"sdk": spec}) as toolset:
         result = (await toolset.handle(call("add", {"a": 2, "b": 3}))).return_value
     assert toolset.errors == {}
-    assert result.output == '{"result":5}'  # the SDK's structured output, as data
+    # The SDK's `-> int`: its text for the model, its `{"result": 5}` unwrapped as the data.
+    assert result.output == "5" and structured_data(result) == 5
     assert set(tokens.seen) == {"good"}
 
 
@@ -157,7 +198,7 @@ async def test_an_httpx_auth_runs_its_flow_on_the_mcp_requests(guarded: Uvicorn,
     auth = RefreshingBearer()
     async with MCPToolset({"sdk": ServerSpec(url=guarded.url, auth=auth)}) as toolset:
         result = (await toolset.handle(call("add", {"a": 20, "b": 22}))).return_value
-    assert result.output == '{"result":42}'
+    assert result.output == "42" and structured_data(result) == 42
     assert auth.refreshed == 1 and tokens.seen[0] == "stale" and set(tokens.seen[1:]) == {"good"}
 
 
@@ -169,7 +210,7 @@ async def test_an_httpx2_auth_is_used_as_it_is(guarded: Uvicorn, tokens: Tokens)
     spec = ServerSpec(url=guarded.url, auth=httpx2.FunctionAuth(bearer))
     async with MCPToolset({"sdk": spec}) as toolset:
         result = (await toolset.handle(call("add", {"a": 1, "b": 2}))).return_value
-    assert result.output == '{"result":3}'
+    assert result.output == "3" and structured_data(result) == 3
 
 
 def kosong(*args: str) -> subprocess.CompletedProcess[str]:

@@ -173,7 +173,8 @@ def test_the_mcp_inspector_reads_our_structured_output(tmp_path: Path) -> None:
     assert tools["weather"]["outputSchema"]["required"] == ["city", "temperature", "conditions"]
     assert tools["weather"]["annotations"] == {"title": "Weather", "readOnlyHint": True}
     assert tools["count"]["outputSchema"] == {
-        "type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]
+        "type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"],
+        "x-fastmcp-wrap-result": True,  # the wrap marked, as FastMCP marks it
     }  # fmt: skip
     weather = {"city": "Oslo", "temperature": 21.5, "conditions": "sunny"}
     assert called["structuredContent"] == weather

@@ -4,18 +4,28 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import jsonschema_rs
 import mcp_types as mcp
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from kosong.mcp import ResourcePart
 from kosong.mcp._client import _tool_name
-from kosong.mcp._convert import from_call_tool_result, to_call_tool_result, to_mcp_tool
-from kosong.message import AudioURLPart, ImageURLPart, TextPart, VideoURLPart
-from kosong.standard import error_code, to_envelope
+from kosong.mcp._convert import (
+    from_call_tool_result,
+    mcp_progress,
+    sampled_message,
+    sampling_message,
+    to_call_tool_result,
+    to_mcp_tool,
+    unwrapped_schema,
+)
+from kosong.message import AudioURLPart, ImageURLPart, Message, TextPart, VideoURLPart
+from kosong.standard import error_code, structured_data, to_envelope
 from kosong.tooling import ToolError, ToolOk, tool
 from kosong.tooling.error import ToolTimeoutError
 
@@ -94,7 +104,8 @@ def test_a_non_object_output_schema_travels_wrapped_in_result():
     assert count.output_schema == {"type": "integer"}
     served = to_mcp_tool(count.base).output_schema
     assert served == {
-        "type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]
+        "type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"],
+        "x-fastmcp-wrap-result": True,  # FastMCP's mark: its client reads the value itself
     }  # fmt: skip
     result = to_call_tool_result(ToolOk(output="3"), count.output_schema)
     assert result["structuredContent"] == {"result": 3}
@@ -121,9 +132,10 @@ async def test_a_recursive_output_schema_keeps_its_definitions_at_the_root_when_
 
 def test_mcp_results_become_kosong_values():
     one = from_call_tool_result(mcp.CallToolResult(content=[mcp.TextContent(text="3")]))
-    assert isinstance(one, ToolOk) and one.output == "3"
+    assert isinstance(one, ToolOk) and one.output == "3" and one.extras is None
+    # Only structured content: its JSON text is what the model reads, and it is the data.
     structured = from_call_tool_result(mcp.CallToolResult(content=[], structured_content={"a": 1}))
-    assert structured.output == '{"a":1}'
+    assert structured.output == '{"a":1}' and structured_data(structured) == {"a": 1}
     resources = from_call_tool_result(
         mcp.CallToolResult(
             content=[
@@ -135,14 +147,24 @@ def test_mcp_results_become_kosong_values():
                         uri="file:///a.bin", mime_type="application/zip", blob="AAEC"
                     )
                 ),
+                mcp.EmbeddedResource(
+                    resource=mcp.BlobResourceContents(
+                        uri="file:///a.png", mime_type="image/png", blob="iVBORw0KGgo="
+                    )
+                ),
                 mcp.ResourceLink(uri="file:///b.md", name="b.md", mime_type="text/markdown"),
+                mcp.ResourceLink(
+                    uri="https://x/c", name="c", title="The C", description="About c."
+                ),
             ]
         )
     )
     assert resources.output == [
         TextPart(text="inside"),
-        TextPart(text="[binary content file:///a.bin (application/zip, 3 bytes)]"),
-        TextPart(text="[resource b.md, text/markdown: file:///b.md]"),
+        TextPart(text="[binary resource file:///a.bin (application/zip, 3 bytes)]"),
+        ImageURLPart(image_url=ImageURLPart.ImageURL(url="data:image/png;base64,iVBORw0KGgo=")),
+        TextPart(text="[resource link b.md, text/markdown: file:///b.md]"),
+        TextPart(text="[resource link c (The C): https://x/c]: About c."),
     ]
 
 
@@ -169,15 +191,57 @@ def test_an_mcp_error_is_a_tool_error_with_the_code_it_carries():
     assert odd.message == "the MCP tool reported an error without a message"
 
 
-def test_structured_content_is_the_data_and_the_text_blocks_repeating_it_are_left_out():
+def test_the_content_is_what_the_model_reads_and_structured_content_the_data():
+    # What the MCP spec's tools page says a structured result holds: the data as
+    # `structuredContent`, and for the model (and older clients) its content blocks.
     result = mcp.CallToolResult(
         content=[mcp.TextContent(text='{\n  "temperature": 33,\n  "city": "Zürich"\n}')],
         structured_content={"temperature": 33, "city": "Zürich"},
     )
     value = from_call_tool_result(result)
-    assert value.output == '{"temperature":33,"city":"Zürich"}'  # compact, for the model
+    assert (
+        value.output == '{\n  "temperature": 33,\n  "city": "Zürich"\n}'
+    )  # as the server wrote it
+    assert structured_data(value) == {"temperature": 33, "city": "Zürich"}
     assert to_envelope(value, tool_name="weather").data == {"temperature": 33, "city": "Zürich"}
     assert value.artifact is result  # the raw result stays with the application
+    prose = from_call_tool_result(
+        mcp.CallToolResult(
+            content=[mcp.TextContent(text="It is 33 degrees in Zürich.")],
+            structured_content={"temperature": 33},
+        )
+    )
+    assert prose.output == "It is 33 degrees in Zürich." and structured_data(prose) == {
+        "temperature": 33
+    }
+
+
+@pytest.mark.parametrize(
+    ("schema", "meta", "data"),
+    [
+        ({"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"],
+          "x-fastmcp-wrap-result": True}, None, "hello Ada"),  # FastMCP
+        ({"type": "object", "properties": {"result": {"type": "string", "title": "Result"}},
+          "required": ["result"], "title": "greetOutput"}, None, "hello Ada"),  # the MCP SDK
+        (None, {"fastmcp": {"wrap_result": True}}, "hello Ada"),  # FastMCP's result mark
+        ({"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]},
+         None, {"result": "hello Ada"}),  # a plain object that happens to have `result`
+    ],
+)  # fmt: skip
+def test_a_marked_result_wrapper_is_unwrapped_into_the_value(
+    schema: dict[str, Any] | None, meta: dict[str, Any] | None, data: Any
+):
+    inner, wrapped = unwrapped_schema(schema)
+    result = mcp.CallToolResult(
+        content=[mcp.TextContent(text="hello Ada")],
+        structured_content={"result": "hello Ada"},
+        _meta=meta,
+    )
+    value = from_call_tool_result(result, wrapped)
+    assert value.output == "hello Ada"
+    assert structured_data(value) == data
+    if wrapped:
+        assert inner is not None and inner["type"] == "string"
 
 
 def test_structured_content_keeps_the_images_beside_it():
@@ -189,3 +253,29 @@ def test_structured_content_keeps_the_images_beside_it():
         TextPart(text="{}"),
         ImageURLPart(image_url=ImageURLPart.ImageURL(url="data:image/png;base64,iVBORw0KGgo=")),
     ]
+
+
+def test_progress_events_become_mcp_progress_with_or_without_a_total():
+    assert mcp_progress({"progress": 40.0, "message": "x"}, 1) == (40.0, 100.0)
+    # Without a percentage: the count of steps so far, and no total (MCP's progress only grows).
+    assert mcp_progress({"message": "x"}, 3) == (3.0, None)
+
+
+def test_kosong_messages_become_sampling_messages_and_back():
+    png = "data:image/png;base64,iVBORw0KGgo="
+    asked = Message(
+        role="user",
+        content=[
+            TextPart(text="What is this?"),
+            ImageURLPart(image_url=ImageURLPart.ImageURL(url=png)),
+        ],
+    )
+    sent = sampling_message(asked)
+    assert sent.role == "user" and isinstance(sent.content, list)
+    assert [block.type for block in sent.content] == ["text", "image"]
+    with pytest.raises(ValueError, match="system_prompt="):
+        sampling_message(Message(role="system", content="be brief"))
+    answer = mcp.CreateMessageResult(
+        role="assistant", content=mcp.TextContent(text="A pixel."), model="m"
+    )
+    assert sampled_message(answer) == Message(role="assistant", content="A pixel.")

@@ -13,7 +13,8 @@ from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 
 from kosong.mcp import MCPToolServer
-from kosong.tooling import CallableTool, ToolOk, ToolReturnValue
+from kosong.standard import report_progress
+from kosong.tooling import CallableTool, ToolOk, ToolReturnValue, tool
 from kosong.tooling.simple import SimpleToolset
 from mcp import Client
 from tests.mcp._mcp_servers import Probe, Uvicorn, kosong_toolset
@@ -129,6 +130,30 @@ async def test_report_progress_reaches_the_client(server: Uvicorn, mode: str):
     assert result.content == [mcp.TextContent(text="done")]
     assert seen == [(25.0, 100.0, "step 1"), (50.0, 100.0, "step 2"), (75.0, 100.0, "step 3"),
                     (100.0, 100.0, "step 4")]  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_progress_without_a_percentage_reaches_the_client_without_a_total(mode: str):
+    @tool
+    async def search(pages: int) -> str:
+        """Search, not knowing how far it is."""
+        for page in range(pages):
+            report_progress(None, f"page {page + 1}")
+            await asyncio.sleep(0)
+        return "found"
+
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with (
+        Uvicorn(MCPToolServer(SimpleToolset([search])).app()) as running,
+        Client(running.url, mode=mode) as client,
+    ):
+        await client.call_tool("search", {"pages": 2}, progress_callback=on_progress)
+    # MCP's progress without a total only grows: a count, never a percentage.
+    assert seen == [(1.0, None, "page 1"), (2.0, None, "page 2")]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -36,7 +36,7 @@ def test_a_spec_refuses_what_does_not_go_together():
         ServerSpec(url="http://a/mcp", command="x")
     with pytest.raises(ValueError, match="http:// or https://"):
         ServerSpec(url="ftp://a/mcp")
-    with pytest.raises(ValueError, match="headers and auth are for a URL"):
+    with pytest.raises(ValueError, match="headers, auth and transport are for a URL"):
         ServerSpec(command="x", headers={"A": "b"})
     with pytest.raises(ValueError, match="env and cwd are for a command"):
         ServerSpec(url="http://a/mcp", env={"A": "b"})
@@ -81,3 +81,29 @@ async def test_a_command_runs_with_its_environment_and_working_directory(tmp_pat
         call = ToolCall(id="1", function=ToolCall.FunctionBody(name="where", arguments="{}"))
         result = (await toolset.handle(call)).return_value
     assert json.loads(str(result.output)) == {"cwd": str(tmp_path), "value": "42"}
+
+
+def test_a_server_spec_says_its_transport() -> None:
+    assert ServerSpec(url="http://h/sse").legacy_sse
+    assert ServerSpec(url="http://h/x", transport="sse").legacy_sse
+    assert not ServerSpec(url="http://h/sse", transport="streamable-http").legacy_sse
+    assert repr(ServerSpec(url="http://h/x", transport="sse")) == (
+        "ServerSpec(url='http://h/x', transport='sse')"
+    )
+    with pytest.raises(ValueError, match='transport must be "streamable-http" or "sse"'):
+        ServerSpec(url="http://h/x", transport="ws")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="headers, auth and transport are for a URL"):
+        ServerSpec(command="x", transport="sse")
+
+
+def test_a_claude_desktop_entry_is_a_spec_as_it_is():
+    entry = {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"],
+             "env": {"MEMORY_FILE_PATH": "/tmp/m.jsonl"}}  # fmt: skip
+    spec = ServerSpec(**entry)
+    assert spec.argv == ("npx", "-y", "@modelcontextprotocol/server-memory")
+    assert spec.stdio().args == ["-y", "@modelcontextprotocol/server-memory"]
+    assert ServerSpec(**{"url": "https://x/mcp", "headers": {"A": "b"}}).url == "https://x/mcp"
+    with pytest.raises(ValueError, match="command is the program alone"):
+        ServerSpec(command=["npx"], args=["-y"])
+    with pytest.raises(ValueError, match="args, env and cwd are for a command"):
+        ServerSpec(url="https://x/mcp", args=["-y"])

@@ -76,7 +76,7 @@ async def test_post_returns_the_envelope_with_200() -> None:
         response = await c.post("/tools/add", json={"a": 1, "b": 2}, headers={"X-Trace-Id": "t-1"})
     body = response.json()
     assert response.status_code == 200
-    assert body["success"] is True and body["status"] == "success" and body["data"] == "3"
+    assert body["success"] is True and body["status"] == "success" and body["data"] == 3
     assert body["metadata"]["tool_name"] == "add" and body["metadata"]["trace_id"] == "t-1"
 
 

@@ -72,7 +72,7 @@ async def test_a_jwt_of_the_issuer_for_this_server_is_accepted_on_the_routes_and
             listed = await c.get("/tools", headers=token)
             called = await c.post("/tools/add", json={"a": 2, "b": 3}, headers=token)
             mcp = await c.post("/mcp", json=INIT, headers={**MCP_HEADERS, **token})
-    assert listed.status_code == 200 and called.json()["data"] == "5"
+    assert listed.status_code == 200 and called.json()["data"] == 5
     assert mcp.status_code == 200 and "serverInfo" in mcp.text
 
 
@@ -280,7 +280,7 @@ async def test_introspection_accepts_active_tokens_for_this_server_only() -> Non
             refused = {t: await c.get("/tools", headers=bearer(t)) for t in bad}
             document = await c.get("/.well-known/oauth-protected-resource")
         introspected = auth.introspected
-    assert good.json()["data"] == "2" and mcp.status_code == 200
+    assert good.json()["data"] == 2 and mcp.status_code == 200
     assert {t: r.status_code for t, r in refused.items()} == dict.fromkeys(refused, 401)
     assert introspected == 7  # each request asked, none answered from a cache
     assert document.json()["authorization_servers"] == [auth.url]

@@ -99,9 +99,7 @@ async def test_dialects_reports_each_tool_against_each_provider() -> None:
     assert all(report["sources"][d] for d in DIALECTS)
     # Strict mode's rules are for the tools sent in strict mode only.
     assert not [f for f in report["findings"] if f["tool"] == "add"]
-    add_strict = [
-        f for f in report["findings"] if f["tool"] == "strict_add" and f["dialect"] != "gemini"
-    ]  # a strict schema is closed (additionalProperties), which Gemini's subset lacks
+    add_strict = [f for f in report["findings"] if f["tool"] == "strict_add"]
     assert {f["dialect"] for f in add_strict} == {"openai-strict"}
     finding = add_strict[0]
     assert set(finding) == {"tool", "dialect", "path", "rule", "effect", "message", "fix"}

@@ -117,7 +117,7 @@ async def test_the_sdk_s_oauth_client_gets_a_token_and_calls_kosong_serve() -> N
     assert [p.resource for p in auth.authorized] == [url]
     assert len(browser.opened) == 1 and "code_challenge_method=S256" in browser.opened[0]
     assert storage.client is not None  # registered dynamically
-    assert route.status_code == 200 and route.json()["data"] == "9"  # the same token, on HTTP
+    assert route.status_code == 200 and route.json()["data"] == 9  # the same token, on HTTP
     assert refused.status_code == 401  # a token the same issuer made for another resource
     assert refused.headers["WWW-Authenticate"] == (
         'Bearer realm="kosong", error="invalid_token", '

@@ -83,7 +83,7 @@ async def test_while_redis_is_down_every_route_answers_503_and_the_first_calls_a
         assert stream.status == 200
         assert stream.kinds == ["tool_progress"] * 3 + ["tool_result"], stream.kinds
         assert stream.final["data"] == "counted"
-    assert added.status_code == 200 and added.json()["data"] == "3"
+    assert added.status_code == 200 and added.json()["data"] == 3
     assert healthy == [200, 200]
     assert "Traceback" not in logs, logs[-3000:]
     assert "cannot be reached" in logs  # said once per refusal, in one line each

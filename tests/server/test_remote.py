@@ -9,8 +9,9 @@ import json
 from kosong.message import ToolCall
 from kosong.remote import RemoteToolset
 from kosong.server import ServerConfig, create_app, serving
-from kosong.standard import with_policies
+from kosong.standard import report_progress, with_policies
 from kosong.standard.policies import MetricsPolicy
+from kosong.tooling import tool
 from tests._waiting import until
 from tests.server._proxy import Proxy
 from tests.server._tools import GATES, STARTED, tools
@@ -44,6 +45,26 @@ async def test_remote_progress_reaches_the_local_pipeline_events() -> None:
         ("tool_progress", 100),
     ]
     assert seen[-1][0] == "tool_result"
+
+
+async def test_remote_progress_without_a_percentage_stays_without_one() -> None:
+    @tool
+    async def crawl(pages: int) -> str:
+        """Crawl, not knowing how far it is."""
+        for page in range(pages):
+            report_progress(None, f"page {page + 1}")
+            await asyncio.sleep(0)
+        return "crawled"
+
+    call = _call("crawl", {"pages": 2})
+    async with (
+        serving(create_app([crawl])) as url,
+        RemoteToolset(url) as remote,
+        with_policies(remote, MetricsPolicy()).stream(call) as events,
+    ):
+        seen = [{k: v for k, v in e.data.items() if k != "metadata"} async for e in events]
+    assert seen[:2] == [{"message": "page 1"}, {"message": "page 2"}]
+    assert seen[2]["data"] == "crawled"
 
 
 async def test_a_dropped_connection_is_resumed_without_running_the_tool_twice() -> None:

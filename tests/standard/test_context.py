@@ -9,15 +9,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kosong.message import ToolCall
+from kosong.message import Message, ToolCall
 from kosong.standard import (
     RESERVED_METADATA,
     CallContext,
+    ElicitAnswer,
     Forward,
     Policy,
     PolicyContext,
     arguments_digest,
+    caller_scope,
     current_call,
+    elicit_with,
     with_policies,
 )
 from kosong.standard.policies import DebugPolicy
@@ -109,8 +112,10 @@ async def test_a_tool_sees_only_its_small_context() -> None:
         "debug_enabled",
         "elapsed_ms",
         "elicit",
+        "log",  # to whoever made the call, as `sample` asks their model
         "record_timing",
         "report_progress",
+        "sample",
         "set_metadata",
         "tool_call_id",
         "tool_name",
@@ -131,9 +136,10 @@ def test_a_tool_cannot_overwrite_the_pipelines_own_metadata(key: str) -> None:
 
 
 @given(st.one_of(st.booleans(), st.floats(), st.text(), st.none(), st.integers()))
-def test_progress_must_be_a_number_from_0_to_100(value: Any) -> None:
+def test_progress_must_be_a_number_from_0_to_100_or_none(value: Any) -> None:
+    # None is progress without a percentage (an MCP server's progress without a total).
     ctx = CallContext("c1", "tool", "trace_x")
-    valid = (
+    valid = value is None or (
         not isinstance(value, bool)
         and isinstance(value, int | float)
         and value == value  # not NaN
@@ -144,3 +150,51 @@ def test_progress_must_be_a_number_from_0_to_100(value: Any) -> None:
     else:
         with pytest.raises(ValueError, match="from 0 to 100"):
             ctx.report_progress(value)
+
+
+class Recording:
+    """A caller that records what the tool sent it (what an MCP server's client would get)."""
+
+    def __init__(self) -> None:
+        self.sampled: list[tuple[list[Any], str, int, float | None]] = []
+        self.logged: list[tuple[str, Any, str | None]] = []
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> ElicitAnswer:
+        return ElicitAnswer.accept({"name": "Ada"})
+
+    async def sample(
+        self, messages: list[Any], system_prompt: str, max_tokens: int, temperature: float | None
+    ) -> Message:
+        self.sampled.append((messages, system_prompt, max_tokens, temperature))
+        return Message(role="assistant", content="sampled")
+
+    async def log(self, level: str, data: Any, logger: str | None) -> None:
+        self.logged.append((level, data, logger))
+
+
+async def test_sample_and_log_reach_the_caller_in_scope() -> None:
+    caller = Recording()
+    ctx = CallContext("c1", "tool", "trace_x")
+    with caller_scope(caller):
+        answer = await ctx.sample("Hi", system_prompt="Be brief.", max_tokens=10)
+        await ctx.log("notice", {"step": 1}, logger="db")
+        asked = await ctx.elicit(
+            "Name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+        )
+    assert answer.extract_text() == "sampled" and asked.content == {"name": "Ada"}
+    assert caller.sampled == [([Message(role="user", content="Hi")], "Be brief.", 10, None)]
+    assert caller.logged == [("notice", {"step": 1}, "db")]
+    with pytest.raises(ValueError, match="level must be one of debug, info"):
+        await ctx.log("verbose", "x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_tokens must be a positive integer"):
+        await ctx.sample("Hi", max_tokens=0)
+
+
+async def test_without_a_caller_sample_raises_and_elicit_declines() -> None:
+    ctx = CallContext("c1", "tool", "trace_x")
+    with pytest.raises(RuntimeError, match="nobody who made this call can sample"):
+        await ctx.sample("Hi")
+    assert (await ctx.elicit("Name?", {"type": "object"})).action == "decline"
+    alone = elicit_with(Recording().elicit)  # an elicitor alone: it cannot sample
+    with alone, pytest.raises(RuntimeError, match="cannot sample"):
+        await ctx.sample("Hi")

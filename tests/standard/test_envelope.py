@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from kosong.message import ImageURLPart, TextPart
+from kosong.message import ImageURLPart, TextPart, ToolCall
 from kosong.standard import (
     Envelope,
     coded_error,
@@ -18,7 +20,14 @@ from kosong.standard import (
     to_envelope,
     trace_scope,
 )
-from kosong.tooling import BriefDisplayBlock, ToolError, ToolOk, ToolResult, ToolReturnValue
+from kosong.tooling import (
+    BriefDisplayBlock,
+    ToolError,
+    ToolOk,
+    ToolResult,
+    ToolReturnValue,
+    tool,
+)
 from kosong.tooling.error import (
     ToolDeprecatedError,
     ToolParseError,
@@ -27,6 +36,7 @@ from kosong.tooling.error import (
     ToolTimeoutError,
     ToolValidateError,
 )
+from kosong.tooling.simple import SimpleToolset
 from tests.standard._std_tools import output_json
 
 META = {
@@ -250,6 +260,9 @@ def results(draw: st.DrawFn) -> ToolResult:
             "SOME_CODE", draw(st.text()), retryable=draw(st.none() | st.booleans())
         ),
         lambda: ToolReturnValue(is_error=draw(st.booleans()), output=draw(outputs())),
+        lambda: ToolOk(  # a structured value beside the output (a typed tool, MCP)
+            output=draw(outputs()), extras={"standard": {"data": draw(json_values)}}
+        ),
     ]
     value: ToolReturnValue = draw(st.sampled_from(factories))()
     if draw(st.booleans()):
@@ -297,3 +310,91 @@ def test_display_and_message_are_kept_through_the_extension() -> None:
     back = from_envelope(to_envelope(ToolResult("c", value, metadata=META)).to_json()).return_value
     assert back == value
     assert back.brief == "Done"
+
+
+# --- a result's structured value ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("output", "data"),
+    [("3", 3), ("2.5", 2.5), ("true", True), ("null", None), ("hello Ada", "hello Ada"),
+     ('{"a":1}', {"a": 1}), ("[1,2]", [1, 2]), ("It is 36F.", {"temperature": 36})],
+)  # fmt: skip
+def test_the_structured_value_is_the_envelopes_data(output: str, data: Any) -> None:
+    value = ToolOk(output=output, extras={"standard": {"data": data}})
+    envelope = to_envelope(value, tool_name="t")
+    assert envelope.data == data
+    assert to_envelope(value, tool_name="t", lossless=False).dump().get("data") == data
+    assert from_envelope(envelope.to_json()).return_value == value
+
+
+def test_a_bare_envelopes_number_comes_back_as_the_number() -> None:
+    bare = {"success": True, "status": "success", "data": 3, "metadata": META}
+    value = from_envelope(bare).return_value
+    assert value.output == "3" and value.extras == {"standard": {"data": 3}}
+    assert to_envelope(from_envelope(bare)).dump() == bare
+
+
+# --- the documents' examples, round trip ------------------------------------------------------
+
+EXAMPLES_002 = json.loads(
+    (Path(__file__).parent / "data" / "envelopes_002.json").read_text(encoding="utf-8")
+)["examples"]
+SEED_002 = Path(__file__).resolve().parents[3] / "shared" / "seeds" / "002_0e346b03f35f66d1.txt"
+
+
+@pytest.mark.parametrize(
+    "envelope",
+    [e["envelope"] for e in EXAMPLES_002 if "metadata" in e["envelope"]],
+    ids=[f"line{e['line']}" for e in EXAMPLES_002 if "metadata" in e["envelope"]],
+)
+def test_every_envelope_example_of_the_standard_round_trips_unchanged(
+    envelope: dict[str, Any],
+) -> None:
+    result = from_envelope(envelope)
+    assert to_envelope(result).dump() == envelope
+    assert to_envelope(result, lossless=False).dump() == envelope
+    assert to_envelope(from_envelope(json.dumps(envelope, ensure_ascii=False))).dump() == envelope
+
+
+def test_the_deprecation_example_without_metadata_round_trips_once_it_has_some() -> None:
+    # 002's deprecation response (line 962) shows only the error: the standard's field table
+    # makes `metadata` required, so on its own it is refused. With metadata it round trips,
+    # its `retryable` stated: the table's default (false), which kosong always writes.
+    (bare,) = [e["envelope"] for e in EXAMPLES_002 if "metadata" not in e["envelope"]]
+    with pytest.raises(ValidationError, match="metadata"):
+        from_envelope(bare)
+    whole = {**bare, "metadata": META}
+    stated = {**whole, "error": {**bare["error"], "retryable": False}}
+    assert to_envelope(from_envelope(whole)).dump() == stated
+    assert to_envelope(from_envelope(stated)).dump() == stated
+
+
+@pytest.mark.skipif(not SEED_002.is_file(), reason=f"the user's documents are not at {SEED_002}")
+def test_the_examples_file_holds_every_envelope_of_the_standard() -> None:
+    text = SEED_002.read_text(encoding="utf-8")
+    found: list[tuple[int, Any]] = []
+    for block in re.finditer(r"```(json|sse)\n(.*?)```", text, re.S):
+        body = block.group(2) if block.group(1) == "json" else block.group(2).partition("data:")[2]
+        try:
+            value = json.loads(body)
+        except ValueError:  # commented JSON, or an SSE event of another kind
+            continue
+        if isinstance(value, dict) and "success" in value:
+            found.append((text[: block.start()].count("\n") + 1, value))
+    assert found == [(e["line"], e["envelope"]) for e in EXAMPLES_002]
+
+
+async def test_a_typed_function_tools_data_is_its_value_not_its_text() -> None:
+    @tool
+    def count(text: str) -> int:
+        """Count the words."""
+        return len(text.split())
+
+    result = await SimpleToolset([count]).handle(
+        ToolCall(id="c1", function=ToolCall.FunctionBody(name="count", arguments='{"text": "a b"}'))
+    )
+    assert to_envelope(result, tool_name="count").data == 2
+    assert to_envelope(result, tool_name="count", lossless=False).dump()["data"] == 2
+    again = from_envelope(to_envelope(result, tool_name="count").to_json())
+    assert again.return_value == result.return_value

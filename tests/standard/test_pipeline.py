@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import json
 import sys
 from typing import Any
@@ -445,6 +446,34 @@ async def test_no_policy_sees_arguments_the_toolset_refuses() -> None:
     watched = with_policies(SimpleToolset([tool], limits=ArgumentLimits(max_length=40)), observer)
     await watched.handle(make_call("get_weather", {"location": "x" * 50}))
     assert observer.seen == [None] and tool.calls == []
+
+
+class RecordingTools(Policy):
+    """Records the tool of every call, as `observes_refusals`' docstring says to read it."""
+
+    observes_refusals = True
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[bool, str | None]] = []
+
+    def after(self, call: ToolCall, ctx: PolicyContext, result: ToolResult) -> ToolResult:
+        self.seen.append((ctx.has_tool, ctx.tool.name if ctx.has_tool else None))
+        return result
+
+
+async def test_an_observing_policy_reads_an_unknown_tool_as_its_docstring_says() -> None:
+    recording = RecordingTools()
+    pipeline = with_policies(toolset(Weather()), recording)
+    missing = await pipeline.handle(make_call("nope", {}))
+    found = await pipeline.handle(make_call("get_weather", {"location": "Oslo"}))
+    assert error_code(missing.return_value) == "TOOL_NOT_FOUND"
+    assert not found.return_value.is_error
+    assert recording.seen == [(False, None), (True, "get_weather")]
+    source = inspect.getsource(Policy)  # the attribute's docstring says what the test did
+    assert "`ctx.tool` raises `LookupError`" in " ".join(source.split())
+    ctx = PolicyContext(make_call("nope", {}), None, None, "trace_x")
+    with pytest.raises(LookupError):
+        ctx.tool  # noqa: B018 - reading it is the check
 
 
 async def test_policies_see_arguments_the_toolset_accepts_past_the_default_limits() -> None:

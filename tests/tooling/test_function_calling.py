@@ -566,3 +566,29 @@ async def test_a_tool_made_with_a_schema_follows_that_schema_for_unknown_argumen
 
     open_tool = FunctionTool.from_function(anything, schema={"type": "object", "properties": {}})
     assert (await open_tool.call({"x": 1, "y": 2})).output == "x,y"
+
+
+async def test_a_typed_return_travels_as_its_json_value_beside_the_text() -> None:
+    @tool
+    def count(text: str) -> int:
+        """Count the words."""
+        return len(text.split())
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    @tool(output_schema={"type": "object"})
+    def stated(text: str) -> dict[str, Any]:
+        """A schema given, not derived."""
+        return {"text": text, "nan": float("nan")}
+
+    counted = await handle(SimpleToolset([count]), "count", '{"text": "a b c"}')
+    assert counted.output == "3"
+    assert counted.extras == {"standard": {"data": 3}}
+    echoed = await handle(SimpleToolset([echo]), "echo", '{"text": "3"}')
+    assert (echoed.output, echoed.extras) == ("3", None)
+    given = await handle(SimpleToolset([stated]), "stated", '{"text": "x"}')
+    assert given.output == '{"text":"x","nan":"NaN"}'
+    assert given.extras == {"standard": {"data": {"text": "x", "nan": "NaN"}}}

@@ -99,7 +99,9 @@ def test_keep_docstring_sections_keeps_the_whole_docstring(func: object) -> None
     assert made.args["days"]["description"] == "How many days ahead."
 
 
-def test_a_docstring_whose_arguments_are_not_read_stays_whole() -> None:
+def test_a_function_without_parameters_follows_the_same_docstring_rule() -> None:
+    # One rule with or without parameters: the argument and return sections leave the
+    # description (before, a function without parameters kept them, `Args: None` included).
     def no_parameters() -> str:
         """Say hello.
 
@@ -108,7 +110,50 @@ def test_a_docstring_whose_arguments_are_not_read_stays_whole() -> None:
         """
         return "hello"
 
-    assert tool(no_parameters).description == "Say hello.\n\nReturns:\n    A greeting."
+    def args_none() -> str:
+        """Say hello.
+
+        Args:
+            None
+
+        Returns:
+            str: A greeting.
+
+        Raises:
+            RuntimeError: never.
+        """
+        return "hello"
+
+    def with_parameter(name: str) -> str:
+        """Say hello.
+
+        Args:
+            name: Whom to greet.
+
+        Returns:
+            str: A greeting.
+
+        Raises:
+            RuntimeError: never.
+        """
+        return name
+
+    assert tool(no_parameters).description == "Say hello."
+    assert tool(args_none).description == "Say hello.\n\nRaises:\n    RuntimeError: never."
+    assert tool(with_parameter).description == tool(args_none).description
+    kept = FunctionTool.from_function(args_none, keep_docstring_sections=True)
+    assert kept.description == inspect.getdoc(args_none)
+
+
+def test_a_docstring_without_sections_is_the_description_as_written() -> None:
+    def plain() -> str:
+        """Say hello.
+
+        Politely, in English.
+        """
+        return "hello"
+
+    assert tool(plain).description == "Say hello.\n\nPolitely, in English."
 
 
 @pytest.mark.parametrize("func", [google, numpy_style, rest_style], ids=["google", "numpy", "rest"])

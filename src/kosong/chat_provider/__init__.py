@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, Self, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, Self, TypeAlias, runtime_checkable
 
 from kosong.message import ContentPart, Message, ToolCall, ToolCallPart
 from kosong.tooling import Tool
@@ -47,8 +47,10 @@ __all__ = [
     "APIEmptyResponseError",
     "APIStatusError",
     "APITimeoutError",
+    "AllowedTools",
     "ChatProvider",
     "ChatProviderError",
+    "OutputSchema",
     "RetryableChatProvider",
     "StreamedMessage",
     "StreamedMessagePart",
@@ -65,9 +67,54 @@ ThinkingEffort: TypeAlias = Literal["off", "low", "medium", "high", "xhigh", "ma
 """How hard a model should think before it answers; "off" turns thinking off."""
 
 
-ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str
+@dataclass(frozen=True, slots=True)
+class AllowedTools:
+    """A tool choice restricting the model to some of the tools sent, the tool list unchanged.
+
+    The tool list stays the same, so the provider's prompt cache still holds.
+    `mode="auto"`: the model may call one of `names` or answer; `"required"`: it must call one
+    of them. Sent as OpenAI's `allowed_tools` (Chat and Responses) and Gemini's
+    `allowedFunctionNames`; Anthropic and Kimi have no such choice, and get the documented
+    equivalent: only these tools are sent.
+    """
+
+    names: tuple[str, ...]
+    """The tools the model may call."""
+    mode: Literal["auto", "required"] = "auto"
+    """Whether it may answer instead ("auto") or must call one ("required")."""
+
+    def __init__(self, names: Sequence[str], mode: Literal["auto", "required"] = "auto") -> None:
+        """Allow `names` (at least one), in `mode`.
+
+        Raises:
+            ValueError: no name, a name that is not a non-empty string, or another mode.
+        """
+        listed = (names,) if isinstance(names, str) else tuple(names)
+        if not listed or not all(isinstance(n, str) and n for n in listed):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"AllowedTools needs one tool name or more, got {list(listed)!r}")
+        if mode not in ("auto", "required"):
+            raise ValueError(f'AllowedTools mode must be "auto" or "required", got {mode!r}')
+        object.__setattr__(self, "names", listed)
+        object.__setattr__(self, "mode", mode)
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSchema:
+    """The shape a structured answer is asked for: a name and a JSON Schema.
+
+    `agent_loop(..., output_type=T)` gives it to a provider's `with_output_schema`.
+    """
+
+    name: str
+    """A name for it (OpenAI's `json_schema.name`)."""
+    schema: dict[str, Any]
+    """The JSON Schema of the answer."""
+
+
+ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str | AllowedTools
 """Whether the model must, may or must not call a tool: "auto" (it decides), "none" (no tool
-call), "required" (at least one call), or a tool's name (a call of that tool). Each provider
+call), "required" (at least one call), a tool's name (a call of that tool), or
+`AllowedTools(names, mode=...)` (one of some tools, the tool list unchanged). Each provider
 sends it in its API's own format."""
 
 

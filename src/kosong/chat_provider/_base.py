@@ -17,20 +17,23 @@ import json
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 from typing import Any, ClassVar, Self, TypeVar, cast
 
 from kosong.chat_provider import (
+    AllowedTools,
     APIConnectionError,
     APIStatusError,
     APITimeoutError,
     ChatProviderError,
+    OutputSchema,
     StreamedMessage,
     StreamedMessagePart,
     ThinkingEffort,
     TokenUsage,
     ToolChoice,
 )
+from kosong.chat_provider.native import NativeToolSpec, native_entries
 from kosong.dialects import Dialect, DialectError, DialectReport, Finding, check_tools
 from kosong.message import Message, ToolCall
 from kosong.tooling import Tool
@@ -43,10 +46,15 @@ __all__ = [
     "api_key_from",
     "arguments_object",
     "connection_error",
+    "connection_failures",
+    "failure_in_words",
+    "forces_a_call",
     "header_of",
     "highest_at_most",
     "json_object",
+    "merged",
     "model_from",
+    "only_allowed",
     "renamed",
     "spec_of",
     "split_body",
@@ -71,6 +79,8 @@ class ProviderBase:
         self._model = model
         self._thinking: ThinkingEffort | None = None
         self._tool_choice: ToolChoice | None = None
+        self._parallel: bool | None = None
+        self._native_tools: tuple[NativeToolSpec, ...] = ()
         self._generation_kwargs: dict[str, Any] = {}
 
     @property
@@ -87,6 +97,11 @@ class ProviderBase:
     def tool_choice(self) -> ToolChoice | None:
         """The tool choice asked for, or None for the API's default (the model decides)."""
         return self._tool_choice
+
+    @property
+    def parallel_tool_calls(self) -> bool | None:
+        """Whether the model may make several tool calls in one answer; None: the default."""
+        return self._parallel
 
     @property
     def generation_kwargs(self) -> dict[str, Any]:
@@ -118,12 +133,40 @@ class ProviderBase:
             ValueError: `choice` is empty, or the provider cannot send it with the other
                 options (say, a forced tool call while thinking, which some APIs refuse).
         """
-        if choice is not None and not (isinstance(choice, str) and choice):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if choice is not None and not (
+            isinstance(choice, AllowedTools) or (isinstance(choice, str) and choice)  # pyright: ignore[reportUnnecessaryIsInstance]
+        ):
             raise ValueError(
-                f"tool_choice must be one of {', '.join(_TOOL_CHOICES)} or a tool's name, "
-                f"got {choice!r}"
+                f"tool_choice must be one of {', '.join(_TOOL_CHOICES)}, a tool's name or "
+                f"AllowedTools(names), got {choice!r}"
             )
         return self._copy_with(_tool_choice=choice)
+
+    @property
+    def native_tools(self) -> tuple[NativeToolSpec, ...]:
+        """The provider-run tools sent with every request (`kosong.chat_provider.native`)."""
+        return self._native_tools
+
+    def with_native_tools(self, tools: Sequence[NativeToolSpec]) -> Self:
+        """A copy that also sends these native tools (web search, code execution, MCP...).
+
+        Raises:
+            ValueError: the provider has no such tool, or not with these options (the
+                message names the provider and the tool).
+        """
+        chosen = tuple(tools)
+        native_entries(self.name, chosen)  # refused here, before anything is sent
+        return self._copy_with(_native_tools=chosen)
+
+    def with_parallel_tool_calls(self, parallel: bool | None) -> Self:
+        """A copy that allows (True) or forbids (False) several tool calls in one answer.
+
+        None: the API's default (allowed everywhere). Sent only with tools.
+
+        Raises:
+            ValueError: the provider cannot send it (Gemini cannot forbid parallel calls).
+        """
+        return self._copy_with(_parallel=parallel)
 
     def with_generation_kwargs(self, **kwargs: Any) -> Self:
         """A copy that also sends these request fields (`temperature`, `max_tokens`...).
@@ -163,6 +206,8 @@ class HTTPProvider(ProviderBase):
     _transport: ClassVar[ModuleType]
     _errors: ClassVar[tuple[type[BaseException], ...]]
     _path: ClassVar[str] = ""
+    _renames: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    """Generation kwargs the API names otherwise (`max_tokens` → `max_completion_tokens`)."""
 
     def __init__(
         self, model: str, generation_kwargs: Mapping[str, Any] | None, *, stream: bool
@@ -177,6 +222,40 @@ class HTTPProvider(ProviderBase):
         """Whether the answer is streamed (False: one plain request, the same parts)."""
         return self._stream
 
+    _output: OutputSchema | None = None
+    _output_fields: ClassVar[tuple[str, ...]] = ()
+    """Generation kwargs that would ask for an answer format too (refused with an output
+    schema: the two would fight)."""
+
+    @property
+    def output_schema(self) -> OutputSchema | None:
+        """The JSON Schema the answer is asked to follow, or None for free text."""
+        return self._output
+
+    def with_output_schema(self, output: OutputSchema | None) -> Self:
+        """A copy that asks for an answer in JSON following `output.schema`, in the API's way.
+
+        `kosong.agent_loop(..., output_type=T)` uses it; None asks for free text again.
+
+        Raises:
+            ValueError: the generation kwargs already ask for an answer format (say
+                `response_format`): the two would fight.
+        """
+        return self._copy_with(_output=output)
+
+    def _copy_with(self, **attributes: Any) -> Self:
+        clone = super()._copy_with(**attributes)
+        clone._check_output()
+        return clone
+
+    def _check_output(self) -> None:
+        given = sorted(set(self._generation_kwargs) & set(self._output_fields))
+        if self._output is not None and given:
+            raise ValueError(
+                f"{type(self).__name__}: output_type asks for the answer's format, and the "
+                f"generation kwargs set {', '.join(given)} too: give one of them"
+            )
+
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
@@ -190,51 +269,95 @@ class HTTPProvider(ProviderBase):
         raise NotImplementedError
 
     async def generate(
-        self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
+        self,
+        system_prompt: str,
+        tools: Sequence[Tool],
+        history: Sequence[Message],
+        *,
+        generation_overrides: Mapping[str, Any] | None = None,
     ) -> StreamedMessage:
         """Send the request and return the answer (streamed, or whole with `stream=False`).
 
+        `generation_overrides` (request fields such as `temperature` or `max_tokens`) apply to
+        this request only, on a copy (`with_generation_kwargs`).
+
         Raises:
             DialectError: the service would reject one of the tool definitions (not sent).
-            ValueError: `tool_choice` names no tool of the request, or the history holds what
-                the API cannot take (not sent).
+            ValueError: `tool_choice` names no tool of the request, the history holds what
+                the API cannot take, or an override is a field the provider sets itself (not
+                sent).
             ChatProviderError: the request failed.
         """
+        if generation_overrides:
+            provider = self.with_generation_kwargs(**generation_overrides)
+            return await provider.generate(system_prompt, tools, history)
         body = self.request_body(system_prompt, tools, history)
-        url = self._endpoint()
         try:
-            return await self._send(body, url)
+            return await self._send(body)
         except self._errors as e:
-            raise self._error(e, url) from e
+            raise self._convert(e) from e
 
-    async def _send(self, body: dict[str, Any], url: str) -> StreamedMessage:
+    async def _send(self, body: dict[str, Any]) -> StreamedMessage:
         raise NotImplementedError
 
     def _endpoint(self) -> str:
-        return f"{str(self.client.base_url).rstrip('/')}/{self._path}"
+        # Read only when an error names it: a client given by the caller may have no base_url.
+        base = getattr(self.client, "base_url", None)
+        return f"{str(base).rstrip('/')}/{self._path}" if base is not None else self._path
+
+    @property
+    def model_parameters(self) -> dict[str, Any]:
+        """What this provider asks the model with, for logs and traces.
+
+        The base URL and the generation kwargs under the names they are sent as (a kwarg set
+        to None is listed here and left out of requests).
+        """
+        base = getattr(self.client, "base_url", None)
+        fields = dict(self._generation_kwargs)
+        for old, new in self._renames.items():
+            fields = renamed(fields, old, new)
+        return {"base_url": str(base) if base is not None else None, **fields}
+
+    def _sent_kwargs(self) -> dict[str, Any]:
+        """The generation kwargs as sent: renamed, without the ones set to None (the default)."""
+        fields = self.model_parameters
+        del fields["base_url"]
+        return {k: v for k, v in fields.items() if v is not None}
+
+    def _convert(self, error: BaseException) -> ChatProviderError:
+        """What the SDK or the transport raised, as a `ChatProviderError` naming the URL."""
+        return self._error(error, self._endpoint())
 
     def _error(self, error: BaseException, url: str) -> ChatProviderError:
         """An SDK (`openai`, `anthropic`: named alike) or transport error as one of ours."""
         where: dict[str, Any] = {"provider": self.name, "model": self._model, "url": url}
         sdk, transport = self._sdk, self._transport
         timeouts = (sdk.APITimeoutError, transport.TimeoutException)
-        failures = (sdk.APIConnectionError, transport.TransportError)
+        failures = (sdk.APIConnectionError, *connection_failures(transport))
         failed = connection_error(error, error.__cause__ or error, timeouts, failures, where)
         if failed is not None:
             return failed
-        if isinstance(error, sdk.APIStatusError):
+        if isinstance(error, sdk.APIStatusError | transport.HTTPStatusError):
             status: Any = error
             response: Any = status.response
-            summary = summarize_body(status.body) or getattr(response, "reason_phrase", "") or ""
+            body = getattr(status, "body", None)
+            summary = summarize_body(body) or getattr(response, "reason_phrase", "") or ""
             return APIStatusError(
-                status.status_code,
+                response.status_code,
                 summary or "no error body",
-                request_id=status.request_id or header_of(response, "x-request-id", "request-id"),
+                request_id=getattr(status, "request_id", None)
+                or header_of(response, "x-request-id", "request-id"),
                 provider_trace_id=header_of(response, "x-trace-id"),
                 **where,
             )
         if isinstance(error, sdk.APIError):
             api_error: Any = error
+            if type(error) is sdk.APIError and api_error.body is None:
+                # A bare APIError without a body is what the SDK raises when a stream breaks
+                # ("Network connection lost.", "timed out"): said in words, not by its type.
+                failed = failure_in_words(str(error), where)
+                if failed is not None:
+                    return failed
             summary = summarize_body(api_error.body) or str(error)
             return ChatProviderError(f"the API reported an error: {summary}", **where)
         return ChatProviderError(f"{type(error).__name__}: {error}", **where)
@@ -253,10 +376,14 @@ class HTTPProvider(ProviderBase):
             return
         if not tools:
             raise ValueError(f"{provider}: tool_choice={choice!r} needs tools, and none were given")
-        if choice != "required" and choice not in {t.name for t in tools}:
-            names = ", ".join(sorted(t.name for t in tools))
+        sent = {t.name for t in tools}
+        asked = set(choice.names) if isinstance(choice, AllowedTools) else {choice} - {"required"}
+        missing = sorted(asked - sent)
+        if missing:
+            names = ", ".join(sorted(sent))
             raise ValueError(
-                f"{provider}: tool_choice={choice!r} names no tool of this request (tools: {names})"
+                f"{provider}: tool_choice={choice!r} names no tool of this request: "
+                f"{', '.join(missing)} (tools: {names})"
             )
 
     def on_retryable_error(self, error: BaseException) -> bool:
@@ -306,6 +433,11 @@ class CompletedMessage:
         self.request_id = request_id
         self.provider_trace_id = provider_trace_id
 
+    @property
+    def trace_id(self) -> str | None:
+        """The older name of `provider_trace_id`, kept for code written for it."""
+        return self.provider_trace_id
+
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
         for part in self._parts:
             yield part
@@ -335,6 +467,11 @@ class SDKStream:
         self.request_id = request_id
         self.provider_trace_id = provider_trace_id
 
+    @property
+    def trace_id(self) -> str | None:
+        """The older name of `provider_trace_id`, kept for code written for it."""
+        return self.provider_trace_id
+
     async def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:
         try:
             async for part in self._parts():
@@ -344,6 +481,40 @@ class SDKStream:
 
     def _parts(self) -> AsyncIterator[StreamedMessagePart]:
         raise NotImplementedError
+
+
+def merged(base: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `given` merged in, objects key by key.
+
+    `given` wins on a leaf, so a user's field never loses to one kosong set, and kosong's
+    other fields stay (a user's `output_config` keeps the thinking effort).
+    """
+    out = dict(base)
+    for key, value in given.items():
+        current = out.get(key)
+        if isinstance(current, Mapping) and isinstance(value, Mapping):
+            out[key] = merged(cast(Mapping[str, Any], current), cast(Mapping[str, Any], value))
+        else:
+            out[key] = value
+    return out
+
+
+def forces_a_call(choice: ToolChoice | None) -> bool:
+    """Whether `choice` makes the model call a tool (a name, "required", a required subset)."""
+    if isinstance(choice, AllowedTools):
+        return choice.mode == "required"
+    return choice not in (None, "auto", "none")
+
+
+def only_allowed(tools: Sequence[Tool], choice: ToolChoice | None) -> list[Tool]:
+    """The tools an `AllowedTools` choice allows (all of them for another choice).
+
+    The documented equivalent for an API without an allowed-subset choice: the others are left
+    out of the request (which changes the tool list, so the prompt cache misses from there).
+    """
+    if not isinstance(choice, AllowedTools):
+        return list(tools)
+    return [t for t in tools if t.name in choice.names]
 
 
 def spec_of(model: str, family: str, table: Sequence[tuple[str, _Spec]], default: _Spec) -> _Spec:
@@ -391,7 +562,12 @@ def json_object(text: str | None) -> dict[str, Any] | None:
 
 
 def arguments_object(call: ToolCall) -> dict[str, Any]:
-    """A call's arguments as the object APIs want back ({} when they were not one)."""
+    """A call's arguments as the object APIs want back ({} when they were not one).
+
+    A custom call's text is `{"input": text}`: the function form of a free-form tool.
+    """
+    if call.type == "custom":
+        return {"input": call.function.arguments or ""}
     return json_object(call.function.arguments) or {}
 
 
@@ -459,6 +635,21 @@ def summarize_body(body: object) -> str:
     return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + "…"
 
 
+def connection_failures(transport: ModuleType) -> tuple[type[BaseException], ...]:
+    """The transport errors that mean the connection failed.
+
+    The network, the other side breaking the protocol, a proxy. A local protocol error (our
+    request was malformed) or a body that would not decode is not one: retrying it fails the
+    same way.
+    """
+    return (transport.NetworkError, transport.RemoteProtocolError, transport.ProxyError)
+
+
+def _said(cause: BaseException) -> str:
+    text = str(cause)
+    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
+
+
 def connection_error(
     error: BaseException,
     cause: BaseException,
@@ -466,13 +657,33 @@ def connection_error(
     failures: tuple[type[BaseException], ...],
     where: Mapping[str, Any],
 ) -> ChatProviderError | None:
-    """`error` as a timeout or a failed connection (named by its `cause`); None if neither.
+    """`error` as a timeout or a failed connection; None if neither.
 
-    A timeout is checked first, since it is a connection error too.
+    The error is named by its `cause`, with the transport's own words. A timeout is checked
+    first, since it is a connection error too.
     """
     if isinstance(error, timeouts):
-        return APITimeoutError(f"the request timed out ({type(cause).__name__})", **where)
+        return APITimeoutError(f"the request timed out ({_said(cause)})", **where)
     if isinstance(error, failures):
-        detail = str(cause) or "no detail"
-        return APIConnectionError(f"connection failed: {type(cause).__name__}: {detail}", **where)
+        return APIConnectionError(f"connection failed: {_said(cause)}", **where)
+    return None
+
+
+_TIMED_OUT = re.compile(r"\btim(?:ed|e)[ -]?out\b", re.IGNORECASE)
+_CONNECTION_LOST = re.compile(
+    r"\bnetwork\b|\bconnection (?:error|lost|reset|closed|refused|aborted)\b|\bdisconnected\b",
+    re.IGNORECASE,
+)
+
+
+def failure_in_words(message: str, where: Mapping[str, Any]) -> ChatProviderError | None:
+    """A timeout or a lost connection an SDK reported only in words; None for anything else.
+
+    A timeout wins when both are said ("connection timed out"). Bare "reset" or "closed"
+    are not enough: servers say them of other things ("your session has been reset").
+    """
+    if _TIMED_OUT.search(message):
+        return APITimeoutError(f"the request timed out ({message})", **where)
+    if _CONNECTION_LOST.search(message):
+        return APIConnectionError(f"connection failed: {message}", **where)
     return None

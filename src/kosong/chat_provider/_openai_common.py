@@ -6,44 +6,53 @@ uses the client and error helpers.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, ClassVar, Literal, cast
 
 from typing_extensions import override
 
 from kosong._extras import install_hint
 from kosong.chat_provider import (
+    AllowedTools,
     ChatProviderError,
+    OutputSchema,
     StreamedMessagePart,
     TokenUsage,
+    ToolChoice,
 )
 from kosong.chat_provider._base import (
     CompletedMessage,
     HTTPProvider,
     SDKStream,
     api_key_from,
+    arguments_object,
     header_of,
     model_from,
-    renamed,
+    only_allowed,
     split_body,
 )
 from kosong.chat_provider._media import media_placeholder
+from kosong.chat_provider.native import native_entries
 from kosong.dialects import Dialect
 from kosong.formats import to_openai_chat_tool
 from kosong.message import (
     ContentPart,
     ImageURLPart,
     Message,
+    NativeToolPart,
     TextPart,
     ThinkPart,
     ToolCall,
     ToolCallPart,
 )
+from kosong.standard import StrictSchemaError, to_strict_schema
 from kosong.tooling import Tool
 
 try:
@@ -87,6 +96,27 @@ def field_of(model: Any, name: str) -> Any:
     if value is None and model.model_extra:
         value = model.model_extra.get(name)
     return value
+
+
+def json_schema(output: OutputSchema) -> dict[str, Any]:
+    """OpenAI's `json_schema` format of an output schema.
+
+    Strict where strict mode can take the schema (converted by `to_strict_schema`), else as
+    it is, not strict.
+    """
+    try:
+        return {"name": output.name, "schema": to_strict_schema(output.schema), "strict": True}
+    except StrictSchemaError:
+        return {"name": output.name, "schema": output.schema, "strict": False}
+
+
+def _get(value: Any, name: str) -> Any:
+    """A field of an SDK object or of a plain dict (an undeclared field is a dict), or None."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return cast(dict[str, Any], value).get(name)
+    return getattr(value, name, None)
 
 
 def _has_field(model: Any, name: str) -> bool:
@@ -146,7 +176,17 @@ class ChatCompletionsProvider(OpenAIProvider):
 
     name = "openai"
     _dialect: Dialect = "openai"
+    _strict_dialect: Dialect = "openai-strict"
+    """The rules a strict tool is checked against."""
+    _allowed_subset = True
+    """Whether the API takes `allowed_tools` (else only the allowed tools are sent)."""
+    _output_fields = ("response_format",)
+    _custom_tools = True
+    """Whether the API takes custom tools (else a free-form tool is a function of one string)."""
     _path = "chat/completions"
+    _renames: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"max_tokens": "max_completion_tokens"}
+    )
     _managed_fields = frozenset(
         {"model", "messages", "stream", "stream_options", "tools", "tool_choice"}
     )
@@ -169,13 +209,20 @@ class ChatCompletionsProvider(OpenAIProvider):
             return {}
         return {"reasoning_effort": openai_effort(effort, self.model_name)}
 
+    def _history_fields(self, history: Sequence[Message]) -> dict[str, Any]:
+        """Fields the history calls for (none here; see `OpenAIChat`)."""
+        return {}
+
     @override
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
+        if not self._allowed_subset:
+            tools = only_allowed(tools, self._tool_choice)
         prepared = self._prepare_tools(tools)
         self._check_tools(
-            prepared, {t.name: "openai-strict" if t.strict else self._dialect for t in prepared}
+            prepared,
+            {t.name: self._strict_dialect if t.strict else self._dialect for t in prepared},
         )
         messages: list[dict[str, Any]] = []
         if system_prompt:
@@ -186,16 +233,48 @@ class ChatCompletionsProvider(OpenAIProvider):
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
         body.update(self._thinking_fields())
-        if prepared:
-            body["tools"] = [self._tool_entry(t) for t in prepared]
-        choice = self._tool_choice
-        if choice is not None:
-            named = choice not in ("auto", "none", "required")
-            body["tool_choice"] = (
-                {"type": "function", "function": {"name": choice}} if named else choice
-            )
-        body.update(renamed(self._generation_kwargs, "max_tokens", "max_completion_tokens"))
+        body.update(self._history_fields(history))
+        entries = [self._tool_entry(t) for t in prepared]
+        entries += native_entries(self.name, self._native_tools).tools
+        if entries:
+            body["tools"] = entries
+        if self._tool_choice is not None:
+            body["tool_choice"] = self._choice_entry(self._tool_choice)
+        if entries and self._parallel is not None:
+            body["parallel_tool_calls"] = self._parallel
+        body.update(self._sent_kwargs())
+        if self._output is not None:
+            self._ask_format(body, self._output)
         return body
+
+    def _ask_format(self, body: dict[str, Any], output: OutputSchema) -> None:
+        """Ask for an answer following `output`: OpenAI's `json_schema` response format."""
+        body["response_format"] = {"type": "json_schema", "json_schema": json_schema(output)}
+
+    def _call_entry(self, call: ToolCall) -> dict[str, Any]:
+        """A call of the history: a custom tool's with its text, where the API has them."""
+        if call.type == "custom" and self._custom_tools:
+            custom = {"name": call.function.name, "input": call.function.arguments or ""}
+            return {"id": call.id, "type": "custom", "custom": custom}
+        arguments = call.function.arguments or "{}"
+        if call.type == "custom":
+            arguments = json.dumps(arguments_object(call), ensure_ascii=False)
+        function = {"name": call.function.name, "arguments": arguments}
+        return {"id": call.id, "type": "function", "function": function}
+
+    def _choice_entry(self, choice: ToolChoice) -> str | dict[str, Any]:
+        """`tool_choice` on the wire: a mode, a named function, or `allowed_tools`."""
+        if isinstance(choice, AllowedTools):
+            if not self._allowed_subset:
+                return choice.mode  # the other tools were left out of the request
+            functions = [{"type": "function", "function": {"name": n}} for n in choice.names]
+            return {
+                "type": "allowed_tools",
+                "allowed_tools": {"mode": choice.mode, "tools": functions},
+            }
+        if choice in ("auto", "none", "required"):
+            return choice
+        return {"type": "function", "function": {"name": choice}}
 
     def _media_part(self, part: ContentPart) -> dict[str, Any] | None:
         """A media part on the wire, or None where the API takes no such part."""
@@ -209,7 +288,7 @@ class ChatCompletionsProvider(OpenAIProvider):
         for part in parts:
             if isinstance(part, TextPart):
                 wire.append({"type": "text", "text": part.text})
-            elif not isinstance(part, ThinkPart):
+            elif not isinstance(part, ThinkPart | NativeToolPart):  # never sent as content
                 found = self._media_part(part) if media else None
                 wire.append(found or {"type": "text", "text": media_placeholder(part)})
         if len(wire) == 1 and wire[0]["type"] == "text":
@@ -231,17 +310,7 @@ class ChatCompletionsProvider(OpenAIProvider):
                 # Sent even when empty: backends that keep thinking need the field back.
                 out[self._reasoning_key] = "".join(p.think for p in thinking)
             if message.tool_calls:
-                out["tool_calls"] = [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {
-                            "name": call.function.name,
-                            "arguments": call.function.arguments or "{}",
-                        },
-                    }
-                    for call in message.tool_calls
-                ]
+                out["tool_calls"] = [self._call_entry(call) for call in message.tool_calls]
         else:
             out["content"] = self._content(message.content, media=True)
         if message.name is not None:
@@ -252,16 +321,17 @@ class ChatCompletionsProvider(OpenAIProvider):
             out["partial"] = True
         return out
 
-    async def _send(
-        self, body: dict[str, Any], url: str
-    ) -> ChatCompletionsStream | CompletedMessage:
+    async def _send(self, body: dict[str, Any]) -> ChatCompletionsStream | CompletedMessage:
         known, rest = split_body(body, "model", "messages", "stream")
         completions = self.client.chat.completions
         if self._stream:
             stream = cast(Any, await completions.create(**known, extra_body=rest))
-            return ChatCompletionsStream(stream, self._reasoning_key, lambda e: self._error(e, url))
+            return ChatCompletionsStream(stream, self._reasoning_key, self._convert)
         raw = cast(Any, await completions.with_raw_response.create(**known, extra_body=rest))
-        return self._completed(raw.parse(), raw)
+        parsed = raw.parse()
+        if inspect.isawaitable(parsed):  # a raw response whose parse is async
+            parsed = await parsed
+        return self._completed(parsed, raw)
 
     def _completed(self, completion: Any, raw: Any) -> CompletedMessage:
         parts: list[StreamedMessagePart] = []
@@ -274,12 +344,14 @@ class ChatCompletionsProvider(OpenAIProvider):
             if message.content:
                 parts.append(TextPart(text=message.content))
             for index, call in enumerate(message.tool_calls or ()):
-                function = call.function
+                custom = call.type == "custom"
+                body = call.custom if custom else call.function
                 parts.append(
                     ToolCall(
                         id=call.id or f"call_{index}",
+                        type="custom" if custom else "function",
                         function=ToolCall.FunctionBody(
-                            name=function.name, arguments=function.arguments
+                            name=body.name, arguments=body.input if custom else body.arguments
                         ),
                     )
                 )
@@ -299,11 +371,20 @@ class _Call:
     name: str | None
     arguments: str = ""
     emitted: bool = False
+    custom: bool = False
+
+    def complete(self) -> bool:
+        """Whether the arguments so far are whole (valid JSON).
+
+        A custom call's text is never known to be whole: the next call waits for its end.
+        """
+        return not self.custom and _complete_json(self.arguments)
 
     def emit(self, index: int) -> ToolCall:
         self.emitted = True
         return ToolCall(
             id=self.id or f"call_{index}",
+            type="custom" if self.custom else "function",
             function=ToolCall.FunctionBody(name=self.name or "", arguments=self.arguments),
         )
 
@@ -345,13 +426,22 @@ class ToolCallAssembler:
         return self._ids[id]
 
     def feed(
-        self, index: int, id: str | None, name: str | None, arguments: str | None
+        self,
+        index: int,
+        id: str | None,
+        name: str | None,
+        arguments: str | None,
+        *,
+        custom: bool = False,
     ) -> Iterator[StreamedMessagePart]:
-        """The parts a delta of call `index` lets out now (see the class doc)."""
+        """The parts a delta of call `index` lets out now (see the class doc).
+
+        `custom`: the call is a custom tool's, its `arguments` a text (not JSON).
+        """
         self._last_index = max(self._last_index, index)
         call = self._calls.get(index)
         if call is None:
-            call = self._calls[index] = _Call(id, name)
+            call = self._calls[index] = _Call(id, name, custom=custom)
         else:
             call.id = call.id or id
             call.name = call.name or name
@@ -364,7 +454,7 @@ class ToolCallAssembler:
                 yield ToolCallPart(arguments_part=fragment)
             elif not call.emitted:
                 yield from self._start_next()
-        elif not call.emitted and _complete_json(self._calls[self._current].arguments):
+        elif not call.emitted and self._calls[self._current].complete():
             self._current = None
             yield from self._start_next()
         elif call.emitted:
@@ -453,13 +543,15 @@ class ChatCompletionsStream(SDKStream):
                 if delta.content:
                     yield TextPart(text=delta.content)
                 for tc in delta.tool_calls or ():
-                    function = tc.function
+                    custom: Any = field_of(tc, "custom")
+                    body: Any = custom or tc.function
                     index = field_of(tc, "index")
                     for part in calls.feed(
                         calls.index_for(tc.id) if index is None else index,
                         tc.id,
-                        function.name if function else None,
-                        function.arguments if function else None,
+                        _get(body, "name"),
+                        _get(body, "input" if custom else "arguments"),
+                        custom=custom is not None,
                     ):
                         yield part
                 extra_usage = field_of(choice, "usage")  # Moonshot puts it here

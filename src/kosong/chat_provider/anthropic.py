@@ -6,44 +6,15 @@ plain dicts, never the SDK's request types (their shape changed in anthropic 2.x
 
 from __future__ import annotations
 
-import json
+import copy
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple, cast
 
 from typing_extensions import override
 
 from kosong._extras import install_hint
-from kosong.chat_provider import (
-    ChatProviderError,
-    StreamedMessagePart,
-    ThinkingEffort,
-    TokenUsage,
-)
-from kosong.chat_provider._base import (
-    CompletedMessage,
-    HTTPProvider,
-    SDKStream,
-    api_key_from,
-    arguments_object,
-    header_of,
-    highest_at_most,
-    model_from,
-    spec_of,
-    split_body,
-)
-from kosong.chat_provider._media import data_url, media_placeholder
-from kosong.formats import to_anthropic_tool
-from kosong.message import (
-    ContentPart,
-    ImageURLPart,
-    Message,
-    TextPart,
-    ThinkPart,
-    ToolCall,
-    ToolCallPart,
-)
-from kosong.tooling import Tool
 
 try:
     import anthropic
@@ -53,9 +24,56 @@ except ImportError as e:  # pragma: no cover - the extra is missing
         f"the Anthropic provider needs the `anthropic` package: {install_hint('anthropic')}"
     ) from e
 
-_ERRORS = (anthropic.AnthropicError, httpx2.HTTPError)
+from kosong.chat_provider import (
+    AllowedTools,
+    ThinkingEffort,
+    ToolChoice,
+)
+from kosong.chat_provider._anthropic_answer import (
+    ERRORS,
+    AnthropicStream,
+    block_parts,
+    usage_of,
+)
+from kosong.chat_provider._base import (
+    CompletedMessage,
+    HTTPProvider,
+    api_key_from,
+    arguments_object,
+    forces_a_call,
+    header_of,
+    highest_at_most,
+    merged,
+    model_from,
+    only_allowed,
+    spec_of,
+    split_body,
+)
+from kosong.chat_provider._media import data_url, media_placeholder
+from kosong.chat_provider._native_parts import for_provider
+from kosong.chat_provider.native import native_entries
+from kosong.dialects import fix_schema, fix_tool
+from kosong.formats import to_anthropic_tool
+from kosong.message import (
+    ContentPart,
+    ImageURLPart,
+    Message,
+    NativeToolPart,
+    TextPart,
+    ThinkPart,
+)
+from kosong.tooling import Tool
 
-__all__ = ["THINKING_BUDGETS", "THINKING_MODELS", "Anthropic", "ThinkingSpec", "thinking_spec"]
+_ERRORS = ERRORS
+
+__all__ = [
+    "THINKING_BUDGETS",
+    "THINKING_MODELS",
+    "Anthropic",
+    "ThinkingSpec",
+    "clamped_effort",
+    "thinking_spec",
+]
 
 THINKING_BUDGETS: dict[ThinkingEffort, int] = {
     "low": 1024,
@@ -110,9 +128,37 @@ _DEFAULT_SPEC = ThinkingSpec("budget", (), "disabled")
 _EPHEMERAL = {"type": "ephemeral"}
 
 
+_LATER_SPEC = ThinkingSpec("adaptive", _NO_XHIGH, "disabled")
+_VERSION = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)-(\d{1,2})(?!\d)")
+
+
 def thinking_spec(model: str) -> ThinkingSpec:
-    """The `ThinkingSpec` of a model id (a cloud prefix such as `us.anthropic.` is skipped)."""
-    return spec_of(model, "claude-", THINKING_MODELS, _DEFAULT_SPEC)
+    """The `ThinkingSpec` of a model id (a cloud prefix such as `us.anthropic.` is skipped).
+
+    `claude-opus-4.7` reads as `claude-opus-4-7`. A model no row names but whose version is
+    4.6 or later (`claude-opus-4-9`, `claude-haiku-5-0`) is taken to think as Opus / Sonnet
+    4.6 do (adaptive, no "xhigh"): those refuse `budget_tokens`, which the older default asks
+    for.
+    """
+    name = model.lower().replace(".", "-")
+    spec = spec_of(name, "claude-", THINKING_MODELS, _DEFAULT_SPEC)
+    found = _VERSION.search(name)
+    if spec is _DEFAULT_SPEC and found and (int(found[1]), int(found[2])) >= (4, 6):
+        return _LATER_SPEC
+    return spec
+
+
+def clamped_effort(model: str, effort: ThinkingEffort) -> ThinkingEffort:
+    """The effort `model` is asked for when `effort` is wanted.
+
+    The highest it takes at most `effort` (its `output_config.effort` values; "high" at most
+    where it takes none). "off" stays "off".
+    """
+    if effort == "off":
+        return effort
+    spec = thinking_spec(model)
+    accepted = sorted(spec.efforts or ("low", "medium", "high"), key=_EFFORTS.index)
+    return highest_at_most(accepted, _EFFORTS.index, _EFFORTS.index(effort))
 
 
 class Anthropic(HTTPProvider):
@@ -127,7 +173,9 @@ class Anthropic(HTTPProvider):
       "ephemeral"}` on the system prompt, the last tool and the last block of the last
       message, so each turn of an agent loop reads the conversation so far from the cache.
       Cache reads and writes are counted in `TokenUsage`.
-    - Tools go as `{name, description, input_schema}`, checked first against the API's rules;
+    - Tools go as `{name, description, input_schema}` (`strict: true` for a strict tool, its
+      unsupported constraints moved into the description), checked first against the API's
+      rules;
       tool calls come and go as `tool_use` blocks with an object `input`; tool results as
       `tool_result` blocks (text and images), consecutive ones merged into one user message.
     - Thinking streams back as `ThinkPart`s with their signature (`encrypted`) and goes back
@@ -136,7 +184,9 @@ class Anthropic(HTTPProvider):
       (clamped to the efforts the model takes), or `budget_tokens` (`THINKING_BUDGETS`).
     - `with_tool_choice`: "auto" → `{"type": "auto"}`, "none" → `{"type": "none"}`,
       "required" → `{"type": "any"}`, a name → `{"type": "tool", "name": ...}`; a forced call
-      while thinking is a ValueError (the API takes only auto or none then).
+      while thinking is a ValueError (the API takes only auto or none then). The API has no
+      allowed subset: `AllowedTools` sends only its tools (auto or any), which changes the tool
+      list. `with_parallel_tool_calls(False)` sends `disable_parallel_tool_use: true`.
     - Generation kwargs (`temperature`, `top_k`...) go in the request body, whether or not
       the SDK's method names them.
     - A system message in the middle of the history goes as a user message in
@@ -155,6 +205,7 @@ class Anthropic(HTTPProvider):
     _managed_fields = frozenset(
         {"model", "messages", "system", "stream", "tools", "tool_choice", "thinking"}
     )
+    _output_fields = ("output_config",)
 
     def __init__(
         self,
@@ -188,6 +239,18 @@ class Anthropic(HTTPProvider):
         )
         """The `anthropic.AsyncAnthropic` client (transport, retries, timeouts)."""
 
+    @property
+    def thinking_effort(self) -> ThinkingEffort | None:
+        """The effort the model is asked for, or None for the model's default.
+
+        On a model that takes `output_config.effort`, the one given clamped to what it takes
+        (`clamped_effort`); on the others the one given (its budget is
+        `THINKING_BUDGETS[effort]`).
+        """
+        if self._thinking is None or not thinking_spec(self._model).efforts:
+            return self._thinking
+        return clamped_effort(self._model, self._thinking)
+
     def _check_options(self) -> None:
         spec = thinking_spec(self._model)
         if self._thinking == "off" and spec.off == "refuse":
@@ -196,7 +259,7 @@ class Anthropic(HTTPProvider):
                 "always thinks (the API refuses thinking disabled there)"
             )
         thinks = (self._thinking not in (None, "off")) or spec.off == "refuse"
-        if thinks and self._tool_choice not in (None, "auto", "none"):
+        if thinks and forces_a_call(self._tool_choice):
             raise ValueError(
                 f"Anthropic: tool_choice={self._tool_choice!r} forces a tool call, which the "
                 "API refuses while thinking (only auto or none then): use "
@@ -214,22 +277,30 @@ class Anthropic(HTTPProvider):
             ), max_tokens
         fields: dict[str, Any] = {}
         if spec.mode == "adaptive":
-            fields["thinking"] = {"type": "adaptive"}
+            # "summarized": the thinking text comes back (Opus 4.7 and later omit it unless
+            # asked; https://platform.claude.com/docs/en/build-with-claude/extended-thinking).
+            fields["thinking"] = {"type": "adaptive", "display": "summarized"}
         else:
             budget = THINKING_BUDGETS[effort]
             fields["thinking"] = {"type": "enabled", "budget_tokens": budget}
             max_tokens = max(max_tokens, budget + 4096)  # budget_tokens must be below it
         if spec.efforts:
-            accepted = sorted(spec.efforts, key=_EFFORTS.index)
-            chosen = highest_at_most(accepted, _EFFORTS.index, _EFFORTS.index(effort))
-            fields["output_config"] = {"effort": chosen}
+            fields["output_config"] = {"effort": clamped_effort(self._model, effort)}
         return fields, max_tokens
 
     @override
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        self._check_tools(tools, dict.fromkeys((t.name for t in tools), "anthropic"))
+        # A strict tool gets the SDKs' own fix first: the constraints strict mode lacks go in
+        # its description (the toolset still validates them).
+        tools = [
+            fix_tool(t, "anthropic-strict") if t.strict else t
+            for t in only_allowed(tools, self._tool_choice)  # no allowed subset: the equivalent
+        ]
+        self._check_tools(
+            tools, {t.name: "anthropic-strict" if t.strict else "anthropic" for t in tools}
+        )
         extra = dict(self._generation_kwargs)
         max_tokens = int(extra.pop("max_tokens", self._max_tokens))
         thinking, max_tokens = self._thinking_fields(max_tokens)
@@ -245,21 +316,33 @@ class Anthropic(HTTPProvider):
                 if self._prompt_cache
                 else system_prompt
             )
-        if tools:
-            body["tools"] = [to_anthropic_tool(t) for t in tools]
+        native = native_entries(self.name, self._native_tools)
+        entries = [to_anthropic_tool(t) for t in tools] + native.tools
+        if entries:
+            body["tools"] = entries
             if self._prompt_cache:
-                body["tools"][-1]["cache_control"] = _EPHEMERAL
-        if self._tool_choice is not None:
-            body["tool_choice"] = _tool_choice(self._tool_choice)
+                entries[-1]["cache_control"] = _EPHEMERAL
+        if native.mcp_servers:
+            body["mcp_servers"] = native.mcp_servers
+        choice = _tool_choice(self._tool_choice, self._parallel if entries else None)
+        if choice is not None:
+            body["tool_choice"] = choice
         if self._prompt_cache:
             _mark_last_block(messages)
         body.update(thinking)
+        if self._output is not None:
+            # Structured outputs: every object closed, constraints described (the limits
+            # strict tools have: https://platform.claude.com/docs/en/build-with-claude/
+            # structured-outputs).
+            schema = fix_schema(self._output.schema, "anthropic-strict")
+            fmt = {"format": {"type": "json_schema", "schema": schema}}
+            body["output_config"] = {**body.get("output_config", {}), **fmt}
         if self._metadata:
             body["metadata"] = self._metadata
         if self._stream:
             body["stream"] = True
-        body.update(extra)
-        return body
+        # Merged, not replaced: a user's output_config keeps the thinking effort set above.
+        return merged(body, extra)
 
     def _messages(self, history: Sequence[Message]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -270,6 +353,8 @@ class Anthropic(HTTPProvider):
                     "tool_use_id": message.tool_call_id or "",
                     "content": self._tool_content(message.content),
                 }
+                if message.is_error:
+                    block["is_error"] = True
                 previous = out[-1] if out else None
                 if (
                     previous is not None
@@ -297,12 +382,15 @@ class Anthropic(HTTPProvider):
             return [{"type": "text", "text": text}] if text else []
         return _blocks(parts)
 
-    async def _send(self, body: dict[str, Any], url: str) -> AnthropicStream | CompletedMessage:
+    async def _send(self, body: dict[str, Any]) -> AnthropicStream | CompletedMessage:
         known, rest = split_body(body, "model", "max_tokens", "messages", "stream")
+        betas = native_entries(self.name, self._native_tools).betas
+        if betas:
+            known["extra_headers"] = {"anthropic-beta": ",".join(betas)}
         messages = self.client.messages
         if self._stream:
             stream = cast(Any, await messages.create(**known, extra_body=rest))
-            return AnthropicStream(stream, lambda e: self._error(e, url))
+            return AnthropicStream(stream, self._convert)
         # An explicit timeout: the SDK refuses a plain request it guesses may take long.
         raw = cast(
             Any,
@@ -312,20 +400,31 @@ class Anthropic(HTTPProvider):
         )
         message = await raw.parse()  # the anthropic SDK's raw response parses asynchronously
         return CompletedMessage(
-            [part for block in message.content for part in _block_parts(block)],
+            [part for block in message.content for part in block_parts(block)],
             id=message.id,
-            usage=_usage(message.usage, message.usage.output_tokens),
+            usage=usage_of(message.usage, message.usage.output_tokens),
             finish_reason=message.stop_reason,
             request_id=header_of(raw, "request-id"),
         )
 
 
-def _tool_choice(choice: str) -> dict[str, Any]:
+def _tool_choice(choice: ToolChoice | None, parallel: bool | None) -> dict[str, Any] | None:
+    """`tool_choice` on the wire; `parallel=False` as `disable_parallel_tool_use`."""
+    if isinstance(choice, AllowedTools):
+        choice = choice.mode  # the other tools were left out of the request
+    if choice is None and parallel is False:
+        choice = "auto"
+    if choice is None:
+        return None
     if choice == "required":
-        return {"type": "any"}
-    if choice in ("auto", "none"):
-        return {"type": choice}
-    return {"type": "tool", "name": choice}
+        out: dict[str, Any] = {"type": "any"}
+    elif choice in ("auto", "none"):
+        out = {"type": choice}
+    else:
+        out = {"type": "tool", "name": choice}
+    if parallel is False and out["type"] != "none":
+        out["disable_parallel_tool_use"] = True
+    return out
 
 
 def _mark_last_block(messages: list[dict[str, Any]]) -> None:
@@ -338,22 +437,6 @@ def _mark_last_block(messages: list[dict[str, Any]]) -> None:
             return
 
 
-def _block_parts(block: Any) -> list[StreamedMessagePart]:
-    """The parts of one content block of a whole (non-streamed) message."""
-    if block.type == "text":
-        return [TextPart(text=block.text)] if block.text else []
-    if block.type == "thinking":
-        return [ThinkPart(think=block.thinking, encrypted=block.signature or None)]
-    if block.type == "tool_use":
-        arguments = json.dumps(block.input, ensure_ascii=False)
-        return [
-            ToolCall(
-                id=block.id, function=ToolCall.FunctionBody(name=block.name, arguments=arguments)
-            )
-        ]
-    return []
-
-
 def _blocks(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for part in parts:
@@ -362,7 +445,7 @@ def _blocks(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
                 out.append({"type": "text", "text": part.text})
         elif isinstance(part, ImageURLPart):
             out.append({"type": "image", "source": _image_source(part.image_url.url)})
-        elif not isinstance(part, ThinkPart):
+        elif not isinstance(part, ThinkPart | NativeToolPart):
             out.append({"type": "text", "text": media_placeholder(part)})
     return out
 
@@ -374,10 +457,17 @@ def _image_source(url: str) -> dict[str, Any]:
     return {"type": "url", "url": url}
 
 
+def _cited_text(block: Mapping[str, Any]) -> str | None:
+    text = block.get("text")
+    return text if block.get("type") == "text" and isinstance(text, str) else None
+
+
 def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    for part in message.content:
-        if isinstance(part, ThinkPart):
+    for part in for_provider(message.content, "anthropic", _cited_text):
+        if isinstance(part, NativeToolPart):
+            blocks.append(copy.deepcopy(part.data))  # as the API sent it
+        elif isinstance(part, ThinkPart):
             # A thinking block goes back only with its signature; the API refuses it without.
             if part.encrypted:
                 blocks.append(
@@ -398,59 +488,3 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
             }
         )
     return blocks
-
-
-class AnthropicStream(SDKStream):
-    """A Messages API answer as `StreamedMessagePart`s."""
-
-    _errors = _ERRORS
-
-    def __init__(self, stream: Any, convert: Callable[[BaseException], ChatProviderError]) -> None:
-        request_id = header_of(getattr(stream, "response", None), "request-id")
-        super().__init__(stream, convert, request_id=request_id)
-        self._input: Any = None
-
-    async def _parts(self) -> AsyncIterator[StreamedMessagePart]:
-        tool_blocks: set[int] = set()
-        async for event in self._stream:
-            kind = event.type
-            if kind == "content_block_delta":
-                delta = event.delta
-                if delta.type == "text_delta":
-                    yield TextPart(text=delta.text)
-                elif delta.type == "input_json_delta":
-                    yield ToolCallPart(arguments_part=delta.partial_json)
-                elif delta.type == "thinking_delta":
-                    yield ThinkPart(think=delta.thinking)
-                elif delta.type == "signature_delta":
-                    yield ThinkPart(think="", encrypted=delta.signature)
-            elif kind == "content_block_start":
-                block = event.content_block
-                if block.type == "tool_use":
-                    tool_blocks.add(event.index)
-                    yield ToolCall(
-                        id=block.id,
-                        function=ToolCall.FunctionBody(name=block.name, arguments=""),
-                    )
-                elif block.type == "text" and block.text:
-                    yield TextPart(text=block.text)
-            elif kind == "content_block_stop":
-                if event.index in tool_blocks:
-                    yield ToolCallPart(last=True)
-            elif kind == "message_start":
-                self.id = event.message.id
-                self._input = event.message.usage  # the input tokens are counted here only
-                self.usage = _usage(self._input, self._input.output_tokens)
-            elif kind == "message_delta":
-                self.finish_reason = event.delta.stop_reason or self.finish_reason
-                self.usage = _usage(self._input, event.usage.output_tokens)
-
-
-def _usage(usage: Any, output_tokens: int | None) -> TokenUsage:
-    """`TokenUsage` from the input counts of a Messages API `usage`, and `output_tokens`."""
-    return TokenUsage(
-        input_other=(usage.input_tokens or 0) if usage else 0,
-        output=output_tokens or 0,
-        input_cache_read=getattr(usage, "cache_read_input_tokens", None) or 0,
-        input_cache_creation=getattr(usage, "cache_creation_input_tokens", None) or 0,
-    )

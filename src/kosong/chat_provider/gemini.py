@@ -8,41 +8,17 @@ response types and errors.
 
 from __future__ import annotations
 
-import base64
+import copy
 import json
 import mimetypes
 import os
 import re
-import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple, cast
 
 from typing_extensions import override
 
 from kosong._extras import install_hint
-from kosong.chat_provider import (
-    APIStatusError,
-    ChatProviderError,
-    StreamedMessagePart,
-    ThinkingEffort,
-    TokenUsage,
-)
-from kosong.chat_provider._base import (
-    HTTPProvider,
-    SDKStream,
-    arguments_object,
-    connection_error,
-    header_of,
-    highest_at_most,
-    json_object,
-    spec_of,
-    summarize_body,
-)
-from kosong.chat_provider._media import data_url, media_placeholder, media_url
-from kosong.dialects import fix_tool
-from kosong.formats import to_gemini_function_declaration
-from kosong.message import ContentPart, Message, TextPart, ThinkPart, ToolCall, ToolCallPart
-from kosong.tooling import Tool
 
 try:
     import httpx2
@@ -55,18 +31,36 @@ except ImportError as e:  # pragma: no cover - the extra is missing
         f"the Gemini provider needs the `google-genai` package: {install_hint('google')}"
     ) from e
 
-
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """httpx2's errors, and aiohttp's: the SDK's async transport when it is installed."""
-    try:
-        import aiohttp
-    except ImportError:  # pragma: no cover - depends on what is installed
-        return (httpx2.HTTPError,)
-    return (httpx2.HTTPError, aiohttp.ClientError)
-
-
-_TRANSPORT_ERRORS = _transport_errors()
-_ERRORS: tuple[type[BaseException], ...] = (genai_errors.APIError, TimeoutError, *_TRANSPORT_ERRORS)
+from kosong.chat_provider import (
+    AllowedTools,
+    APIStatusError,
+    ChatProviderError,
+    ThinkingEffort,
+    ToolChoice,
+)
+from kosong.chat_provider._base import (
+    HTTPProvider,
+    arguments_object,
+    connection_error,
+    header_of,
+    highest_at_most,
+    json_object,
+    spec_of,
+    summarize_body,
+)
+from kosong.chat_provider._gemini_answer import (
+    ERRORS,
+    METADATA_KEYS,
+    SIGNATURE_KEY,
+    TRANSPORT_ERRORS,
+    GeminiStream,
+)
+from kosong.chat_provider._media import data_url, media_placeholder, media_url
+from kosong.chat_provider.native import native_entries
+from kosong.dialects import fix_tool
+from kosong.formats import to_gemini_function_declaration
+from kosong.message import ContentPart, Message, NativeToolPart, TextPart, ThinkPart
+from kosong.tooling import Tool
 
 __all__ = [
     "DEFAULT_GEMINI_BASE_URL",
@@ -150,9 +144,6 @@ _TOOL_MEDIA_TYPES = frozenset(
 # A signature for a call made without one (a history from another provider): the thought
 # signatures guide documents this value for exactly that case.
 _SKIP_SIGNATURE = "skip_thought_signature_validator"
-_SIGNATURE_KEY = "thought_signature_b64"
-"""Where a function call's thought signature is kept in `ToolCall.extras` (as the published
-package keeps it)."""
 _TOP_LEVEL_FIELDS = frozenset({"cachedContent", "safetySettings"})
 _CONTENTS = TypeAdapter(list[genai_types.Content])
 
@@ -179,8 +170,9 @@ class Gemini(HTTPProvider):
     - `stream=False` makes one `generateContent` request instead of a streamed one (same parts).
     - `max_retries` (default 2) and `timeout` (seconds) go to the SDK's HTTP options; other
       keyword arguments go to `google.genai.Client` (`http_options`, `debug_config`...).
-    - Tools go as `functionDeclarations` in Gemini's schema subset, after its safe fixes;
-      a schema Gemini would still reject raises `DialectError` before anything is sent.
+    - Tools go as `functionDeclarations` with their JSON Schema in `parametersJsonSchema`,
+      after the dialect check's safe fixes; a schema Gemini would still reject raises
+      `DialectError` before anything is sent.
     - Function calls come whole (several in one answer: parallel calls), each as a
       `ToolCall`; its thought signature is kept in `extras["thought_signature_b64"]` and goes
       back on the same `functionCall` part. Thought summaries come as `ThinkPart`s; a
@@ -195,14 +187,24 @@ class Gemini(HTTPProvider):
       with `includeThoughts: true`; "off" sends what turns thinking off where the model allows
       it and is a ValueError where it does not.
     - `with_tool_choice`: `functionCallingConfig` mode AUTO, NONE, ANY, or ANY with
-      `allowedFunctionNames` for a tool's name.
+      `allowedFunctionNames` for a tool's name. When every tool sent is strict and the choice
+      is the model's (None or "auto"), the mode is VALIDATED: calls adhere to the schemas.
+      `AllowedTools` goes as `allowedFunctionNames` with mode VALIDATED ("auto") or ANY
+      ("required"). The API has no parallel-calls switch: `with_parallel_tool_calls(False)`
+      is a ValueError.
+      Gemini's mode applies to all functions, so with strict and other tools together none
+      is constrained (the toolset still validates every call).
     - Generation kwargs go in `generationConfig` (snake_case names are sent in camelCase,
       `max_tokens` as `maxOutputTokens`), `cached_content` and `safety_settings` at the top.
     - Caching is implicit on the server; cached tokens are counted in `TokenUsage`.
     """
 
     name = "gemini"
-    _errors = _ERRORS
+    _errors = ERRORS
+    _output_fields = (
+        "response_mime_type", "responseMimeType", "response_json_schema", "responseJsonSchema",
+        "response_schema", "responseSchema",
+    )  # fmt: skip
     _managed_fields = frozenset(
         {"model", "contents", "stream", "tools", "system_instruction", "systemInstruction"}
         | {"tool_config", "toolConfig", "thinking_config", "thinkingConfig"}
@@ -255,6 +257,11 @@ class Gemini(HTTPProvider):
         """The `google.genai.Client` (transport, retries, timeouts)."""
 
     def _check_options(self) -> None:
+        if self._parallel is False:
+            raise ValueError(
+                "Gemini: with_parallel_tool_calls(False) cannot be sent: the Gemini API has no "
+                "switch for parallel function calls (set None, or handle one call per step)"
+            )
         if self._thinking == "off" and model_spec(self._model).off == "refuse":
             raise ValueError(
                 f'Gemini: with_thinking("off") cannot be sent to {self._model}, which always '
@@ -298,13 +305,23 @@ class Gemini(HTTPProvider):
         body: dict[str, Any] = {"contents": self._contents(history)}
         if system_prompt:
             body["systemInstruction"] = {"parts": [{"text": system_prompt}]}
+        entries = native_entries(self.name, self._native_tools).tools
         if prepared:
-            body["tools"] = [
-                {"functionDeclarations": [to_gemini_function_declaration(t) for t in prepared]}
-            ]
-        if self._tool_choice is not None:
-            body["toolConfig"] = {"functionCallingConfig": _calling_config(self._tool_choice)}
+            declarations = [to_gemini_function_declaration(t) for t in prepared]
+            entries.insert(0, {"functionDeclarations": declarations})
+        if entries:
+            body["tools"] = entries
+        choice = self._tool_choice
+        if prepared and all(t.strict for t in prepared) and choice in (None, "auto"):
+            # VALIDATED: calls adhere to the schemas, and the model may still answer in text;
+            # Gemini applies it to every function, so only when every tool is strict.
+            body["toolConfig"] = {"functionCallingConfig": {"mode": "VALIDATED"}}
+        elif choice is not None:
+            body["toolConfig"] = {"functionCallingConfig": _calling_config(choice)}
         config, top = self._generation_fields()
+        if self._output is not None:
+            config["responseMimeType"] = "application/json"
+            config["responseJsonSchema"] = copy.deepcopy(self._output.schema)
         thinking = self._thinking_config()
         if thinking is not None:
             config["thinkingConfig"] = thinking
@@ -352,7 +369,7 @@ class Gemini(HTTPProvider):
         for part in message.content:
             if isinstance(part, TextPart):
                 texts.append(part.text)
-            elif isinstance(part, ThinkPart):
+            elif isinstance(part, ThinkPart | NativeToolPart):
                 continue
             else:
                 inline = _inline(part)
@@ -363,13 +380,15 @@ class Gemini(HTTPProvider):
         response: dict[str, Any] = {
             "id": call_id,
             "name": names[call_id],
-            "response": {"output": "\n".join(texts)},
+            # The reference: "Use 'output' key to specify function output and 'error' key to
+            # specify error details".
+            "response": {"error" if message.is_error else "output": "\n".join(texts)},
         }
         if media:
             response["parts"] = media
         return {"functionResponse": response}
 
-    async def _send(self, body: dict[str, Any], url: str) -> GeminiStream:
+    async def _send(self, body: dict[str, Any]) -> GeminiStream:
         # The SDK's types check the contents; the body goes as written (`extra_body` replaces
         # the SDK's rendering of them, which names some nested fields in snake_case).
         try:
@@ -394,17 +413,17 @@ class Gemini(HTTPProvider):
             # The SDK sends the request at the first chunk: send it now, so a failed
             # request fails here, as with the other providers.
             first = await anext(chunks, None)
-            return GeminiStream(first, chunks, lambda e: self._error(e, url))
+            return GeminiStream(first, chunks, self._convert)
         response = await models.generate_content(
             model=self._model, contents=contents, config=config
         )
-        return GeminiStream(response, None, lambda e: self._error(e, url))
+        return GeminiStream(response, None, self._convert)
 
     def _error(self, error: BaseException, url: str) -> ChatProviderError:
         """A `google-genai` or transport (`aiohttp`, `httpx2`) error as one of ours."""
         where: dict[str, Any] = {"provider": self.name, "model": self._model, "url": url}
         timeouts = (TimeoutError, httpx2.TimeoutException)
-        failed = connection_error(error, error, timeouts, _TRANSPORT_ERRORS, where)
+        failed = connection_error(error, error, timeouts, TRANSPORT_ERRORS, where)
         if failed is not None:
             return failed
         if isinstance(error, genai_errors.APIError):
@@ -447,7 +466,12 @@ def _key_from_environment() -> str | None:
     return os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
 
 
-def _calling_config(choice: str) -> dict[str, Any]:
+def _calling_config(choice: ToolChoice) -> dict[str, Any]:
+    if isinstance(choice, AllowedTools):
+        # allowedFunctionNames goes with ANY or VALIDATED only (FunctionCallingConfig): VALIDATED
+        # lets the model answer in text, as "auto" means.
+        mode = "ANY" if choice.mode == "required" else "VALIDATED"
+        return {"mode": mode, "allowedFunctionNames": list(choice.names)}
     if choice in ("auto", "none"):
         return {"mode": choice.upper()}
     if choice == "required":
@@ -470,7 +494,7 @@ def _user_parts(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
         if isinstance(part, TextPart):
             if part.text:
                 out.append({"text": part.text})
-        elif isinstance(part, ThinkPart):
+        elif isinstance(part, ThinkPart | NativeToolPart):
             continue
         else:
             found = media_url(part)
@@ -499,7 +523,12 @@ def _model_parts(message: Message, *, sign: bool) -> list[dict[str, Any]]:
     """A model turn's parts; `sign`: calls without a signature get the documented one."""
     out: list[dict[str, Any]] = []
     for part in message.content:
-        if isinstance(part, TextPart):
+        if isinstance(part, NativeToolPart):
+            # A built-in tool's part goes back as it came; grounding metadata has no place
+            # in a request, and another provider's part none here.
+            if part.provider == "gemini" and not any(k in part.data for k in METADATA_KEYS):
+                out.append(copy.deepcopy(part.data))
+        elif isinstance(part, TextPart):
             if part.text:
                 out.append({"text": part.text})
         elif isinstance(part, ThinkPart):
@@ -533,108 +562,13 @@ def _model_parts(message: Message, *, sign: bool) -> list[dict[str, Any]]:
                 "args": arguments_object(call),
             }
         }
-        signature = (call.extras or {}).get(_SIGNATURE_KEY)
+        signature = (call.extras or {}).get(SIGNATURE_KEY)
         if isinstance(signature, str) and signature:
             entry["thoughtSignature"] = signature
         calls.append(entry)
     if sign and calls and not any("thoughtSignature" in c for c in calls):
         calls[0]["thoughtSignature"] = _SKIP_SIGNATURE
     return out + calls
-
-
-def _b64(raw: bytes | None) -> str | None:
-    return base64.b64encode(raw).decode("ascii") if raw else None
-
-
-def _pack(signature: str, part: Literal["thought", "text", "empty"]) -> str:
-    """A thought signature as a `ThinkPart` keeps it, with the kind of part it came on."""
-    return json.dumps({"thoughtSignature": signature, "part": part}, separators=(",", ":"))
-
-
-def _enum_text(value: Any) -> str:
-    return str(getattr(value, "value", value))
-
-
-def _usage(metadata: Any) -> TokenUsage:
-    prompt = (metadata.prompt_token_count or 0) + (metadata.tool_use_prompt_token_count or 0)
-    cached = metadata.cached_content_token_count or 0
-    return TokenUsage(
-        input_other=max(prompt - cached, 0),
-        output=(metadata.candidates_token_count or 0) + (metadata.thoughts_token_count or 0),
-        input_cache_read=cached,
-    )
-
-
-class GeminiStream(SDKStream):
-    """A Gemini answer as `StreamedMessagePart`s.
-
-    The chunks of `streamGenerateContent` (the first one read already), or the one response
-    of `generateContent` (`rest` None).
-    """
-
-    _errors = _ERRORS
-
-    def __init__(
-        self,
-        first: Any,
-        rest: AsyncIterator[Any] | None,
-        convert: Callable[[BaseException], ChatProviderError],
-    ) -> None:
-        super().__init__(rest, convert)
-        self._first = first
-
-    async def _parts(self) -> AsyncIterator[StreamedMessagePart]:
-        if self._first is None:
-            return
-        for part in self._read(self._first):
-            yield part
-        if self._stream is not None:
-            async for chunk in self._stream:
-                for part in self._read(chunk):
-                    yield part
-
-    def _read(self, response: Any) -> list[StreamedMessagePart]:
-        """The parts of one response (or stream chunk); it also sets id, usage, finish reason."""
-        self.id = response.response_id or self.id
-        if response.usage_metadata is not None:
-            self.usage = _usage(response.usage_metadata)
-        out: list[StreamedMessagePart] = []
-        candidates: list[Any] = response.candidates or []
-        feedback: Any = response.prompt_feedback
-        if not candidates and feedback is not None and feedback.block_reason is not None:
-            self.finish_reason = _enum_text(feedback.block_reason)
-        for candidate in candidates[:1]:
-            if candidate.finish_reason is not None:
-                self.finish_reason = _enum_text(candidate.finish_reason)
-            content: Any = candidate.content
-            parts: list[Any] = (content.parts if content is not None else None) or []
-            for part in parts:
-                out.extend(_part_of(part))
-        return out
-
-
-def _part_of(part: Any) -> list[StreamedMessagePart]:
-    signature = _b64(part.thought_signature)
-    call = part.function_call
-    if call is not None:
-        arguments = json.dumps(call.args or {}, ensure_ascii=False)
-        return [
-            ToolCall(
-                id=call.id or f"call_{uuid.uuid4().hex[:24]}",
-                function=ToolCall.FunctionBody(name=call.name or "", arguments=arguments),
-                extras={_SIGNATURE_KEY: signature} if signature else None,
-            ),
-            ToolCallPart(last=True),
-        ]
-    text: str = part.text or ""
-    if part.thought:
-        encrypted = _pack(signature, "thought") if signature else None
-        return [ThinkPart(think=text, encrypted=encrypted)] if text or signature else []
-    out: list[StreamedMessagePart] = [TextPart(text=text)] if text else []
-    if signature:
-        # Kept beside the text it came on, and sent back on that text's part.
-        out.append(ThinkPart(think="", encrypted=_pack(signature, "text" if text else "empty")))
-    return out
 
 
 _NAMED_STATUS = re.compile(r"\A[A-Z][A-Z_]+\Z")

@@ -5,13 +5,13 @@ Needs the `openai` extra (the `openai` extra).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kosong.chat_provider._media import data_url
 from kosong.chat_provider._openai_common import ChatCompletionsProvider, ToolMessageConversion
 from kosong.chat_provider._openai_responses import OpenAIResponses
-from kosong.message import AudioURLPart, ContentPart
+from kosong.message import AudioURLPart, ContentPart, Message, ThinkPart
 
 __all__ = ["OpenAIChat", "OpenAIResponses"]
 
@@ -74,6 +74,21 @@ class OpenAIChat(ChatCompletionsProvider):
             **client_kwargs,
         )
         self._reasoning_key = reasoning_key
+
+    def _history_fields(self, history: Sequence[Message]) -> dict[str, Any]:
+        # A compatible server that keeps thinking (`reasoning_key`) refuses a history holding
+        # reasoning without `reasoning_effort` (kimi-cli#1616): ask for the API's default,
+        # "medium", unless an effort is set.
+        thought = any(
+            isinstance(part, ThinkPart)
+            for message in history
+            if message.role == "assistant"
+            for part in message.content
+        )
+        asked = self._thinking is not None or "reasoning_effort" in self._generation_kwargs
+        if self._reasoning_key and thought and not asked:
+            return {"reasoning_effort": "medium"}
+        return {}
 
     def _media_part(self, part: ContentPart) -> dict[str, Any] | None:
         if isinstance(part, AudioURLPart):

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
+import logging
 import sys
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import click
 
+from kosong._extras import install_hint
 from kosong.cli._errors import CLIError
 from kosong.cli._load import TARGET_HELP, open_target
 from kosong.message import TextPart, ToolCall
@@ -35,6 +39,52 @@ _header = click.option("--header", "header_lines", multiple=True, metavar="'NAME
                        help="A header for every request to a server URL; repeatable.")  # fmt: skip
 _mcp = click.option("--mcp", "force_mcp", is_flag=True,
                     help="Take the URL as an MCP server's at once.")  # fmt: skip
+_config = click.option(
+    "--config", type=click.Path(dir_okay=False), metavar="FILE",
+    help="An mcpServers file (Claude Desktop, Cursor, VS Code, FastMCP): TARGET is the name "
+    "of one of its servers (`list` without TARGET: all of them).",
+)  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def _open(
+    target: str | None,
+    config: str | None,
+    *,
+    token: str | None,
+    headers: tuple[str, ...],
+    mcp: bool,
+) -> AsyncGenerator[Toolset]:
+    """The toolset of TARGET, open for the block.
+
+    With `config` (an mcpServers file), TARGET is the name of one of its servers (None: all).
+    """
+    if config is None:
+        if target is None:
+            raise CLIError("give a TARGET (or --config FILE, an mcpServers file)")
+        async with open_target(target, token=token, headers=headers, mcp=mcp) as toolset:
+            yield toolset
+        return
+    if token is not None or headers or mcp:
+        raise CLIError("--token, --header and --mcp go with a server URL; the --config file's "
+                       "entries say how to reach their servers")  # fmt: skip
+    try:
+        from kosong.mcp import MCPToolset
+    except ImportError:
+        raise CLIError(f"the MCP SDK is missing: {install_hint('mcp')}") from None
+    logging.getLogger("kosong.mcp").setLevel(logging.ERROR)  # the error below says it once
+    try:
+        only = None if target is None else [target]
+        toolset = MCPToolset.from_config(config, only=only, connect_timeout=20)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    try:
+        await toolset.connect()
+        for name, error in toolset.errors.items():
+            raise CLIError(f"cannot use the MCP server {name} of {config}: {error}")
+        yield toolset
+    finally:
+        await toolset.aclose()
 
 
 @click.group(epilog=TARGET_HELP, short_help="List, describe and call the tools of a target.")
@@ -43,18 +93,24 @@ def tools() -> None:
 
 
 @tools.command("list")
-@click.argument("target")
+@click.argument("target", required=False)
 @click.option("--json", "as_json", is_flag=True, help="The definitions as JSON.")
 @_token
 @_header
 @_mcp
+@_config
 def list_tools(
-    target: str, as_json: bool, token: str | None, header_lines: tuple[str, ...], force_mcp: bool
+    target: str | None,
+    as_json: bool,
+    token: str | None,
+    header_lines: tuple[str, ...],
+    force_mcp: bool,
+    config: str | None,
 ) -> None:
     """List the tools of TARGET, one a line: its name and the first line of its description."""
 
     async def go() -> list[Tool]:
-        async with open_target(target, token=token, headers=header_lines, mcp=force_mcp) as ts:
+        async with _open(target, config, token=token, headers=header_lines, mcp=force_mcp) as ts:
             return ts.tools
 
     found = asyncio.run(go())
@@ -73,13 +129,21 @@ def list_tools(
 @_token
 @_header
 @_mcp
+@_config
 def schema(
-    target: str, name: str | None, token: str | None, header_lines: tuple[str, ...], force_mcp: bool
+    target: str,
+    name: str | None,
+    token: str | None,
+    header_lines: tuple[str, ...],
+    force_mcp: bool,
+    config: str | None,
 ) -> None:
     """Print the definition of tool NAME of TARGET as JSON (every tool's, without NAME)."""
 
     async def go() -> Any:
-        async with open_target(target, token=token, headers=header_lines, mcp=force_mcp) as toolset:
+        async with _open(
+            target, config, token=token, headers=header_lines, mcp=force_mcp
+        ) as toolset:
             if name is None:
                 return [t.model_dump(mode="json") for t in toolset.tools]
             return _find(toolset, name).model_dump(mode="json")
@@ -100,6 +164,7 @@ def schema(
 @_token
 @_header
 @_mcp
+@_config
 def call(
     target: str,
     name: str,
@@ -110,6 +175,7 @@ def call(
     token: str | None,
     header_lines: tuple[str, ...],
     force_mcp: bool,
+    config: str | None,
 ) -> int:
     """Call tool NAME of TARGET and print what the model would read (exit code 1 on an error).
 
@@ -121,7 +187,9 @@ def call(
     show = progress if progress is not None else sys.stderr.isatty()
 
     async def go() -> ToolResult:
-        async with open_target(target, token=token, headers=header_lines, mcp=force_mcp) as toolset:
+        async with _open(
+            target, config, token=token, headers=header_lines, mcp=force_mcp
+        ) as toolset:
             text = arguments
             if text is None:
                 items: list[tuple[str, str]] = []

@@ -2,12 +2,16 @@
 
 - `MCPToolServer`: a toolset as an MCP server, over streamable HTTP at `/mcp` (both protocol
   eras) and stdio, through the `kosong.standard` pipeline; a tool asks the client's user
-  with `current_call().elicit(...)` (either era), and `ask_user_to_approve` makes that an
-  `ApprovalPolicy` hook; `mcp_request()` gives a running tool the MCP request it serves.
+  with `current_call().elicit(...)`, its model with `.sample(...)`, and logs to it with
+  `.log(...)` (either era), and `ask_user_to_approve` makes `elicit` an `ApprovalPolicy`
+  hook; `mcp_request()` gives a running tool the MCP request it serves.
   `kosong mcp TARGET` (or `python -m kosong.mcp TARGET`) serves a toolset.
-- `MCPToolset`: the tools of MCP servers (URLs or stdio commands, or a `ServerSpec` with
-  credentials) as a kosong toolset (`MCPTool` each), each server's connection supervised on
-  its own; it answers what servers ask back (`ElicitationRequest`, `SamplingRequest`, roots).
+- `MCPToolset`: the tools of MCP servers (URLs, over streamable HTTP or the legacy HTTP+SSE
+  transport, or stdio commands, or a `ServerSpec` with credentials; or an `mcpServers` file,
+  `MCPToolset.from_config`) as a kosong toolset (`MCPTool` each), each server's connection
+  supervised on its own; the model reads their results' content, their structured content is
+  the data; tools that run as tasks are followed to their results; it answers what servers
+  ask back (`ElicitationRequest`, `SamplingRequest`, roots).
 - `SessionEventStore`: resumable streams, event ids scoped per session, kept in an `EventLog`
   (`MemoryEventLog` by default).
 - `ResourcePart`: a content part that is an MCP embedded resource.

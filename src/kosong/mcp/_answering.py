@@ -7,7 +7,8 @@ request on the call's stream in the handshake era, an `input_required` result an
 retrying the call in the 2026-07-28 era); `MCPToolset` gives it one callback each, and a
 client only announces what it was given, so a server never asks for what nobody answers.
 
-- `elicitation`: `async (ElicitationRequest) -> ElicitAnswer`. An accepted form answer is
+- `elicitation`: `async (ElicitationRequest) -> ElicitAnswer` (or the SDK's `ElicitResult`,
+  as `sampling` takes its `CreateMessageResult`). An accepted form answer is
   completed with the defaults of the requested schema for the fields it leaves out (SEP-1034);
   a URL-mode answer carries no content.
 - `sampling`: a kosong `ChatProvider` (the request's system prompt and messages go to the
@@ -72,8 +73,9 @@ class ElicitationRequest:
     """The server's id for a URL-mode elicitation."""
 
 
-ElicitationCallback = Callable[[ElicitationRequest], Awaitable[ElicitAnswer]]
-"""Asks the user; answers `ElicitAnswer.accept(values)`, `.decline()` or `.cancel()`."""
+ElicitationCallback = Callable[[ElicitationRequest], Awaitable[ElicitAnswer | mcp.ElicitResult]]
+"""Asks the user; answers `ElicitAnswer.accept(values)`, `.decline()` or `.cancel()`, or the
+MCP `ElicitResult` itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,8 +172,13 @@ def _elicitation(server: str, callback: ElicitationCallback) -> ElicitationFnT:
             given = cast(object, await callback(request))
         except Exception as e:  # the user's callback failed: the server gets an error
             return _refused("elicitation", e)
+        if isinstance(given, mcp.ElicitResult):  # the SDK's own answer type, taken as it is
+            given = ElicitAnswer(given.action, dict(given.content or {}) or None)
         if not isinstance(given, ElicitAnswer):
-            return _refused("elicitation", f"the callback answered {given!r}, not an ElicitAnswer")
+            return _refused(
+                "elicitation",
+                f"the callback answered {given!r}, not an ElicitAnswer or ElicitResult",
+            )
         if given.action != "accept" or request.mode == "url":  # a URL-mode answer has no content
             return mcp.ElicitResult(action=given.action)
         content = {**_defaults(request.schema or {}), **(given.content or {})}

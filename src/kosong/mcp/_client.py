@@ -4,10 +4,12 @@
                            "files": ["python", "-m", "files_server"]}) as toolset:
         result = await toolset.handle(call)
 
-- A server is a URL (streamable HTTP; the SDK negotiates the 2026 era or the handshake) or a
-  command run over stdio (a list of arguments, a command line, or `StdioServerParameters`),
-  or a `ServerSpec` that adds credentials (`headers`, an `httpx2.Auth` or `httpx.Auth` such as
-  the MCP SDK's OAuth client provider) or the command's `env` and `cwd`. A server that refuses
+- A server is a URL (streamable HTTP, where the SDK negotiates the 2026 era or the handshake;
+  or the legacy HTTP+SSE transport, for a URL ending in `/sse`) or a command run over stdio
+  (a list of arguments, a command line, or `StdioServerParameters`), or a `ServerSpec` that
+  adds credentials (`headers`, an `httpx2.Auth` or `httpx.Auth` such as the MCP SDK's OAuth
+  client provider) or the command's `env` and `cwd`. `MCPToolset.from_config(path)` reads
+  the `mcpServers` file MCP clients keep. A server that refuses
   the credentials (401 or 403) fails the connection with an error saying "unauthorized" and
   what to pass, and a call with an `UNAUTHORIZED` or `PERMISSION_DENIED` result.
 - A server may ask back while a call runs (either era): `elicitation` answers its questions
@@ -17,10 +19,11 @@
   server's name (`weather_search`, `files_search`) rather than one overwriting the other; a
   name kosong's tool-name rule does not allow is rewritten to one it does.
 - Arguments are checked against the tool's input schema before they are sent; the result's
-  content becomes text or content parts (images and audio as `data:` URLs), structured
-  content its compact JSON text (so the envelope's `data` is that object), `isError` a
+  content is what the model reads (text, or content parts: images and audio as `data:` URLs),
+  its structured content the result's `structured_data` (the envelope's `data`), `isError` a
   `ToolError` (with the error code a kosong server sent), and the raw `CallToolResult` the
-  result's `artifact`.
+  result's `artifact`. A tool a 2025-11-25 server runs only as a task (`taskSupport:
+  "required"`) is called as one and followed to its result.
 - Progress notifications reach `report_progress`, so a pipeline's `stream()` yields them as
   `tool_progress` events. `call_timeout` is sent to the server as a cancellation when it runs
   out (a `ToolTimeoutError` for the model), and so is the cancellation of a call (a
@@ -38,10 +41,11 @@ import contextvars
 import hashlib
 import logging
 import math
+import os
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
-from typing import Any, Self
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, Self
 
 import mcp_types as mcp
 from mcp.shared.dispatcher import ProgressFnT
@@ -55,8 +59,9 @@ from kosong.mcp._answering import (
     asking,
     roots_of,
 )
+from kosong.mcp._config import entry_spec, read_config
 from kosong.mcp._connection import Connection, Refused, ServerGone
-from kosong.mcp._convert import from_call_tool_result
+from kosong.mcp._convert import from_call_tool_result, unwrapped_schema
 from kosong.mcp._spec import AuthFailure, ServerSpec, ServerTarget
 from kosong.mcp._tasks import IDEMPOTENCY_META
 from kosong.message import ToolCall
@@ -94,14 +99,20 @@ class MCPTool(CallableTool):
     """A tool of an MCP server, as `MCPToolset` lists it: calling it calls the server."""
 
     output_schema: dict[str, Any] | None = None
-    """The tool's output schema, when the server declares one."""
+    """The schema of the tool's typed value (`structured_data`), when the server declares
+    one; a `{"result": ...}` wrapper the server marked is taken off, as from the value."""
     server: str = ""
     """The name of the server (in its `MCPToolset`) the tool belongs to."""
     remote_name: str = ""
     """The tool's name on the server (this tool's `name` may be prefixed or rewritten)."""
+    task_support: Literal["forbidden", "optional", "required"] | None = None
+    """Whether the server runs the tool as an MCP task (2025-11-25 `execution.taskSupport`):
+    `"required"` tools are always called as tasks, `"optional"` ones when the toolset says."""
 
     _connection: Connection | None = PrivateAttr(default=None)
     _timeout: float | None = PrivateAttr(default=None)
+    _wrapped: bool = PrivateAttr(default=False)
+    _as_task: bool = PrivateAttr(default=False)
 
     async def __call__(self, /, **kwargs: Any) -> ToolReturnValue:
         """Call the tool on its server; every failure is a result."""
@@ -115,7 +126,7 @@ class MCPTool(CallableTool):
         try:
             result = await connection.call(
                 self.remote_name, kwargs, read_timeout=self._timeout, progress=progress,
-                meta={IDEMPOTENCY_META: key} if key else None,
+                meta={IDEMPOTENCY_META: key} if key else None, as_task=self._as_task,
             )  # fmt: skip
         except Refused as e:
             return self._refused(e.failure, str(e))
@@ -137,7 +148,7 @@ class MCPTool(CallableTool):
                 f"could not be used: {describe_exception(e)}",
                 brief="MCP error",
             )
-        return from_call_tool_result(result)
+        return from_call_tool_result(result, self._wrapped)
 
     def _refused(self, failure: AuthFailure, text: str) -> ToolReturnValue:
         if failure.status == 403:
@@ -155,7 +166,7 @@ class MCPToolset(BaseToolset):
 
     def __init__(
         self,
-        servers: Mapping[str, ServerTarget],
+        servers: Mapping[str, ServerTarget | Mapping[str, Any]],
         *,
         call_timeout: float | None = None,
         connect_timeout: float = 10.0,
@@ -163,23 +174,29 @@ class MCPToolset(BaseToolset):
         elicitation: ElicitationCallback | None = None,
         sampling: SamplingSpec | None = None,
         roots: RootsSpec | None = None,
+        tasks: Literal["required", "optional"] = "required",
     ) -> None:
         """Prepare connections to `servers`, by name; nothing is started yet.
 
         Args:
             servers: The servers by name (the name prefixes clashing tool names): each a
-                `ServerSpec`, an `http(s)://` URL, a command line or list of arguments, or
-                `StdioServerParameters`.
+                `ServerSpec`, an `http(s)://` URL, a command line or list of arguments,
+                `StdioServerParameters`, or an `mcpServers` entry (`{"command", "args",
+                "env"}` or `{"url", "headers"}`: `MCPToolset(config["mcpServers"])` works).
             call_timeout: Seconds a call may take before it is cancelled on the server.
             connect_timeout: Seconds a connection may take to open.
             on_tools_changed: Called after the tools changed (a server said so, or
                 reconnected), once the new list is in place.
             elicitation: Asks the user when a server's tool asks (`ElicitationRequest` in,
-                `ElicitAnswer` out), in form and URL modes.
+                `ElicitAnswer` or the MCP `ElicitResult` out), in form and URL modes.
             sampling: Answers a server's request for a completion: the user's `ChatProvider`,
                 or an async callback (`SamplingRequest` in; text, a `Message` or the MCP
                 `CreateMessageResult` out).
             roots: The directories servers may work in: `file://` URIs or absolute paths.
+            tasks: Which tools of a 2025-11-25 server to call as MCP tasks: those whose
+                `execution.taskSupport` is `"required"` (they cannot be called otherwise), or
+                also those where it is `"optional"`. A task is followed to its result, with its
+                status as progress, and cancelled on the server with its caller.
 
         Raises:
             ValueError: a server name is not a short identifier, a spec is empty, a root is
@@ -200,7 +217,10 @@ class MCPToolset(BaseToolset):
                     "digits, `_` and `-` (at most 32): it prefixes tool names"
                 )
             try:
-                spec = ServerSpec.of(target)
+                if isinstance(target, Mapping):  # an `mcpServers` entry, as config files hold
+                    spec = entry_spec(target, f'server "{name}"')
+                else:
+                    spec = ServerSpec.of(target)
             except ValueError as e:
                 raise ValueError(f"MCP server {name!r}: {e}") from None
             self._connections[name] = Connection(
@@ -210,11 +230,46 @@ class MCPToolset(BaseToolset):
                 on_tools_changed=self._tools_changed,
                 asking=asking(name, elicitation, sampling, offered),
             )
+        if tasks not in ("required", "optional"):
+            raise ValueError(f'tasks must be "required" or "optional", got {tasks!r}')
+        self._tasks = tasks
         self._call_timeout = call_timeout
         self._on_tools_changed = on_tools_changed
         self._listed: dict[str, list[mcp.Tool]] = {}
         self._toolset = SimpleToolset()
         self._refreshing: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    def from_config(
+        cls,
+        source: str | os.PathLike[str] | Mapping[str, Any],
+        *,
+        only: Sequence[str] | None = None,
+        **options: Any,
+    ) -> MCPToolset:
+        """The servers of an `mcpServers` file (a path, or its parsed JSON).
+
+        The file is the one Claude Desktop, Cursor, VS Code and FastMCP keep. Each entry is a
+        `command` (with `args`, `env`, `cwd`) or a `url` (with `headers`), with `type` /
+        `transport` where given; `${VAR}` (also `${env:VAR}`, `${VAR:-default}`) is the
+        environment variable; `"disabled": true` leaves an entry out. `options` are the
+        constructor's (`call_timeout`, `elicitation`...); `only` keeps the servers of those
+        names.
+
+        Raises:
+            ValueError: the file cannot be read, an entry is wrong (the message names the
+                file, the entry and what to write), or `only` names a server it does not have.
+        """
+        servers = read_config(source)
+        if only is not None:
+            missing = [name for name in only if name not in servers]
+            if missing:
+                raise ValueError(
+                    f"no server {missing[0]!r} in the mcpServers configuration (its servers: "
+                    f"{', '.join(servers)})"
+                )
+            servers = {name: servers[name] for name in only}
+        return cls(servers, **options)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -319,6 +374,9 @@ class MCPToolset(BaseToolset):
                 )
                 continue
             tool._timeout = self._call_timeout  # pyright: ignore[reportPrivateUsage]
+            support = tool.task_support
+            as_task = support == "required" or (support == "optional" and self._tasks == "optional")
+            tool._as_task = as_task  # pyright: ignore[reportPrivateUsage]
             tools.append(tool)
         self._toolset = SimpleToolset(tools)
 
@@ -355,11 +413,12 @@ class MCPToolset(BaseToolset):
 def _make_tool(name: str, remote: mcp.Tool, connection: Connection) -> MCPTool:
     hints = remote.annotations or mcp.ToolAnnotations()
     title = remote.title or hints.title
+    output_schema, wrapped = unwrapped_schema(remote.output_schema)
     tool = MCPTool(
         name=name,
         description=remote.description or title or remote.name,
         parameters=remote.input_schema,
-        output_schema=remote.output_schema,
+        output_schema=output_schema,
         server=connection.name,
         remote_name=remote.name,
         title=title if title and title.strip() else None,
@@ -368,8 +427,10 @@ def _make_tool(name: str, remote: mcp.Tool, connection: Connection) -> MCPTool:
         destructive_hint=None if hints.read_only_hint else hints.destructive_hint,
         idempotent_hint=hints.idempotent_hint,
         open_world_hint=hints.open_world_hint,
+        task_support=remote.execution.task_support if remote.execution else None,
     )
     tool._connection = connection  # pyright: ignore[reportPrivateUsage]
+    tool._wrapped = wrapped  # pyright: ignore[reportPrivateUsage]
     return tool
 
 
@@ -384,8 +445,17 @@ def _tool_name(raw: str) -> str:
 
 
 def _forward_progress(ctx: CallContext) -> ProgressFnT:
+    """MCP progress as kosong progress: a percentage of the total, or none without a total.
+
+    MCP's `progress` without a `total` only grows (a count of steps, bytes...); it is no
+    percentage, so it is reported as progress without one, with its message.
+    """
+
     async def forward(progress: float, total: float | None, message: str | None) -> None:
-        percent = progress / total * 100 if total else progress
+        if not total:
+            ctx.report_progress(None, message or "")
+            return
+        percent = progress / total * 100
         if math.isfinite(percent):
             ctx.report_progress(min(max(percent, 0.0), 100.0), message or "")
 

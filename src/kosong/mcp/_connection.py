@@ -28,13 +28,20 @@ import anyio
 import anyio.abc
 import mcp_types as mcp
 from mcp.client.session import IncomingMessage
+from mcp.client.stdio import stdio_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kosong.mcp._answering import Asking
 from kosong.mcp._spec import AuthFailure, AuthWatch, ServerSpec, http_transport
-from kosong.mcp._tasks import PROGRESS, TasksClient
+from kosong.mcp._task_client import (
+    PROGRESS,
+    TasksClient,
+    call_as_task,
+    takes_task,
+    task_transport,
+)
 from kosong.tooling.error import describe_exception
 from mcp import Client
 
@@ -69,6 +76,7 @@ class _Call:
     read_timeout: float | None
     progress: ProgressFnT | None
     meta: dict[str, Any] | None
+    as_task: bool
     future: asyncio.Future[mcp.CallToolResult]
     scope: anyio.CancelScope | None = None
     abandoned: bool = False
@@ -138,9 +146,12 @@ class Connection:
 
     def _client(self) -> Client:
         spec, asking = self.spec, self._asking
+        transport = (
+            http_transport(spec, self._auth) if spec.url is not None else stdio_client(spec.stdio())
+        )
         return Client(
-            http_transport(spec, self._auth) if spec.url is not None else spec.stdio(),
-            mode="auto",
+            task_transport(transport),  # 2025-11-25 task handles reach `call_as_task`
+            mode="legacy" if spec.legacy_sse else "auto",  # the SSE transport predates 2026
             message_handler=self._on_message,
             elicitation_callback=asking.elicitation,
             sampling_callback=asking.sampling,
@@ -306,11 +317,14 @@ class Connection:
         read_timeout: float | None,
         progress: ProgressFnT | None,
         meta: dict[str, Any] | None = None,
+        as_task: bool = False,
     ) -> mcp.CallToolResult:
         """Call a tool; cancelling the caller cancels the request on the server.
 
         A call the server runs as a task is followed to its end (and cancelled there when the
-        caller is); `meta` goes in the request's `_meta` (an idempotency key, say).
+        caller is); `meta` goes in the request's `_meta` (an idempotency key, say). `as_task`
+        asks a 2025-11-25 server that takes tasks to run the call as one (`_task_client`);
+        `read_timeout` then bounds the whole task.
 
         Raises:
             ServerGone: the server cannot be reached, or went away during the call.
@@ -319,7 +333,7 @@ class Connection:
         """
         live = await self._connected()
         future = asyncio.get_running_loop().create_future()
-        call = _Call(name, arguments, read_timeout, progress, meta, future)
+        call = _Call(name, arguments, read_timeout, progress, meta, as_task, future)
         live.calls.add(call)
         try:
             live.group.start_soon(self._run, live, call)
@@ -339,13 +353,16 @@ class Connection:
             if call.abandoned:
                 return
             try:
-                result = await live.client.call_tool(
-                    call.name,
-                    call.arguments,
-                    read_timeout_seconds=call.read_timeout,
-                    progress_callback=call.progress,
-                    meta=cast(Any, call.meta),
-                )
+                if call.as_task and takes_task(live.client.server_capabilities):
+                    result = await self._task(live, call)
+                else:
+                    result = await live.client.call_tool(
+                        call.name,
+                        call.arguments,
+                        read_timeout_seconds=call.read_timeout,
+                        progress_callback=call.progress,
+                        meta=cast(Any, call.meta),
+                    )
             except MCPError as e:
                 failure = self._auth.failure
                 if e.code == mcp.INTERNAL_ERROR and failure is not None:
@@ -364,6 +381,25 @@ class Connection:
             else:
                 if not call.future.done():
                     call.future.set_result(result)
+
+    async def _task(self, live: _Live, call: _Call) -> mcp.CallToolResult:
+        """The call as a 2025-11-25 task, within its timeout (then cancelled on the server)."""
+        try:
+            with anyio.fail_after(call.read_timeout):
+                result = await call_as_task(
+                    live.client.session,
+                    call.name,
+                    call.arguments,
+                    progress=call.progress,
+                    meta=call.meta,
+                )
+        except TimeoutError:
+            raise MCPError(
+                mcp.REQUEST_TIMEOUT, f"the task did not end within {call.read_timeout:g} seconds"
+            ) from None
+        if not result.is_error:  # checked against the output schema, as the SDK checks a call
+            await live.client.session.validate_tool_result(call.name, result)
+        return result
 
     async def close(self) -> None:
         """End the connection for good."""

@@ -1,5 +1,11 @@
 """Results and tool definitions, kosong's way and MCP's way (private: used by server and client).
 
+What the MCP specification's tools page defines (modelcontextprotocol.io/specification/
+2025-11-25/server/tools, "Tool Result"): a result's `content` is a list of text, image, audio,
+resource-link and embedded-resource blocks; a tool with an `outputSchema` also returns the
+same data as `structuredContent`, a JSON object, and "for backwards compatibility ... SHOULD
+also return the serialized JSON in a TextContent block".
+
 kosong → MCP (what our server sends):
 
 - the output's text or content parts become content blocks: `TextPart` → text, an image or
@@ -9,17 +15,19 @@ kosong → MCP (what our server sends):
   explanation, last for a success);
 - an error's code (`kosong.standard.error_code`) travels in `_meta["kosong/error"]`, so a kosong
   client gets the same kind of error back;
-- a tool that declares an `output_schema` sends its JSON output as `structuredContent` too.
-  MCP wants an object there: an output schema of another type (`-> int`, `-> list[str]`) is
-  sent as `{"type": "object", "properties": {"result": <schema>}, "required": ["result"]}`
-  and the value as `{"result": <value>}`, the wrapping the MCP SDK's own servers use (and
-  pydantic-ai's client unwraps).
+- a tool that declares an `output_schema` sends its typed value (`structured_data`, else its
+  output's JSON) as `structuredContent` too. MCP wants an object there: an output schema of
+  another type (`-> int`, `-> list[str]`) is sent as `{"type": "object", "properties":
+  {"result": <schema>}, "required": ["result"], "x-fastmcp-wrap-result": true}` and the
+  value as `{"result": <value>}`: the wrapping the MCP SDK's and FastMCP's servers use, marked
+  as FastMCP marks it, so FastMCP's client reads the value itself.
 
-MCP → kosong (what `MCPToolset` gives the model): the reverse, with binary content as `data:`
-URLs and the raw `CallToolResult` kept as the result's `artifact`. A result with
-`structuredContent` is that JSON object, as compact JSON text (so the envelope's `data` is
-the object itself); its text blocks are the same value written for older clients, and are
-left out.
+MCP → kosong (what `MCPToolset` gives the model): the content blocks are what the model
+reads (`block_to_part`), `structuredContent` is kept as data beside them (the result's
+`structured_data`, so the envelope's `data`), never instead of them or twice; a result with
+only `structuredContent` reads as its JSON text. A `{"result": ...}` the server marked as a
+wrapper (FastMCP's `x-fastmcp-wrap-result`, or the SDK's `<function>Output` model of a lone
+`result`) is unwrapped into the value. The raw `CallToolResult` is the result's `artifact`.
 """
 
 from __future__ import annotations
@@ -35,9 +43,17 @@ from typing import Any, cast
 import mcp_types as mcp
 
 from kosong.mcp._content import ResourcePart
-from kosong.message import AudioURLPart, ContentPart, ImageURLPart, TextPart, VideoURLPart
-from kosong.standard import coded_error, error_code
+from kosong.message import (
+    AudioURLPart,
+    ContentPart,
+    ImageURLPart,
+    Message,
+    TextPart,
+    VideoURLPart,
+)
+from kosong.standard import coded_error, error_code, structured_data
 from kosong.tooling import Tool, ToolError, ToolOk, ToolReturnValue
+from kosong.tooling.error import STANDARD_KEY
 from kosong.utils.typing import JsonType
 
 ERROR_META_KEY = "kosong/error"
@@ -62,7 +78,14 @@ def output_schema_of(tool: Tool) -> dict[str, Any] | None:
     inner = {k: v for k, v in schema.items() if k not in _ROOT_KEYS}
     # `$defs` (a recursive type's) and `$schema` stay at the root, where references find them.
     wrapper: dict[str, Any] = {k: schema[k] for k in _ROOT_KEYS if k in schema}
-    wrapper.update({"type": "object", "properties": {"result": inner}, "required": ["result"]})
+    wrapper.update(
+        {
+            "type": "object",
+            "properties": {"result": inner},
+            "required": ["result"],
+            WRAP_MARK: True,
+        }
+    )
     return wrapper
 
 
@@ -72,6 +95,33 @@ def is_wrapped(schema: Mapping[str, Any]) -> bool:
 
 
 _ROOT_KEYS = ("$schema", "$defs", "definitions")
+
+WRAP_MARK = "x-fastmcp-wrap-result"
+"""FastMCP's mark of an output schema whose `result` property wraps a non-object value."""
+
+
+def unwrapped_schema(schema: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:
+    """A listed output schema as the schema of the value itself, and whether it was wrapped.
+
+    Wrapped: an object whose one property is a required `result`, marked by FastMCP's
+    `x-fastmcp-wrap-result`, or titled `...Output` as the MCP SDK's servers title the model
+    they wrap a function's non-object return in.
+    """
+    if schema is None:
+        return None, False
+    properties = schema.get("properties")
+    title = schema.get("title")
+    marked = schema.get(WRAP_MARK) is True or (isinstance(title, str) and title.endswith("Output"))
+    if not (
+        marked
+        and isinstance(properties, dict)
+        and list(cast(dict[str, Any], properties)) == ["result"]
+        and schema.get("required") == ["result"]
+    ):
+        return dict(schema), False
+    inner = dict(cast(dict[str, Any], properties)["result"])
+    inner.update({k: schema[k] for k in _ROOT_KEYS if k in schema})
+    return inner, True
 
 
 def to_mcp_tool(tool: Tool) -> mcp.Tool:
@@ -160,16 +210,69 @@ def to_call_tool_result(
             result["_meta"] = {ERROR_META_KEY: {"code": code}}
         return result
     result = {"content": blocks, "isError": False, "resultType": "complete"}
-    if output_schema is not None and isinstance(output, str):
-        # Output that is not JSON (or not an object, unwrapped) gets no structured content;
-        # the client's check of the output schema then says so.
+    if output_schema is None:
+        return result
+    data: JsonType = structured_data(value, _NONE)
+    if data is _NONE and isinstance(output, str):
+        # A tool that wrote its JSON as text: that JSON. Output that is not JSON (or not an
+        # object, unwrapped) gets no structured content; the client's check then says so.
         with contextlib.suppress(ValueError):
-            data: JsonType = json.loads(output)
-            if is_wrapped(output_schema):
-                result["structuredContent"] = {"result": data}
-            elif isinstance(data, dict):
-                result["structuredContent"] = data
+            data = json.loads(output)
+    if data is _NONE:
+        return result
+    if is_wrapped(output_schema):
+        result["structuredContent"] = {"result": data}
+    elif isinstance(data, dict):
+        result["structuredContent"] = data
     return result
+
+
+_NONE: Any = object()
+"""No structured value (a JSON `null` is one)."""
+
+
+def mcp_progress(data: Mapping[str, Any], steps: int) -> tuple[float, float | None]:
+    """A `tool_progress` event's data as MCP's `(progress, total)`.
+
+    A percentage is progress of a total of 100; progress without a percentage is the count of
+    progress events so far, without a total (MCP's progress only grows).
+    """
+    percent = data.get("progress")
+    if isinstance(percent, int | float) and not isinstance(percent, bool):
+        return float(percent), 100.0
+    return float(steps), None
+
+
+def sampling_message(message: Message) -> mcp.SamplingMessage:
+    """A kosong message as MCP's sampling message: a user's or the assistant's text and media.
+
+    Raises:
+        ValueError: a role or a part MCP's sampling has no place for.
+    """
+    if message.role not in ("user", "assistant"):
+        raise ValueError(
+            f"MCP sampling takes user and assistant messages, not {message.role!r} ones: "
+            "give the system prompt as system_prompt="
+        )
+    blocks: list[mcp.TextContent | mcp.ImageContent | mcp.AudioContent] = []
+    for part in message.content:
+        block = _part_to_block(part)
+        if not isinstance(block, mcp.TextContent | mcp.ImageContent | mcp.AudioContent):
+            raise ValueError(f"a {part.type} part cannot be sent for sampling")
+        blocks.append(block)
+    content: Any = blocks[0] if len(blocks) == 1 else blocks
+    return mcp.SamplingMessage(role=message.role, content=content)
+
+
+def sampled_message(result: mcp.CreateMessageResult) -> Message:
+    """The client's completion as the assistant's kosong message."""
+    content = result.content if isinstance(result.content, list) else [result.content]
+    parts = [
+        block_to_part(block)
+        for block in content
+        if isinstance(block, mcp.TextContent | mcp.ImageContent | mcp.AudioContent)
+    ]
+    return Message(role="assistant", content=parts)
 
 
 def _wire(block: mcp.ContentBlock) -> dict[str, Any]:
@@ -191,11 +294,17 @@ def _blob_part(mime: str, data: str, label: str) -> ContentPart:
         size = len(base64.b64decode(data, validate=True))
     except (binascii.Error, ValueError):
         size = len(data)
-    return TextPart(text=f"[binary content {label} ({mime}, {size} bytes)]")
+    return TextPart(text=f"[binary resource {label} ({mime}, {size} bytes)]")
 
 
 def block_to_part(block: mcp.ContentBlock) -> ContentPart:
-    """A content part for an MCP content block (binary content as a `data:` URL)."""
+    """What the model reads of an MCP content block.
+
+    Text as text; images and audio as media parts (`data:` URLs); an embedded resource as its
+    text, or its bytes as a media part when they are an image, audio or video, else a line
+    naming it (never its base64 as text); a resource link as a line naming the resource, its
+    type and where it is, as MCP describes it (the client may read it from there).
+    """
     if isinstance(block, mcp.TextContent):
         return TextPart(text=block.text)
     if isinstance(block, mcp.ImageContent | mcp.AudioContent):
@@ -207,35 +316,55 @@ def block_to_part(block: mcp.ContentBlock) -> ContentPart:
         return _blob_part(
             resource.mime_type or "application/octet-stream", resource.blob, resource.uri
         )
-    # A resource link: the model reads where the resource is.
+    title = f" ({block.title})" if block.title and block.title != block.name else ""
     mime = f", {block.mime_type}" if block.mime_type else ""
-    return TextPart(text=f"[resource {block.name}{mime}: {block.uri}]")
+    about = f": {block.description}" if block.description else ""
+    return TextPart(text=f"[resource link {block.name}{title}{mime}: {block.uri}]{about}")
 
 
-def from_call_tool_result(result: mcp.CallToolResult) -> ToolReturnValue:
+def from_call_tool_result(result: mcp.CallToolResult, wrapped: bool = False) -> ToolReturnValue:
     """The kosong result of an MCP result: ToolOk, or a ToolError (coded when the server said).
 
-    Structured content becomes its compact JSON text (with any images or other non-text
-    blocks after it); otherwise one text block becomes plain text output, and anything else
-    a list of content parts. The raw result is kept as the `artifact`.
+    See the module doc: the content is the output (one text block: plain text; else content
+    parts), `structuredContent` the result's `structured_data` (unwrapped from `{"result":
+    ...}` when the tool's listed output schema was `wrapped`, or the result's `_meta` says so),
+    and the output's JSON text when there is no content. The raw result is the `artifact`.
     """
     parts = [block_to_part(block) for block in result.content]
-    texts = [p.text for p in parts if isinstance(p, TextPart)]
     if result.is_error:
+        texts = [p.text for p in parts if isinstance(p, TextPart)]
         message = "\n".join(texts) or "the MCP tool reported an error without a message"
         error = _coded_error(result.meta, message) or ToolError(message=message)
         error.artifact = result
         return error
+    structured = result.structured_content
+    extras: dict[str, JsonType] | None = None
+    data: JsonType = None
+    if structured is not None:
+        data = structured
+        if "result" in structured and (wrapped or _marked_wrapped(result.meta)):
+            data = cast(JsonType, structured["result"])
+        extras = {STANDARD_KEY: {"data": data}}
     output: str | list[ContentPart]
-    if result.structured_content is not None:
-        data = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
-        others = [p for p in parts if not isinstance(p, TextPart)]
-        output = [TextPart(text=data), *others] if others else data
-    elif len(parts) == 1 and isinstance(parts[0], TextPart):
+    if len(parts) == 1 and isinstance(parts[0], TextPart):
         output = parts[0].text
-    else:
+    elif parts:
         output = parts
-    return ToolOk(output=output, artifact=result)
+    elif structured is not None:  # only structured content: its JSON is what the model reads
+        output = data if isinstance(data, str) else _compact(data)
+    else:
+        output = ""
+    return ToolOk(output=output, extras=extras, artifact=result)
+
+
+def _compact(data: JsonType) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def _marked_wrapped(meta: Mapping[str, Any] | None) -> bool:
+    """FastMCP's other mark of a wrapped result: `_meta["fastmcp"]["wrap_result"]`."""
+    fastmcp: object = meta.get("fastmcp") if meta else None
+    return isinstance(fastmcp, dict) and cast(dict[str, Any], fastmcp).get("wrap_result") is True
 
 
 def _coded_error(meta: Mapping[str, Any] | None, message: str) -> ToolError | None:

@@ -29,7 +29,10 @@ It runs on the official SDK's low-level `mcp.server.Server`; every call goes thr
   tasks (`io.modelcontextprotocol/tasks`, see `_tasks`) and honours idempotency keys
   (`_meta["kosong/idempotency_key"]`), and with workers every call is a run they execute.
 
-A tool reaches the MCP request it serves with `mcp_request()` (to log to the client, say).
+A tool reaches back to the client that made the call with `current_call().elicit(...)`,
+`.sample(...)` and `.log(...)`, in either era (`_asking`); `logging/setLevel` sets the level
+of a handshake-era session's log messages (in the 2026-07-28 era each request says its level
+in `_meta`, and the method is gone). `mcp_request()` gives a tool the MCP request it serves.
 """
 
 from __future__ import annotations
@@ -69,14 +72,14 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kosong import __version__
-from kosong.mcp._asking import Rounds, back_channel
-from kosong.mcp._convert import to_call_tool_result, to_mcp_tool
+from kosong.mcp._asking import BackChannel, Rounds
+from kosong.mcp._convert import mcp_progress, to_call_tool_result, to_mcp_tool
 from kosong.mcp._events import SessionEventStore
 from kosong.mcp._sessions import SESSION_HEADER, SessionKeeper, header, owner_of
 from kosong.mcp._tasks import TaskRuns, Tasks
 from kosong.mcp._wire import invalid_id_response, peek_body, read_message
 from kosong.message import ToolCall
-from kosong.standard import Elicitor, PolicyToolset, elicit_with
+from kosong.standard import Caller, LogLevel, PolicyToolset, caller_scope
 from kosong.tooling import ToolResult, Toolset
 from kosong.tooling.error import describe_exception
 from kosong.utils.typing import JsonType
@@ -211,6 +214,8 @@ class MCPToolServer:
         self._bus = InMemorySubscriptionBus()
         # Handshake-era sessions to tell about tool changes, by transport session id.
         self._sessions: OrderedDict[str, ServerSession] = OrderedDict()
+        # The level each handshake-era session set with `logging/setLevel`.
+        self._log_levels: dict[str, LogLevel] = {}
         self._managers: tuple[StreamableHTTPSessionManager, StreamableHTTPSessionManager] | None = (
             None
         )
@@ -268,6 +273,12 @@ class MCPToolServer:
     async def _set_logging_level(
         self, ctx: ServerRequestContext[Any, Any], params: mcp.SetLevelRequestParams
     ) -> mcp.EmptyResult:
+        """Handshake era: the session's tools log at `params.level` and above from now on."""
+        key = _session_key(ctx)
+        if key is not None:
+            self._log_levels[key] = params.level
+            if len(self._log_levels) > 10_000:
+                self._log_levels.pop(next(iter(self._log_levels)))
         return mcp.EmptyResult()
 
     async def _call_tool(
@@ -293,14 +304,16 @@ class MCPToolServer:
                 function=ToolCall.FunctionBody.model_construct(name=params.name, arguments=None),
             )
             if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
-                result = await self._start(ctx, call, arguments, back_channel(ctx), lambda: ctx)
+                key = _session_key(ctx)
+                channel = BackChannel(ctx, lambda: self._log_levels.get(key) if key else None)
+                result = await self._start(ctx, call, arguments, channel, lambda: ctx)
             else:
                 outcome = await self._rounds.run(
                     ctx,
                     params,
                     arguments,
                     _principal(ctx),
-                    lambda elicitor, current: self._start(ctx, call, arguments, elicitor, current),
+                    lambda caller, current: self._start(ctx, call, arguments, caller, current),
                 )
                 if outcome is None:
                     return _error_result(
@@ -322,13 +335,13 @@ class MCPToolServer:
         ctx: ServerRequestContext[Any, Any],
         call: ToolCall,
         arguments: JsonType,
-        elicitor: Elicitor,
+        caller: Caller,
         current: Callable[[], ServerRequestContext[Any, Any]],
     ) -> asyncio.Future[ToolResult]:
-        """Start the call; the tasks it runs in see the request and ask through `elicitor`."""
+        """Start the call; the tasks it runs in see the request and reach back via `caller`."""
         token = _REQUEST.set(ctx)  # the call's task copies it; the tool reads it there
         try:
-            with elicit_with(elicitor):
+            with caller_scope(caller):
                 meta = ctx.meta
                 if meta is not None and meta.get("progress_token") is not None:
                     return asyncio.ensure_future(self._streamed(call, arguments, current))
@@ -347,13 +360,15 @@ class MCPToolServer:
         arguments: JsonType,
         current: Callable[[], ServerRequestContext[Any, Any]],
     ) -> ToolResult:
+        steps = 0
         async with self._toolset.stream(call, arguments) as events:
             async for event in events:
                 if event.event == "tool_progress":
-                    progress = cast(float, event.data["progress"])
+                    steps += 1
+                    progress, total = mcp_progress(event.data, steps)
                     message = cast(str, event.data.get("message") or "") or None
                     try:  # to the request of the round in progress (2026 era: there may be none)
-                        await current().session.report_progress(progress, 100, message)
+                        await current().session.report_progress(progress, total, message)
                     except Exception as e:
                         logger.debug("MCP progress not sent: %s", describe_exception(e))
             return await events.result()
@@ -370,6 +385,7 @@ class MCPToolServer:
 
     def _session_ended(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
+        self._log_levels.pop(session_id, None)
         if isinstance(self._event_store, SessionEventStore):
             self._event_store.forget(session_id)
 

@@ -2,9 +2,14 @@
 
     ServerSpec(url="https://tools.example.com/mcp", headers={"Authorization": "Bearer ..."})
     ServerSpec(url="https://tools.example.com/mcp", auth=OAuthClientProvider(...))
+    ServerSpec(url="http://127.0.0.1:3001/sse")             # the legacy HTTP+SSE transport
     ServerSpec(command=["python", "-m", "files_server"], env={"ROOT": "/srv"}, cwd="/srv")
 
 A plain URL, a command line or a list of arguments stands for the spec with nothing else.
+A URL is served over streamable HTTP, or over the HTTP+SSE transport of the 2024-11-05
+protocol (modelcontextprotocol.io/specification/2024-11-05/basic/transports: a GET opens an
+event stream whose first `endpoint` event names where to POST messages), which many deployed
+servers still use: chosen by `transport="sse"`, or by a URL whose path ends in `/sse`.
 Over HTTP every request goes through one `httpx2` client (the HTTP library the MCP SDK
 uses), made with the spec's headers and `auth` for the connection and closed with it, so an
 `httpx2.Auth` such as the SDK's OAuth client provider runs its own flow (discovery,
@@ -20,9 +25,11 @@ import os
 import shlex
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast
+from urllib.parse import urlsplit
 
 import httpx2
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp import StdioServerParameters
@@ -35,20 +42,29 @@ _TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class ServerSpec:
-    """One MCP server: a streamable HTTP `url` (with `headers`, `auth`) or a stdio `command`.
+    """One MCP server: an HTTP `url` (with `headers`, `auth`) or a stdio `command`.
 
-    Give exactly one of `url` and `command`. `headers` and `auth` are for a URL; `env` and
-    `cwd` for a command. The repr never shows header values or the auth object's secrets.
+    Give exactly one of `url` and `command`. `headers`, `auth` and `transport` are for a URL;
+    `env` and `cwd` for a command. The repr never shows header values or the auth object's
+    secrets.
     """
 
     url: str | None = None
-    """The streamable HTTP endpoint, `http(s)://.../mcp`."""
+    """The endpoint: streamable HTTP (`http(s)://.../mcp`), or the legacy transport's event
+    stream (`http(s)://.../sse`)."""
+    transport: Literal["streamable-http", "sse"] | None = None
+    """How to talk to `url`: streamable HTTP, or the 2024-11-05 HTTP+SSE transport; by
+    default `"sse"` for a URL whose path ends in `/sse`, else streamable HTTP."""
     headers: Mapping[str, str] | None = None
     """Headers every request carries, e.g. `{"Authorization": "Bearer <token>"}`."""
     auth: httpx2.Auth | Any | None = None
     """An `httpx2.Auth` (the MCP SDK's `OAuthClientProvider`, say) or an `httpx.Auth`."""
     command: str | Sequence[str] | None = None
-    """The command that runs the server over stdio: a command line or a list of arguments."""
+    """The command that runs the server over stdio: a command line or a list of arguments
+    (with `args`: the program itself)."""
+    args: Sequence[str] | None = None
+    """The program's arguments, when `command` is the program alone (as `mcpServers` files
+    write it, so `ServerSpec(**entry)` takes a `{"command", "args", "env"}` entry)."""
     env: Mapping[str, str] | None = None
     """More environment variables for the server process, over the SDK's safe default
     environment (`PATH`, `HOME`..., never this process's other variables and secrets)."""
@@ -63,8 +79,14 @@ class ServerSpec:
         if self.url is not None:
             if not self.url.startswith(("http://", "https://")):
                 raise ValueError(f"url must start with http:// or https://, got {self.url!r}")
-            if self.env is not None or self.cwd is not None:
-                raise ValueError("env and cwd are for a command; a URL takes headers and auth")
+            if self.env is not None or self.cwd is not None or self.args is not None:
+                raise ValueError(
+                    "args, env and cwd are for a command; a URL takes headers and auth"
+                )
+            if self.transport not in (None, "streamable-http", "sse"):
+                raise ValueError(
+                    f'transport must be "streamable-http" or "sse", got {self.transport!r}'
+                )
             for key, value in (self.headers or {}).items():
                 if not isinstance(key, str) or not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
                     raise ValueError(f"header {key!r} must be a string with a string value")
@@ -73,10 +95,19 @@ class ServerSpec:
                     f"auth must be an httpx2.Auth or an httpx.Auth, got {type(self.auth).__name__}"
                 )
             return
-        if self.headers is not None or self.auth is not None:
-            raise ValueError("headers and auth are for a URL; a command takes env and cwd")
-        command = self.command
-        argv = shlex.split(command) if isinstance(command, str) else list(command or ())
+        if self.headers is not None or self.auth is not None or self.transport is not None:
+            raise ValueError(
+                "headers, auth and transport are for a URL; a command takes env and cwd"
+            )
+        command, args = self.command, self.args
+        if args is not None:
+            if not isinstance(command, str) or isinstance(args, str):
+                raise ValueError(
+                    "with args=[...], command is the program alone (a string), and args a list"
+                )
+            argv = [command, *(str(a) for a in args)]
+        else:
+            argv = shlex.split(command) if isinstance(command, str) else list(command or ())
         if not argv:
             raise ValueError("the command of an MCP server is empty")
         object.__setattr__(self, "argv", tuple(argv))
@@ -105,6 +136,15 @@ class ServerSpec:
         )
 
     @property
+    def legacy_sse(self) -> bool:
+        """Whether the URL is served over the 2024-11-05 HTTP+SSE transport."""
+        if self.url is None:
+            return False
+        if self.transport is not None:
+            return self.transport == "sse"
+        return urlsplit(self.url).path.rstrip("/").endswith("/sse")
+
+    @property
     def where(self) -> str:
         """The URL, or the command line (for messages)."""
         return self.url if self.url is not None else shlex.join(self.argv)
@@ -126,6 +166,8 @@ class ServerSpec:
     def __repr__(self) -> str:
         if self.url is not None:
             parts = [f"url={self.url!r}"]
+            if self.transport is not None:
+                parts.append(f"transport={self.transport!r}")
             if self.headers:
                 parts.append(f"headers={dict.fromkeys(self.headers, '***')!r}")
             if self.auth is not None:
@@ -201,19 +243,37 @@ class AuthWatch:
 
 @contextlib.asynccontextmanager
 async def http_transport(spec: ServerSpec, watch: AuthWatch) -> AsyncGenerator[Any]:
-    """The SDK client's transport for `spec`'s URL: its own `httpx2` client, watched."""
-    assert spec.url is not None
+    """The SDK client's transport for `spec`'s URL: its own `httpx2` client, watched.
+
+    Streamable HTTP, or the legacy HTTP+SSE transport (`spec.legacy_sse`), with the same
+    headers, auth and watch.
+    """
+    url = spec.url
+    assert url is not None
     auth = spec.auth
     if auth is not None and not isinstance(auth, httpx2.Auth):
         auth = _HttpxAuth(auth)
-    async with (
-        httpx2.AsyncClient(
-            headers=dict(spec.headers or {}),
+    headers = dict(spec.headers or {})
+
+    def client(
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            headers=headers,
             auth=auth,
-            timeout=_TIMEOUT,
+            timeout=timeout or _TIMEOUT,
             event_hooks={"response": [watch.seen]},
-        ) as http,
-        streamable_http_client(spec.url, http_client=http) as streams,
+        )
+
+    if spec.legacy_sse:
+        async with sse_client(url, headers=headers, auth=auth, httpx_client_factory=client) as sse:
+            yield sse
+        return
+    async with (
+        client(headers, _TIMEOUT, auth) as http,
+        streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
 

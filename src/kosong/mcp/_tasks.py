@@ -1,4 +1,4 @@
-"""MCP tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663), both ways.
+"""MCP tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663), the server's side.
 
 Server: a `tools/call` whose request declares the extension (in `_meta`'s per-request client
 capabilities) and whose tool may take long (`streaming = True`) or may wait for an approval
@@ -9,35 +9,28 @@ input_required, with the approval question as an elicitation; completed, with th
 `tasks/update` answers the question, `tasks/cancel` cancels the run. The runs come from the
 app the MCP server is mounted in (`TaskRuns`: what `kosong.server`'s runs offer).
 
-Client: `TasksClient`, a client extension of the SDK, declares the extension on each call
-and finishes a task handle by polling `tasks/get` until the task ends (its status messages
-reported as progress), answering nothing it cannot (an input request without an answer is
-declined), and sending `tasks/cancel` when its caller is cancelled.
+The client side, in both protocol versions that define tasks, is `_task_client`.
 """
 
 from __future__ import annotations
 
-import contextvars
 import json
 import logging
 import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, TypeVar, cast
+from typing import Any, Protocol, cast
 
 import anyio
 import mcp_types as mcp
-from mcp.client.context import ClientRequestContext
-from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
-from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import Field
 
 from kosong.eventstore import RunRecord, RunStore, StoredEvent
 from kosong.mcp._asking import form_request
-from kosong.mcp._convert import to_call_tool_result
+from kosong.mcp._convert import mcp_progress, to_call_tool_result
 from kosong.mcp._sessions import PRINCIPAL
 from kosong.message import ToolCall
 from kosong.standard import PolicyToolset, error_code
@@ -45,7 +38,7 @@ from kosong.standard.policies import ApprovalPolicy
 from kosong.tooling import Tool, ToolResult
 from kosong.utils.typing import JsonType
 
-__all__ = ["IDEMPOTENCY_META", "TASKS", "TaskRuns", "Tasks", "TasksClient"]
+__all__ = ["IDEMPOTENCY_META", "TASKS", "TaskRuns", "Tasks"]
 
 logger = logging.getLogger(__name__)
 
@@ -233,6 +226,7 @@ class Tasks:
         """
         events = self._runs.store
         position = "0"
+        steps = 0
         while True:
             batch = await events.read(run_id, position, wait=1.0)
             if batch is None:
@@ -243,9 +237,9 @@ class Tasks:
                     return to_call_tool_result(value, output_schema)
                 if progress and event.kind == "tool_progress":
                     data = json.loads(event.data)
-                    await ctx.session.report_progress(
-                        float(data.get("progress") or 0), 100, data.get("message") or None
-                    )
+                    steps += 1
+                    done, total = mcp_progress(data, steps)
+                    await ctx.session.report_progress(done, total, data.get("message") or None)
             if batch:
                 position = batch[-1].id.rpartition(".")[2]
 
@@ -341,117 +335,3 @@ def _last_progress(events: list[StoredEvent]) -> str | None:
                 return None
             return message if isinstance(message, str) and message else None
     return None
-
-
-# --- the client side ------------------------------------------------------------------------
-
-PROGRESS: contextvars.ContextVar[ProgressFnT | None] = contextvars.ContextVar(
-    "kosong_mcp_task_progress", default=None
-)
-"""Where a task's status messages go, for the call being made (set by the connection)."""
-
-
-class CreateTaskResult(mcp.Result):
-    """A task handle, as a server answers a call it runs as a task (camelCase on the wire)."""
-
-    result_type: Literal["task"] = "task"
-    task_id: str
-    status: str = "working"
-    poll_interval_ms: int | None = None
-
-
-_R = TypeVar("_R", bound=mcp.Result)
-
-
-class _TaskRequest(mcp.Request[dict[str, Any], str]):
-    """`tasks/get`, `tasks/update` or `tasks/cancel` (Mcp-Name: the task's id)."""
-
-    name_param = "taskId"
-
-
-class _Detailed(mcp.Result):
-    status: str = "working"
-    status_message: str | None = None
-    poll_interval_ms: int | None = None
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
-    input_requests: dict[str, Any] | None = None
-
-
-class TasksClient(ClientExtension):
-    """Declares the tasks extension and finishes each task handle (see the module doc)."""
-
-    identifier = TASKS
-
-    def claims(self) -> list[ResultClaim[Any]]:
-        """The one shape it claims: a `tools/call` answered with a task handle."""
-        return [ResultClaim(result_type="task", model=CreateTaskResult, resolve=_follow)]
-
-
-async def _follow(handle: CreateTaskResult, ctx: ClaimContext) -> mcp.CallToolResult:
-    """Poll the task to its end; cancel it on the server if this call is cancelled."""
-    session = ctx.session
-    task_id = handle.task_id
-    interval = _interval(handle.poll_interval_ms)
-    progress = PROGRESS.get()
-    answered: set[str] = set()
-
-    async def send(method: str, answer: type[_R], **params: Any) -> _R:
-        request = _TaskRequest(method=method, params={"taskId": task_id, **params})
-        return await session.send_request(request, answer)
-
-    try:
-        while True:
-            task = await send("tasks/get", _Detailed)
-            if task.status == "completed" and task.result is not None:
-                return mcp.CallToolResult.model_validate(task.result)
-            if task.status in ("failed", "cancelled", "completed"):
-                error = task.error or {}
-                message = str(error.get("message") or task.status_message or task.status)
-                return mcp.CallToolResult(
-                    content=[mcp.TextContent(text=f"The task {task.status}: {message}")],
-                    is_error=True,
-                )
-            if progress is not None and task.status_message:
-                await progress(0.0, None, task.status_message)
-            if task.status == "input_required" and task.input_requests:
-                responses = {
-                    key: await _respond(session, key, request)
-                    for key, request in task.input_requests.items()
-                    if key not in answered
-                }
-                if responses:
-                    answered.update(responses)
-                    await send("tasks/update", mcp.Result, inputResponses=responses)
-            interval = _interval(task.poll_interval_ms) if task.poll_interval_ms else interval
-            await anyio.sleep(interval)
-    except anyio.get_cancelled_exc_class():
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            try:
-                await send("tasks/cancel", mcp.Result)
-            except Exception as e:  # the server is gone: nothing left to cancel there
-                logger.info("Could not cancel task %s: %s", task_id, e)
-        raise
-
-
-async def _respond(session: Any, key: str, request: Any) -> Any:
-    """The client's answer to one of a task's input requests (its elicitation handler's)."""
-    try:
-        parsed = mcp.ElicitRequest.model_validate(
-            {"method": "elicitation/create", **request}
-            if isinstance(request, dict) and "method" not in request
-            else request
-        )
-        ctx = ClientRequestContext(session=session, request_id=key, meta=None)
-        answer = await session.dispatch_input_request(ctx, parsed)
-        return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
-    except Exception as e:  # no handler, or it failed: the question is declined
-        logger.info("Declining the input request %r of a task: %s", key, e)
-        return {"action": "decline"}
-
-
-def _interval(milliseconds: int | None) -> float:
-    """A polling interval the server asked for, kept between 50 ms and 5 s."""
-    if milliseconds is None:
-        return 0.5
-    return min(5.0, max(0.05, milliseconds / 1000))

@@ -9,11 +9,13 @@ Every public name of the standard is imported from here (the policies from
 - Strict schemas for OpenAI: `to_strict_schema`, `check_strict_schema`, and the arguments
   both ways (`to_strict_arguments`, `from_strict_arguments`).
 - One JSON shape for every result: `Envelope`, `to_envelope`, `from_envelope`, with the
-  error-code catalog (`CATALOG`, `ErrorCode`, `error_code`, `coded_error`...).
+  error-code catalog (`CATALOG`, `ErrorCode`, `error_code`, `coded_error`...) and a result's
+  typed value (`structured_data`: the envelope's `data`, MCP's `structuredContent`).
 - A policy pipeline around any toolset: `with_policies(toolset, MetricsPolicy(), ...)`,
   `Policy`, `PolicyToolset`, the call's contexts (`CallContext` for tools, `PolicyContext`
-  for policies), progress (`report_progress`), questions for the user (`CallContext.elicit`,
-  answered through `elicit_with`), trace ids (`trace_scope`...), and the events
+  for policies), progress (`report_progress`), what reaches back to whoever made the call
+  (`CallContext.elicit`, `.sample`, `.log`, through a `Caller` in `caller_scope`), trace ids
+  (`trace_scope`...), and the events
   of a call (`PolicyToolset.stream`, `ToolEvent`).
 - Helpers: cursor pagination, binary results, token estimates, and a compatibility checker
   between versions of a tool.
@@ -46,13 +48,17 @@ from kosong.standard._compatibility import (
     check_compatibility,
 )
 from kosong.standard._context import (
+    LOG_LEVELS,
     RESERVED_METADATA,
     CallContext,
+    Caller,
     CallMetadata,
     ElicitAnswer,
     Elicitor,
+    LogLevel,
     PolicyContext,
     arguments_digest,
+    caller_scope,
     canonical_json,
     current_call,
     elicit_with,
@@ -112,11 +118,13 @@ from kosong.standard._trace import (
     trace_scope,
     use_trace_id,
 )
+from kosong.standard._values import structured_data
 
 __all__ = [
     "CATALOG",
     "CHARS_PER_TOKEN",
     "INLINE_LIMIT",
+    "LOG_LEVELS",
     "RESERVED_METADATA",
     "SUPPORTED_FORMATS",
     "TRACE_ID_PATTERN",
@@ -125,6 +133,7 @@ __all__ = [
     "CallContext",
     "CallMetadata",
     "CallStream",
+    "Caller",
     "Change",
     "ChangeKind",
     "CompatibilityReport",
@@ -142,6 +151,7 @@ __all__ = [
     "FileBinaryStore",
     "Forward",
     "HookPolicy",
+    "LogLevel",
     "Page",
     "PageFetchError",
     "PageInfo",
@@ -156,6 +166,7 @@ __all__ = [
     "arguments_digest",
     "binary_data",
     "binary_ok",
+    "caller_scope",
     "canonical_json",
     "chars_for_tokens",
     "check_compatibility",
@@ -188,6 +199,7 @@ __all__ = [
     "paginate",
     "report_progress",
     "retry_after",
+    "structured_data",
     "to_envelope",
     "to_strict_arguments",
     "to_strict_schema",

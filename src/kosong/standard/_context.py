@@ -2,9 +2,10 @@
 
 - `CallContext`: what the running tool may see and add, through `current_call()` (or just
   `report_progress(...)`): the call's id, its tool's name, its trace id; progress; warnings,
-  extra metadata, debug details and timings for the result's metadata; and `elicit`, a
-  question for the user, answered through whoever serves the call (`elicit_with`: an MCP
-  server asks its client) and declined when nobody can answer.
+  extra metadata, debug details and timings for the result's metadata; and what reaches back
+  to whoever made the call (`caller_scope`: an MCP server's client): `elicit`, a question for
+  the user (declined when nobody can answer), `sample`, a completion by their model, and
+  `log`, a log message.
 - `PolicyContext`: what the policies of a pipeline share about the call: the call, the tool's
   definition, the arguments (parsed once, the way the toolset parses them), what the policies
   record (retries, cache information...) and the call's event listeners. Tools never see it.
@@ -25,14 +26,14 @@ import logging
 import math
 import re
 import time
-from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal, Protocol, cast
 
 import jsonschema_rs
 from pydantic import BaseModel, ValidationError
 
-from kosong.message import ToolCall
+from kosong.message import Message, ToolCall
 from kosong.standard._events import EventSink, EventType, ToolEvent, final_event
 from kosong.standard._trace import format_epoch, new_event_id, now_timestamp
 from kosong.tooling import Tool, ToolError, ToolResult
@@ -40,13 +41,17 @@ from kosong.tooling.error import ToolCancelledError
 from kosong.utils.typing import JsonType
 
 __all__ = [
+    "LOG_LEVELS",
     "RESERVED_METADATA",
     "CallContext",
     "CallMetadata",
+    "Caller",
     "ElicitAnswer",
     "Elicitor",
+    "LogLevel",
     "PolicyContext",
     "arguments_digest",
+    "caller_scope",
     "canonical_json",
     "current_call",
     "elicit_with",
@@ -73,13 +78,15 @@ def current_call() -> CallContext | None:
     return _CURRENT.get()
 
 
-def report_progress(progress: float, message: str = "") -> None:
+def report_progress(progress: float | None, message: str = "") -> None:
     """Report how far the running tool is (0 to 100), if it runs inside a pipeline.
 
-    Safe to call from a worker thread (a sync tool). Outside a pipeline it does nothing.
+    `None` reports progress without a percentage (a message alone, when the tool cannot say
+    how far it is). Safe to call from a worker thread (a sync tool). Outside a pipeline it does
+    nothing.
 
     Raises:
-        ValueError: `progress` is not a number from 0 to 100.
+        ValueError: `progress` is neither None nor a number from 0 to 100.
     """
     ctx = _CURRENT.get()
     if ctx is not None:
@@ -119,24 +126,109 @@ class ElicitAnswer:
 Elicitor = Callable[[str, dict[str, Any]], Awaitable[ElicitAnswer]]
 """Asks the user `(message, requested JSON Schema)` on behalf of a running call."""
 
-_ELICITOR: contextvars.ContextVar[Elicitor | None] = contextvars.ContextVar(
-    "kosong_standard_elicitor", default=None
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+"""The levels of a log message, as MCP (and syslog, RFC 5424) names them, least severe first."""
+
+LOG_LEVELS: Final[tuple[LogLevel, ...]] = (
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
+)  # fmt: skip
+
+_PYTHON_LEVELS: Final[dict[str, int]] = {
+    "debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
+    "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL, "emergency": logging.CRITICAL,
+}  # fmt: skip
+
+_TOOL_LOGGER = logging.getLogger("kosong.calls")
+"""Where a tool's `log` goes when nobody made the call who takes log messages."""
+
+
+class Caller(Protocol):
+    """Whoever made the running call, as the server running it reaches them back.
+
+    An MCP server is one: it asks its client (`elicit`, `sample`) and logs to it (`log`), in
+    either protocol era. Servers put one in scope for each call they run (`caller_scope`).
+    """
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> ElicitAnswer:
+        """Ask the user `message` for values fitting `schema`; `decline` if nobody can."""
+        ...
+
+    async def sample(
+        self,
+        messages: list[Message],
+        system_prompt: str,
+        max_tokens: int,
+        temperature: float | None,
+    ) -> Message:
+        """A completion of `messages` by the caller's model.
+
+        Raises:
+            RuntimeError: the caller cannot sample, or refused.
+        """
+        ...
+
+    async def log(self, level: LogLevel, data: JsonType, logger: str | None) -> None:
+        """Send a log message to the caller, if it takes messages of that level."""
+        ...
+
+
+_CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
+    "kosong_standard_caller", default=None
 )
+
+
+@contextlib.contextmanager
+def caller_scope(caller: Caller | None) -> Generator[None]:
+    """Have calls started inside this block reach back to `caller`.
+
+    A call's task copies the context it starts in, so `elicit`, `sample` and `log` inside the
+    tool (or an approval hook) reach `caller`. Servers set it for each call they run; outside
+    such a block, `elicit` answers `decline`, `sample` raises and `log` goes to the Python
+    logger `kosong.calls`.
+    """
+    token = _CALLER.set(caller)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
+
+
+class _ElicitOnly:
+    """A caller that can only be asked questions (`elicit_with`)."""
+
+    def __init__(self, elicitor: Elicitor) -> None:
+        self._elicitor = elicitor
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> ElicitAnswer:
+        return await self._elicitor(message, schema)
+
+    async def sample(
+        self,
+        messages: list[Message],
+        system_prompt: str,
+        max_tokens: int,
+        temperature: float | None,
+    ) -> Message:
+        raise RuntimeError("whoever made this call cannot sample")
+
+    async def log(self, level: LogLevel, data: JsonType, logger: str | None) -> None:
+        _log_locally(level, data, logger)
+
+
+def _log_locally(level: LogLevel, data: JsonType, logger: str | None) -> None:
+    _TOOL_LOGGER.log(_PYTHON_LEVELS[level], "%s%s", f"[{logger}] " if logger else "", data)
 
 
 @contextlib.contextmanager
 def elicit_with(elicitor: Elicitor | None) -> Generator[None]:
     """Have calls started inside this block ask the user through `elicitor`.
 
-    A call's task copies the context it starts in, so `elicit` inside the tool (or an
-    approval hook) reaches `elicitor`. Servers set it for each call they run; outside such a
-    block, `elicit` answers `decline` at once.
+    The same as `caller_scope` with a caller that only asks questions (`sample` raises, `log`
+    goes to the Python logger). Outside such a block, `elicit` answers `decline` at once.
     """
-    token = _ELICITOR.set(elicitor)
-    try:
+    with caller_scope(None if elicitor is None else _ElicitOnly(elicitor)):
         yield
-    finally:
-        _ELICITOR.reset(token)
 
 
 def _requested_schema(schema: Mapping[str, Any] | type[BaseModel]) -> dict[str, Any]:
@@ -179,7 +271,8 @@ class CallContext:
 
     Read: `tool_call_id`, `tool_name`, `trace_id`, `elapsed_ms`, `debug_enabled`. Report:
     `report_progress`. Add to the result's metadata: `add_warning`, `set_metadata`,
-    `add_debug` (kept in debug mode only), `record_timing`. Ask the user: `elicit`.
+    `add_debug` (kept in debug mode only), `record_timing`. Reach whoever made the call: ask
+    the user (`elicit`), ask their model (`sample`), send them a log message (`log`).
     """
 
     __slots__ = (
@@ -200,7 +293,7 @@ class CallContext:
         tool_name: str,
         trace_id: str,
         *,
-        progress: Callable[[float, str], None] | None = None,
+        progress: Callable[[float | None, str], None] | None = None,
     ) -> None:
         """Start the context of a call; `progress` receives what the tool reports."""
         self.tool_call_id = tool_call_id
@@ -227,20 +320,22 @@ class CallContext:
         """Whether debug mode is on for this call (`DebugPolicy`)."""
         return self._debug is not None
 
-    def report_progress(self, progress: float, message: str = "") -> None:
-        """Report how far the tool is, from 0 to 100; safe from any thread.
+    def report_progress(self, progress: float | None, message: str = "") -> None:
+        """Report how far the tool is, from 0 to 100 (None: not known); safe from any thread.
+
+        A `tool_progress` event without a percentage has no `progress` field.
 
         Raises:
-            ValueError: `progress` is not a number from 0 to 100.
+            ValueError: `progress` is neither None nor a number from 0 to 100.
         """
         number = cast(object, progress)  # callers may pass anything; check what arrived
-        if (
+        if number is not None and (
             isinstance(number, bool)
             or not isinstance(number, int | float)
             or not math.isfinite(number)
             or not 0 <= number <= 100
         ):
-            raise ValueError(f"progress must be a number from 0 to 100, got {progress!r}")
+            raise ValueError(f"progress must be None or a number from 0 to 100, got {progress!r}")
         if self._progress is not None:
             self._progress(progress, str(message))
 
@@ -287,10 +382,66 @@ class CallContext:
             ValueError: the user accepted with values that do not fit `schema`.
         """
         requested = _requested_schema(schema)
-        elicitor = _ELICITOR.get()
-        if elicitor is None:
+        caller = _CALLER.get()
+        if caller is None:
             return ElicitAnswer.decline()
-        return _checked(await elicitor(message, requested), schema, requested)
+        return _checked(await caller.elicit(message, requested), schema, requested)
+
+    async def sample(
+        self,
+        messages: str | Sequence[Message],
+        *,
+        system_prompt: str = "",
+        max_tokens: int = 1024,
+        temperature: float | None = None,
+    ) -> Message:
+        """A completion by the model of whoever made the call (an MCP client's, in either era).
+
+        `messages` is the conversation to complete (a string: one user message); the answer is
+        the assistant's message (`.extract_text()` for its text).
+
+        Raises:
+            RuntimeError: nobody who made the call can sample (a call over plain HTTP, an MCP
+                client that did not offer sampling), or the client refused.
+            ValueError: `max_tokens` is not a positive integer.
+        """
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        asked = (
+            [Message(role="user", content=messages)]
+            if isinstance(messages, str)
+            else list(messages)
+        )
+        caller = _CALLER.get()
+        if caller is None:
+            raise RuntimeError(
+                f"`{self.tool_name}` asked for a completion, but nobody who made this call can "
+                "sample (only an MCP client that offers sampling can)"
+            )
+        return await caller.sample(asked, system_prompt, max_tokens, temperature)
+
+    async def log(self, level: LogLevel, message: JsonType, *, logger: str | None = None) -> None:
+        """Send a log message to whoever made the call, if they take log messages.
+
+        An MCP client gets `notifications/message` (the handshake era at the level it set with
+        `logging/setLevel`, the 2026-07-28 era when its request asked for log messages with
+        `_meta["io.modelcontextprotocol/logLevel"]`); with nobody to send it to, it goes to the
+        Python logger `kosong.calls`. A failed send never fails the tool.
+
+        Raises:
+            ValueError: `level` is not one of `LOG_LEVELS`.
+        """
+        if level not in LOG_LEVELS:
+            raise ValueError(f"level must be one of {', '.join(LOG_LEVELS)}; got {level!r}")
+        caller = _CALLER.get()
+        if caller is None:
+            _log_locally(level, message, logger)
+            return
+        try:
+            await caller.log(level, message, logger)
+        except Exception as e:  # a log message that cannot be sent is not the tool's failure
+            logger_name = logger or self.tool_name
+            _TOOL_LOGGER.warning("log message of %s not sent: %s", logger_name, e)
 
 
 class PolicyContext:
@@ -583,7 +734,7 @@ class _Events:
             except Exception:  # a listener's failure must not fail the call
                 logger.exception("Event listener %r failed on %s", sink, item.event)
 
-    def progress(self, progress: float, message: str) -> None:
+    def progress(self, progress: float | None, message: str) -> None:
         """Send a `tool_progress` event; from any thread."""
         if not self.sinks or self.closed:
             return
@@ -596,12 +747,10 @@ class _Events:
         elif self.loop is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self.emit_progress, progress, message)
 
-    def emit_progress(self, progress: float, message: str) -> None:
-        data: dict[str, JsonType] = {
-            "progress": progress,
-            "message": message,
-            "metadata": self.metadata(),
-        }
+    def emit_progress(self, progress: float | None, message: str) -> None:
+        data: dict[str, JsonType] = {"message": message, "metadata": self.metadata()}
+        if progress is not None:
+            data = {"progress": progress, **data}
         self.emit("tool_progress", data)
 
     def end(self, final: ToolResult) -> None:

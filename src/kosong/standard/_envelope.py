@@ -11,7 +11,10 @@ and `to_envelope(..., lossless=False)` leaves it out.
 
 How a result maps:
 
-- `data` is the output. An output that is JSON text of an object or array (as `json.dumps`
+- `data` is the result's structured value when it has one (`structured_data`: what a tool
+  with an output schema returned, an MCP tool's `structuredContent`), so a `-> int` tool's
+  `data` is `3`, not `"3"`. Otherwise it is the output. An output that is JSON text of an
+  object or array (as `json.dumps`
   writes it, with or without `ensure_ascii`, with default or compact separators) becomes that
   JSON value, so `ToolOk(output=json.dumps({"temperature": 25}))` has
   `"data": {"temperature": 25}`; any other text stays a string, and so does JSON text that
@@ -44,7 +47,12 @@ from kosong.standard._codes import (
     is_retryable,
 )
 from kosong.standard._trace import current_trace_id, new_trace_id, now_timestamp
-from kosong.standard._values import RESULT_CLASSES, STANDARD_KEY, restore_value
+from kosong.standard._values import (
+    RESULT_CLASSES,
+    STANDARD_KEY,
+    restore_value,
+    structured_data,
+)
 from kosong.tooling import ToolError, ToolOk, ToolResult, ToolReturnValue
 from kosong.utils.typing import JsonType
 
@@ -145,6 +153,23 @@ def _as_data(output: str) -> tuple[JsonType, str | None]:
     except (ValueError, RecursionError):  # not JSON, or JSON that cannot be written back
         pass
     return output, None
+
+
+def _form_of(value: JsonType, output: str) -> str | None:
+    """The form `output` writes `value` in, if it is one of ours (None: not that JSON)."""
+    if isinstance(value, str):
+        return None
+    for form in _JSON_FORMS:
+        try:
+            if _dump_json(value, form) == output:
+                return form
+        except ValueError:  # NaN and the like: no form writes it
+            return None
+    return None
+
+
+_NONE: Any = object()
+"""No structured value (a JSON `null` is one)."""
 
 
 def _deeper_than(value: JsonType, limit: int) -> bool:
@@ -264,7 +289,7 @@ def to_envelope(
         written["timestamp"] = now_timestamp()
     if "trace_id" not in written:
         written["trace_id"] = current_trace_id() or new_trace_id()
-    if call_id is not None:
+    if call_id:  # a result read from an envelope without one has "": nothing to write back
         written.setdefault("tool_call_id", call_id)
     fields["metadata"] = written
     json_form: str | None = None
@@ -285,7 +310,12 @@ def to_envelope(
         fields.update(success=True, status="success")
     envelope = Envelope.model_validate(fields)
     if not value.is_error:  # set after validation: the data is JSON by construction
-        if isinstance(value.output, str):
+        structured = structured_data(value, _NONE)
+        if structured is not _NONE:
+            envelope.data = structured
+            if isinstance(value.output, str):
+                json_form = _form_of(structured, value.output)
+        elif isinstance(value.output, str):
             envelope.data, json_form = _as_data(value.output)
         else:
             envelope.data = _PARTS.dump_python(value.output, mode="json")
@@ -333,10 +363,21 @@ def _default_class(envelope: Envelope) -> type[ToolReturnValue]:
     return error_class_for(envelope.error.code)
 
 
-def _default_extras(error: EnvelopeError | None, cls: type[ToolReturnValue]) -> JsonType:
-    """The standard's part of the extras, rebuilt from the envelope's `error`."""
+def _structured_by_default(envelope: Envelope) -> bool:
+    """Whether a success's `data` is a structured value when no extension says otherwise.
+
+    A number or a boolean is: the output text cannot say it was not a string. Text, objects
+    and arrays are the output itself, read back from it.
+    """
+    data = envelope.data
+    return envelope.error is None and isinstance(data, int | float)  # bool is an int
+
+
+def _default_extras(envelope: Envelope, cls: type[ToolReturnValue], structured: bool) -> JsonType:
+    """The standard's part of the extras, rebuilt from the envelope's `error` (or `data`)."""
+    error = envelope.error
     if error is None:
-        return None
+        return {STANDARD_KEY: {"data": envelope.data}} if structured else None
     spec = CATALOG.get(error.code)
     part: dict[str, JsonType] = {"code": error.code}
     if error.retryable is not None and error.retryable != (spec is not None and spec.retryable):
@@ -365,12 +406,13 @@ def _restore(envelope: Envelope, ext: Mapping[str, Any]) -> ToolReturnValue:
     cls = RESULT_CLASSES.get(class_name) if isinstance(class_name, str) else None
     cls = cls or _default_class(envelope)
     error = envelope.error
+    structured = ext.get("structured", _structured_by_default(envelope))
     data: dict[str, Any] = {
         "is_error": error is not None,
         "output": _default_output(envelope, ext.get("json_form")),
         "message": error.message if error is not None else "",
         "display": [],
-        "extras": _default_extras(error, cls),
+        "extras": _default_extras(envelope, cls, structured is True),
     }
     if ext.get("parts"):
         data["output"] = envelope.data
@@ -385,7 +427,10 @@ def _extension(
     ext: dict[str, JsonType] = {}
     if json_form not in (None, "default"):
         ext["json_form"] = json_form
-    if not isinstance(value.output, str) and envelope.error is None:
+    structured = envelope.error is None and structured_data(value, _NONE) is not _NONE
+    if structured != _structured_by_default(envelope):
+        ext["structured"] = structured  # `data` is (or is not) the result's structured value
+    if not isinstance(value.output, str) and envelope.error is None and not structured:
         ext["parts"] = True  # the output is the content parts in `data`
     if type(value) is not _default_class(envelope):
         ext["class"] = type(value).__name__

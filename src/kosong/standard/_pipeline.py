@@ -108,9 +108,11 @@ class Policy:
 
     observes_refusals: ClassVar[bool] = False
     """Whether this policy also sees calls refused before they could run (an unknown tool,
-    unreadable arguments): then `ctx.refusal` is set, `ctx.arguments` is None (and `ctx.tool`
-    too for an unknown tool), and `forward` answers with the refusal. Policies that count or
-    trace every call say True; the others only ever see calls that can run."""
+    unreadable arguments): then `ctx.refusal` is set, `ctx.arguments` is None, and `forward`
+    answers with the refusal. For an unknown tool there is no definition: `ctx.has_tool` is
+    False and reading `ctx.tool` raises `LookupError`, so such a policy checks `has_tool`
+    first. Policies that count or trace every call say True; the others only ever see calls
+    that can run."""
 
     repairs_arguments: ClassVar[bool] = False
     """Whether the pipeline asks this policy to `repair` arguments before the chain runs."""

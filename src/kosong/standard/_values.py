@@ -3,8 +3,12 @@
 A result carries the Tool Use standard's data under one key of `extras`, `"standard"`:
 
     {"standard": {"error": {"code": ..., "retry_after": ..., ...}}}
+    {"standard": {"data": <the result's JSON value>}}
 
 so it travels with the `ToolReturnValue` (which has no field for it) and survives its JSON.
+`data` is a result's structured value, when it has one (a function tool with an output
+schema, an MCP tool's `structuredContent`): the envelope's `data` is that value, beside the
+output the model reads.
 What a pipeline records about one call (time, trace id...) is the call's, not the value's: it
 is `ToolResult.metadata`.
 """
@@ -13,11 +17,12 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, cast, overload
 
 from kosong.tooling import ToolError, ToolOk, ToolReturnValue
 from kosong.tooling import error as errors
 from kosong.tooling.error import STANDARD_KEY
+from kosong.utils.typing import JsonType
 
 __all__ = [
     "RESULT_CLASSES",
@@ -25,6 +30,7 @@ __all__ = [
     "restore_value",
     "shared_copy",
     "standard_part",
+    "structured_data",
 ]
 
 logger = logging.getLogger(__name__)
@@ -53,6 +59,24 @@ def standard_part(value: ToolReturnValue) -> dict[str, Any]:
 
 
 _EMPTY: dict[str, Any] = {}
+
+D = TypeVar("D")
+
+
+@overload
+def structured_data(value: ToolReturnValue) -> JsonType: ...
+@overload
+def structured_data(value: ToolReturnValue, default: D) -> JsonType | D: ...
+def structured_data(value: ToolReturnValue, default: object = None) -> object:
+    """The JSON value a result carries beside its output (`extras["standard"]["data"]`).
+
+    A function tool with an output schema (`-> int`, `-> Forecast`) gives its return value as
+    this JSON value, and `MCPToolset` an MCP tool's `structuredContent` (unwrapped from
+    `{"result": ...}` where the server marked it so); the envelope's `data` is this value.
+    `default` when the result carries none (pass a sentinel to tell a JSON `null` apart).
+    """
+    part = standard_part(value)
+    return cast(JsonType, part["data"]) if "data" in part else default
 
 
 def shared_copy(value: V) -> V:

@@ -3,6 +3,8 @@
 - `Tool`: a definition (name, description, JSON Schema of the parameters).
 - `CallableTool`: a Tool with an `async __call__`, arguments checked against its schema.
 - `CallableTool2`: a tool whose arguments are validated into a pydantic model.
+- `FreeformTool`, `Grammar`: a tool whose input is one text (OpenAI custom tools), optionally
+  constrained by a Lark or regex grammar.
 - `ToolReturnValue` (`ToolOk`, `ToolError`): what a tool returns; failures are values.
 - `DisplayBlock`: what a tool shows the user, apart from what the model reads.
 - `Toolset`, `ToolResult`: the protocol that turns a `ToolCall` into a result, and the result.
@@ -27,6 +29,7 @@ from kosong.tooling._combined import CombinedToolset, combined
 from kosong.tooling._dispatch import UNPARSED, BaseToolset, Unparsed, dispatch, with_json_arguments
 from kosong.tooling._display import BriefDisplayBlock, DisplayBlock, UnknownDisplayBlock
 from kosong.tooling._filtered import FilteredToolset, filtered
+from kosong.tooling._freeform import FreeformTool, Grammar
 from kosong.tooling._function import (
     FunctionTool,
     Injected,
@@ -59,7 +62,9 @@ __all__ = [
     "DisplayBlock",
     "EstimatedTokens",
     "FilteredToolset",
+    "FreeformTool",
     "FunctionTool",
+    "Grammar",
     "HandleResult",
     "Injected",
     "ParametersType",

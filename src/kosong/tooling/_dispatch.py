@@ -204,6 +204,10 @@ class BaseToolset(Toolset, ABC):
             tool = self.find_tool(tool_call.function.name)
             if tool is None:
                 return self.refuse(tool_call, ToolNotFoundError(tool_call.function.name))
+            if isinstance(arguments, Unparsed) and tool_call.type == "custom":
+                # A custom tool's input is its text, never JSON: given unparsed, as `input`
+                # (the one parameter a free-form tool has).
+                arguments = {"input": tool_call.function.arguments or ""}
             if isinstance(arguments, Unparsed):
                 raw = tool_call.function.arguments
                 if raw is not None and self.limits.parses_in_thread(raw):

@@ -30,6 +30,8 @@ class ParsedDocstring:
     without_arguments: str = ""
     """The docstring without its argument and return sections (its other sections kept, as
     `docstring-parser` writes them)."""
+    has_sections: bool = False
+    """Whether the docstring has an argument or a return section (an `Args: None` too)."""
 
 
 _EMPTY = ParsedDocstring("", {})
@@ -48,6 +50,9 @@ def read_docstring(
     """
     if not strict and "\n" not in doc:
         return _EMPTY
+    # `Args:` over a lone `None` (a function without parameters, documented as such) is an
+    # argument section with no argument; docstring-parser would read no section at all.
+    doc, emptied = _NO_ARGUMENTS.subn("", doc)
     try:
         parsed = docstring_parser.parse(doc)
     except docstring_parser.ParseError as e:
@@ -70,7 +75,10 @@ def read_docstring(
                 "an `Args:` section with `name: description` lines) or drop parse_docstring"
             )
         check_parameter_names(arguments, parameters, f"the docstring of {owner} documents")
-    return ParsedDocstring(prose, arguments, _without_arguments(parsed, prose))
+    sections = bool(emptied) or any(
+        m.args[0] in _ARGUMENT_SECTIONS | _RETURN_SECTIONS for m in parsed.meta
+    )
+    return ParsedDocstring(prose, arguments, _without_arguments(parsed, prose), sections)
 
 
 def _without_arguments(parsed: docstring_parser.Docstring, prose: str) -> str:
@@ -82,6 +90,10 @@ def _without_arguments(parsed: docstring_parser.Docstring, prose: str) -> str:
     style = parsed.style or docstring_parser.DocstringStyle.GOOGLE
     return re.sub(r"\n{3,}", "\n\n", docstring_parser.compose(rest, style=style)).strip()
 
+
+_NO_ARGUMENTS = re.compile(
+    r"^[ \t]*(?:Args|Arguments|Parameters|Params):[ \t]*\n[ \t]+None\.?[ \t]*(?:\n|\Z)", re.M
+)
 
 # docstring-parser reports attributes and keyword arguments as parameters too; only what the
 # caller passes by name belongs in a tool's schema.

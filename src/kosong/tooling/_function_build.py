@@ -78,7 +78,8 @@ class ToolOptions(TypedDict, total=False):
     """Require a usable argument section and leave every section out of the description."""
     keep_docstring_sections: bool
     """Keep the docstring's argument and return sections in the description. By default
-    they are left out once the argument descriptions are read from them into the schema."""
+    they are left out, with or without parameters: the argument descriptions are read into
+    the schema, and what the function returns is what the model reads anyway."""
     response_format: ResponseFormat
     """Whether the function returns `(content, artifact)`."""
     handle_tool_error: ToolErrorHandler
@@ -109,6 +110,9 @@ class ToolOptions(TypedDict, total=False):
     """The JSON Schema of the JSON text a call returns. By default it is read from the
     return annotation when that is structured (a model, a dataclass, a TypedDict, a list, a
     dict, a number...); None declares none."""
+    provider_options: Mapping[str, Mapping[str, Any]] | None
+    """Fields merged into one provider's entry for the tool, keyed by its name (see
+    `ToolMetadata.provider_options`)."""
     version: str | None
     """The tool's semantic version, `MAJOR.MINOR.PATCH`."""
     changelog: Mapping[str, str] | None
@@ -159,6 +163,8 @@ class Runner:
     bound: Mapping[str, Any]
     """The injected values given so far."""
     base_bind: Callable[[Any], dict[str, Any]]
+    structured: bool = False
+    """Whether the tool declares an output schema: its data also travels as a JSON value."""
 
     async def _value(self, kwargs: dict[str, Any]) -> Any:
         if self.coroutine is not None:
@@ -176,7 +182,9 @@ class Runner:
             value = await self._value(kwargs)
         except ToolException as e:
             return tool_exception_result(e, self.handler)
-        return artifact_result(self.name, value) if self.artifact else return_value(value)
+        if self.artifact:
+            return artifact_result(self.name, value, self.structured)
+        return return_value(value, self.structured)
 
     async def raw(self, kwargs: dict[str, Any]) -> Any:
         """Run the function; what it returned, for `ainvoke`."""
@@ -288,7 +296,7 @@ def make(
         parsed.prose
         if strict
         else parsed.without_arguments
-        if parsed.arguments and not options.get("keep_docstring_sections", False)
+        if parsed.has_sections and not options.get("keep_docstring_sections", False)
         else doc
     )
     if not description or not description.strip():
@@ -350,6 +358,8 @@ def make(
         derived = derived_output_schema(source)
         if derived is not None:  # pydantic's own schema: valid, not checked again
             fields["output_schema"] = derived
+    if fields.get("output_schema", declared.get("output_schema")) is not None:
+        runner = replace(runner, structured=True)
     parameters = plan.schema
     if declared:
         # Checked as a class-based tool's are (pydantic's ValidationError is a ValueError).

@@ -7,10 +7,11 @@ from collections.abc import Callable
 from typing import cast
 
 from pydantic import BaseModel
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 
 from kosong.message import ContentPart
 from kosong.tooling._return import ToolError, ToolOk, ToolReturnValue
+from kosong.tooling.error import STANDARD_KEY
 
 __all__ = [
     "ToolErrorHandler",
@@ -44,11 +45,14 @@ def json_text(value: object) -> str:
     return to_json(value, fallback=str, inf_nan_mode="strings").decode()
 
 
-def return_value(value: object) -> ToolReturnValue:
+def return_value(value: object, structured: bool = False) -> ToolReturnValue:
     """What a tool function returned, as the result the model reads.
 
     str as is; a ToolReturnValue as is; content parts as output; models, dataclasses, dicts,
-    lists, numbers, bool and None as compact JSON; anything else as `str(value)`.
+    lists, numbers, bool and None as compact JSON; anything else as `str(value)`. For a tool
+    with an output schema (`structured`), data also travels as the JSON value it is, under
+    `extras["standard"]["data"]`: the envelope's `data` and MCP's `structuredContent` are
+    that value, so a `-> int` tool's 3 is 3 everywhere, never the text "3".
     """
     if type(value) is str:  # the common case first
         return ToolOk(output=value)
@@ -67,7 +71,10 @@ def return_value(value: object) -> ToolReturnValue:
         or isinstance(value, _JSON_TYPES)
         or (dataclasses.is_dataclass(value) and not isinstance(value, type))
     ):
-        return ToolOk(output=json_text(cast(object, value)))
+        text = json_text(cast(object, value))
+        if not structured:
+            return ToolOk(output=text)
+        return ToolOk(output=text, extras={STANDARD_KEY: {"data": from_json(text)}})
     return ToolOk(output=str(value))
 
 
@@ -83,13 +90,13 @@ def split_content_and_artifact(tool_name: str, value: object) -> tuple[object, o
     )
 
 
-def artifact_result(tool_name: str, value: object) -> ToolReturnValue:
+def artifact_result(tool_name: str, value: object, structured: bool = False) -> ToolReturnValue:
     """The result of a `content_and_artifact` tool: the content's, with the artifact kept."""
     try:
         content, artifact = split_content_and_artifact(tool_name, value)
     except ValueError as e:
         return ToolError(message=str(e), brief="Invalid tool result")
-    result = return_value(content)
+    result = return_value(content, structured)
     if result is content:  # the function's own ToolReturnValue: leave the caller's object alone
         result = result.model_copy()
     result.artifact = artifact

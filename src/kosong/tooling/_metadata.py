@@ -14,6 +14,7 @@ key `model_dump()` writes, since the dump is what goes to other systems.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections.abc import Iterator
 from typing import Any, cast
@@ -33,10 +34,12 @@ from pydantic import (
 from kosong._model import OverridableModelMeta
 from kosong.tooling._schema import check_json_schema, check_parameter_names, check_tool_name
 from kosong.utils.dates_and_versions import SEMVER_PATTERN, parse_iso8601
+from kosong.utils.typing import JsonType
 
 __all__ = [
     "HINT_ALIASES",
     "METADATA_FIELDS",
+    "PROVIDER_OWNED_FIELDS",
     "EstimatedTokens",
     "TokenRange",
     "ToolMetadata",
@@ -119,6 +122,28 @@ def _mcp_field(name: str) -> Any:
     return Field(default=None, validation_alias=AliasChoices(name, HINT_ALIASES[name]))
 
 
+_NAME = "is the tool's `name`"
+_DESCRIPTION = "is the tool's `description`"
+_STRICT = "comes from `strict=True`"
+_TYPE = "is written by kosong (a function, a custom tool or a native tool)"
+PROVIDER_OWNED_FIELDS: dict[str, dict[str, str]] = {
+    "anthropic": {"name": _NAME, "description": _DESCRIPTION, "strict": _STRICT,
+                  "input_schema": "is the tool's `parameters`", "type": _TYPE},
+    "openai": {"name": _NAME, "description": _DESCRIPTION, "strict": _STRICT,
+               "parameters": "is the tool's `parameters`", "type": _TYPE},
+    "openai-responses": {"name": _NAME, "description": _DESCRIPTION, "strict": _STRICT,
+                         "parameters": "is the tool's `parameters`", "type": _TYPE,
+                         "output_schema": "is the tool's `output_schema`"},
+    "gemini": {"name": _NAME, "description": _DESCRIPTION,
+               "parametersJsonSchema": "is the tool's `parameters`",
+               "parameters": "is the tool's `parameters` (sent as parametersJsonSchema)"},
+    "kimi": {"name": _NAME, "description": _DESCRIPTION, "strict": _STRICT,
+             "parameters": "is the tool's `parameters`", "type": _TYPE},
+}  # fmt: skip
+"""The providers `ToolMetadata.provider_options` may name, and in each the fields of a tool's
+entry kosong writes itself (with what sets them)."""
+
+
 class ToolMetadata(BaseModel, metaclass=OverridableModelMeta):
     """The optional fields a tool may declare about itself; all default to None (undeclared).
 
@@ -176,6 +201,12 @@ class ToolMetadata(BaseModel, metaclass=OverridableModelMeta):
     output_schema: dict[str, Any] | None = _mcp_field("output_schema")
     """The JSON Schema of what a successful call returns, as JSON text (MCP `outputSchema`);
     an MCP server sends that output as `structuredContent` too. Checked like `parameters`."""
+    provider_options: dict[str, dict[str, JsonType]] | None = None
+    """Fields merged into one provider's entry for this tool, keyed by the provider's `name`
+    (`"anthropic"`, `"openai"`, `"openai-responses"`, `"gemini"`, `"kimi"`): say
+    `{"anthropic": {"input_examples": [...], "cache_control": {"type": "ephemeral"}}}`. A
+    field kosong writes itself (the name, the description, the input schema, `strict`) is
+    refused, with the option that sets it."""
 
     @field_validator("version")
     @classmethod
@@ -235,6 +266,28 @@ class ToolMetadata(BaseModel, metaclass=OverridableModelMeta):
     def _check_output_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value is not None:
             check_json_schema(value, "the `output_schema`")
+        return value
+
+    @field_validator("provider_options")
+    @classmethod
+    def _check_provider_options(
+        cls, value: dict[str, dict[str, JsonType]] | None
+    ) -> dict[str, dict[str, JsonType]] | None:
+        for provider, fields in (value or {}).items():
+            owned = PROVIDER_OWNED_FIELDS.get(provider)
+            if owned is None:
+                known = ", ".join(sorted(PROVIDER_OWNED_FIELDS))
+                raise ValueError(
+                    f"provider_options names no provider kosong knows: {json.dumps(provider)} "
+                    f"(known: {known})"
+                )
+            taken = sorted(set(fields) & owned.keys())
+            if taken:
+                said = "; ".join(f"`{k}` {owned[k]}" for k in taken)
+                raise ValueError(
+                    f"provider_options[{json.dumps(provider)}] sets what kosong writes from the "
+                    f"tool itself: {said}"
+                )
         return value
 
     @field_validator("changelog")

@@ -42,7 +42,12 @@ class SearchableToolset(WrapperToolset):
     """
 
     def __init__(
-        self, toolset: Toolset, always_visible: Iterable[str] = (), *, max_results: int = 5
+        self,
+        toolset: Toolset,
+        always_visible: Iterable[str] = (),
+        *,
+        max_results: int = 5,
+        native_search: bool = True,
     ) -> None:
         """Wrap `toolset` (see `searchable`).
 
@@ -61,6 +66,7 @@ class SearchableToolset(WrapperToolset):
         )
         self._found: dict[str, None] = {}  # insertion-ordered set
         self._max_results = max_results
+        self._native_search = native_search
         self._index: _Index | None = None
         names = {t.name for t in toolset.tools}
         if SEARCH_TOOL_NAME in names:
@@ -93,6 +99,21 @@ class SearchableToolset(WrapperToolset):
         """`search_tools`, then the always-visible tools and those found, in catalog order."""
         shown = [t for t in self.wrapped.tools if t.name in self._always or t.name in self._found]
         return [*self._search.tools, *shown]
+
+    @property
+    def native_search(self) -> bool:
+        """Whether a provider with a tool search of its own searches instead (see `searchable`)."""
+        return self._native_search
+
+    @property
+    def always_visible(self) -> frozenset[str]:
+        """The tools shown without a search."""
+        return self._always
+
+    @property
+    def catalog(self) -> list[Tool]:
+        """Every tool of the wrapped toolset, in its order (what a native search searches)."""
+        return self.wrapped.tools
 
     @property
     def found(self) -> tuple[str, ...]:
@@ -149,7 +170,11 @@ class SearchableToolset(WrapperToolset):
 
 
 def searchable(
-    toolset: Toolset, always_visible: Iterable[str] = (), *, max_results: int = 5
+    toolset: Toolset,
+    always_visible: Iterable[str] = (),
+    *,
+    max_results: int = 5,
+    native_search: bool = True,
 ) -> SearchableToolset:
     """`toolset` behind a search tool: the model sees `search_tools` and `always_visible`.
 
@@ -158,11 +183,19 @@ def searchable(
     `agent_loop` (and `step`) read `tools` at every step, so the definitions found are sent
     from the next step on. Calls to any other tool go to `toolset`.
 
+    With `native_search` (the default), `step` uses the provider's own tool search where it
+    has one (Anthropic, OpenAI Responses): every tool is sent with `defer_loading` (the
+    always-visible ones without), the provider's search tool beside them, so the tool list
+    is the same at every step and the provider's prompt cache holds; the provider loads what
+    its search finds. Other providers get kosong's `search_tools`.
+
     Raises:
         ImportError: the `search` extra is not installed (the `search` extra).
         ValueError: see `SearchableToolset`.
     """
-    return SearchableToolset(toolset, always_visible, max_results=max_results)
+    return SearchableToolset(
+        toolset, always_visible, max_results=max_results, native_search=native_search
+    )
 
 
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")

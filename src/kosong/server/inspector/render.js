@@ -24,11 +24,11 @@ export function badges(tool, findings = []) {
   if (tool.cacheable) badge(tool.cache_ttl ? `cached ${tool.cache_ttl} s` : "cacheable", "cache", "cacheable");
   if (tool.strict) badge("strict", "hint", "strict: undeclared arguments are refused");
   if (tool.streaming) badge("streaming", "hint", "reports progress");
-  // openai-strict applies only to tools sent in strict mode.
+  // The strict modes (openai-strict, anthropic-strict) apply only to tools sent strict.
   const rejecting = [
     ...new Set(
       findings
-        .filter((f) => f.effect === "rejected" && (f.dialect !== "openai-strict" || tool.strict))
+        .filter((f) => f.effect === "rejected" && (!f.dialect.endsWith("-strict") || tool.strict))
         .map((f) => f.dialect),
     ),
   ];
@@ -122,7 +122,7 @@ function findingsList(findings, { relevant = true } = {}) {
 
 /**
  * The dialect check of one tool: a row per provider, with what it rejects or ignores.
- * OpenAI's strict mode matters only to a tool sent in strict mode.
+ * A strict mode (OpenAI's, Anthropic's) matters only to a tool sent in strict mode.
  */
 export function dialectTable(tool, report) {
   if (!report) return h("p", { class: "muted" }, "The provider check is not available.");
@@ -138,7 +138,7 @@ export function dialectTable(tool, report) {
       report.dialects.map((dialect) => {
         const mine = findings.filter((f) => f.dialect === dialect);
         const rejected = mine.some((f) => f.effect === "rejected");
-        const relevant = dialect !== "openai-strict" || Boolean(tool.strict);
+        const relevant = !dialect.endsWith("-strict") || Boolean(tool.strict);
         let verdict = rejected ? "rejects it" : mine.length ? `accepts, ignores ${mine.length}` : "accepts it";
         if (!relevant) verdict = rejected ? "would reject it in strict mode" : "accepts it in strict mode";
         return h(

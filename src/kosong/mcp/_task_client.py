@@ -1,0 +1,333 @@
+"""MCP tasks from the client's side, in both protocol versions that define them (private).
+
+2025-11-25 (modelcontextprotocol.io/specification/2025-11-25/basic/utilities/tasks): a tool
+the server lists with `execution.taskSupport: "required"` MUST be called as a task (the server
+answers any other call -32601), one with `"optional"` MAY be, and only when the server's
+capabilities include `tasks.requests.tools.call`. `call_as_task` sends the `tools/call` with
+`task: {ttl}`; the server answers at once with a `CreateTaskResult`; the client polls
+`tasks/get` at the `pollInterval` the server asks for (each new status message reported
+as progress without a total) until the task needs input (`input_required`) or ends, then
+`tasks/result` answers the `CallToolResult` (the server's input requests for the task arrive
+while it waits, and go to the client's elicitation and sampling callbacks, as any request);
+cancelling the caller sends `tasks/cancel`.
+
+The MCP SDK's client (2.3) checks every answer to a `tools/call` as a `CallToolResult` and has
+no task support of its own in that era, so `task_transport` sits between the client and its
+transport: the answer to a call this client sent with `task`, a `CreateTaskResult`, reaches
+the client as an empty `CallToolResult` holding the task under `_meta["kosong/task"]`, which
+`call_as_task` then follows. Nothing else passes through it changed.
+
+2026-07-28 (the `io.modelcontextprotocol/tasks` extension, SEP-2663): `TasksClient`, a client
+extension of the SDK, declares the extension on each call and finishes a task handle by
+polling `tasks/get` until the task ends (its status messages reported as progress), answering
+its input requests with the client's elicitation handler (declined without one), and sending
+`tasks/cancel` when its caller is cancelled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar, cast
+
+import anyio
+import mcp_types as mcp
+from mcp.client import ClientSession, Transport
+from mcp.client.context import ClientRequestContext
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.message import SessionMessage
+
+from kosong.mcp._tasks import TASKS
+
+__all__ = ["PROGRESS", "TasksClient", "call_as_task", "takes_task", "task_transport"]
+
+logger = logging.getLogger(__name__)
+
+TASK_META = "kosong/task"
+"""The `_meta` key under which `task_transport` hands over a `CreateTaskResult`'s task."""
+
+_TTL_MS = 10 * 60 * 1000
+"""How long the client asks the server to keep a task (the server may keep it less)."""
+
+PROGRESS: contextvars.ContextVar[ProgressFnT | None] = contextvars.ContextVar(
+    "kosong_mcp_task_progress", default=None
+)
+"""Where a task's status messages go, for the call being made (set by the connection)."""
+
+
+def takes_task(capabilities: mcp.ServerCapabilities | None) -> bool:
+    """Whether a 2025-11-25 server takes task-augmented `tools/call` requests."""
+    tasks = capabilities.tasks if capabilities is not None else None
+    requests = tasks.requests if tasks is not None else None
+    return requests is not None and requests.tools is not None and requests.tools.call is not None
+
+
+# --- 2025-11-25 --------------------------------------------------------------------------------
+
+
+async def call_as_task(
+    session: ClientSession,
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    progress: ProgressFnT | None,
+    meta: dict[str, Any] | None,
+) -> mcp.CallToolResult:
+    """Call `name` as a task and follow it to its result (see the module doc).
+
+    Raises:
+        MCPError: the server refused the call, or a task request.
+    """
+    params = mcp.CallToolRequestParams(
+        name=name, arguments=arguments, task=mcp.TaskMetadata(ttl=_TTL_MS), _meta=cast(Any, meta)
+    )
+    created = await session.send_request(
+        mcp.CallToolRequest(params=params), mcp.CallToolResult, progress_callback=progress
+    )
+    found: object = (created.meta or {}).get(TASK_META)
+    if not isinstance(found, dict):  # the server ran it as a plain call after all
+        return created
+    task = mcp.Task.model_validate(found)
+    said: str | None = None
+
+    async def report(message: str | None) -> None:  # each new status message, once
+        nonlocal said
+        if progress is not None and message and message != said:
+            said = message
+            await progress(0.0, None, message)
+
+    try:
+        while task.status == "working":
+            await report(task.status_message)
+            await anyio.sleep(_interval(task.poll_interval))
+            request = mcp.GetTaskRequest(params=mcp.GetTaskRequestParams(task_id=task.task_id))
+            task = await session.send_request(request, mcp.GetTaskResult)
+        await report(task.status_message)
+        # Input needed, or the end: the result (input requests come while it waits).
+        payload = mcp.GetTaskPayloadRequest(
+            params=mcp.GetTaskPayloadRequestParams(task_id=task.task_id)
+        )
+        return await session.send_request(payload, mcp.CallToolResult)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            try:
+                cancel = mcp.CancelTaskRequest(
+                    params=mcp.CancelTaskRequestParams(task_id=task.task_id)
+                )
+                await session.send_request(cancel, mcp.CancelTaskResult)
+            except Exception as e:  # ended meanwhile, or the server is gone: nothing to cancel
+                logger.info("Could not cancel task %s: %s", task.task_id, e)
+        raise
+
+
+@contextlib.asynccontextmanager
+async def task_transport(inner: Transport) -> AsyncGenerator[Any]:
+    """`inner`, with the answers to task-augmented calls handed over (see the module doc)."""
+    async with inner as (read, write):
+        calls: set[mcp.RequestId] = set()
+        yield _Read(read, calls), _Write(write, calls)
+
+
+class _Write:
+    """The client's outgoing stream: notes the ids of `tools/call` requests sent with `task`."""
+
+    def __init__(self, inner: Any, calls: set[mcp.RequestId]) -> None:
+        self._inner = inner
+        self._calls = calls
+
+    async def send(self, item: SessionMessage, /) -> None:
+        message = item.message
+        if (
+            isinstance(message, mcp.JSONRPCRequest)
+            and message.method == "tools/call"
+            and message.params is not None
+            and "task" in message.params
+        ):
+            self._calls.add(message.id)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+class _Read:
+    """The client's incoming stream: a `CreateTaskResult` for a noted call, as a CallToolResult."""
+
+    def __init__(self, inner: Any, calls: set[mcp.RequestId]) -> None:
+        self._inner = inner
+        self._calls = calls
+
+    @property
+    def last_context(self) -> Any:
+        """The sender's context of the last item, as the inner stream keeps it."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        item = await self._inner.receive()
+        if not isinstance(item, SessionMessage):
+            return item
+        message = item.message
+        answered = isinstance(message, mcp.JSONRPCResponse | mcp.JSONRPCError)
+        if answered and message.id in self._calls:
+            self._calls.discard(message.id)
+            result = message.result if isinstance(message, mcp.JSONRPCResponse) else None
+            if result is not None and "task" in result and "content" not in result:
+                given: object = result.get("_meta")
+                meta: dict[str, Any] = {}
+                if isinstance(given, dict):
+                    meta.update(cast(dict[str, Any], given))
+                meta[TASK_META] = result["task"]
+                handed: dict[str, Any] = {"content": [], "_meta": meta}
+                item.message = mcp.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=handed)
+        return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> AsyncIterator[SessionMessage | Exception]:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+# --- 2026-07-28: the tasks extension -------------------------------------------------------------
+
+
+class CreateTaskResult(mcp.Result):
+    """A task handle, as a server answers a call it runs as a task (camelCase on the wire)."""
+
+    result_type: Literal["task"] = "task"
+    task_id: str
+    status: str = "working"
+    poll_interval_ms: int | None = None
+
+
+_R = TypeVar("_R", bound=mcp.Result)
+
+
+class _TaskRequest(mcp.Request[dict[str, Any], str]):
+    """`tasks/get`, `tasks/update` or `tasks/cancel` (Mcp-Name: the task's id)."""
+
+    name_param = "taskId"
+
+
+class _Detailed(mcp.Result):
+    status: str = "working"
+    status_message: str | None = None
+    poll_interval_ms: int | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    input_requests: dict[str, Any] | None = None
+
+
+class TasksClient(ClientExtension):
+    """Declares the tasks extension and finishes each task handle (see the module doc)."""
+
+    identifier = TASKS
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        """The one shape it claims: a `tools/call` answered with a task handle."""
+        return [ResultClaim(result_type="task", model=CreateTaskResult, resolve=_follow)]
+
+
+async def _follow(handle: CreateTaskResult, ctx: ClaimContext) -> mcp.CallToolResult:
+    """Poll the task to its end; cancel it on the server if this call is cancelled."""
+    session = ctx.session
+    task_id = handle.task_id
+    interval = _interval(handle.poll_interval_ms)
+    progress = PROGRESS.get()
+    answered: set[str] = set()
+    said: str | None = None
+
+    async def send(method: str, answer: type[_R], **params: Any) -> _R:
+        request = _TaskRequest(method=method, params={"taskId": task_id, **params})
+        return await session.send_request(request, answer)
+
+    try:
+        while True:
+            task = await send("tasks/get", _Detailed)
+            if task.status == "completed" and task.result is not None:
+                return mcp.CallToolResult.model_validate(task.result)
+            if task.status in ("failed", "cancelled", "completed"):
+                error = task.error or {}
+                message = str(error.get("message") or task.status_message or task.status)
+                return mcp.CallToolResult(
+                    content=[mcp.TextContent(text=f"The task {task.status}: {message}")],
+                    is_error=True,
+                )
+            if progress is not None and task.status_message and task.status_message != said:
+                said = task.status_message  # each new status message, once
+                await progress(0.0, None, said)
+            if task.status == "input_required" and task.input_requests:
+                responses = {
+                    key: await _respond(session, key, request)
+                    for key, request in task.input_requests.items()
+                    if key not in answered
+                }
+                if responses:
+                    answered.update(responses)
+                    await send("tasks/update", mcp.Result, inputResponses=responses)
+            interval = _interval(task.poll_interval_ms) if task.poll_interval_ms else interval
+            await anyio.sleep(interval)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            try:
+                await send("tasks/cancel", mcp.Result)
+            except Exception as e:  # the server is gone: nothing left to cancel there
+                logger.info("Could not cancel task %s: %s", task_id, e)
+        raise
+
+
+async def _respond(session: Any, key: str, request: Any) -> Any:
+    """The client's answer to one of a task's input requests (its elicitation handler's)."""
+    try:
+        parsed = mcp.ElicitRequest.model_validate(
+            {"method": "elicitation/create", **request}
+            if isinstance(request, dict) and "method" not in request
+            else request
+        )
+        ctx = ClientRequestContext(session=session, request_id=key, meta=None)
+        answer = await session.dispatch_input_request(ctx, parsed)
+        return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+    except Exception as e:  # no handler, or it failed: the question is declined
+        logger.info("Declining the input request %r of a task: %s", key, e)
+        return {"action": "decline"}
+
+
+def _interval(milliseconds: int | None) -> float:
+    """A polling interval the server asked for, kept between 50 ms and 5 s."""
+    if milliseconds is None:
+        return 0.5
+    return min(5.0, max(0.05, milliseconds / 1000))
