@@ -1,8 +1,8 @@
-"""Where runs are kept: one record per run, its events, and what it waits on.
+"""Runs: where they are kept (one record per run, its events, what it waits on) and executed.
 
 Below both `kosong.server` (HTTP runs, approvals that wait, idempotency) and `kosong.mcp` (MCP
-tasks, resumable MCP streams), so neither imports the other; the store knows nothing of either
-protocol: an event's kind and data are opaque text.
+tasks, input requests, resumable MCP streams), so neither imports the other; the store knows
+nothing of either protocol: an event's kind and data are opaque text.
 
 A run (`RunRecord`) is a call that may outlive its request: its id, principal, tool and
 arguments, idempotency key, attempt, and where it is in its life, `status`:
@@ -22,8 +22,13 @@ whoever holds one (a browser's `Last-Event-ID`) is led back to the run and to th
   end.
 - `RedisRunStore` (in `kosong.eventstore.redis_store`, needs `redis`): in Redis, shared by
   every front end and worker; all of it survives the restart of any process.
+
+`Runs` starts runs of a pipeline's calls, executes them through an `Executor` (tasks of this
+process, or a server's workers) and follows them; both servers serve their runs with it.
 """
 
+from kosong.eventstore._executor import Executor
+from kosong.eventstore._runs import QueueFullError, RunNotFoundError, Runs, ShuttingDownError
 from kosong.eventstore._store import (
     START,
     IdempotencyConflictError,
@@ -40,11 +45,16 @@ from kosong.eventstore._store import (
 
 __all__ = [
     "START",
+    "Executor",
     "IdempotencyConflictError",
     "MemoryRunStore",
+    "QueueFullError",
+    "RunNotFoundError",
     "RunRecord",
     "RunStatus",
     "RunStore",
+    "Runs",
+    "ShuttingDownError",
     "StoreFullError",
     "StoreUnavailableError",
     "StoredEvent",

@@ -62,6 +62,10 @@ class RunRecord:
     """When a question nobody answered is denied (Unix time, seconds; None: never)."""
     answer: tuple[bool, str] | None = None
     """The answer it got (approved, reason), until an executor takes it again."""
+    asks: float | None = None
+    """Seconds a question of its tool waits for its client's answer, when its client answers
+    questions (an MCP task, or an MCP client that takes elicitation or sampling); None: the
+    tool's questions are declined."""
 
     @property
     def ended(self) -> bool:
@@ -402,7 +406,9 @@ class MemoryRunStore(RunStore):
         record = await self.get(run_id)
         if record is None or record.status != "waiting":
             return None
-        return self._change(run_id, status="queued", answer=(approved, reason), attempt=0)
+        return self._change(
+            run_id, status="queued", question=None, answer=(approved, reason), attempt=0
+        )
 
     async def waiting(self, principal: str) -> list[RunRecord]:
         """The runs waiting; see `RunStore.waiting`."""

@@ -164,10 +164,10 @@ def connect(url: str, *, max_connections: int = 2048, **options: Any) -> aioredi
 def _fields(record: RunRecord) -> list[str]:
     fields = ["principal", record.principal, "tool", record.tool, "arguments", record.arguments,
               "status", record.status, "attempt", str(record.attempt)]  # fmt: skip
-    for name in ("trace", "key"):
+    for name in ("trace", "key", "asks"):
         value = getattr(record, name)
         if value is not None:
-            fields += [name, value]
+            fields += [name, str(value)]
     return fields
 
 
@@ -192,6 +192,7 @@ def _record(run_id: str, reply: Any) -> RunRecord | None:
         since=float(got["since"]) if question and got.get("since") else None,
         deadline=float(got["deadline"]) if question and got.get("deadline") else None,
         answer=None if approved is None else (approved == "1", got.get("reason", "")),
+        asks=float(got["asks"]) if "asks" in got else None,
     )
 
 

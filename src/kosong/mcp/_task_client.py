@@ -41,7 +41,7 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.message import SessionMessage
 
-from kosong.mcp._tasks import TASKS
+from kosong.mcp._runs import TASKS
 
 __all__ = ["PROGRESS", "TasksClient", "call_as_task", "takes_task", "task_transport"]
 

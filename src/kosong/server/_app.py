@@ -60,8 +60,12 @@ from kosong.eventstore import (
     START,
     IdempotencyConflictError,
     MemoryRunStore,
+    QueueFullError,
+    RunNotFoundError,
     RunRecord,
+    Runs,
     RunStore,
+    ShuttingDownError,
     StoreFullError,
     StoreUnavailableError,
     split_event_id,
@@ -74,13 +78,6 @@ from kosong.server._guard import ANONYMOUS, PRINCIPAL, RETRY_AFTER_OUTAGE, error
 from kosong.server._inspector import inspector_routes, public_paths
 from kosong.server._limits import MemoryRateLimiter, RateLimiter, RateLimitMiddleware
 from kosong.server._resource import METADATA_PATH, metadata_route
-from kosong.server._runs import (
-    QueueFullError,
-    RunNotFoundError,
-    Runs,
-    ShuttingDownError,
-    wire_data,
-)
 from kosong.server._sites import CrossSiteMiddleware, HostOriginMiddleware
 from kosong.standard import CATALOG, PolicyToolset, error_code, to_envelope, with_policies
 from kosong.standard.policies import (
@@ -511,7 +508,7 @@ class Server:
             yield ServerSentEvent(id=f"{run_id}.{position}", retry=self.config.retry_ms, sep="\n")
             try:
                 async for event in self.runs.follow(run_id, position):
-                    data = wire_data(event)
+                    data = Runs.wire_data(event)
                     yield ServerSentEvent(data, event=event.kind, id=event.id, sep="\n")
             except StoreUnavailableError as e:
                 # The stream ends without its final event; the client resumes from the last
@@ -734,16 +731,15 @@ def create_app(
     config = config if config is not None else ServerConfig()
     server = Server(as_toolset(toolset), config)
     if mcp:
-        from kosong.mcp import MCPToolServer, SessionEventStore, StoreEventLog
+        from kosong.mcp import MCPToolServer
 
         # The app's checks cover Host and Origin for every route already, with the hosts the
         # configuration allows; the SDK's own check (localhost only) would refuse those.
-        # Resumable MCP streams live in the app's own store, beside its runs (in Redis too).
+        # Its runs are the app's, and so is the store its resumable streams live in.
         over_mcp = MCPToolServer(
             server.toolset,
             name=config.name,
             dns_rebinding_protection=False,
-            event_store=SessionEventStore(StoreEventLog(server.store)),
             retry_interval_ms=config.retry_ms,
             runs=server.runs,
         )

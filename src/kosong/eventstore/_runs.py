@@ -1,6 +1,6 @@
 """Runs: calls that outlive the requests, and the processes, that started them.
 
-A run is one record in the `RunStore` with one life cycle (see `kosong.eventstore`):
+A run is one record in the `RunStore` with one life cycle (see the package doc):
 
     start ─► queued ─► running ─► done           (its final event: the result, or why not)
                           │  ▲
@@ -18,6 +18,15 @@ submits it again, approved, or ends it, denied. A run delivered again after its 
 mid-call runs again if its tool is safe to repeat (a `tool_retrying` event says so), or ends
 with an error saying it may or may not have taken effect.
 
+A run whose client answers questions (`asks`: an MCP task, an MCP client that takes
+elicitation or sampling) lets its tool reach that client through the record, from whichever
+process executes it: the tool's `elicit` or `sample` (`current_call()`) appends an
+`input_request` event and waits for the `input_response` event that `respond` appends, from
+any process (then `elicit` answers `cancel`, and `sample` raises, once `asks` seconds passed);
+its `log` appends a `tool_log` event. Questions and answers are in kosong's own terms (an
+elicitation's message and schema, the answer's action and content; a sampling request's
+messages, the sampled message): a protocol's front end puts them in its own words.
+
 Responses only read the store (`follow`), from any position, so a client that drops does not
 touch the run, and one that comes back (here or, with Redis, on another process) gets exactly
 the events it missed, then the live ones. A run always ends with exactly one final event; the
@@ -30,28 +39,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import math
 import secrets
 import time
 from collections.abc import AsyncIterator, Coroutine
-from typing import Literal
+from typing import Any, Literal, cast
 
 from kosong._answers import Approve, answers_scope
-from kosong.eventstore import (
+from kosong.eventstore._executor import Executor, LocalExecutor
+from kosong.eventstore._store import (
     START,
     RunRecord,
     RunStore,
     StoredEvent,
     StoreUnavailableError,
 )
-from kosong.message import ToolCall
-from kosong.server._executor import Executor, LocalExecutor
+from kosong.message import Message, ToolCall
 from kosong.standard import (
     CallStream,
+    ElicitAnswer,
+    LogLevel,
     PolicyToolset,
     ToolEvent,
+    caller_scope,
     coded_error,
     is_safe_to_repeat,
     to_envelope,
@@ -60,15 +73,7 @@ from kosong.tooling import UNPARSED, ToolResult, ToolReturnValue, Unparsed, pars
 from kosong.tooling.error import ToolCancelledError, ToolDeferredError, ToolPermissionDeniedError
 from kosong.utils.typing import JsonType
 
-__all__ = [
-    "QueueFullError",
-    "RunNotFoundError",
-    "Runs",
-    "ShuttingDownError",
-    "error_event_data",
-    "key_digest",
-    "wire_data",
-]
+__all__ = ["QueueFullError", "RunNotFoundError", "Runs", "ShuttingDownError"]
 
 logger = logging.getLogger(__name__)
 
@@ -88,22 +93,17 @@ class QueueFullError(RuntimeError):
     """As many runs wait for a worker as the queue may hold; try again shortly."""
 
 
-def key_digest(tool: str, arguments: JsonType) -> str:
+def _key_digest(tool: str, arguments: JsonType) -> str:
     """What a key's call is compared by: its tool and arguments (canonical JSON)."""
     text = json.dumps([tool, arguments], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def error_event_data(run_id: str, tool: str, value: ToolReturnValue) -> str:
-    """The stored data of a final event the server writes itself."""
-    return _final_data(ToolResult(run_id, value), tool)
 
 
 def _final_data(result: ToolResult, tool: str) -> str:
     """A final event's data as stored: the result's own JSON (`ToolResult.to_json`).
 
     Its metadata is whole (tool, time, trace); the wire's envelope is made from it when read
-    (`wire_data`).
+    (`Runs.wire_data`).
     An output that cannot be written as JSON still ends the run, with an error saying so.
     """
     try:
@@ -116,17 +116,6 @@ def _final_data(result: ToolResult, tool: str) -> str:
         failed = ToolResult(result.tool_call_id, value)
         metadata = to_envelope(failed, tool_name=tool).dump()["metadata"]
         return ToolResult(result.tool_call_id, value, metadata=metadata).to_json()
-
-
-def wire_data(event: StoredEvent) -> str:
-    """An event's data as a client reads it (any other's as stored).
-
-    A final event's is the standard's lossless envelope, made from the stored result.
-    """
-    if not event.final:
-        return event.data
-    result = ToolResult.from_json(event.data)
-    return json.dumps(to_envelope(result).dump(), ensure_ascii=False)
 
 
 class Runs:
@@ -184,6 +173,17 @@ class Runs:
         return self.queue is not None
 
     @staticmethod
+    def wire_data(event: StoredEvent) -> str:
+        """An event's data as a client reads it (any other's as stored).
+
+        A final event's is the standard's lossless envelope, made from the stored result.
+        """
+        if not event.final:
+            return event.data
+        result = ToolResult.from_json(event.data)
+        return json.dumps(to_envelope(result).dump(), ensure_ascii=False)
+
+    @staticmethod
     def new_id() -> str:
         """A fresh run id: 128 random bits, unguessable."""
         return secrets.token_hex(16)
@@ -197,11 +197,14 @@ class Runs:
         arguments: JsonType | Unparsed = UNPARSED,
         *,
         key: str | None = None,
+        asks: float | None = None,
     ) -> tuple[str, bool]:
         """Start a run of `call` (its id is the run's) for `principal`.
 
         Its id, and whether it is new (False: `key` already stood for that run, which is not
         run again). `arguments`: the call's, when already parsed (else its own text is read).
+        `asks`: its client answers the tool's questions, each within that many seconds (see
+        the module doc).
 
         Raises:
             ShuttingDownError: the server is shutting down.
@@ -216,7 +219,7 @@ class Runs:
         if key is not None:
             arguments = self._parsed(call, arguments)
             unreadable = isinstance(arguments, Unparsed)  # then compared as written
-            digest = key_digest(tool, call.function.arguments if unreadable else arguments)
+            digest = _key_digest(tool, call.function.arguments if unreadable else arguments)
             found = await self.store.reserve(principal, key, digest, run_id, self._key_ttl)
             if found is not None:
                 return found, False
@@ -227,7 +230,7 @@ class Runs:
         )
         trace = call.extras.get("trace_id") if call.extras else None
         trace = trace if isinstance(trace, str) else None
-        record = RunRecord(run_id, principal, tool, text, trace, key)
+        record = RunRecord(run_id, principal, tool, text, trace, key, asks=asks)
         try:
             await self._submit(record, key)
         except BaseException:
@@ -319,7 +322,9 @@ class Runs:
         answer = record.answer
         approved = {run_id: Approve(answer[1])} if answer is not None and answer[0] else {}
         stream = self._pipeline.stream(call)
-        with answers_scope(approved):  # the call starts on the first iteration, in this scope
+        caller = _RecordCaller(self.store, record) if record.asks is not None else None
+        # The call starts on the first iteration, in these scopes.
+        with answers_scope(approved), caller_scope(caller):
             await self._follow_call(record, stream)
 
     async def _follow_call(self, record: RunRecord, stream: CallStream) -> None:
@@ -371,7 +376,7 @@ class Runs:
     async def _end(self, run_id: str, tool: str, value: ToolReturnValue) -> bool:
         """End the run with `value` (the server's own final event)."""
         kind = "tool_error" if value.is_error else "tool_result"
-        return await self._write_final(run_id, kind, error_event_data(run_id, tool, value))
+        return await self._write_final(run_id, kind, _final_data(ToolResult(run_id, value), tool))
 
     # --- waiting --------------------------------------------------------------------------
 
@@ -417,10 +422,36 @@ class Runs:
             await self.executor.submit(run_id, record.tool, again=True)
         return True
 
-    async def question(self, run_id: str) -> str | None:
-        """The question the run waits on, unanswered, if any."""
-        record = await self.store.get(run_id)
-        return None if record is None else record.question
+    async def events(self, run_id: str) -> list[StoredEvent]:
+        """The run's events so far (at most 25,600)."""
+        events: list[StoredEvent] = []
+        position = START
+        for _ in range(100):
+            batch = await self.store.read(run_id, position)
+            if not batch:
+                break
+            events += batch
+            position = batch[-1].id.rpartition(".")[2]
+        return events
+
+    async def questions(self, run_id: str) -> dict[str, dict[str, Any]]:
+        """The questions the run's tool asked its client that nobody answered yet, by key.
+
+        Each is `{"key", "elicitation": {"message", "schema"}}` or `{"key", "sampling":
+        {"messages", "system_prompt", "max_tokens", "temperature"}}`.
+        """
+        return pending(await self.events(run_id))
+
+    async def respond(self, run_id: str, key: str, response: dict[str, Any]) -> bool:
+        """Answer the run's question `key`, wherever its tool waits for it.
+
+        `response`: `{"action", "content"}` for an elicitation; `{"message"}` (a `Message`'s
+        JSON) or `{"error"}` for a sampling request. False when it waits on no such question.
+        """
+        if key not in await self.questions(run_id):
+            return False
+        data = json.dumps({"key": key, "response": response}, ensure_ascii=False)
+        return await self.store.append(run_id, "input_response", data) is not None
 
     async def waiting(self, principal: str) -> list[RunRecord]:
         """The runs of `principal` waiting for an answer (denying those past their time)."""
@@ -559,6 +590,95 @@ class Runs:
         """Stop any run left (see `drain`)."""
         if self._streams:
             await self.drain(0)
+
+
+def pending(events: list[StoredEvent]) -> dict[str, dict[str, Any]]:
+    """The questions among `events` (`input_request`) not yet answered (`input_response`)."""
+    asked: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event.kind in ("input_request", "input_response"):
+            data = cast(dict[str, Any], json.loads(event.data))
+            if event.kind == "input_request":
+                asked[data["key"]] = data
+            else:
+                asked.pop(data["key"], None)
+    return asked
+
+
+class _RecordCaller:
+    """A run's way back to its client, through its record (see the module doc)."""
+
+    def __init__(self, store: RunStore, record: RunRecord) -> None:
+        self._store = store
+        self._run = record.id
+        self._within = record.asks or 0.0
+        self._keys = itertools.count()
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> ElicitAnswer:
+        answer = await self._ask("elicitation", {"message": message, "schema": schema})
+        if answer is None:  # nobody answered: the user never chose
+            return ElicitAnswer.cancel()
+        action, content = answer.get("action"), answer.get("content")
+        if action not in ("accept", "decline", "cancel"):
+            return ElicitAnswer.decline()  # no answer at all: nothing was agreed to
+        return ElicitAnswer(
+            action, cast(dict[str, Any], content) if isinstance(content, dict) else None
+        )
+
+    async def sample(
+        self,
+        messages: list[Message],
+        system_prompt: str,
+        max_tokens: int,
+        temperature: float | None,
+    ) -> Message:
+        asked = {
+            "messages": [m.model_dump(mode="json", exclude_none=True) for m in messages],
+            "system_prompt": system_prompt,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
+        answer = await self._ask("sampling", asked)
+        if answer is None:
+            raise RuntimeError(
+                f"nobody answered the sampling request within {self._within:g} seconds"
+            )
+        if "message" not in answer:  # the client's refusal, in its front end's words
+            raise RuntimeError(str(answer.get("error") or "the client did not sample"))
+        return Message.model_validate(answer["message"])
+
+    async def log(self, level: LogLevel, data: JsonType, logger: str | None) -> None:
+        entry = json.dumps({"level": level, "data": data, "logger": logger}, ensure_ascii=False)
+        await self._store.append(self._run, "tool_log", entry)
+
+    async def _ask(self, kind: str, question: dict[str, Any]) -> dict[str, Any] | None:
+        """Ask `question`; the answer, or None once the run ended or `asks` seconds passed."""
+        key = f"{kind}-{next(self._keys)}"
+        data = json.dumps({"key": key, kind: question}, ensure_ascii=False)
+        asked = await self._store.append(self._run, "input_request", data)
+        if asked is None:  # the run has ended
+            return None
+        position = asked.rpartition(".")[2]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._within
+        while (left := deadline - loop.time()) > 0:
+            batch = await self._store.read(self._run, position, wait=left)
+            if batch is None:
+                return None
+            for event in batch:
+                if event.final:
+                    return None
+                if event.kind == "input_response":
+                    found = cast(dict[str, Any], json.loads(event.data))
+                    if found.get("key") == key:
+                        answer: object = found.get("response")
+                        return cast(dict[str, Any], answer) if isinstance(answer, dict) else None
+            if batch:
+                position = batch[-1].id.rpartition(".")[2]
+        # Nobody answered in time: the question is closed, and a late answer is refused.
+        closed = json.dumps({"key": key, "response": None})
+        await self._store.append(self._run, "input_response", closed)
+        return None
 
 
 def _data(event: ToolEvent) -> str:

@@ -2,7 +2,7 @@
 
 An executor is handed a run's id (`submit`) and has `Runs.execute(run_id)` called on it,
 somewhere: in a task of this process (`LocalExecutor`, a server without Redis), or on any
-worker that takes it from the queue in Redis (`RunQueue` in `_queue.py`). Whatever executes
+worker that takes it from the queue in Redis (`RunQueue` in `kosong.server`). Whatever executes
 it, a run is executed the same way (see `Runs.execute`).
 """
 
@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Protocol
 
-from kosong.eventstore import StoreFullError
+from kosong.eventstore._store import StoreFullError
 
 __all__ = ["Executor", "LocalExecutor"]
 
