@@ -55,7 +55,8 @@ async def test_a_run_keeps_one_final_event_and_replays_after_any_position(store:
     assert (record.principal, record.tool, record.arguments) == ("p", "t", '{"a": 1}')
     assert (record.trace, record.key) == ("trace_x", "key-1")
     assert await store.read("nope", "0") is None and await store.get("nope") is None
-    assert await store.replay(events[0].id) == ("runA", events[1:])
+    assert await store.replay("runA", events[0].id.rpartition(".")[2]) == events[1:]
+    assert await store.replay("runA") == events and await store.replay("nope") is None
     with pytest.raises(ValueError, match="position"):
         await store.read("runA", "x")
 

@@ -422,25 +422,13 @@ class Runs:
             await self.executor.submit(run_id, record.tool, again=True)
         return True
 
-    async def events(self, run_id: str) -> list[StoredEvent]:
-        """The run's events so far (at most 25,600)."""
-        events: list[StoredEvent] = []
-        position = START
-        for _ in range(100):
-            batch = await self.store.read(run_id, position)
-            if not batch:
-                break
-            events += batch
-            position = batch[-1].id.rpartition(".")[2]
-        return events
-
     async def questions(self, run_id: str) -> dict[str, dict[str, Any]]:
         """The questions the run's tool asked its client that nobody answered yet, by key.
 
         Each is `{"key", "elicitation": {"message", "schema"}}` or `{"key", "sampling":
         {"messages", "system_prompt", "max_tokens", "temperature"}}`.
         """
-        return pending(await self.events(run_id))
+        return pending(await self.store.replay(run_id) or [])
 
     async def respond(self, run_id: str, key: str, response: dict[str, Any]) -> bool:
         """Answer the run's question `key`, wherever its tool waits for it.

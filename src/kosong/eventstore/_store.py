@@ -224,15 +224,13 @@ class RunStore(ABC):
     async def aclose(self) -> None:  # noqa: B027 - nothing to release by default
         """Release what the store holds (connections)."""
 
-    async def replay(self, last_event_id: str) -> tuple[str, list[StoredEvent]] | None:
-        """The run of `last_event_id` and every event after it stored so far; None if unknown.
+    async def replay(self, run_id: str, after: str = START) -> list[StoredEvent] | None:
+        """Every event of the run after position `after` stored so far; None if unknown.
 
-        For protocols that replay what was missed and then go on by themselves (MCP).
+        For readers of a whole log, and protocols that replay what was missed and then go on
+        by themselves (MCP).
         """
-        parts = split_event_id(last_event_id)
-        if parts is None:
-            return None
-        run_id, position = parts
+        position = after
         events: list[StoredEvent] = []
         try:
             while True:
@@ -240,7 +238,7 @@ class RunStore(ABC):
                 if batch is None:
                     return None
                 if not batch:
-                    return run_id, events
+                    return events
                 events += batch
                 position = batch[-1].id.rpartition(".")[2]
         except ValueError:

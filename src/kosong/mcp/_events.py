@@ -171,10 +171,10 @@ class SessionEventStore(streamable_http.EventStore):
         record = await self._store.get(parts[0])
         if record is None or record.principal != binding.key:  # another session's, or none
             return None
-        replayed = await self._store.replay(last_event_id)
+        replayed = await self._store.replay(*parts)
         if replayed is None:
             return None
-        for event in replayed[1]:
+        for event in replayed:
             if event.data:  # a priming event has nothing to replay
                 await send_callback(EventMessage(_MESSAGE.validate_json(event.data), event.id))
         return record.tool

@@ -309,7 +309,7 @@ class RunCalls:
         self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
     ) -> dict[str, Any]:
         record = await self._find(ctx, params.task_id)
-        events = await self._runs.events(params.task_id)
+        events = await self._runs.store.replay(params.task_id) or []
         created = self._created.get(params.task_id) or _stamp(events[0] if events else None)
         updated = _stamp(events[-1] if events else None) or created or _now()
         task = _task(params.task_id, created or _now(), updated)
