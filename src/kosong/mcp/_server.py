@@ -112,6 +112,8 @@ _REQUEST: contextvars.ContextVar[ServerRequestContext[Any, Any] | None] = contex
 def mcp_request() -> ServerRequestContext[Any, Any] | None:
     """The MCP request the running tool serves (None outside an `MCPToolServer` call).
 
+    None too in a call that is a run (see `_runs`): it may execute in another process.
+
     Its `session` talks back to the client: `send_log_message`, `report_progress`, and, where
     the client offers them, sampling and elicitation requests.
     """
