@@ -126,7 +126,7 @@ class Runs:
         pipeline: PolicyToolset,
         store: RunStore,
         *,
-        queue: Executor | None = None,
+        executor: Executor | None = None,
         max_runs: int = 10_000,
         max_queued: int | None = None,
         idle: float = 1.0,
@@ -134,15 +134,14 @@ class Runs:
     ) -> None:
         """Run calls through `pipeline`, kept in `store`.
 
-        With a `queue`, runs are handed to its workers (at most `max_queued` waiting for
-        one); without, they run here, at most `max_runs` at once. A follower with nothing to
+        Runs are handed to `executor` (a queue's workers: at most `max_queued` waiting for
+        one); without one, they run here, at most `max_runs` at once. A follower with nothing to
         read looks at its run's record every `idle` seconds. A run started with an
         idempotency key is kept `key_ttl` seconds after it ends.
         """
         self._pipeline = pipeline
         self.store = store
-        self.queue = queue
-        self.executor: Executor = queue or LocalExecutor(self.execute, max_runs)
+        self.executor: Executor = executor or LocalExecutor(self.execute, max_runs)
         self._max_queued = max_queued
         self._idle = idle
         self._key_ttl = key_ttl
@@ -170,7 +169,7 @@ class Runs:
     @property
     def queued(self) -> bool:
         """Whether runs are handed to workers (with Redis), rather than executed here."""
-        return self.queue is not None
+        return self.executor.shared
 
     @staticmethod
     def wire_data(event: StoredEvent) -> str:
@@ -253,7 +252,7 @@ class Runs:
 
     async def _submit(self, record: RunRecord, key: str | None) -> None:
         run_id = record.id
-        if self.queue is not None and not await self.store.admit(run_id, self._max_queued):
+        if self.queued and not await self.store.admit(run_id, self._max_queued):
             raise QueueFullError(f"{self._max_queued} runs are waiting for a worker")
         try:
             await self.store.create(record, ttl=self._key_ttl if key is not None else None)
@@ -385,7 +384,7 @@ class Runs:
         within = deferred.within
         deadline = None if within is None else time.time() + within
         asked = await self.store.ask(record.id, deferred.question, deadline)
-        if asked is not None and self.queue is None:
+        if asked is not None and not self.queued:
             self._asked.add(record.id)
         if asked is not None and within is not None:
             expire = lambda: self._spawn(self._expire(asked))  # noqa: E731
@@ -558,7 +557,7 @@ class Runs:
         if running:
             await asyncio.wait(running, timeout=grace)
         for run_id, task in list(self._streams.items()):
-            if self.queue is not None:
+            if self.queued:
                 self._released.add(run_id)  # no final event from here: the queue goes on
             task.cancel()
         running = list(self._streams.values())

@@ -201,13 +201,8 @@ class RunCalls:
             if len(self._created) > 10_000:
                 self._created.pop(next(iter(self._created)))
             return {"resultType": "task", **_task(run_id, now, now), "status": "working"}
-        try:
-            return await self.serve(ctx, run_id, START, tool, channel)
-        except anyio.get_cancelled_exc_class():
-            if key is None:  # nobody can come back for it: the request's cancel is the run's
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    await self._runs.cancel(run_id, principal)
-            raise
+        record = await self._runs.find(run_id, principal)
+        return await self.serve(ctx, record, START, tool, channel)
 
     async def resume(
         self,
@@ -232,18 +227,12 @@ class RunCalls:
         for key, response in (params.input_responses or {}).items():
             if key in asked:
                 await self._runs.respond(run_id, key, input_answer(asked[key], response))
-        try:
-            return await self.serve(ctx, run_id, position, tool, channel, asked=True)
-        except anyio.get_cancelled_exc_class():
-            if record.key is None:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    await self._runs.cancel(run_id, record.principal)
-            raise
+        return await self.serve(ctx, record, position, tool, channel, asked=True)
 
     async def serve(
         self,
         ctx: ServerRequestContext[Any, Any],
-        run_id: str,
+        run: RunRecord,
         position: str,
         tool: Tool,
         channel: BackChannel,
@@ -254,8 +243,26 @@ class RunCalls:
 
         Its `CallToolResult` once it ends, or, in the 2026 era, an `input_required` result
         when its tool asks what this client answers. `asked`: the run may have questions
-        before `position` still waiting for an answer.
+        before `position` still waiting for an answer. Cancelled (the client left), it
+        cancels the run, unless it has an idempotency key (its client may come back for it).
         """
+        try:
+            return await self._serve(ctx, run.id, position, tool, channel, asked)
+        except anyio.get_cancelled_exc_class():
+            if run.key is None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await self._runs.cancel(run.id, run.principal)
+            raise
+
+    async def _serve(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        run_id: str,
+        position: str,
+        tool: Tool,
+        channel: BackChannel,
+        asked: bool,
+    ) -> dict[str, Any]:
         store = self._runs.store
         modern = ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS
         progress = ctx.meta is not None and ctx.meta.get("progress_token") is not None

@@ -204,7 +204,7 @@ class Server:
         self.queue = queue
         """The run queue (with Redis), which workers take runs from."""
         self.runs = Runs(
-            self.toolset, self.store, queue=queue, max_runs=config.max_runs,
+            self.toolset, self.store, executor=queue, max_runs=config.max_runs,
             max_queued=config.max_queued, idle=config.idle, key_ttl=config.key_ttl,
         )  # fmt: skip
         self.worker_name = secrets.token_hex(4)
