@@ -181,9 +181,15 @@ def event_loop_note() -> str:
 
 
 RR = {
-    "floor/wrk": uvicorn("apps:floor"),
-    "kosong/wrk": kosong_serve("--rate-limit", UNREACHED),
+    "floor/wrk": (uvicorn("apps:floor"), "/tools/add"),
+    "kosong/wrk": (kosong_serve("--rate-limit", UNREACHED), "/tools/add"),
+    "floor_thread/wrk": (uvicorn("apps:floor_thread"), "/tools/add"),
+    "kosong-sync/wrk": (kosong_serve("--rate-limit", UNREACHED), "/tools/add_sync"),
 }
+"""Scenario -> (server, path). An async tool is compared with the Starlette floor; a plain
+`def` tool (run in a worker thread) with `floor_thread`, the same plain function run in a
+worker thread as Starlette runs a sync endpoint."""
+FLOOR_OF = {"kosong/wrk": "floor/wrk", "kosong-sync/wrk": "floor_thread/wrk"}
 
 
 def bench_rr(repeats: int, concurrencies: list[int]) -> dict[str, Any]:
@@ -194,9 +200,9 @@ def bench_rr(repeats: int, concurrencies: list[int]) -> dict[str, Any]:
     }
     print(event_loop_note(), flush=True)
     for rep in range(repeats):
-        for name, argv in RR.items():
+        for name, (argv, path) in RR.items():
             srv = Server(argv, f"rr-{name.replace('/', '_')}-r{rep}")
-            srv.url += "/tools/add"
+            srv.url += path
             try:
                 for c in concurrencies:
                     try:
@@ -221,7 +227,8 @@ def bench_rr(repeats: int, concurrencies: list[int]) -> dict[str, Any]:
 def rr_table(result: dict[str, Any]) -> str:
     samples = result["samples"]
     lines = [
-        "| scenario | c | req/s | p50 / p99 ms | server CPU µs/call | × floor CPU | bad/requests |",
+        "| scenario | c | req/s | p50 / p99 ms | server CPU µs/call | × its floor's CPU "
+        "| bad/requests |",
         "|---|---|---|---|---|---|---|",
     ]
     for name, by_c in samples.items():
@@ -230,7 +237,8 @@ def rr_table(result: dict[str, Any]) -> str:
                 k: statistics.median(r[k] for r in runs)
                 for k in ("rps", "p50_ms", "p99_ms", "server_cpu_us_per_req")
             }
-            floor = statistics.median(r["server_cpu_us_per_req"] for r in samples["floor/wrk"][c])
+            base = samples[FLOOR_OF.get(name, name)][c]
+            floor = statistics.median(r["server_cpu_us_per_req"] for r in base)
             ratio = med["server_cpu_us_per_req"] / floor
             bad = sum(r["errors"] for r in runs)
             total = sum(r["total"] for r in runs)

@@ -1,6 +1,7 @@
 """The tools benchmarks/bench_server.py serves: `kosong serve benchmarks/server_apps.py:tools`.
 
 add         POST /tools/add: the request/response scenario
+add_sync    POST /tools/add_sync: the same with a plain `def` (run in a worker thread)
 progress    POST /tools/progress/sse: 10 progress events 10 ms apart (SSE_EVENTS,
             SSE_INTERVAL_MS), then the result "3"; each progress message is the server's
             time.time() at the report
@@ -26,6 +27,12 @@ async def add(a: int, b: int) -> int:
 
 
 @tool
+def add_sync(a: int, b: int) -> int:
+    """Add two integers (a plain function: it runs in a worker thread)."""
+    return a + b
+
+
+@tool
 async def progress(a: int, b: int) -> int:
     """Add two integers, slowly, reporting progress."""
     for i in range(N_EVENTS):
@@ -34,4 +41,4 @@ async def progress(a: int, b: int) -> int:
     return a + b
 
 
-tools = [add, progress]
+tools = [add, add_sync, progress]

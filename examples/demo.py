@@ -130,6 +130,7 @@ async def main(offline: bool) -> None:
     result = await agent_loop(
         provider, SYSTEM, toolset, history,
         max_steps=5,
+        agent_name="weather-demo",  # its name in telemetry: docs/telemetry.md
         on_message_part=Timeline(),
         on_tool_result=lambda r: log("tool", f"result of {r.tool_call_id} is ready"),
         on_step=report,

@@ -63,6 +63,7 @@ PUBLIC: dict[str, list[str]] = {
         "AudioURLPart", "ContentPart", "ImageURLPart", "Message", "NativeToolPart", "Role",
         "TextPart", "ThinkPart", "ToolCall", "ToolCallPart", "VideoURLPart",
     ],
+    "kosong.telemetry": ["CAPTURE_VARIABLE", "configure", "enabled"],
     "kosong.testing": ["RecordingListener", "ScriptedTool", "make_call"],
     "kosong.tooling": [
         "SEARCH_TOOL_NAME", "UNPARSED", "ArgumentLimits", "ArgumentsError", "BaseToolset",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import weakref
 
 import pytest
 from pydantic import BaseModel
@@ -68,6 +70,38 @@ async def test_generate_merges_text_thinking_and_argument_fragments() -> None:
     assert calls[0].function.arguments == '{"text": "hi"}'
     assert len(seen) > 10  # every fragment was shown, unmerged
     assert result.finish_reason == "stop" or result.finish_reason == "tool_calls"
+
+
+async def test_what_a_part_callback_does_to_the_parts_never_reaches_the_message() -> None:
+    provider = ScriptedChatProvider(
+        [[ThinkPart(think="deep thought"), "Hello there", call("echo", {"text": "hi"}, id="c1")]],
+        chunk_size=3,
+    )
+    seen: list[tuple[str, str]] = []
+
+    def vandal(part: object) -> None:
+        # Keeps each fragment as it came, then scribbles over it.
+        if isinstance(part, TextPart):
+            seen.append(("text", part.text))
+            part.text = "X"
+        elif isinstance(part, ThinkPart):
+            seen.append(("think", part.think))
+            part.think = "X"
+        elif isinstance(part, ToolCall):
+            seen.append(("call", part.function.name))
+            part.function.name, part.function.arguments, part.id = "gone", "{}", "x"
+        elif isinstance(part, ToolCallPart):
+            seen.append(("arguments", part.arguments_part or ""))
+            part.arguments_part = "X"
+
+    result = await generate(provider, "", [], USER, on_message_part=vandal)
+    assert result.message.content == [ThinkPart(think="deep thought"), TextPart(text="Hello there")]
+    assert result.message.tool_calls == [
+        ToolCall(id="c1", function=ToolCall.FunctionBody(name="echo", arguments='{"text": "hi"}'))
+    ]
+    # Each fragment was shown unmerged: merging never wrote into what the callback was given.
+    assert [t for kind, t in seen if kind == "text"] == ["Hel", "lo ", "the", "re"]
+    assert "".join(t for kind, t in seen if kind == "arguments") == '{"text": "hi"}'
 
 
 async def test_generate_accepts_async_callbacks() -> None:
@@ -178,6 +212,22 @@ async def test_two_hundred_tool_calls_in_one_answer() -> None:
     outputs = [r.return_value.output for r in await result.tool_results()]
     assert outputs == [str(i) for i in range(200)]
     assert len({c.id for c in result.tool_calls}) == 200
+
+
+async def test_tool_results_read_again_are_the_same_and_the_finished_tasks_are_let_go() -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+    provider = ScriptedChatProvider([[call("echo", {"text": "a"}), call("echo", {"text": "b"})]])
+    result = await step(provider, "", SimpleToolset([Echo(started, release)]), USER)
+    await asyncio.wait_for(started.wait(), timeout=5)
+    tasks = [weakref.ref(t) for t in result._tool_result_futures]
+    assert all(isinstance(t(), asyncio.Task) for t in tasks)
+    release.set()
+    first = await result.tool_results()
+    assert [r.return_value.output for r in first] == ["a", "b"]
+    assert await result.tool_results() == first
+    await asyncio.sleep(0)  # the loop runs what the tasks' ends scheduled (one pass, no timer)
+    gc.collect()
+    assert [t() for t in tasks] == [None, None]  # a kept step holds results, not tasks
 
 
 async def test_step_never_changes_the_history() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypeGuard
@@ -19,10 +18,11 @@ from kosong._deferral import (
 from kosong._generate import Callback, call_back
 from kosong._step import StepResult, step, tool_result_to_message
 from kosong._structured import OutputRetriesExhausted, StructuredOutput
+from kosong._telemetry import traced_agent_loop
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
 from kosong.chat_provider.native import NativeToolSpec
 from kosong.message import Message, ToolCall
-from kosong.tooling import ToolError, ToolResult, Toolset
+from kosong.tooling import HandleResult, ToolError, ToolResult, Toolset
 from kosong.tooling.error import ToolNotFoundError, ToolParseError, ToolValidateError
 
 __all__ = [
@@ -135,6 +135,7 @@ class ToolRetriesExhausted(Exception):
         """The steps so far."""
 
 
+@traced_agent_loop  # an `invoke_agent` span when telemetry is on (kosong.telemetry)
 async def agent_loop(
     chat_provider: ChatProvider,
     system_prompt: str,
@@ -158,6 +159,7 @@ async def agent_loop(
     native_tools: Sequence[NativeToolSpec] | None = None,
     output_type: Any = None,
     output_retries: int = 1,
+    agent_name: str | None = None,
 ) -> AgentLoopResult:
     """Run `step` until the model answers without a tool call, or a stop condition holds.
 
@@ -207,6 +209,9 @@ async def agent_loop(
     completes that step and goes on: an answer is `Approve()` (the call runs, with an
     idempotency key kept in the state), `Deny(reason)`, or an external tool's
     `ToolReturnValue`. Only those calls run; the model sees one result per call it made.
+
+    `agent_name` names the run in telemetry (its `invoke_agent {agent_name}` span:
+    `kosong.telemetry`).
 
     Cancelling the loop cancels the step under way: the model's stream and every tool call
     still running are cancelled and awaited before the cancellation propagates.
@@ -325,16 +330,12 @@ async def agent_loop(
 
 def _resumed_step(state: AgentState, results: list[ToolResult]) -> StepResult:
     """The waiting step as a `StepResult` again, its calls' results the resumed ones."""
-    futures: list[asyncio.Future[ToolResult]] = []
-    for tool_result in results:
-        futures.append(asyncio.get_running_loop().create_future())
-        futures[-1].set_result(tool_result)
     return StepResult(
         id=state.step_id,
         message=state.answer,
         usage=state.usage,
         tool_calls=list(state.answer.tool_calls or []),
-        _tool_result_futures=futures,
+        _tool_result_futures=list[HandleResult](results),  # a result is awaitable itself
         finish_reason=state.finish_reason,
     )
 

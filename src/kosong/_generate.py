@@ -8,9 +8,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
+from kosong._telemetry import model_call
 from kosong.chat_provider import (
     APIEmptyResponseError,
     ChatProvider,
+    StreamedMessage,
     StreamedMessagePart,
     TokenUsage,
     ToolChoice,
@@ -81,8 +83,9 @@ async def generate(
     """Ask the model for one answer and merge its stream into an assistant message.
 
     Streamed pieces are merged as they arrive: text with text, thinking with thinking, each
-    fragment of a tool call's arguments into its call. `on_message_part` sees a copy of every
-    piece as it arrives (for a live display); `on_tool_call` gets each tool call the moment it
+    fragment of a tool call's arguments into its call. `on_message_part` sees every piece as
+    it arrives, unmerged (for a live display; what it does to a piece never reaches the
+    message); `on_tool_call` gets each tool call the moment it
     is complete: when the provider marks its last fragment, when the next part or call
     starts, or when the stream ends. A call whose arguments never became valid JSON is handed
     over all the same (a toolset answers it with a parse error the model can read). Both
@@ -112,9 +115,23 @@ async def generate(
     provider = for_call(
         chat_provider, tool_choice, generation_overrides, parallel_tool_calls, native_tools
     )
-    stream = await provider.generate(system_prompt, tools, history)
+    with model_call(provider, system_prompt, tools, history) as traced:
+        stream = traced.watch(await provider.generate(system_prompt, tools, history))
+        result = await _merged(stream, on_message_part, on_tool_call, on_provider_trace_id)
+        traced.answered(result)
+    return result
+
+
+async def _merged(
+    stream: StreamedMessage,
+    on_message_part: Callback[StreamedMessagePart] | None,
+    on_tool_call: Callback[ToolCall] | None,
+    on_provider_trace_id: Callback[str | None] | None,
+) -> GenerateResult:
+    """The answer `stream` gives, merged (see `generate`)."""
     trace_id = _optional_str(stream, "provider_trace_id") or _optional_str(stream, "trace_id")
-    await call_back(on_provider_trace_id, trace_id)
+    if on_provider_trace_id is not None:
+        await call_back(on_provider_trace_id, trace_id)
     content: list[ContentPart] = []
     tool_calls: list[ToolCall] = []
     pending: StreamedMessagePart | None = None
@@ -129,16 +146,22 @@ async def generate(
             logger.debug("a tool-call fragment with no call before it was dropped")
 
     async for part in stream:
-        if on_message_part is not None:
-            await call_back(on_message_part, part.model_copy(deep=True))
-        if pending is not None and pending.merge_in_place(part):
+        if pending is not None and pending.merge_in_place(part):  # `part` is only read
+            if on_message_part is not None:
+                await call_back(on_message_part, part)
             if isinstance(pending, ToolCall) and isinstance(part, ToolCallPart) and part.last:
                 await flush()
                 pending = None
             continue
+        # The parts a stream yields are new objects, generate's own, so the one that starts a
+        # part is merged into as it is; when a callback is shown it, the callback may keep or
+        # change it, so the message gets a copy (one per part, not per fragment).
+        started = part
+        if on_message_part is not None:
+            started = part.model_copy(deep=True)
+            await call_back(on_message_part, part)
         await flush()
-        # Merging changes the pending part in place: the provider's object stays untouched.
-        pending = part.model_copy(deep=True)
+        pending = started
     await flush()
 
     if not tool_calls and not any(

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kosong._generate import Callback, GenerateResult, generate
+from kosong._telemetry import dispatch as traced_handle
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
 from kosong.chat_provider.native import NativeTool, NativeToolSpec
 from kosong.message import ContentPart, Message, TextPart, ToolCall
-from kosong.tooling import SearchableToolset, Tool, ToolOk, ToolResult, Toolset
+from kosong.tooling import HandleResult, SearchableToolset, Tool, ToolOk, ToolResult, Toolset
 from kosong.utils.typing import JsonType
 
 __all__ = ["StepResult", "offered", "step", "tool_result_to_message"]
@@ -26,7 +27,7 @@ class StepResult(GenerateResult):
 
     tool_calls: list[ToolCall]
     """The tool calls of the answer, in order (each already handed to the toolset)."""
-    _tool_result_futures: list[asyncio.Future[ToolResult]] = field(repr=False)
+    _tool_result_futures: list[HandleResult] = field(repr=False)
 
     async def tool_results(self) -> list[ToolResult]:
         """Wait for every tool call's result; return them in call order.
@@ -34,10 +35,15 @@ class StepResult(GenerateResult):
         If this is cancelled, or awaiting fails, the calls still running are cancelled and
         awaited before it returns.
         """
+        pending = self._tool_result_futures
         try:
-            return [await future for future in self._tool_result_futures]
+            results = [await future for future in pending]
         finally:
-            await _cancel_all(self._tool_result_futures)
+            await _cancel_all(pending)
+        # A result is awaitable too: kept instead of its finished task, which a step kept by
+        # `agent_loop` would otherwise hold (with the task's context) for the whole loop.
+        pending[:] = results
+        return results
 
 
 async def step(
@@ -75,7 +81,7 @@ async def step(
     Raises:
         ChatProviderError: the provider failed.
     """
-    futures: list[asyncio.Future[ToolResult]] = []
+    futures: list[HandleResult] = []
 
     def report(future: asyncio.Future[ToolResult]) -> None:
         if on_tool_result is None or future.cancelled() or future.exception() is not None:
@@ -92,8 +98,9 @@ async def step(
             echoed = ToolResult(tool_call.id, ToolOk(output=tool_call.function.arguments or ""))
             future = _as_future(echoed)
         else:
-            future = _as_future(toolset.handle(tool_call))
-        future.add_done_callback(report)
+            future = _as_future(traced_handle(toolset, tool_call))  # handle(), in a span
+        if on_tool_result is not None:  # a callback scheduled per call costs, even a no-op
+            future.add_done_callback(report)
         futures.append(future)
 
     tools, searching = offered(toolset, chat_provider)
@@ -179,14 +186,7 @@ def offered(toolset: Toolset, provider: ChatProvider) -> tuple[list[Tool], list[
     search = _NATIVE_SEARCH.get(name)
     if not (isinstance(toolset, SearchableToolset) and toolset.native_search and search):
         return toolset.tools, []
-    tools = [t if t.name in toolset.always_visible else _deferred(t, name) for t in toolset.catalog]
-    return tools, [NativeTool(name, search)]
-
-
-def _deferred(tool: Tool, provider: str) -> Tool:
-    options = dict(tool.provider_options or {})
-    options[provider] = {**options.get(provider, {}), "defer_loading": True}
-    return tool.model_copy(update={"provider_options": options})
+    return toolset.deferred(name), [NativeTool(name, search)]
 
 
 def _error_text(message: str) -> str:
@@ -209,8 +209,8 @@ def _as_future(handled: asyncio.Future[ToolResult] | ToolResult) -> asyncio.Futu
     return handled
 
 
-async def _cancel_all(futures: Sequence[asyncio.Future[ToolResult]]) -> None:
-    running = [f for f in futures if not f.done()]
+async def _cancel_all(futures: Sequence[HandleResult]) -> None:
+    running = [f for f in futures if isinstance(f, asyncio.Future) and not f.done()]
     for future in running:
         future.cancel()
     if running:

@@ -277,9 +277,7 @@ def check_tools(
                 not_checked.add((name, dialect))
                 continue
             check = _check_builtin if name.startswith("$") else _CHECKS[dialect]
-            for finding in check(name, schema, dialect):
-                if include_ignored or finding.effect == "rejected":
-                    findings.append(finding)
+            findings += check(name, schema, dialect, include_ignored)
     return DialectReport(names, chosen, findings, not_checked)
 
 
@@ -362,11 +360,16 @@ def _ignored_keywords(name: str, schema: dict[str, Any], dialect: Dialect) -> li
     return found
 
 
-def _check_openai(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
-    return _root_object(name, schema, "openai") + _ignored_keywords(name, schema, "openai")
+def _check_openai(
+    name: str, schema: dict[str, Any], dialect: Dialect, ignored: bool
+) -> list[Finding]:
+    found = _root_object(name, schema, "openai")
+    return found + _ignored_keywords(name, schema, "openai") if ignored else found
 
 
-def _check_openai_strict(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
+def _check_openai_strict(
+    name: str, schema: dict[str, Any], dialect: Dialect, ignored: bool
+) -> list[Finding]:
     problems = check_strict_schema(schema)
     if not problems:
         return []
@@ -385,7 +388,9 @@ def _check_openai_strict(name: str, schema: dict[str, Any], dialect: Dialect) ->
     return found
 
 
-def _check_anthropic(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
+def _check_anthropic(
+    name: str, schema: dict[str, Any], dialect: Dialect, ignored: bool
+) -> list[Finding]:
     found = _root_object(name, schema, "anthropic")
     for key in _COMPOSITIONS:
         if key in schema:
@@ -395,7 +400,7 @@ def _check_anthropic(name: str, schema: dict[str, Any], dialect: Dialect) -> lis
                     "rejected", f"input_schema does not support {key} at the top level",
                 )
             )  # fmt: skip
-    return found + _ignored_keywords(name, schema, "anthropic")
+    return found + _ignored_keywords(name, schema, "anthropic") if ignored else found
 
 
 _ANTHROPIC_UNSUPPORTED = (
@@ -411,9 +416,11 @@ _ANTHROPIC_FORMATS = frozenset(
 """The string formats Anthropic's strict tools support."""
 
 
-def _check_anthropic_strict(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
-    found = _check_anthropic(name, schema, "anthropic-strict")
-    found = [f for f in found if f.effect == "rejected"]  # strict mode enforces the rest
+def _check_anthropic_strict(
+    name: str, schema: dict[str, Any], dialect: Dialect, ignored: bool
+) -> list[Finding]:
+    # Not what `anthropic` only ignores: strict mode enforces it.
+    found = _check_anthropic(name, schema, "anthropic-strict", False)
     fix = "kosong moves the constraint into the description, as Anthropic's SDKs do"
     for node, path in _walk(schema, "parameters"):
         for key in _ANTHROPIC_UNSUPPORTED:
@@ -527,7 +534,9 @@ schema means (`if: {"properties": ...}` holds for a non-object; with `type` it n
 does), so Moonshot's type rule neither asks for one there nor adds one."""
 
 
-def _check_moonshot(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
+def _check_moonshot(
+    name: str, schema: dict[str, Any], dialect: Dialect, ignored: bool
+) -> list[Finding]:
     found = _root_object(name, schema, "moonshot")
     if len(name) < 3:
         found.append(
@@ -610,7 +619,9 @@ of https://ai.google.dev/api/generate-content#FIELDS.response_json_schema ("only
 properties are supported"), the one place Google lists them for its JSON Schema fields."""
 
 
-def _check_gemini(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
+def _check_gemini(
+    name: str, schema: dict[str, Any], dialect: Dialect, ignored: bool
+) -> list[Finding]:
     found = _root_object(name, schema, "gemini")
     for node, path in _walk(schema, "parameters"):
         if "$ref" in node:
@@ -635,7 +646,12 @@ def _check_gemini(name: str, schema: dict[str, Any], dialect: Dialect) -> list[F
                             f"enum values must be strings or numbers, got {_json_text(odd)}",
                         )
                     )  # fmt: skip
-            elif not key.startswith("$") and key not in _GEMINI_KEYWORDS and key != "definitions":
+            elif (
+                ignored
+                and not key.startswith("$")
+                and key not in _GEMINI_KEYWORDS
+                and key != "definitions"
+            ):
                 found.append(
                     Finding(
                         name, "gemini", where, "gemini.not-read", "ignored",
@@ -695,7 +711,7 @@ def _fix_gemini(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _check_mcp(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
+def _check_mcp(name: str, schema: dict[str, Any], dialect: Dialect, ignored: bool) -> list[Finding]:
     found = _root_object(name, schema, "mcp")
     return [
         Finding(f.tool, f.dialect, "inputSchema", f.rule, f.effect,
@@ -704,7 +720,9 @@ def _check_mcp(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Find
     ]  # fmt: skip
 
 
-def _check_builtin(name: str, schema: dict[str, Any], dialect: Dialect) -> list[Finding]:
+def _check_builtin(
+    name: str, schema: dict[str, Any], dialect: Dialect, ignored: bool
+) -> list[Finding]:
     """A `$` name: one of Moonshot's builtin functions, which only Moonshot can run."""
     if dialect == "moonshot":
         return []
@@ -717,7 +735,11 @@ def _check_builtin(name: str, schema: dict[str, Any], dialect: Dialect) -> list[
     ]  # fmt: skip
 
 
-_CHECKS: dict[Dialect, Callable[[str, dict[str, Any], Dialect], list[Finding]]] = {
+_Check: TypeAlias = Callable[[str, dict[str, Any], Dialect, bool], list[Finding]]
+"""A dialect's check of one tool: its name, its schema, the dialect, and whether to report
+what the provider only ignores (building those findings costs a walk of the schema)."""
+
+_CHECKS: dict[Dialect, _Check] = {
     "openai": _check_openai,
     "openai-strict": _check_openai_strict,
     "anthropic-strict": _check_anthropic_strict,

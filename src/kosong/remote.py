@@ -89,6 +89,7 @@ class RemoteToolset(BaseToolset):
         self._client = client
         self._own_client = client is None
         self._tools: dict[str, Tool] = {}
+        self._version = object()
 
     @classmethod
     async def connect(cls, url: str, **options: Any) -> Self:
@@ -132,12 +133,18 @@ class RemoteToolset(BaseToolset):
                 continue
             tools[tool.name] = tool
         self._tools = tools
+        self._version = object()
         return list(tools.values())
 
     @property
     def tools(self) -> list[Tool]:
         """The definitions fetched by the last `refresh()` (none before)."""
         return list(self._tools.values())
+
+    @property
+    def tools_version(self) -> object:
+        """A new value at each `refresh()`."""
+        return self._version
 
     def find_tool(self, name: str) -> Tool | None:
         """The definition of the tool called `name`, as last fetched, or None."""

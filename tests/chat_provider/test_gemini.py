@@ -83,7 +83,9 @@ async def test_gemini_streams_thoughts_text_and_parallel_calls(wire: WireServer)
         ),
     ]
     assert [c.id for c in seen] == ["fc_1", "fc_2"]  # each as it completed
-    assert result.usage == TokenUsage(input_other=20, output=42, input_cache_read=100)
+    assert result.usage == TokenUsage(
+        input_other=20, output=42, input_cache_read=100, output_reasoning=12
+    )
     assert (result.id, result.finish_reason) == ("resp-stream-1", "STOP")
 
 

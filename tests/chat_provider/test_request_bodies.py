@@ -317,7 +317,9 @@ async def test_openai_responses_without_streaming_keeps_the_reasoning_item(
         packed_reasoning().model_copy(update={"think": "Simple sum."})
     ]
     assert [c.id for c in result.message.tool_calls or []] == ["call_9"]
-    assert result.usage == TokenUsage(input_other=200, output=52, input_cache_read=128)
+    assert result.usage == TokenUsage(
+        input_other=200, output=52, input_cache_read=128, output_reasoning=32
+    )
     # The reasoning item goes back on the next turn.
     wire.queue(Reply(body=responses_fx.RESPONSE))
     history = [*user(), result.message]
@@ -549,7 +551,9 @@ async def test_gemini_without_streaming_calls_generate_content(wire: WireServer)
     assert request.body == gemini_fx.PLAIN
     assert result.message.extract_text() == "Adding."
     assert [c.id for c in result.message.tool_calls or []] == ["fc_1", "fc_2"]
-    assert result.usage == TokenUsage(input_other=20, output=42, input_cache_read=100)
+    assert result.usage == TokenUsage(
+        input_other=20, output=42, input_cache_read=100, output_reasoning=12
+    )
     assert (result.id, result.finish_reason) == (gemini_fx.RESPONSE["responseId"], "STOP")
 
 

@@ -170,12 +170,19 @@ async def test_list_changed_refreshes_the_tools(probe: Probe, era: str):
         MCPToolset({"ours": running.url}, on_tools_changed=changed.set) as toolset,
     ):
         assert toolset.find_tool("boom") is not None
+        shown = toolset.prefixed("m_")  # a wrapper follows the relisting through the version
+        assert "m_boom" in [t.name for t in shown.tools]
+        version = toolset.tools_version
         server.toolset.wrapped.remove("boom")  # type: ignore[attr-defined]
         await server.notify_tools_changed()
         async with asyncio.timeout(10):
             await changed.wait()
         assert toolset.find_tool("boom") is None
         assert toolset.find_tool("add") is not None
+        assert toolset.tools_version != version
+        assert "m_boom" not in [t.name for t in shown.tools] and "m_add" in [
+            t.name for t in shown.tools
+        ]
 
 
 async def test_a_dead_server_fails_pending_calls_within_a_second_and_others_keep_working(

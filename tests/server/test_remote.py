@@ -26,6 +26,13 @@ def _call(name: str, arguments: dict[str, object], call_id: str = "c1") -> ToolC
 async def test_remote_tools_are_listed_and_called_as_if_local() -> None:
     async with serving(create_app(tools)) as url, RemoteToolset(url) as remote:
         assert [t.name for t in remote.tools] == [t.name for t in tools]
+        version = remote.tools_version
+        shown = remote.prefixed("r_")  # a wrapper follows each refresh through the version
+        listed = shown.tools
+        assert [t.name for t in listed] == [f"r_{t.name}" for t in tools]
+        await remote.refresh()
+        assert remote.tools_version != version
+        assert shown.tools == listed and shown.tools[0] is not listed[0]  # the new definitions
         result = await remote.handle(_call("add", {"a": 1, "b": 2}))
         invalid = await remote.handle(_call("add", {"a": "x"}))
         missing = await remote.handle(_call("nope", {}))

@@ -397,3 +397,91 @@ async def test_a_renamed_definition_keeps_its_metadata_but_is_a_plain_tool() -> 
     assert shown.name == "fs_rm" and shown.destructive_hint and shown.version == "1.2.3"
     assert shown.sequential is True
     assert shown.parameters == inner.tools[0].parameters
+
+
+# --- what is made from the tools is made again only when they change -------------------------
+
+
+class Counting(SimpleToolset):
+    """A SimpleToolset that counts how often its tools are read."""
+
+    def __init__(self, *names: str) -> None:
+        super().__init__([Named(name=name, description=f"The tool {name}.") for name in names])
+        self.reads = 0
+
+    @property
+    def tools(self) -> list[Tool]:
+        self.reads += 1
+        return super().tools
+
+    @property
+    def tools_version(self) -> object:
+        return super().tools_version
+
+
+WRAPPERS = {
+    "filtered by names": lambda t: filtered(t, ["a", "b", "new"]),
+    "filtered by a predicate": lambda t: filtered(t, lambda tool: tool.name != "c"),
+    "prefixed": lambda t: prefixed(t, "p_"),
+    "renamed": lambda t: renamed(t, {"a": "alpha"}),
+    "combined": lambda t: combined(t, tools("z")),
+    "chained": lambda t: t.filtered(["a", "b", "new"]).prefixed("p_").combined(tools("z")),
+}
+
+
+@pytest.mark.parametrize("make", WRAPPERS.values(), ids=WRAPPERS.keys())
+async def test_a_wrapper_reads_the_wrapped_tools_again_only_when_they_change(make: Any) -> None:
+    inner = Counting("a", "b", "c")
+    toolset = make(inner)
+    first = names_of(toolset)
+    reads = inner.reads
+    for _ in range(5):
+        assert names_of(toolset) == first
+    assert inner.reads == reads
+    version = toolset.tools_version
+    assert version is not None and version == toolset.tools_version
+    inner.add(Named(name="new", description="Gained later."))
+    (shown,) = [name for name in names_of(toolset) if name.endswith("new")]
+    assert toolset.tools_version != version
+    assert inner.reads == reads + 1
+    assert await output(toolset, shown) == "new:0"
+
+
+async def test_the_list_a_wrapper_hands_out_is_the_callers_own() -> None:
+    toolset = filtered(tools("a", "b"), ["a", "b"])
+    toolset.tools.clear()
+    assert names_of(toolset) == ["a", "b"]
+
+
+def test_a_subclass_that_redefines_tools_cannot_tell_its_version_unless_it_says() -> None:
+    class Overriding(SimpleToolset):
+        @property
+        def tools(self) -> list[Tool]:
+            return super().tools[:1]
+
+    assert Overriding([]).tools_version is None
+    assert Counting("a").tools_version is not None
+
+
+async def test_over_a_toolset_that_cannot_tell_a_wrapper_follows_every_change() -> None:
+    plain = Plain("a", "b")
+    toolset = prefixed(plain, "p_").filtered(["p_a", "p_b", "p_c"])
+    assert toolset.tools_version is None
+    assert names_of(toolset) == ["p_a", "p_b"]
+    plain.definitions.append(Tool(name="c", description="Plain c.", parameters={"type": "object"}))
+    assert names_of(toolset) == ["p_a", "p_b", "p_c"]
+    assert (await toolset.handle(make_call("p_c", {}))).return_value.output == "plain c {}"
+
+
+def test_prepared_calls_its_function_at_every_read_and_cannot_tell_a_version() -> None:
+    calls: list[int] = []
+
+    def prepare(given: list[Tool]) -> list[Tool]:
+        calls.append(len(given))
+        return given
+
+    inner = Counting("a", "b")
+    toolset = prepared(inner, prepare)
+    for _ in range(3):
+        assert names_of(toolset) == ["a", "b"]
+    assert calls == [2, 2, 2] and toolset.tools_version is None

@@ -7,10 +7,12 @@ import dataclasses
 import datetime
 import functools
 import threading
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, ValidationError
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field, ValidationError
 
 from kosong.message import ImageURLPart, TextPart
 from kosong.tooling import (
@@ -25,7 +27,16 @@ from kosong.tooling import (
 )
 from kosong.tooling.error import ToolRuntimeError, ToolValidateError
 from kosong.tooling.simple import SimpleToolset
+from tests.tooling._strategies import json_values
 from tests.tooling._tools import handle
+
+
+class Tree(BaseModel):
+    kids: list[Tree] = []
+
+    def count(self) -> int:
+        return 1 + sum(kid.count() for kid in self.kids)
+
 
 # --- running -----------------------------------------------------------------------------------
 
@@ -117,6 +128,63 @@ async def test_function_tool_is_a_callable_tool2_a_toolset_runs() -> None:
     )
     # CallableTool2's own entry point, with arguments already validated, works too.
     assert (await add(add.params.model_validate({"a": 2, "b": 2}))).output == "4"
+
+
+class Point(BaseModel):
+    x: int
+    y: float = 0.0
+
+
+def _kinds(
+    n: int,
+    ratio: Annotated[float, Field(ge=0, le=1)],
+    mode: Literal["fast", "slow"] = "fast",
+    tags: list[str] | None = None,
+    where: Point | None = None,
+    json: dict[str, int] | None = None,  # a name a pydantic model field cannot have
+) -> str:
+    """Echo what came in."""
+    return repr((n, ratio, mode, tags, where, json))
+
+
+SIGNATURE_TOOL = tool(_kinds)
+ARGUMENT_VALUES = json_values(max_leaves=4, text=st.sampled_from(["a", "x", "fast", "1"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["n", "ratio", "mode", "tags", "where", "json"]),
+        ARGUMENT_VALUES | st.fixed_dictionaries({"x": ARGUMENT_VALUES}),
+        max_size=6,
+    )
+)
+def test_a_call_accepts_and_refuses_exactly_what_the_params_model_does(
+    arguments: dict[str, Any],
+) -> None:
+    # Calls are checked by a validator of the parameters' types, not by `params`: both are
+    # made from the same types, and must agree on every argument, to the values passed on.
+    result = asyncio.run(SIGNATURE_TOOL.call(arguments))
+    try:
+        params = SIGNATURE_TOOL.params.model_validate(arguments)
+    except ValidationError:
+        assert isinstance(result, ToolValidateError)
+        return
+    assert not result.is_error, result.message
+    assert result.output == repr(tuple(params.__dict__.values()))
+
+
+async def test_parameters_of_one_recursive_type_are_validated_like_the_model_does() -> None:
+    @tool
+    def walk(first: Tree, second: Tree | None = None, rest: list[Tree] | None = None) -> int:
+        """Count the nodes."""
+        return sum(t.count() for t in [first, second, *(rest or [])] if t is not None)
+
+    arguments = {"first": {"kids": [{"kids": []}]}, "second": {}, "rest": [{"kids": [{}]}]}
+    assert (await walk.call(arguments)).output == "5"
+    assert walk.params.model_validate(arguments).first.count() == 2  # type: ignore[attr-defined]
+    refused = await walk.call({"first": {"kids": [{"kids": "x"}]}})
+    assert isinstance(refused, ToolValidateError) and "first.kids[0].kids" in refused.message
 
 
 async def test_both_functions_given_toolsets_use_the_coroutine_and_invoke_the_sync_one() -> None:
@@ -546,6 +614,34 @@ async def test_an_unknown_argument_is_refused_by_default_naming_it_and_the_close
     )
     with pytest.raises(ValueError, match="celcius_typo: not a parameter of this tool"):
         to_fahrenheit.invoke({"celsius": 1, "celcius_typo": 2})
+
+
+async def test_equal_defaults_of_different_types_each_reach_their_own_function() -> None:
+    # Optional parameters with the same immutable default share their validator's schema:
+    # 0, False and 0.0 are equal (and hash alike), yet each function gets its own default.
+    @tool
+    def as_int(x: int | float | bool = 0) -> str:
+        """Say the type."""
+        return type(x).__name__
+
+    @tool
+    def as_bool(x: int | float | bool = False) -> str:
+        """Say the type."""
+        return type(x).__name__
+
+    @tool
+    def as_float(x: int | float | bool = 0.0) -> str:
+        """Say the type."""
+        return type(x).__name__
+
+    @tool
+    def as_nan(x: float = float("nan")) -> str:
+        """Say the value."""
+        return str(x)
+
+    outputs = [(await t.call({})).output for t in (as_int, as_bool, as_float, as_int, as_nan)]
+    assert outputs == ["int", "bool", "float", "int", "nan"]
+    assert (await as_bool.call({"x": 2})).output == "int"
 
 
 async def test_unknown_arguments_ignore_drops_them_as_before() -> None:

@@ -247,3 +247,45 @@ def test_a_query_made_of_a_tools_name_finds_that_tool_first(
     toolset = searchable(inner, max_results=3)
     query = wanted.name.replace("_", " ")
     assert toolset.search(query)[0].name == wanted.name
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(WORDS[:8]), min_size=1, max_size=4), min_size=1, max_size=40),
+    st.lists(st.sampled_from(WORDS[:10]), min_size=1, max_size=3),
+    st.integers(min_value=1, max_value=6),
+)
+def test_the_best_are_picked_as_a_full_sort_would_in_catalog_order_among_equals(
+    descriptions: list[list[str]], query: list[str], limit: int
+) -> None:
+    # Few distinct words: many tools score the same, so the order among equals is tested.
+    inner = SimpleToolset(
+        [
+            tool(name=f"t{i}", description=" ".join(words))(lambda: "ok")
+            for i, words in enumerate(descriptions)
+        ]
+    )
+    toolset = searchable(inner, max_results=limit)
+    found = names(toolset.search(" ".join(query)))
+    index = toolset._index.get(inner.tools_version)
+    assert index.retriever is not None
+    words = [w for w in index.bm25.words(" ".join(query)) if w in index.retriever.vocab_dict]
+    if not words:
+        assert found == []
+        return
+    scores = index.retriever.get_scores(words).tolist()
+    best = sorted(range(len(scores)), key=lambda i: -scores[i])[:limit]
+    assert found == [index.tools[i].name for i in best if scores[i] > 0]
+
+
+async def test_the_index_is_made_once_while_the_catalog_is_unchanged() -> None:
+    inner = catalog()
+    toolset = searchable(inner)
+    toolset.search("weather")
+    index = toolset._index.get(inner.tools_version)
+    toolset.search("email")
+    await search(toolset, {"query": "files"})
+    assert toolset._index.get(inner.tools_version) is index
+    inner.remove("send_email")
+    assert toolset.search("email") == []
+    assert toolset._index.get(inner.tools_version) is not index

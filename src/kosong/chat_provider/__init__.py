@@ -130,6 +130,8 @@ class TokenUsage:
     """Input tokens read from the prompt cache."""
     input_cache_creation: int = 0
     """Input tokens written to the prompt cache."""
+    output_reasoning: int = 0
+    """Output tokens spent thinking (already counted in `output`), when the provider says."""
 
     @property
     def input(self) -> int:
@@ -147,10 +149,13 @@ class StreamedMessage(Protocol):
     """A model's answer as it streams in.
 
     Iterate it once for its parts; `id` and `usage` are known when the iteration has ended.
+    Each part is a new object that the consumer keeps (`generate` merges fragments into the
+    part they continue, in place), never one the provider holds on to or yields twice.
     A provider may also give `request_id` (the service's id of the HTTP request, for support),
-    `provider_trace_id` (the provider's trace id; `trace_id`, its older name, is read too) and
-    `finish_reason` (why the model stopped, in the provider's words); `generate` reads them
-    when they are there.
+    `provider_trace_id` (the provider's trace id; `trace_id`, its older name, is read too),
+    `finish_reason` (why the model stopped, in the provider's words) and `model` (the model
+    that answered, as the service names it); `generate` and telemetry read them when they are
+    there.
     """
 
     def __aiter__(self) -> AsyncIterator[StreamedMessagePart]:

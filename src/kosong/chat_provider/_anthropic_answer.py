@@ -116,6 +116,7 @@ class AnthropicStream(SDKStream):
                     yield part
             elif kind == "message_start":
                 self.id = event.message.id
+                self.model = event.message.model
                 self._input = event.message.usage  # the input tokens are counted here only
                 self.usage = usage_of(self._input, self._input.output_tokens)
             elif kind == "message_delta":

@@ -33,8 +33,9 @@ from kosong.chat_provider import (
     TokenUsage,
     ToolChoice,
 )
+from kosong.chat_provider._tool_entries import Described, described
 from kosong.chat_provider.native import NativeToolSpec, native_entries
-from kosong.dialects import Dialect, DialectError, DialectReport, Finding, check_tools
+from kosong.dialects import Dialect, DialectError, DialectReport
 from kosong.message import Message, ToolCall
 from kosong.tooling import Tool
 
@@ -300,6 +301,11 @@ class HTTPProvider(ProviderBase):
     async def _send(self, body: dict[str, Any]) -> StreamedMessage:
         raise NotImplementedError
 
+    @property
+    def endpoint(self) -> str:
+        """The URL requests go to (telemetry's `server.address` and `server.port`)."""
+        return self._endpoint()
+
     def _endpoint(self) -> str:
         # Read only when an error names it: a client given by the caller may have no base_url.
         base = getattr(self.client, "base_url", None)
@@ -362,15 +368,34 @@ class HTTPProvider(ProviderBase):
             return ChatProviderError(f"the API reported an error: {summary}", **where)
         return ChatProviderError(f"{type(error).__name__}: {error}", **where)
 
-    def _check_tools(self, tools: Sequence[Tool], dialect_of: Mapping[str, Dialect]) -> None:
-        """Raise `DialectError` or ValueError for tools or a tool choice the API would refuse."""
-        provider = type(self).__name__
-        findings: list[Finding] = []
-        for tool in tools:
-            findings += check_tools([tool], [dialect_of[tool.name]], include_ignored=False).findings
+    def _describe(self, tool: Tool) -> Described:
+        """`tool` as this provider sends it (`describe`): a function of the tool alone.
+
+        Made once per tool and provider class (see `_described`), so it reads nothing of
+        this provider's options.
+        """
+        raise NotImplementedError
+
+    def _described(self, tools: Sequence[Tool]) -> list[Described]:
+        """Each tool as sent (made once per tool while it is unchanged), all of them sendable.
+
+        Raises:
+            DialectError: the API would reject a tool definition (the report names each).
+            ValueError: the tool choice names no tool of the request, or there are none.
+        """
+        kind = type(self)
+        sent = [described(tool, kind, self._describe) for tool in tools]
+        findings = [finding for d in sent for finding in d.rejected]
         if findings:
-            dialects = sorted(set(dialect_of.values()))
-            raise DialectError(provider, DialectReport([t.name for t in tools], dialects, findings))
+            dialects: list[Dialect] = sorted({d.dialect for d in sent})
+            report = DialectReport([t.name for t in tools], dialects, findings)
+            raise DialectError(type(self).__name__, report)
+        self._check_choice(tools)
+        return sent
+
+    def _check_choice(self, tools: Sequence[Tool]) -> None:
+        """Raise ValueError for a tool choice the request cannot honour."""
+        provider = type(self).__name__
         choice = self._tool_choice
         if choice is None or choice in ("auto", "none"):
             return
@@ -425,8 +450,10 @@ class CompletedMessage:
         finish_reason: str | None = None,
         request_id: str | None = None,
         provider_trace_id: str | None = None,
+        model: str | None = None,
     ) -> None:
         self._parts = list(parts)
+        self.model = model
         self.id = id
         self.usage = usage
         self.finish_reason = finish_reason
@@ -461,6 +488,7 @@ class SDKStream:
     ) -> None:
         self._stream = stream
         self._convert = convert
+        self.model: str | None = None
         self.id: str | None = None
         self.usage: TokenUsage | None = None
         self.finish_reason: str | None = None

@@ -69,10 +69,12 @@ def _enum_text(value: Any) -> str:
 def _usage(metadata: Any) -> TokenUsage:
     prompt = (metadata.prompt_token_count or 0) + (metadata.tool_use_prompt_token_count or 0)
     cached = metadata.cached_content_token_count or 0
+    thought = metadata.thoughts_token_count or 0
     return TokenUsage(
         input_other=max(prompt - cached, 0),
-        output=(metadata.candidates_token_count or 0) + (metadata.thoughts_token_count or 0),
+        output=(metadata.candidates_token_count or 0) + thought,
         input_cache_read=cached,
+        output_reasoning=thought,
     )
 
 
@@ -107,6 +109,7 @@ class GeminiStream(SDKStream):
     def _read(self, response: Any) -> list[StreamedMessagePart]:
         """The parts of one response (or stream chunk); it also sets id, usage, finish reason."""
         self.id = response.response_id or self.id
+        self.model = response.model_version or self.model
         if response.usage_metadata is not None:
             self.usage = _usage(response.usage_metadata)
         out: list[StreamedMessagePart] = []

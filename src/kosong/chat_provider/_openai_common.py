@@ -39,6 +39,7 @@ from kosong.chat_provider._base import (
     split_body,
 )
 from kosong.chat_provider._media import media_placeholder
+from kosong.chat_provider._tool_entries import Described, describe
 from kosong.chat_provider.native import native_entries
 from kosong.dialects import Dialect
 from kosong.formats import to_openai_chat_tool
@@ -170,7 +171,7 @@ class OpenAIProvider(HTTPProvider):
 class ChatCompletionsProvider(OpenAIProvider):
     """A Chat Completions provider on the `openai` SDK (the base of OpenAIChat and Kimi).
 
-    Subclasses say how tools go (`_prepare_tools`, `_tool_entry`), how media parts go
+    Subclasses say how tools go (`_prepare_tool`, `_tool_entry`), how media parts go
     (`_media_part`) and how thinking is asked for (`_thinking_fields`).
     """
 
@@ -195,11 +196,17 @@ class ChatCompletionsProvider(OpenAIProvider):
     _reasoning_key: str | None = None
     """The field thinking streams in and goes back in (None: the answer's thinking is not read)."""
 
-    def _prepare_tools(self, tools: Sequence[Tool]) -> list[Tool]:
-        return list(tools)
+    def _prepare_tool(self, tool: Tool) -> Tool:
+        """The tool as the API gets it (the dialect's safe fixes applied, where needed)."""
+        return tool
 
     def _tool_entry(self, tool: Tool) -> dict[str, Any]:
         return to_openai_chat_tool(tool)
+
+    def _describe(self, tool: Tool) -> Described:
+        prepared = self._prepare_tool(tool)
+        dialect = self._strict_dialect if tool.strict else self._dialect
+        return describe(prepared, dialect, self._tool_entry(prepared))
 
     def _thinking_fields(self) -> dict[str, Any]:
         effort = self._thinking
@@ -219,11 +226,7 @@ class ChatCompletionsProvider(OpenAIProvider):
     ) -> dict[str, Any]:
         if not self._allowed_subset:
             tools = only_allowed(tools, self._tool_choice)
-        prepared = self._prepare_tools(tools)
-        self._check_tools(
-            prepared,
-            {t.name: self._strict_dialect if t.strict else self._dialect for t in prepared},
-        )
+        described = self._described(tools)
         messages: list[dict[str, Any]] = []
         if system_prompt:
             messages.append({"role": "system", "content": system_prompt})
@@ -234,7 +237,7 @@ class ChatCompletionsProvider(OpenAIProvider):
             body["stream_options"] = {"include_usage": True}
         body.update(self._thinking_fields())
         body.update(self._history_fields(history))
-        entries = [self._tool_entry(t) for t in prepared]
+        entries = [d.sent() for d in described]
         entries += native_entries(self.name, self._native_tools).tools
         if entries:
             body["tools"] = entries
@@ -357,6 +360,7 @@ class ChatCompletionsProvider(OpenAIProvider):
                 )
         return CompletedMessage(
             parts,
+            model=completion.model,
             id=completion.id,
             usage=usage_of(completion.usage),
             finish_reason=finish_reason,
@@ -496,10 +500,12 @@ def usage_of(raw: Any) -> TokenUsage | None:
     prompt = int(data.get("prompt_tokens") or 0)
     details = cast(Mapping[str, Any], data.get("prompt_tokens_details") or {})
     cached = int(details.get("cached_tokens") or data.get("cached_tokens") or 0)
+    thought = cast(Mapping[str, Any], data.get("completion_tokens_details") or {})
     return TokenUsage(
         input_other=prompt - cached,
         output=int(data.get("completion_tokens") or 0),
         input_cache_read=cached,
+        output_reasoning=int(thought.get("reasoning_tokens") or 0),
     )
 
 
@@ -529,6 +535,7 @@ class ChatCompletionsStream(SDKStream):
         reasoning_seen = False
         async for chunk in self._stream:
             self.id = chunk.id or self.id
+            self.model = chunk.model or self.model
             if chunk.usage is not None:
                 self.usage = usage_of(chunk.usage)
             for choice in chunk.choices:

@@ -33,6 +33,7 @@ from kosong.chat_provider._openai_common import (
     json_schema,
     openai_effort,
 )
+from kosong.chat_provider._tool_entries import Described, describe
 from kosong.chat_provider.native import native_entries
 from kosong.formats import to_openai_responses_tool
 from kosong.message import (
@@ -85,11 +86,15 @@ class OpenAIResponses(OpenAIProvider):
     _renames: ClassVar[Mapping[str, str]] = MappingProxyType({"max_tokens": "max_output_tokens"})
     _managed_fields = frozenset({"model", "input", "stream", "store", "tools", "tool_choice"})
 
+    def _describe(self, tool: Tool) -> Described:
+        dialect = "openai-strict" if tool.strict else "openai"
+        return describe(tool, dialect, to_openai_responses_tool(tool))
+
     @override
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        self._check_tools(tools, {t.name: "openai-strict" if t.strict else "openai" for t in tools})
+        described = self._described(tools)
         items: list[dict[str, Any]] = []
         if system_prompt:
             items.append({"role": "developer", "content": system_prompt})
@@ -99,7 +104,7 @@ class OpenAIResponses(OpenAIProvider):
         body: dict[str, Any] = {"model": self._model, "input": items, "store": False}
         if self._stream:
             body["stream"] = True
-        entries = [to_openai_responses_tool(t) for t in tools]
+        entries = [d.sent() for d in described]
         entries += native_entries(self.name, self._native_tools).tools
         if entries:
             body["tools"] = entries
@@ -205,6 +210,7 @@ class OpenAIResponses(OpenAIProvider):
             raise self._failed(failed)
         return CompletedMessage(
             parts,
+            model=response.model,
             id=response.id,
             usage=_usage(response.usage),
             finish_reason=_finish_reason(response),
@@ -310,10 +316,12 @@ def _usage(usage: Any) -> TokenUsage | None:
         return None
     details = usage.input_tokens_details
     cached = (details.cached_tokens if details else 0) or 0
+    thought = usage.output_tokens_details
     return TokenUsage(
         input_other=usage.input_tokens - cached,
         output=usage.output_tokens,
         input_cache_read=cached,
+        output_reasoning=(thought.reasoning_tokens if thought else 0) or 0,
     )
 
 
@@ -401,6 +409,7 @@ class ResponsesStream(SDKStream):
 
     def _read_response(self, response: Any) -> None:
         self.id = response.id or self.id
+        self.model = response.model or self.model
         self.finish_reason = _finish_reason(response) or self.finish_reason
         usage = _usage(response.usage)
         if usage is not None:

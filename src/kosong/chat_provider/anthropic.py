@@ -51,6 +51,7 @@ from kosong.chat_provider._base import (
 )
 from kosong.chat_provider._media import data_url, media_placeholder
 from kosong.chat_provider._native_parts import for_provider
+from kosong.chat_provider._tool_entries import Described, describe
 from kosong.chat_provider.native import native_entries
 from kosong.dialects import fix_schema, fix_tool
 from kosong.formats import to_anthropic_tool
@@ -125,7 +126,11 @@ THINKING_MODELS: tuple[tuple[str, ThinkingSpec], ...] = (
 """Model family (an id prefix) → how it thinks; see the sources in the module."""
 
 _DEFAULT_SPEC = ThinkingSpec("budget", (), "disabled")
-_EPHEMERAL = {"type": "ephemeral"}
+
+
+def _ephemeral() -> dict[str, str]:
+    """A prompt-cache breakpoint: a new dict for each place, so no body shares one."""
+    return {"type": "ephemeral"}
 
 
 _LATER_SPEC = ThinkingSpec("adaptive", _NO_XHIGH, "disabled")
@@ -288,19 +293,20 @@ class Anthropic(HTTPProvider):
             fields["output_config"] = {"effort": clamped_effort(self._model, effort)}
         return fields, max_tokens
 
+    def _describe(self, tool: Tool) -> Described:
+        if not tool.strict:
+            return describe(tool, "anthropic", to_anthropic_tool(tool))
+        # A strict tool gets the SDKs' own fix first: the constraints strict mode lacks go in
+        # its description (the toolset still validates them).
+        fixed = fix_tool(tool, "anthropic-strict")
+        return describe(fixed, "anthropic-strict", to_anthropic_tool(fixed))
+
     @override
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        # A strict tool gets the SDKs' own fix first: the constraints strict mode lacks go in
-        # its description (the toolset still validates them).
-        tools = [
-            fix_tool(t, "anthropic-strict") if t.strict else t
-            for t in only_allowed(tools, self._tool_choice)  # no allowed subset: the equivalent
-        ]
-        self._check_tools(
-            tools, {t.name: "anthropic-strict" if t.strict else "anthropic" for t in tools}
-        )
+        tools = only_allowed(tools, self._tool_choice)  # no allowed subset: the equivalent
+        described = self._described(tools)
         extra = dict(self._generation_kwargs)
         max_tokens = int(extra.pop("max_tokens", self._max_tokens))
         thinking, max_tokens = self._thinking_fields(max_tokens)
@@ -312,16 +318,16 @@ class Anthropic(HTTPProvider):
         }
         if system_prompt:
             body["system"] = (
-                [{"type": "text", "text": system_prompt, "cache_control": _EPHEMERAL}]
+                [{"type": "text", "text": system_prompt, "cache_control": _ephemeral()}]
                 if self._prompt_cache
                 else system_prompt
             )
         native = native_entries(self.name, self._native_tools)
-        entries = [to_anthropic_tool(t) for t in tools] + native.tools
+        entries = [d.sent() for d in described] + native.tools
         if entries:
             body["tools"] = entries
             if self._prompt_cache:
-                entries[-1]["cache_control"] = _EPHEMERAL
+                entries[-1]["cache_control"] = _ephemeral()
         if native.mcp_servers:
             body["mcp_servers"] = native.mcp_servers
         choice = _tool_choice(self._tool_choice, self._parallel if entries else None)
@@ -402,6 +408,7 @@ class Anthropic(HTTPProvider):
         return CompletedMessage(
             [part for block in message.content for part in block_parts(block)],
             id=message.id,
+            model=message.model,
             usage=usage_of(message.usage, message.usage.output_tokens),
             finish_reason=message.stop_reason,
             request_id=header_of(raw, "request-id"),
@@ -433,7 +440,7 @@ def _mark_last_block(messages: list[dict[str, Any]]) -> None:
         return
     for block in reversed(messages[-1]["content"]):
         if block.get("type") not in ("thinking", "redacted_thinking"):
-            block["cache_control"] = _EPHEMERAL
+            block["cache_control"] = _ephemeral()
             return
 
 

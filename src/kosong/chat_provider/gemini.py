@@ -56,6 +56,7 @@ from kosong.chat_provider._gemini_answer import (
     GeminiStream,
 )
 from kosong.chat_provider._media import data_url, media_placeholder, media_url
+from kosong.chat_provider._tool_entries import Described, describe
 from kosong.chat_provider.native import native_entries
 from kosong.dialects import fix_tool
 from kosong.formats import to_gemini_function_declaration
@@ -296,23 +297,25 @@ class Gemini(HTTPProvider):
             (top if name in _TOP_LEVEL_FIELDS else config)[name] = value
         return config, top
 
+    def _describe(self, tool: Tool) -> Described:
+        fixed = fix_tool(tool, "gemini")
+        return describe(fixed, "gemini", to_gemini_function_declaration(fixed))
+
     @override
     def request_body(
         self, system_prompt: str, tools: Sequence[Tool], history: Sequence[Message]
     ) -> dict[str, Any]:
-        prepared = [fix_tool(t, "gemini") for t in tools]
-        self._check_tools(prepared, {t.name: "gemini" for t in prepared})
+        described = self._described(tools)
         body: dict[str, Any] = {"contents": self._contents(history)}
         if system_prompt:
             body["systemInstruction"] = {"parts": [{"text": system_prompt}]}
         entries = native_entries(self.name, self._native_tools).tools
-        if prepared:
-            declarations = [to_gemini_function_declaration(t) for t in prepared]
-            entries.insert(0, {"functionDeclarations": declarations})
+        if described:
+            entries.insert(0, {"functionDeclarations": [d.sent() for d in described]})
         if entries:
             body["tools"] = entries
         choice = self._tool_choice
-        if prepared and all(t.strict for t in prepared) and choice in (None, "auto"):
+        if tools and all(t.strict for t in tools) and choice in (None, "auto"):
             # VALIDATED: calls adhere to the schemas, and the model may still answer in text;
             # Gemini applies it to every function, so only when every tool is strict.
             body["toolConfig"] = {"functionCallingConfig": {"mode": "VALIDATED"}}

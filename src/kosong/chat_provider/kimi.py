@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Self, cast
 
@@ -151,8 +151,8 @@ class Kimi(ChatCompletionsProvider):
                 f"refuses while {self._model} thinks (and it thinks unless told not to): {hint}"
             )
 
-    def _prepare_tools(self, tools: Sequence[Tool]) -> list[Tool]:
-        return [tool if _is_builtin(tool) else fix_tool(tool, "moonshot") for tool in tools]
+    def _prepare_tool(self, tool: Tool) -> Tool:
+        return tool if _is_builtin(tool) else fix_tool(tool, "moonshot")
 
     def _tool_entry(self, tool: Tool) -> dict[str, Any]:
         if _is_builtin(tool):

@@ -72,7 +72,7 @@ class ScriptedRequest:
     tools: list[Tool]
     """The tool definitions."""
     history: list[Message]
-    """A copy of the history."""
+    """The history, as a list of the messages given (generate and step never change them)."""
     tool_choice: ToolChoice | None = None
     """The tool choice asked for (`with_tool_choice`, or `step(..., tool_choice=...)`)."""
     generation_kwargs: dict[str, Any] = field(default_factory=dict[str, Any])
@@ -84,6 +84,23 @@ class _Script:
     turns: list[Turn]
     played: int = 0
     requests: list[ScriptedRequest] = field(default_factory=list[ScriptedRequest])
+    counted: list[Message] = field(default_factory=list[Message])
+    """The history of the last request, whose JSON length is `counted_chars`."""
+    counted_chars: int = 0
+
+    def input_chars(self, history: Sequence[Message]) -> int:
+        """The JSON length of `history`, counting only what the last request did not have.
+
+        A conversation's requests each repeat the one before and add to it: counting every
+        message again would make a conversation quadratic in its length.
+        """
+        known = len(self.counted)
+        if len(history) >= known and history[:known] == self.counted:  # the same objects
+            chars = self.counted_chars + _json_chars(history[known:])
+        else:
+            chars = _json_chars(history)
+        self.counted, self.counted_chars = list(history), chars
+        return chars
 
 
 class ScriptedChatProvider(ProviderBase):
@@ -148,7 +165,7 @@ class ScriptedChatProvider(ProviderBase):
             ScriptedRequest(
                 system_prompt,
                 list(tools),
-                [m.model_copy(deep=True) for m in history],
+                list(history),
                 self._tool_choice,
                 dict(self._generation_kwargs),
             )
@@ -164,7 +181,7 @@ class ScriptedChatProvider(ProviderBase):
             raise turn
         items = list(turn(history)) if callable(turn) else list(turn)
         _check_items(items, number)
-        return _ScriptedStream(self, number, items, history)
+        return _ScriptedStream(self, number, items, script.input_chars(history) // 4)
 
 
 class _ScriptedStream:
@@ -173,7 +190,7 @@ class _ScriptedStream:
         provider: ScriptedChatProvider,
         number: int,
         items: list[ScriptItem],
-        history: Sequence[Message],
+        input_tokens: int,
     ) -> None:
         self._provider = provider
         self._number = number
@@ -181,7 +198,7 @@ class _ScriptedStream:
         self.id = f"scripted-{number}"
         self.finish_reason: str | None = None
         self.usage: TokenUsage | None = None
-        self._input = sum(len(m.model_dump_json()) for m in history) // 4
+        self._input = input_tokens
         self._output = 0
         self._calls = 0
 
@@ -219,6 +236,10 @@ class _ScriptedStream:
         self._output += len(text)
         size = self._provider.chunk_size
         return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _json_chars(messages: Sequence[Message]) -> int:
+    return sum(len(m.model_dump_json()) for m in messages)
 
 
 def _check_items(items: object, number: int) -> None:

@@ -52,6 +52,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import PrivateAttr, ValidationError
 
+from kosong import _telemetry
 from kosong.mcp._answering import (
     ElicitationCallback,
     RootsSpec,
@@ -126,7 +127,10 @@ class MCPTool(CallableTool):
         try:
             result = await connection.call(
                 self.remote_name, kwargs, read_timeout=self._timeout, progress=progress,
-                meta={IDEMPOTENCY_META: key} if key else None, as_task=self._as_task,
+                meta=_telemetry.carry_context(  # the trace context goes along in _meta
+                    {IDEMPOTENCY_META: key} if key else None, connection.spec.where
+                ),
+                as_task=self._as_task,
             )  # fmt: skip
         except Refused as e:
             return self._refused(e.failure, str(e))
@@ -297,6 +301,11 @@ class MCPToolset(BaseToolset):
         """Every server's tools, under the names the model calls them by."""
         return self._toolset.tools
 
+    @property
+    def tools_version(self) -> object:
+        """New whenever a server's tools were listed again."""
+        return self._toolset.tools_version
+
     def find_tool(self, name: str) -> Tool | None:
         """The tool called `name`, or None."""
         return self._toolset.find_tool(name)
@@ -309,7 +318,10 @@ class MCPToolset(BaseToolset):
         key = call.extras.get("idempotency_key") if call.extras else None
         token = _KEY.set(key if isinstance(key, str) and key else None)
         try:
-            return await self._toolset.call_tool(call, tool, arguments)
+            with _telemetry.MCPClientCall(call) as traced:  # its span, or the call's own
+                result = await self._toolset.call_tool(call, tool, arguments)
+                traced.finish(result)
+                return result
         finally:
             _KEY.reset(token)
 

@@ -33,6 +33,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from kosong._telemetry import continued
 from kosong.mcp._answering import Asking
 from kosong.mcp._spec import AuthFailure, AuthWatch, ServerSpec, http_transport
 from kosong.mcp._task_client import (
@@ -354,15 +355,17 @@ class Connection:
                 return
             try:
                 if call.as_task and takes_task(live.client.server_capabilities):
-                    result = await self._task(live, call)
+                    sent = self._task(live, call)
                 else:
-                    result = await live.client.call_tool(
+                    sent = live.client.call_tool(
                         call.name,
                         call.arguments,
                         read_timeout_seconds=call.read_timeout,
                         progress_callback=call.progress,
                         meta=cast(Any, call.meta),
                     )
+                # Sent from this task, in the caller's trace (the trace context in its _meta).
+                result = await continued(call.meta, sent)
             except MCPError as e:
                 failure = self._auth.failure
                 if e.code == mcp.INTERNAL_ERROR and failure is not None:

@@ -81,6 +81,7 @@ from kosong.mcp._convert import mcp_progress, to_call_tool_result, to_mcp_tool
 from kosong.mcp._events import SessionEventStore
 from kosong.mcp._runs import RunCalls, error_result
 from kosong.mcp._sessions import SESSION_HEADER, SessionKeeper, header
+from kosong.mcp._tracing import traced_tools_call
 from kosong.mcp._wire import invalid_id_response, peek_body, read_message
 from kosong.message import ToolCall
 from kosong.standard import LogLevel, PolicyToolset, caller_scope
@@ -241,7 +242,9 @@ class MCPToolServer:
             on_subscriptions_listen=ListenHandler(self._bus),
         )
         # Registered as a plain handler: it answers with the result's wire form (a dict).
-        self._server.add_request_handler("tools/call", mcp.CallToolRequestParams, self._call_tool)
+        self._server.add_request_handler(
+            "tools/call", mcp.CallToolRequestParams, traced_tools_call(self._call_tool)
+        )
         self._server.add_request_handler(
             "logging/setLevel", mcp.SetLevelRequestParams, self._set_logging_level
         )

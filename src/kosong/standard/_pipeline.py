@@ -208,6 +208,11 @@ class PolicyToolset(WrapperToolset):
         return [*self.wrapped.tools, *self._added.values()]
 
     @property
+    def tools_version(self) -> object:
+        """The core toolset's version: the tools the policies add never change."""
+        return super().tools_version
+
+    @property
     def limits(self) -> ArgumentLimits:
         """The core toolset's caps on arguments (the defaults for a toolset without them)."""
         return self._limits

@@ -10,7 +10,7 @@ from kosong.tooling._arguments import DEFAULT_LIMITS, ArgumentLimits
 from kosong.tooling._dispatch import BaseToolset
 from kosong.tooling._result import ToolResult, Toolset
 from kosong.tooling._tool import Tool
-from kosong.tooling._wrapper import find_in, forward, limits_of
+from kosong.tooling._wrapper import Derived, find_in, forward, limits_of, version_of
 from kosong.tooling.error import ToolNotFoundError
 from kosong.utils.typing import JsonType
 
@@ -31,6 +31,7 @@ class CombinedToolset(BaseToolset):
         self._parts = toolsets
         self._limits = limits or _strictest([limits_of(part) for part in toolsets])
         self._warned: set[str] = set()
+        self._listed = Derived(self._list)
         counts = Counter(tool.name for part in toolsets for tool in part.tools)
         clashes = sorted(name for name, count in counts.items() if count > 1)
         if clashes:
@@ -52,6 +53,15 @@ class CombinedToolset(BaseToolset):
     @property
     def tools(self) -> list[Tool]:
         """Every part's tools, in order; a name two parts now share is left out."""
+        return list(self._listed.get(self.tools_version))
+
+    @property
+    def tools_version(self) -> object:
+        """The parts' versions together; None if one of them cannot tell."""
+        versions = tuple(version_of(part) for part in self._parts)
+        return None if None in versions else versions
+
+    def _list(self) -> list[Tool]:
         listed = [tool for part in self._parts for tool in part.tools]
         counts = Counter(tool.name for tool in listed)
         if len(counts) == len(listed):

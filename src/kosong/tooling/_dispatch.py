@@ -102,11 +102,30 @@ class BaseToolset(Toolset, ABC):
                     "the same for every toolset; override `call_tool` (which receives the "
                     "resolved tool and the parsed arguments) instead"
                 )
+        if "tools" in cls.__dict__ and "tools_version" not in cls.__dict__:
+            # A version inherited from a class whose `tools` this one replaces would tell
+            # wrappers nothing changed when this class's tools did: "unknown" is safe.
+            type.__setattr__(cls, "tools_version", BaseToolset.__dict__["tools_version"])
 
     @property
     @abstractmethod
     def tools(self) -> list[Tool]:
         """The definitions of the tools, for the model."""
+
+    @property
+    def tools_version(self) -> object:
+        """A value that changes whenever `tools` changes (compared with `==`); None: unknown.
+
+        What is made from `tools` (a wrapper's list, the index of tool search) is made again
+        only when this changes, so a step costs the same whatever the size of the catalog
+        (providers keep their entry for each tool by the tool itself, so they reuse it as long
+        as the same tools come back). None, the default, says the toolset cannot tell:
+        whatever reads it reads `tools` anew every time. A subclass whose tools change gives
+        a new value at each change (`SimpleToolset` takes a new `object()`), or the version
+        of what its tools come from; one that overrides `tools` without overriding this gets
+        None.
+        """
+        return None
 
     @property
     def limits(self) -> ArgumentLimits:

@@ -9,18 +9,21 @@ def multiply(a: int, b: int) -> int:
     return a * b
 ```
 
-`multiply` is a `FunctionTool`: a `CallableTool2` whose parameters model and flat JSON Schema
-are read from the signature, once, when the tool is made. Every toolset runs it like any other
-tool; `invoke` and `ainvoke` call it directly with a dict of arguments. See
-docs/function-tools.md for the rules (types, descriptions, return values, errors).
+`multiply` is a `FunctionTool`: a `CallableTool2` whose flat JSON Schema and argument validator
+are read from the signature, once, when the tool is made (the parameters model, `params`, when
+first read). Every toolset runs it like any other tool; `invoke` and `ainvoke` call it directly
+with a dict of arguments. See docs/function-tools.md for the rules (types, descriptions, return
+values, errors).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
+from types import CoroutineType
 from typing import Any, overload
 
 from pydantic import BaseModel, PrivateAttr, ValidationError
@@ -162,22 +165,33 @@ class FunctionTool(CallableTool2[BaseModel]):
         copy._runner = replace(run, bound=bound, bind=injecting_bind(run, bound))
         return copy
 
-    async def call(self, arguments: JsonType) -> ToolReturnValue:
-        """Validate `arguments`, run the function, and return its result as a ToolReturnValue."""
+    def call(self, arguments: JsonType) -> CoroutineType[Any, Any, ToolReturnValue]:
+        """Validate `arguments`, run the function, and return its result as a ToolReturnValue.
+
+        Awaited like any tool's `call`. It hands back the run's own coroutine (or, for arguments
+        refused, one that gives the error), so a call in flight keeps no frame of this method.
+        """
+        # Read once: pydantic finds a private attribute in Python code (a microsecond a read).
         run = self._runner
+        checked = self._checked(run, arguments)
+        if isinstance(checked, ToolValidateError):
+            return _given(checked)
+        if self.external:
+            return _given(deferred_to_caller(self.name))
+        return run.execute(checked)
+
+    def _checked(self, run: Runner, arguments: JsonType) -> dict[str, Any] | ToolValidateError:
+        """The function's keyword arguments, or why `arguments` are refused."""
         if self.strict and self._strict_validator is not None:
             unknown = jsonschema_errors_text(self._strict_validator, arguments, only_unknown=True)
             if unknown:
                 return ToolValidateError(unknown)
         try:
-            kwargs = run.bind(run.validate(arguments))
+            return run.bind(run.checked(arguments))
         except ValidationError as e:
             return ToolValidateError(pydantic_errors_text(e, list(self.args)))
         except SchemaMismatch as e:
             return ToolValidateError(str(e))
-        if self.external:
-            return deferred_to_caller(self.name)
-        return await run.execute(kwargs)
 
     async def __call__(self, params: BaseModel) -> ToolReturnValue:
         """Run the function on arguments already validated into `params`."""
@@ -199,7 +213,7 @@ class FunctionTool(CallableTool2[BaseModel]):
             ToolException: the function raised one and `handle_tool_error` is False.
         """
         run = self._runner
-        kwargs = run.bind(run.validate(dict(args)))
+        kwargs = run.bind(run.checked(dict(args)))
         if run.func is None:
             return _run_without_loop(self.name, lambda: run.raw(kwargs))
         try:
@@ -222,7 +236,24 @@ class FunctionTool(CallableTool2[BaseModel]):
         The async function is awaited; a sync-only tool runs in a worker thread.
         """
         run = self._runner
-        return await run.raw(run.bind(run.validate(dict(args))))
+        return await run.raw(run.bind(run.checked(dict(args))))
+
+
+def _made_params(tool: FunctionTool) -> type[BaseModel]:
+    return tool._runner.params()  # pyright: ignore[reportPrivateUsage]
+
+
+# `params`, the pydantic model of the arguments, is made when first read (then kept in the
+# tool's `__dict__`, as any field): calls are validated without it, by a validator of the same
+# types, and a model class costs more memory and time than the rest of the tool together. Set
+# on the class once pydantic has made it, so pydantic does not take it for a default.
+_lazy_params = functools.cached_property(_made_params)
+_lazy_params.__set_name__(FunctionTool, "params")
+type.__setattr__(FunctionTool, "params", _lazy_params)
+
+
+async def _given(value: ToolReturnValue) -> ToolReturnValue:
+    return value
 
 
 def _run_without_loop(name: str, work: Callable[[], Coroutine[Any, Any, Any]]) -> Any:

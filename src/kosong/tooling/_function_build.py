@@ -10,6 +10,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any, Literal, TypedDict, cast
 
 from pydantic import BaseModel, ValidationError
@@ -151,7 +152,13 @@ class Runner:
 
     name: str
     validate: Callable[[Any], Any]
+    """Arguments -> validated value (the plan's); raises ValidationError or SchemaMismatch."""
+    accepted: Mapping[str, Any] | None
+    """The arguments the tool takes (its schema's properties: the same dict), or None when
+    one it does not take is left to `validate` (ignored, or refused by a given `schema`)."""
     bind: Callable[[Any], dict[str, Any]]
+    params: Callable[[], type[BaseModel]]
+    """Gives the pydantic model of the arguments (made when first asked for)."""
     func: AnyFunction | None
     coroutine: Callable[..., Awaitable[Any]] | None
     handler: ToolErrorHandler
@@ -166,9 +173,40 @@ class Runner:
     structured: bool = False
     """Whether the tool declares an output schema: its data also travels as a JSON value."""
 
-    async def _value(self, kwargs: dict[str, Any]) -> Any:
+    def checked(self, arguments: Any) -> Any:
+        """`arguments` validated; raises ValidationError or SchemaMismatch.
+
+        An argument the tool does not take is refused with what else is wrong, in one
+        message: one retry of the model fixes it all.
+        """
+        accepted = self.accepted
+        if accepted is None or not isinstance(arguments, dict):
+            return self.validate(arguments)
+        given = cast(dict[str, Any], arguments)
+        if given.keys() <= accepted.keys():
+            return self.validate(given)
+        parameters = list(accepted)
+        texts = [
+            unknown_argument_text(name, value, parameters)
+            for name, value in given.items()
+            if name not in accepted
+        ]
+        try:
+            self.validate({k: v for k, v in given.items() if k in accepted})
+        except ValidationError as e:
+            texts.append(pydantic_errors_text(e, parameters))
+        except SchemaMismatch as e:
+            texts.append(str(e))
+        raise SchemaMismatch("; ".join(texts))
+
+    def _value(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
+        # The async function's own coroutine, awaited by the caller: a call in flight keeps
+        # no frame of ours between the two (each costs the garbage collector, per call).
         if self.coroutine is not None:
-            return await self.coroutine(**kwargs)
+            return self.coroutine(**kwargs)
+        return self._in_thread(kwargs)
+
+    async def _in_thread(self, kwargs: dict[str, Any]) -> Any:
         value = await run_sync_tool(functools.partial(cast(AnyFunction, self.func), **kwargs))
         # A sync function may hand back an awaitable (a `functools.wraps` wrapper of an async
         # function, a lambda returning a coroutine): its value is what the function means.
@@ -230,6 +268,8 @@ def injecting_bind(run: Runner, values: Mapping[str, Any]) -> Callable[[Any], di
     return bind
 
 
+_NOTHING_BOUND: Mapping[str, Any] = MappingProxyType({})
+_NO_NAMES: frozenset[str] = frozenset()  # shared: an empty frozenset costs 216 bytes a tool
 _OPTIONS = frozenset(ToolOptions.__annotations__)
 _METADATA_OPTIONS = tuple(f for f in METADATA_FIELDS if f != "sequential")
 
@@ -304,8 +344,8 @@ def make(
 
     field_descriptions = dict(options.get("field_descriptions") or {})
     plan = _plan(
-        signature, owner, name, model, struct is not None, schema, field_descriptions,
-        parsed.arguments,
+        cast(AnyFunction, source), signature, owner, name, model, struct is not None, schema,
+        field_descriptions, parsed.arguments,
     )  # fmt: skip
     check_json_schema(plan.schema, f"the parameters schema of {owner}")
 
@@ -322,31 +362,31 @@ def make(
         raise ValueError(
             f"unknown_arguments must be 'refuse' or 'ignore', got {unknown_arguments!r}"
         )
-    validate = plan.validate
-    if unknown_arguments == "refuse" and schema is None:
-        validate = _refusing_unknown(plan.validate, list(plan.schema.get("properties", {})))
+    refuses = unknown_arguments == "refuse" and schema is None
     positional = tuple(p.name for p in signature.params if p.positional_only)
     runner = Runner(
         name=name,
-        validate=validate,
+        validate=plan.validate,
+        accepted=plan.schema.get("properties", {}) if refuses else None,
         bind=plan.bind,
+        params=plan.make_params,
         func=_positional(func, positional),
         coroutine=_positional_async(coroutine, positional),
         handler=handler,
         artifact=response_format == "content_and_artifact",
-        injected=frozenset(p.name for p in signature.params if p.injected),
+        injected=frozenset(p.name for p in signature.params if p.injected) or _NO_NAMES,
         required_injected=tuple(p.name for p in signature.params if p.injected and p.required),
-        bound={},
+        bound=_NOTHING_BOUND,
         base_bind=plan.bind,
     )
-    runner = replace(runner, bind=injecting_bind(runner, {}))
-    fields: dict[str, Any] = {
-        "name": name,
-        "description": description,
-        "params": plan.params,
-        "return_direct": bool(options.get("return_direct", False)),
-        "response_format": response_format,
-    }
+    if runner.required_injected:  # refused until `inject` gives them
+        runner = replace(runner, bind=injecting_bind(runner, {}))
+    fields: dict[str, Any] = {"name": name, "description": description}
+    # Given only when not the default: the fewer fields a tool sets, the less it weighs.
+    if options.get("return_direct", False):
+        fields["return_direct"] = True
+    if response_format != "content":
+        fields["response_format"] = response_format
     sequential = options.get("sequential", False)
     if not isinstance(sequential, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"sequential must be True or False, got {sequential!r}")
@@ -370,6 +410,7 @@ def make(
 
 
 def _plan(
+    function: AnyFunction,
     signature: Signature,
     owner: str,
     name: str,
@@ -385,6 +426,7 @@ def _plan(
         )
     if model is None:
         return from_signature(
+            function,
             signature,
             owner,
             name,
@@ -404,32 +446,6 @@ def _plan(
         field_descriptions=field_descriptions,
         docstring_descriptions=docstring_descriptions,
     )
-
-
-def _refusing_unknown(
-    validate: Callable[[Any], Any], parameters: list[str]
-) -> Callable[[Any], Any]:
-    """`validate`, after refusing an argument that is not one of `parameters` (SchemaMismatch)."""
-    accepted = frozenset(parameters)
-
-    def refuse_unknown(arguments: Any) -> Any:
-        if isinstance(arguments, dict) and not accepted.issuperset(cast(dict[str, Any], arguments)):
-            given = cast(dict[str, Any], arguments)
-            texts = [
-                unknown_argument_text(name, value, parameters)
-                for name, value in given.items()
-                if name not in accepted
-            ]
-            try:  # what else is wrong goes in the same message: one retry fixes it all
-                validate({k: v for k, v in given.items() if k in accepted})
-            except ValidationError as e:
-                texts.append(pydantic_errors_text(e, parameters))
-            except SchemaMismatch as e:
-                texts.append(str(e))
-            raise SchemaMismatch("; ".join(texts))
-        return validate(arguments)
-
-    return refuse_unknown
 
 
 def _model_properties(model: type[Any]) -> Mapping[str, Any]:

@@ -11,6 +11,7 @@ or no annotation at all declare nothing: what they return is not one JSON shape.
 from __future__ import annotations
 
 import collections.abc as cabc
+import functools
 import inspect
 import types
 import typing
@@ -47,6 +48,23 @@ def derived_output_schema(func: Any) -> dict[str, Any] | None:
         return None
     if annotation is inspect.Signature.empty or not _structured(annotation):
         return None
+    # As for parameter types, the repr keeps `Union[A, B]` and `Union[B, A]` apart.
+    key: tuple[Any, str] | None = (annotation, repr(annotation))
+    try:
+        hash(key)
+    except TypeError:  # say an Annotated with unhashable metadata: not cached
+        key = None
+    return _output_schema(annotation) if key is None else _cached_output_schema(key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_output_schema(key: tuple[Any, str]) -> dict[str, Any] | None:
+    # Return types repeat across tools (int, a model...): each one's schema is made once and
+    # shared by the tools returning it, read-only like every definition.
+    return _output_schema(key[0])
+
+
+def _output_schema(annotation: Any) -> dict[str, Any] | None:
     try:
         # Serialization mode, aliases as keys: the shape `json_text` writes.
         raw = TypeAdapter(annotation).json_schema(mode="serialization")

@@ -2,8 +2,12 @@
 
 Three sources, one result (`ParametersPlan`):
 
-- `from_signature`: the function's own parameters become the fields of a pydantic model made
-  for the tool; the function gets them as keyword arguments.
+- `from_signature`: the function's own parameters; each type's JSON Schema and pydantic core
+  schema come from one `TypeAdapter` of the type (made once per type, shared by every tool),
+  the arguments are checked by a validator of those core schemas, and the function gets them
+  as keyword arguments. The pydantic model of the parameters (`FunctionTool.params`) is made
+  only if it is asked for: calls never need it, and a model class costs more than the rest of
+  the tool together.
 - `from_model`: a model given as `args_schema`, or the type of a function's only parameter
   (the "argument struct": a pydantic model, dataclass or TypedDict, which the function then
   receives as an instance).
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import contextlib
+import dataclasses
 import functools
 import io
 import operator
@@ -31,7 +36,12 @@ from pydantic.errors import (
     PydanticSchemaGenerationError,
     PydanticUserError,
 )
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import (
+    CoreSchema,
+    PydanticSerializationError,
+    SchemaValidator,
+    to_jsonable_python,
+)
 
 from kosong.tooling._calling import jsonschema_errors_text
 from kosong.tooling._schema import (
@@ -41,7 +51,7 @@ from kosong.tooling._schema import (
     schema_validator,
     tidy_schema,
 )
-from kosong.tooling._signature import Param, Signature, is_named_tuple
+from kosong.tooling._signature import Param, Signature, is_named_tuple, read_signature
 from kosong.utils.jsonschema import deref_json_schema
 
 __all__ = ["ParametersPlan", "SchemaMismatch", "from_json_schema", "from_model", "from_signature"]
@@ -55,8 +65,9 @@ class SchemaMismatch(ValueError):
 class ParametersPlan:
     """What a function tool needs about its parameters."""
 
-    params: type[BaseModel]
-    """The pydantic model of the arguments (a catch-all one when a JSON Schema was given)."""
+    make_params: Callable[[], type[BaseModel]]
+    """Gives the pydantic model of the arguments (a catch-all one when a JSON Schema was
+    given): `FunctionTool.params`, made when first read."""
     schema: dict[str, Any]
     """The flat JSON Schema the model reads."""
     validate: Callable[[Any], Any]
@@ -66,6 +77,7 @@ class ParametersPlan:
 
 
 def from_signature(
+    function: Callable[..., Any],
     signature: Signature,
     owner: str,
     model_name: str,
@@ -73,7 +85,7 @@ def from_signature(
     field_descriptions: Mapping[str, str],
     docstring_descriptions: Mapping[str, str],
 ) -> ParametersPlan:
-    """Make a model of the visible parameters.
+    """Check arguments as `function`'s visible parameters (`signature`, read from it).
 
     A parameter's description is, first found: `field_descriptions`, its annotation's,
     `docstring_descriptions`.
@@ -85,58 +97,114 @@ def from_signature(
         )
     names = [p.name for p in signature.visible]
     check_parameter_names(field_descriptions, names, f"field_descriptions of {owner} names")
-    fields: dict[str, Any] = {}
     properties: dict[str, Any] = {}
+    validated: dict[str, dict[str, Any]] = {}
     required: list[str] = []
-    renamed: list[tuple[str, str]] = []
     nested_defs = False
-    for index, p in enumerate(signature.visible):
-        type_schema = _type_schema(p, owner)
-        nested_defs = nested_defs or "$defs" in type_schema
+    for p in signature.visible:
+        types = _type_schemas(p, owner)
+        nested_defs = nested_defs or "$defs" in types.json
         description = field_descriptions.get(p.name) or p.doc or docstring_descriptions.get(p.name)
-        field_name = p.name
-        if _clashes_with_model(p.name):
-            # A parameter named `json`, `copy`, `model_x` or `_x` cannot be a pydantic field of
-            # that name; the field gets another and keeps the parameter's name as its alias.
-            field_name = f"p{index}_{p.name.lstrip('_')}"
-            renamed.append((field_name, p.name))
-        if description is None and field_name == p.name:
-            # The plain form: a FieldInfo per field costs pydantic as much again to build.
-            fields[field_name] = (p.annotation, ... if p.required else p.default)
-        else:
-            alias = None if field_name == p.name else p.name
-            fields[field_name] = (
-                p.annotation,
-                Field(default=p.default, description=description, alias=alias),
-            )
-        properties[p.name] = _property(type_schema, description, p)
+        properties[p.name] = _property(types.json, description, p)
+        validated[p.name] = types.required if p.required else types.optional(p.default)
         if p.required:
             required.append(p.name)
-    params = create_model(model_name, __config__=_CONFIG, **fields)
+    params = _ParamsModel(model_name, function, properties)
     if nested_defs:  # a recursive type: let pydantic place the shared definitions
-        schema = model_parameters_schema(params)
+        schema = model_parameters_schema(params())
     else:
         schema: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
             schema["required"] = required
-    return ParametersPlan(params, schema, params.model_validate, _field_binder(renamed))
+    validator = _arguments_validator(validated)
+    return ParametersPlan(params, schema, validator.validate_python, _arguments)
+
+
+# The validator's schema is written in pydantic-core's schema format (`pydantic_core.
+# core_schema`: a "typed-dict" of "typed-dict-field"s, "default" around an optional one's).
+
+
+def _field(schema: dict[str, Any], required: bool) -> dict[str, Any]:
+    return {"type": "typed-dict-field", "schema": schema, "required": required}
+
+
+def _arguments_validator(fields: dict[str, dict[str, Any]]) -> SchemaValidator:
+    """A validator of the arguments: a dict of the parameters, each checked by its type.
+
+    Each field is its type's core schema: what the field of a parameters model would check,
+    without a model class.
+    """
+    # A recursive type's core schema comes with its definitions: they go to the top, once.
+    # (The field schemas are shared by every tool with such a parameter: replaced, not changed.)
+    definitions: dict[str, Any] = {}
+    for name, field in list(fields.items()):
+        inner: dict[str, Any] = field["schema"]
+        typed: dict[str, Any] = inner["schema"] if inner["type"] == "default" else inner
+        if typed["type"] == "definitions":
+            definitions.update((d["ref"], d) for d in typed["definitions"])
+            bare = typed["schema"]
+            if inner is not typed:  # the default around it stays
+                bare = {**inner, "schema": bare}
+            fields[name] = _field(bare, field["required"])
+    schema: dict[str, Any] = {"type": "typed-dict", "fields": fields}
+    if definitions:
+        schema = {"type": "definitions", "schema": schema, "definitions": [*definitions.values()]}
+    return SchemaValidator(cast(CoreSchema, schema))
+
+
+def _arguments(validated: dict[str, Any] | BaseModel) -> dict[str, Any]:
+    """The keyword arguments, under the parameters' names.
+
+    From the validator's fresh dict, or from a `params` model (as `FunctionTool.__call__`
+    gets one).
+    """
+    if isinstance(validated, dict):
+        return validated
+    fields = type(validated).model_fields
+    return {fields[name].alias or name: value for name, value in validated.__dict__.items()}
+
+
+class _ParamsModel:
+    """Makes, once and when first asked, the pydantic model of a function's parameters.
+
+    The signature is read again then, rather than kept by every tool (it was read without
+    error once, so its errors' wording is not needed). Each field has the description the
+    model reads (its property's in the schema).
+    """
+
+    __slots__ = ("_function", "_made", "_name", "_properties")
+
+    def __init__(
+        self, name: str, function: Callable[..., Any], properties: dict[str, dict[str, Any]]
+    ) -> None:
+        self._name, self._function, self._properties = name, function, properties
+        self._made: type[BaseModel] | None = None
+
+    def __call__(self) -> type[BaseModel]:
+        if self._made is None:
+            fields: dict[str, Any] = {}
+            visible = read_signature(self._function, "").visible  # read without error once
+            for index, p in enumerate(visible):
+                field_name = p.name
+                if _clashes_with_model(p.name):
+                    # A parameter named `json`, `copy`, `model_x` or `_x` cannot be a pydantic
+                    # field of that name: the field gets another, the parameter's as its alias.
+                    field_name = f"p{index}_{p.name.lstrip('_')}"
+                fields[field_name] = (
+                    p.annotation,
+                    Field(
+                        default=p.default,
+                        description=self._properties[p.name].get("description"),
+                        alias=None if field_name == p.name else p.name,
+                    ),
+                )
+            self._made = create_model(self._name, __config__=_CONFIG, **fields)
+        return self._made
 
 
 _CONFIG = ConfigDict(arbitrary_types_allowed=False, protected_namespaces=())
-
-
-def _field_binder(renamed: list[tuple[str, str]]) -> Callable[[Any], dict[str, Any]]:
-    if not renamed:
-        # The fields are exactly the parameters, in __dict__: the call site copies it with **.
-        return operator.attrgetter("__dict__")
-
-    def bind(params: Any) -> dict[str, Any]:
-        kwargs = dict(params.__dict__)
-        for field_name, param_name in renamed:
-            kwargs[param_name] = kwargs.pop(field_name)
-        return kwargs
-
-    return bind
+_SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
+"""The defaults that cannot change, so equal ones may be one object."""
 
 
 def _clashes_with_model(name: str) -> bool:
@@ -144,7 +212,9 @@ def _clashes_with_model(name: str) -> bool:
 
 
 def _property(type_schema: dict[str, Any], description: str | None, p: Param) -> dict[str, Any]:
-    prop = dict(_described(type_schema, description or None))  # a copy: the type's is cached
+    prop = _described(type_schema, description or None)
+    if prop is type_schema:  # a copy: the type's is cached, shared by every tool
+        prop = dict(prop)
     if not p.required:
         # A sentinel default (not JSON) is left out: the schema just says "optional".
         with contextlib.suppress(PydanticSerializationError):
@@ -152,8 +222,40 @@ def _property(type_schema: dict[str, Any], description: str | None, p: Param) ->
     return prop
 
 
-def _type_schema(p: Param, owner: str) -> dict[str, Any]:
-    """The tidy schema of a parameter's type (shared with other tools: read-only)."""
+@dataclass(frozen=True, slots=True)
+class _TypeSchemas:
+    """What a parameter's type gives, both from one `TypeAdapter` (shared by every tool)."""
+
+    json: dict[str, Any]
+    """The tidy JSON Schema the model reads."""
+    core: dict[str, Any]
+    """The pydantic core schema that validates it."""
+    required: dict[str, Any]
+    """A required parameter of the type, as the arguments' validator takes it."""
+    defaulted: dict[tuple[type, Any], dict[str, Any]] = dataclasses.field(
+        default_factory=dict[tuple[type, Any], dict[str, Any]]
+    )
+    """The optional parameters of the type made so far, by their default (see `optional`)."""
+
+    def optional(self, default: Any) -> dict[str, Any]:
+        """An optional parameter of the type, with `default`, as the arguments' validator takes it.
+
+        Shared by every parameter whose default is the same immutable scalar (`None`, `20`,
+        `"fast"`...), as `required` is: the validator of each tool keeps its schema.
+        """
+        kind: type = type(default)  # pyright: ignore[reportUnknownVariableType] (any default)
+        shared = kind in _SCALARS and default == default  # NaN is never equal
+        key = (kind, default)
+        made = self.defaulted.get(key) if shared else None
+        if made is None:
+            made = _field({"type": "default", "schema": self.core, "default": default}, False)
+            if shared:
+                self.defaulted[key] = made
+        return made
+
+
+def _type_schemas(p: Param, owner: str) -> _TypeSchemas:
+    """The schemas of a parameter's type (shared with other tools: read-only)."""
     _refuse_streams(p.annotation, p, owner)
     # `Union[A, B] == Union[B, A]`, but the schema lists the members in the written order:
     # the repr keeps the order apart, the annotation itself keeps same-named classes apart.
@@ -163,21 +265,24 @@ def _type_schema(p: Param, owner: str) -> dict[str, Any]:
     except TypeError:  # say an Annotated with unhashable metadata: not cached
         key = None
     try:
-        return _make_type_schema(p.annotation) if key is None else _cached_type_schema(key)
+        return _make_type_schemas(p.annotation) if key is None else _cached_type_schemas(key)
     except (PydanticUserError, PydanticSerializationError, TypeError) as e:
         raise _unsupported(p, owner, e) from e
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached_type_schema(key: tuple[Any, str]) -> dict[str, Any]:
-    # Types repeat across tools (int, str, list[str]...); pydantic's JSON Schema generation is
-    # the costly part of making a tool, so each type's schema is made once.
-    return _make_type_schema(key[0])
+def _cached_type_schemas(key: tuple[Any, str]) -> _TypeSchemas:
+    # Types repeat across tools (int, str, list[str]...); pydantic's schema generation is the
+    # costly part of making a tool, so each type's schemas are made once.
+    return _make_type_schemas(key[0])
 
 
-def _make_type_schema(annotation: Any) -> dict[str, Any]:
-    raw = TypeAdapter(annotation).json_schema(mode="validation")
-    return cast(dict[str, Any], tidy_schema(deref_json_schema(raw)))
+def _make_type_schemas(annotation: Any) -> _TypeSchemas:
+    adapter = TypeAdapter(annotation)
+    raw = adapter.json_schema(mode="validation")
+    core = cast(dict[str, Any], adapter.core_schema)
+    json = cast(dict[str, Any], tidy_schema(deref_json_schema(raw)))
+    return _TypeSchemas(json, core, _field(core, True))
 
 
 def _unsupported(p: Param, owner: str, error: Exception) -> TypeError:
@@ -265,7 +370,11 @@ def from_model(
         bind = functools.partial(_as_argument, instance_name)
     else:
         bind = functools.partial(_root_as_argument, instance_name)
-    return ParametersPlan(params, schema, params.model_validate, bind)
+    return ParametersPlan(functools.partial(_given, params), schema, params.model_validate, bind)
+
+
+def _given(model: type[BaseModel]) -> type[BaseModel]:
+    return model
 
 
 def _as_argument(name: str, value: Any) -> dict[str, Any]:
@@ -315,9 +424,10 @@ def _with_descriptions(
 def _described(prop: dict[str, Any], description: str | None) -> dict[str, Any]:
     if description is None:
         return prop
-    rest = {k: v for k, v in prop.items() if k not in ("type", "description")}
-    front = {"type": prop["type"]} if "type" in prop else {}
-    return {**front, "description": description, **rest}
+    described = {"type": prop["type"]} if "type" in prop else {}  # one dict, grown in place
+    described["description"] = description
+    described.update((k, v) for k, v in prop.items() if k not in ("type", "description"))
+    return described
 
 
 class _AnyArguments(BaseModel, extra="allow"):
@@ -368,7 +478,7 @@ def from_json_schema(
             return arguments.__pydantic_extra__ or {}
         return cast(dict[str, Any], arguments)
 
-    return ParametersPlan(_AnyArguments, schema, validate, bind)
+    return ParametersPlan(functools.partial(_given, _AnyArguments), schema, validate, bind)
 
 
 def check_model_fits(model: type[BaseModel], signature: Signature, owner: str) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from kosong.message import ToolCall
 from kosong.tooling._result import ToolResult, Toolset
 from kosong.tooling._tool import Tool
-from kosong.tooling._wrapper import WrapperToolset, find_in, forward
+from kosong.tooling._wrapper import Derived, WrapperToolset, find_in, forward, version_of
 from kosong.tooling.error import ToolNotFoundError
 from kosong.utils.typing import JsonType
 
@@ -25,6 +25,8 @@ class PreparedToolset(WrapperToolset):
         super().__init__(wrapped)
         self._prepare = prepare
         self._shown: dict[str, Tool] | None = None
+        # What `prepare` may return: made again only when the wrapped tools change.
+        self._names = Derived(lambda: frozenset(tool.name for tool in self._wrapped.tools))
 
     @property
     def tools(self) -> list[Tool]:
@@ -36,9 +38,14 @@ class PreparedToolset(WrapperToolset):
         """
         return list(self._read().values())
 
+    @property
+    def tools_version(self) -> None:
+        """None: `prepare` decides anew at every read."""
+        return None
+
     def _read(self) -> dict[str, Tool]:
         given = self._wrapped.tools
-        names = {tool.name for tool in given}
+        names = self._names.get(version_of(self._wrapped))
         shown: dict[str, Tool] = {}
         for tool in self._prepare(list(given)):
             if not isinstance(tool, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]

@@ -18,11 +18,13 @@ from kosong.tooling._result import ToolResult, Toolset
 from kosong.tooling._schema import check_tool_name
 from kosong.tooling._tool import Tool
 from kosong.tooling._wrapper import (
+    Derived,
     WrapperToolset,
     call_named,
     definition_named,
     find_in,
     forward,
+    version_of,
 )
 from kosong.tooling.error import ToolNotFoundError
 from kosong.utils.typing import JsonType
@@ -47,9 +49,10 @@ class RenamingToolset(WrapperToolset, ABC):
         """Wrap `wrapped`; subclasses call `check()` when their names are set."""
         super().__init__(wrapped)
         # Inner name -> (its definition, the one shown): a definition is renamed once, not
-        # per call; rebuilt whenever `tools` is read, so removed tools are forgotten.
+        # per call; rebuilt whenever the wrapped tools change, so removed tools are forgotten.
         self._shown: dict[str, tuple[Tool, Tool]] = {}
         self._warned: set[str] = set()
+        self._listed = Derived(lambda: self._definitions(strict=False))
 
     @abstractmethod
     def outer_name(self, name: str) -> str:
@@ -66,7 +69,12 @@ class RenamingToolset(WrapperToolset, ABC):
     @property
     def tools(self) -> list[Tool]:
         """The wrapped toolset's tools, renamed (less any whose new name clashes)."""
-        return self._definitions(strict=False)
+        return list(self._listed.get(version_of(self._wrapped)))
+
+    @property
+    def tools_version(self) -> object:
+        """The wrapped toolset's version: the names map the same way until it changes."""
+        return version_of(self._wrapped)
 
     def find_tool(self, name: str) -> Tool | None:
         """The definition shown as `name`, or None."""

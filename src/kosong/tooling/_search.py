@@ -20,7 +20,7 @@ from kosong.message import ToolCall
 from kosong.tooling._function import FunctionTool
 from kosong.tooling._result import ToolResult, Toolset
 from kosong.tooling._tool import Tool
-from kosong.tooling._wrapper import WrapperToolset, find_in, forward
+from kosong.tooling._wrapper import Derived, WrapperToolset, find_in, forward, version_of
 from kosong.tooling.simple import SimpleToolset
 from kosong.utils.typing import JsonType
 
@@ -65,9 +65,12 @@ class SearchableToolset(WrapperToolset):
             [always_visible] if isinstance(always_visible, str) else always_visible
         )
         self._found: dict[str, None] = {}  # insertion-ordered set
+        self._found_version = object()  # a new one whenever `_found` changes
         self._max_results = max_results
         self._native_search = native_search
-        self._index: _Index | None = None
+        self._index = Derived(self._make_index)
+        self._shown = Derived(self._list_shown)
+        self._deferred: dict[str, Derived[list[Tool]]] = {}  # by provider
         names = {t.name for t in toolset.tools}
         if SEARCH_TOOL_NAME in names:
             raise ValueError(
@@ -97,8 +100,13 @@ class SearchableToolset(WrapperToolset):
     @property
     def tools(self) -> list[Tool]:
         """`search_tools`, then the always-visible tools and those found, in catalog order."""
-        shown = [t for t in self.wrapped.tools if t.name in self._always or t.name in self._found]
-        return [*self._search.tools, *shown]
+        return list(self._shown.get(self.tools_version))
+
+    @property
+    def tools_version(self) -> object:
+        """New whenever the catalog changes or a tool is found; None if the catalog can't tell."""
+        version = version_of(self.wrapped)
+        return None if version is None else (version, self._found_version)
 
     @property
     def native_search(self) -> bool:
@@ -115,6 +123,18 @@ class SearchableToolset(WrapperToolset):
         """Every tool of the wrapped toolset, in its order (what a native search searches)."""
         return self.wrapped.tools
 
+    def deferred(self, provider: str) -> list[Tool]:
+        """The catalog as sent to `provider`'s own tool search (see `searchable`).
+
+        Each tool has `defer_loading` in its `provider_options[provider]`, but the always-visible
+        ones; the same objects while the catalog is unchanged (its `tools_version`), so what a
+        provider makes of each tool is made once.
+        """
+        made = self._deferred.get(provider)
+        if made is None:
+            made = self._deferred[provider] = Derived(lambda: self._defer_catalog(provider))
+        return list(made.get(version_of(self.wrapped)))
+
     @property
     def found(self) -> tuple[str, ...]:
         """The names of the tools found so far, in the order they were found."""
@@ -123,6 +143,7 @@ class SearchableToolset(WrapperToolset):
     def reset(self) -> None:
         """Forget what was found: the model sees `search_tools` and the always-visible tools."""
         self._found.clear()
+        self._found_version = object()
 
     def search(self, query: str) -> list[Tool]:
         """The catalog's tools that best match `query`, best first (at most `max_results`).
@@ -130,12 +151,10 @@ class SearchableToolset(WrapperToolset):
         Always-visible tools are not searched: the model sees them already. Nothing is added
         to `tools` (a call of `search_tools` does that).
         """
-        catalog = self.wrapped.tools
-        key = tuple((t.name, t.description) for t in catalog)
-        if self._index is None or self._index.key != key:
-            hidden = [t for t in catalog if t.name not in self._always]
-            self._index = _Index(key, hidden, self._bm25)
-        return self._index.rank(query, self._max_results)
+        version = version_of(self.wrapped)
+        if version is None:  # a catalog that cannot tell: its names and descriptions do
+            version = tuple((t.name, t.description) for t in self.wrapped.tools)
+        return self._index.get(version).rank(query, self._max_results)
 
     def find_tool(self, name: str) -> Tool | None:
         """`search_tools`, or a tool of the catalog, found or not yet.
@@ -153,8 +172,27 @@ class SearchableToolset(WrapperToolset):
         if tool.name == SEARCH_TOOL_NAME:
             return await self._search.run_call(call, tool, arguments)
         if tool.name not in self._always:
-            self._found[tool.name] = None
+            self._add_found([tool])
         return await forward(self.wrapped, call, tool, arguments)
+
+    def _add_found(self, tools: list[Tool]) -> None:
+        new = [t.name for t in tools if t.name not in self._found]
+        if new:
+            self._found.update(dict.fromkeys(new))
+            self._found_version = object()
+
+    def _list_shown(self) -> list[Tool]:
+        always, found = self._always, self._found
+        shown = [t for t in self.wrapped.tools if t.name in always or t.name in found]
+        return [*self._search.tools, *shown]
+
+    def _defer_catalog(self, provider: str) -> list[Tool]:
+        always = self._always
+        return [t if t.name in always else _deferred(t, provider) for t in self.wrapped.tools]
+
+    def _make_index(self) -> _Index:
+        hidden = [t for t in self.wrapped.tools if t.name not in self._always]
+        return _Index(hidden, self._bm25)
 
     def _show(self, query: str) -> str:
         tools = self.search(query)
@@ -163,8 +201,7 @@ class SearchableToolset(WrapperToolset):
                 f"No tool matches {query!r}. Try other words: what the tool would do, or "
                 "the kind of thing it acts on."
             )
-        for t in tools:
-            self._found[t.name] = None
+        self._add_found(tools)
         lines = [f"- {t.name}: {_first_line(t.description)}" for t in tools]
         return f"Found {len(tools)} tool(s); you can call them from now on:\n" + "\n".join(lines)
 
@@ -207,11 +244,7 @@ class _Retriever(Protocol):
 
     def index(self, corpus: list[list[str]], *, show_progress: bool) -> None: ...
 
-    def get_scores(self, query_tokens_single: list[str]) -> _Scores: ...
-
-
-class _Scores(Protocol):
-    def tolist(self) -> list[float]: ...
+    def get_scores(self, query_tokens_single: list[str]) -> Any: ...
 
 
 class _Stemmer(Protocol):
@@ -221,7 +254,8 @@ class _Stemmer(Protocol):
 class _BM25:
     """What kosong uses of `bm25s` and `PyStemmer`, which ship no type information."""
 
-    def __init__(self, bm25s: Any, stemmer: Any) -> None:
+    def __init__(self, bm25s: Any, stemmer: Any, numpy: Any) -> None:
+        self.numpy = numpy  # scores are numpy arrays: the best are picked without a full sort
         self.make_retriever = cast("type[_Retriever]", bm25s.BM25)
         self.stemmer = cast(_Stemmer, stemmer.Stemmer("english"))
         self.stopwords = frozenset(cast("list[str]", bm25s.stopwords.STOPWORDS_EN))
@@ -236,18 +270,18 @@ def _load_bm25() -> _BM25:
         bm25s = importlib.import_module("bm25s")
         importlib.import_module("bm25s.stopwords")
         stemmer = importlib.import_module("Stemmer")
+        numpy = importlib.import_module("numpy")  # bm25s's own dependency
     except ImportError as e:
         raise ImportError(
             f"tool search needs the `search` extra: {install_hint('search')} ({e})"
         ) from e
-    return _BM25(bm25s, stemmer)
+    return _BM25(bm25s, stemmer, numpy)
 
 
 class _Index:
-    """The BM25 index of a catalog's searchable tools; `key` tells when the catalog changed."""
+    """The BM25 index of a catalog's searchable tools."""
 
-    def __init__(self, key: tuple[tuple[str, str], ...], tools: list[Tool], bm25: _BM25) -> None:
-        self.key = key
+    def __init__(self, tools: list[Tool], bm25: _BM25) -> None:
         self.tools = tools
         self.bm25 = bm25
         self.retriever: _Retriever | None = None
@@ -264,10 +298,21 @@ class _Index:
         words = [w for w in self.bm25.words(query) if w in vocabulary]
         if not words:
             return []
-        scores = self.retriever.get_scores(words).tolist()
-        # sorted() is stable: equal scores keep the catalog's order.
-        best = sorted(range(len(scores)), key=lambda i: -scores[i])[:limit]
-        return [self.tools[i] for i in best if scores[i] > 0]
+        np = self.bm25.numpy
+        scores = self.retriever.get_scores(words)
+        hits = np.flatnonzero(scores > 0)  # in catalog order
+        if len(hits) > limit:  # keep those at or above the limit-th best score, unsorted
+            cut = len(hits) - limit
+            hits = hits[scores[hits] >= np.partition(scores[hits], cut)[cut]]
+        # A stable sort: equal scores keep the catalog's order.
+        best = hits[np.argsort(-scores[hits], kind="stable")][:limit]
+        return [self.tools[i] for i in best.tolist()]
+
+
+def _deferred(tool: Tool, provider: str) -> Tool:
+    options = dict(tool.provider_options or {})
+    options[provider] = {**options.get(provider, {}), "defer_loading": True}
+    return tool.model_copy(update={"provider_options": options})
 
 
 def _first_line(text: str) -> str:

@@ -6,7 +6,8 @@ reaches the toolset it wraps through `forward`, with the arguments the dispatche
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Callable
+from typing import Generic, TypeVar, cast
 
 from kosong.message import ToolCall
 from kosong.tooling._arguments import DEFAULT_LIMITS, ArgumentLimits
@@ -18,13 +19,17 @@ from kosong.tooling.error import ToolRuntimeError
 from kosong.utils.typing import JsonType
 
 __all__ = [
+    "Derived",
     "WrapperToolset",
     "call_named",
     "definition_named",
     "find_in",
     "forward",
     "limits_of",
+    "version_of",
 ]
+
+_T = TypeVar("_T")
 
 
 class WrapperToolset(BaseToolset):
@@ -51,6 +56,11 @@ class WrapperToolset(BaseToolset):
         return self._wrapped.tools
 
     @property
+    def tools_version(self) -> object:
+        """The wrapped toolset's version (see `BaseToolset.tools_version`)."""
+        return version_of(self._wrapped)
+
+    @property
     def limits(self) -> ArgumentLimits:
         """The wrapped toolset's caps on arguments."""
         return limits_of(self._wrapped)
@@ -67,6 +77,36 @@ class WrapperToolset(BaseToolset):
 def limits_of(toolset: Toolset) -> ArgumentLimits:
     """The caps `toolset` parses arguments with (the defaults for a plain `Toolset`)."""
     return toolset.limits if isinstance(toolset, BaseToolset) else DEFAULT_LIMITS
+
+
+def version_of(toolset: Toolset) -> object:
+    """`toolset.tools_version`; None (unknown) for a plain `Toolset`."""
+    return toolset.tools_version if isinstance(toolset, BaseToolset) else None
+
+
+class Derived(Generic[_T]):
+    """A value made from tools, made again only when their version changes.
+
+    `get(version)` gives the value `make()` made for that version; a version of None
+    (unknown) makes it anew every time.
+    """
+
+    __slots__ = ("_made", "_make", "_value", "_version")
+
+    def __init__(self, make: Callable[[], _T]) -> None:
+        """Make the value with `make` when needed (not now)."""
+        self._make = make
+        self._made = False
+        self._version: object = None
+        self._value: _T | None = None
+
+    def get(self, version: object) -> _T:
+        """The value for `version`: the one made last if the version is the same."""
+        if version is None or not self._made or version != self._version:
+            self._value = self._make()
+            self._version = version
+            self._made = True
+        return cast(_T, self._value)
 
 
 def find_in(toolset: Toolset, name: str) -> Tool | None:

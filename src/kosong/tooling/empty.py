@@ -11,6 +11,8 @@ from kosong.utils.typing import JsonType
 
 __all__ = ["EmptyToolset"]
 
+_NEVER_CHANGES = object()
+
 
 class EmptyToolset(BaseToolset):
     """A toolset without tools: every call is answered at once with `ToolNotFoundError`."""
@@ -19,6 +21,11 @@ class EmptyToolset(BaseToolset):
     def tools(self) -> list[Tool]:
         """No tools."""
         return []
+
+    @property
+    def tools_version(self) -> object:
+        """Always the same: there are never any tools."""
+        return _NEVER_CHANGES
 
     def find_tool(self, name: str) -> Tool | None:
         """None: there is no tool here."""

@@ -60,6 +60,7 @@ class SimpleToolset(BaseToolset):
         # The definitions by name, taken once when a tool is added: a CallableTool2 builds its
         # definition, and `find_tool` runs on every call.
         self._definitions: dict[str, Tool] = {}
+        self._version = object()  # a new one at each change: see `tools_version`
         self._limits = limits or DEFAULT_LIMITS
         for tool in tools or ():
             self.add(tool)
@@ -85,6 +86,7 @@ class SimpleToolset(BaseToolset):
             )
         self._tools[tool.name] = tool
         self._definitions[tool.name] = tool.base
+        self._version = object()
         return self
 
     def remove(self, name: str) -> ToolType:
@@ -98,6 +100,7 @@ class SimpleToolset(BaseToolset):
         except KeyError:
             raise KeyError(f"no tool named `{name}` in this toolset") from None
         del self._definitions[name]
+        self._version = object()
         return tool
 
     def __iadd__(self, tool: ToolType) -> Self:
@@ -125,6 +128,11 @@ class SimpleToolset(BaseToolset):
     def tools(self) -> list[Tool]:
         """The tools' definitions, in the order they were added."""
         return list(self._definitions.values())
+
+    @property
+    def tools_version(self) -> object:
+        """A new value each time a tool is added or removed."""
+        return self._version
 
     def find_tool(self, name: str) -> Tool | None:
         """The definition of the tool called `name`, or None (a dict lookup, not a scan)."""
