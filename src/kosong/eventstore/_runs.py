@@ -107,15 +107,17 @@ def _final_data(result: ToolResult, tool: str) -> str:
     An output that cannot be written as JSON still ends the run, with an error saying so.
     """
     try:
-        # The metadata made whole now (tool, time, trace), so every reader reads the same.
-        metadata = to_envelope(result, tool_name=tool).dump()["metadata"]
-        return ToolResult(result.tool_call_id, result.return_value, metadata=metadata).to_json()
+        return _stamped(result, tool).to_json()
     except Exception as e:  # the run must end whatever its output is
         logger.exception("Could not encode the result of run %s", result.tool_call_id)
         value = _failed(f"the result could not be encoded as JSON: {type(e).__name__}")
-        failed = ToolResult(result.tool_call_id, value)
-        metadata = to_envelope(failed, tool_name=tool).dump()["metadata"]
-        return ToolResult(result.tool_call_id, value, metadata=metadata).to_json()
+        return _stamped(ToolResult(result.tool_call_id, value), tool).to_json()
+
+
+def _stamped(result: ToolResult, tool: str) -> ToolResult:
+    """`result` with its metadata made whole now (tool, time, trace): every reader reads it."""
+    metadata = to_envelope(result, tool_name=tool).dump()["metadata"]
+    return ToolResult(result.tool_call_id, result.return_value, metadata=metadata)
 
 
 class Runs:
