@@ -18,8 +18,9 @@ import kosong
 
 PUBLIC: dict[str, list[str]] = {
     "kosong": [
-        "AgentLoopResult", "AgentStep", "GenerateResult", "OutputRetriesExhausted", "StepResult",
-        "StopReason", "ToolRetriesExhausted", "__version__", "agent_loop", "generate", "step",
+        "AgentLoopResult", "AgentState", "AgentStep", "Approve", "DeferredCall", "Deny",
+        "GenerateResult", "OutputRetriesExhausted", "StepResult", "StopReason",
+        "ToolRetriesExhausted", "__version__", "agent_loop", "generate", "step",
         "tool_result_to_message",
     ],
     "kosong.chat_provider": [
@@ -77,7 +78,7 @@ PUBLIC: dict[str, list[str]] = {
         "prefixed", "prepared", "renamed", "searchable", "tool",
     ],
     "kosong.tooling.error": [
-        "ToolCancelledError", "ToolDeprecatedError", "ToolNetworkError",
+        "ToolCancelledError", "ToolDeferredError", "ToolDeprecatedError", "ToolNetworkError",
         "ToolNotFoundError", "ToolParseError", "ToolPermissionDeniedError",
         "ToolQuotaExceededError", "ToolRateLimitedError", "ToolRepeatedCallError",
         "ToolResourceNotFoundError", "ToolRuntimeError", "ToolTimeoutError",
@@ -114,9 +115,9 @@ PUBLIC: dict[str, list[str]] = {
         "TruncationPolicy", "inbox_scope",
     ],
     "kosong.mcp": [
-        "ElicitationRequest", "EventLog", "MCPTool", "MCPToolServer", "MCPToolset",
-        "MemoryEventLog", "ResourcePart", "SamplingRequest", "ServerSpec", "SessionEvent",
-        "SessionEventStore", "StoreEventLog", "ask_user_to_approve", "mcp_request",
+        "ElicitationRequest", "MCPTool", "MCPToolServer", "MCPToolset", "ResourcePart",
+        "SamplingRequest", "ServerSpec", "SessionEventStore", "ask_user_to_approve",
+        "mcp_request",
     ],
     "kosong.utils.jsonschema": [
         "KNOWN_DRAFTS",
@@ -138,10 +139,11 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "kosong.server.redis_limits": ["RedisRateLimiter"],
     "kosong.eventstore": [
-        "START", "EventStore", "MemoryEventStore", "StoreFullError", "StoreUnavailableError",
-        "StoredEvent", "StreamInfo", "event_id", "split_event_id",
+        "START", "Executor", "IdempotencyConflictError", "MemoryRunStore", "QueueFullError",
+        "RunNotFoundError", "RunRecord", "RunStatus", "RunStore", "Runs", "ShuttingDownError",
+        "StoreFullError", "StoreUnavailableError", "StoredEvent", "event_id", "split_event_id",
     ],
-    "kosong.eventstore.redis_store": ["RedisEventStore", "connect", "reachable"],
+    "kosong.eventstore.redis_store": ["RedisRunStore", "connect", "reachable"],
     "kosong.remote": ["RemoteToolset"],
     "kosong.cli": ["main"],
 }  # fmt: skip

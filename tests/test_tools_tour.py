@@ -21,4 +21,6 @@ def test_tools_tour_dispatches_a_concurrent_batch_and_reports_every_result() -> 
     assert '{"converted":16.093}' in out
     assert "ConnectionError: upstream closed the connection" in out
     elapsed = float(out.rsplit("took ", 1)[1].split(" s")[0])
-    assert elapsed < 0.7, "the 0.2 s calls should overlap"
+    # One after another, the four 0.2 s calls take 0.8 s at least; together, about 0.2 s (a
+    # busy machine may add some: anything below 0.8 s proves they overlapped).
+    assert elapsed < 0.8, "the 0.2 s calls should overlap"

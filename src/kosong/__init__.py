@@ -13,6 +13,10 @@ The chat loop, at the top level:
   token budget, a predicate); `AgentLoopResult` holds the new messages and why it stopped,
   `AgentStep` is what `on_step` sees, `ToolRetriesExhausted` ends a model that keeps getting
   a tool's arguments wrong.
+- Deferred calls: a call that waits for a person (`ApprovalDecision.defer`) or for its caller
+  (an `external` tool) stops `agent_loop` with `DeferredCall`s and an `AgentState` (JSON);
+  `agent_loop(..., resume=state, answers={call_id: Approve() | Deny(reason) | result})`
+  goes on, in any process.
 
 Public modules:
 
@@ -32,6 +36,8 @@ from kosong._agent_loop import (
     ToolRetriesExhausted,
     agent_loop,
 )
+from kosong._answers import Approve, Deny
+from kosong._deferral import AgentState, DeferredCall
 from kosong._generate import GenerateResult, generate
 from kosong._step import StepResult, step, tool_result_to_message
 
@@ -39,7 +45,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AgentLoopResult",
+    "AgentState",
     "AgentStep",
+    "Approve",
+    "DeferredCall",
+    "Deny",
     "GenerateResult",
     "OutputRetriesExhausted",
     "StepResult",

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypeGuard
 
+from kosong._answers import Answer
+from kosong._deferral import (
+    AgentState,
+    DeferredCall,
+    check_answers,
+    pause,
+    resume_calls,
+    waiting_keys,
+)
 from kosong._generate import Callback, call_back
 from kosong._step import StepResult, step, tool_result_to_message
 from kosong._structured import OutputRetriesExhausted, StructuredOutput
@@ -13,7 +22,7 @@ from kosong._telemetry import traced_agent_loop
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
 from kosong.chat_provider.native import NativeToolSpec
 from kosong.message import Message, ToolCall
-from kosong.tooling import ToolError, ToolResult, Toolset
+from kosong.tooling import HandleResult, ToolError, ToolResult, Toolset
 from kosong.tooling.error import ToolNotFoundError, ToolParseError, ToolValidateError
 
 __all__ = [
@@ -25,10 +34,12 @@ __all__ = [
     "agent_loop",
 ]
 
-StopReason: TypeAlias = Literal["answered", "max_steps", "stop_at_tool", "token_budget", "stopped"]
+StopReason: TypeAlias = Literal[
+    "answered", "max_steps", "stop_at_tool", "token_budget", "stopped", "deferred"
+]
 """Why `agent_loop` stopped: the model answered without calling a tool; `max_steps` steps
-were made; a tool of `stop_at_tools` ran; the tokens used reached `token_budget`; or the
-`stop_when` predicate said so."""
+were made; a tool of `stop_at_tools` ran; the tokens used reached `token_budget`; the
+`stop_when` predicate said so; or calls wait for an answer from outside (`deferred`)."""
 
 ToolChoiceFor: TypeAlias = ToolChoice | Callable[[int], ToolChoice | None]
 """A tool choice for every step, or a function of the step's number (1, 2...) giving it."""
@@ -56,11 +67,19 @@ class AgentLoopResult:
 
     messages: list[Message]
     """The new messages, in order (the history given is not among them): for each step the
-    model's answer, then the tool messages of its calls."""
+    model's answer, then the tool messages of its calls. A resumed run's are all of its new
+    messages, those from before it stopped included. While calls are deferred, the waiting
+    step's answer ends them, followed by the tool messages of its calls that did not wait
+    (the model cannot be sent that until the run is resumed)."""
     steps: list[StepResult]
     """Each step's `StepResult`, in order."""
     stop_reason: StopReason
     """Why the loop stopped."""
+    deferred: list[DeferredCall] = field(default_factory=list[DeferredCall])
+    """With `stop_reason == "deferred"`: the calls waiting for an answer, in call order."""
+    state: AgentState | None = None
+    """With `stop_reason == "deferred"`: the run, to resume with
+    `agent_loop(..., resume=state, answers={call_id: answer})` (`state.dump()` is JSON)."""
     output: Any = None
     """With `output_type`: the final answer, validated as that type (None otherwise)."""
 
@@ -134,6 +153,8 @@ async def agent_loop(
     on_message_part: Callback[StreamedMessagePart] | None = None,
     on_tool_result: Callable[[ToolResult], None] | None = None,
     generation_overrides: Mapping[str, Any] | None = None,
+    resume: AgentState | None = None,
+    answers: Mapping[str, Answer] | None = None,
     parallel_tool_calls: bool | None = None,
     native_tools: Sequence[NativeToolSpec] | None = None,
     output_type: Any = None,
@@ -179,6 +200,16 @@ async def agent_loop(
     failed one goes back to the model, which is asked again up to `output_retries` times, and
     then `OutputRetriesExhausted` is raised. `AgentLoopResult.output` is the validated value.
 
+    A call may be deferred instead of run: an `ApprovalPolicy` hook answered
+    `ApprovalDecision.defer(question)`, or its tool is `external` (its caller runs it). Then
+    the step's other calls finish, and before any check above the loop returns with
+    `"deferred"`: `deferred` lists the waiting calls, `state` is the run (JSON with
+    `state.dump()`). Later, in any process, `agent_loop(chat_provider, system_prompt,
+    toolset, history, resume=state, answers={call_id: answer, ...})` with the same history
+    completes that step and goes on: an answer is `Approve()` (the call runs, with an
+    idempotency key kept in the state), `Deny(reason)`, or an external tool's
+    `ToolReturnValue`. Only those calls run; the model sees one result per call it made.
+
     `agent_name` names the run in telemetry (its `invoke_agent {agent_name}` span:
     `kosong.telemetry`).
 
@@ -190,40 +221,50 @@ async def agent_loop(
         OutputRetriesExhausted: the final answer did not validate as `output_type`, after
             `output_retries` more tries.
         ChatProviderError: the provider failed; the steps before were given to `on_step`.
-        ValueError: `max_steps` is below 1, `token_budget` below 1, or a retry budget
-            negative.
+        ValueError: `max_steps` is below 1, `token_budget` below 1, a retry budget
+            negative; or, resuming, an answer is missing, unknown or of the wrong kind, or
+            the history is not the one the run started from (nothing is sent then).
     """
     _check_limits(max_steps, token_budget, retry_budget, retry_budgets)
+    if resume is not None:
+        check_answers(resume, answers or {}, len(history))
+    elif answers:
+        raise ValueError("answers are for a run that stopped on deferred calls: pass resume=state")
     structured: StructuredOutput | None = None
     if output_type is not None:
         structured, chat_provider, toolset = StructuredOutput.start(
             output_type, output_retries, chat_provider, toolset
         )
+        if resume is not None:
+            structured.failures = resume.output_failures
     budgets = dict(retry_budgets or {})
     # One name is a collection of one, not of its letters.
     stop_names = frozenset([stop_at_tools] if isinstance(stop_at_tools, str) else stop_at_tools)
-    messages: list[Message] = []
+    messages: list[Message] = list(resume.messages) if resume is not None else []
     steps: list[StepResult] = []
-    failures: dict[str, int] = {}
-    tokens = 0
-    for number in range(1, max_steps + 1):
-        result = await step(
-            chat_provider,
-            system_prompt,
-            toolset,
-            [*history, *messages],
-            on_message_part=on_message_part,
-            on_tool_result=on_tool_result,
-            tool_choice=tool_choice(number) if callable(tool_choice) else tool_choice,
-            generation_overrides=generation_overrides,
-            parallel_tool_calls=parallel_tool_calls,
-            native_tools=native_tools,
+    failures: dict[str, int] = dict(resume.failures) if resume is not None else {}
+    tokens = resume.tokens if resume is not None else 0
+
+    async def finish(
+        number: int, result: StepResult, results: list[ToolResult]
+    ) -> AgentLoopResult | None:
+        """What the loop does once a step's calls are done or deferred: a result to stop."""
+        nonlocal tokens
+        steps.append(result)
+        used = result.usage.total if result.usage is not None else 0
+        keys = waiting_keys(resume) if resume is not None else {}
+        answers_failed = structured.failures if structured is not None else 0
+        state = pause(
+            len(history), messages, number, result, results, failures, tokens, keys, answers_failed
         )
-        results = await result.tool_results()
+        tokens += used
+        if state is not None:
+            waiting = {d.call_id for d in state.deferred}
+            done = [result.message, *(tool_result_to_message(r) for r in results
+                                      if r.tool_call_id not in waiting)]  # fmt: skip
+            return AgentLoopResult([*messages, *done], steps, "deferred", state.deferred, state)
         added = [result.message, *(tool_result_to_message(r) for r in results)]
         messages.extend(added)
-        steps.append(result)
-        tokens += result.usage.total if result.usage is not None else 0
         done = AgentStep(number, result, results, added, tokens)
         await call_back(on_step, done)
 
@@ -231,7 +272,7 @@ async def agent_loop(
         if structured is not None and result.finish_reason != "pause_turn":
             outcome = structured.answer(result.message, calls)
             if outcome.done:
-                return AgentLoopResult(messages, steps, "answered", outcome.value)
+                return AgentLoopResult(messages, steps, "answered", output=outcome.value)
             if outcome.error is not None:
                 structured.failures += 1
                 if structured.failures > structured.retries:
@@ -240,7 +281,7 @@ async def agent_loop(
                     )
                 if outcome.asking is not None:
                     messages.append(outcome.asking)
-                    continue
+                    return None
         elif not result.tool_calls and result.finish_reason != "pause_turn":
             return AgentLoopResult(messages, steps, "answered")
         for call, tool_result in calls:
@@ -259,7 +300,44 @@ async def agent_loop(
             return AgentLoopResult(messages, steps, "stopped")
         if token_budget is not None and tokens >= token_budget:
             return AgentLoopResult(messages, steps, "token_budget")
+        return None
+
+    first = 1
+    if resume is not None:
+        results = await resume_calls(resume, answers or {}, toolset, on_tool_result)
+        outcome = await finish(resume.step, _resumed_step(resume, results), results)
+        if outcome is not None:
+            return outcome
+        first = resume.step + 1
+    for number in range(first, max_steps + 1):
+        result = await step(
+            chat_provider,
+            system_prompt,
+            toolset,
+            [*history, *messages],
+            on_message_part=on_message_part,
+            on_tool_result=on_tool_result,
+            tool_choice=tool_choice(number) if callable(tool_choice) else tool_choice,
+            generation_overrides=generation_overrides,
+            parallel_tool_calls=parallel_tool_calls,
+            native_tools=native_tools,
+        )
+        outcome = await finish(number, result, await result.tool_results())
+        if outcome is not None:
+            return outcome
     return AgentLoopResult(messages, steps, "max_steps")
+
+
+def _resumed_step(state: AgentState, results: list[ToolResult]) -> StepResult:
+    """The waiting step as a `StepResult` again, its calls' results the resumed ones."""
+    return StepResult(
+        id=state.step_id,
+        message=state.answer,
+        usage=state.usage,
+        tool_calls=list(state.answer.tool_calls or []),
+        _tool_result_futures=list[HandleResult](results),  # a result is awaitable itself
+        finish_reason=state.finish_reason,
+    )
 
 
 def _check_limits(

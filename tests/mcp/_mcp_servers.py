@@ -78,8 +78,14 @@ class Probe:
         self.cancelled = asyncio.Event()
 
     async def wait_until_cancelled(self) -> None:
-        """Say the tool started, then wait until it is cancelled (and say so)."""
+        """Say the tool started, then wait until it is cancelled (and say so).
+
+        In a child process, "started" is also a file: the one `KOSONG_TEST_STARTED` names.
+        """
         self.started.set()
+        marker = os.environ.get("KOSONG_TEST_STARTED")
+        if marker:
+            Path(marker).touch()  # noqa: ASYNC240 - one tiny local file, in a test server
         try:
             await asyncio.sleep(3600)
         except asyncio.CancelledError:
@@ -265,8 +271,11 @@ class Uvicorn:
 class Subprocess:
     """A server in a child process: `uvicorn --factory` for HTTP, or a stdio command."""
 
-    def __init__(self, factory: str, port: int | None = None) -> None:
+    def __init__(
+        self, factory: str, port: int | None = None, env: dict[str, str] | None = None
+    ) -> None:
         self.port = port or free_port()
+        self._env = env or {}
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self._argv = [
             sys.executable, "-m", "uvicorn", "--factory", factory, "--host", "127.0.0.1",
@@ -275,7 +284,8 @@ class Subprocess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Subprocess:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT / "src")])}
+        env = {**os.environ, **self._env,
+               "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT / "src")])}  # fmt: skip
         self.process = subprocess.Popen(self._argv, cwd=HERE, env=env, stderr=subprocess.DEVNULL)
         wait_for_port(self.port)
         return self

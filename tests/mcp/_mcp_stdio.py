@@ -14,8 +14,9 @@ from _mcp_servers import kosong_toolset, serve_sdk_stdio
 from kosong.mcp import MCPToolServer
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2:  # tell the test who to kill
+    if len(sys.argv) > 2:  # tell the test who to kill, and when a call started
         Path(sys.argv[2]).write_text(str(os.getpid()))
+        os.environ["KOSONG_TEST_STARTED"] = sys.argv[2] + ".started"
     if sys.argv[1] == "sdk":
         asyncio.run(serve_sdk_stdio())
     else:

@@ -26,6 +26,7 @@ from kosong.tooling.error import (
     ToolTimeoutError,
     ToolValidateError,
 )
+from tests._waiting import until
 from tests.mcp._mcp_servers import (
     Probe,
     Subprocess,
@@ -36,6 +37,10 @@ from tests.mcp._mcp_servers import (
 )
 
 _ids = iter(range(1_000_000))
+
+_SOON = 3.0
+"""Seconds a pending call of a server that died may take to fail: a second on an idle machine
+(see `_connection`), with room for a busy one; a call nobody fails waits forever."""
 
 
 def call(name: str, arguments: str = "{}") -> ToolCall:
@@ -181,18 +186,20 @@ async def test_list_changed_refreshes_the_tools(probe: Probe, era: str):
 
 
 async def test_a_dead_server_fails_pending_calls_within_a_second_and_others_keep_working(
-    ours: Uvicorn,
+    ours: Uvicorn, tmp_path: Path
 ):
-    with Subprocess("_mcp_servers:sdk_app") as doomed:
+    started = tmp_path / "started"
+    with Subprocess("_mcp_servers:sdk_app", env={"KOSONG_TEST_STARTED": str(started)}) as doomed:
         async with MCPToolset({"doomed": doomed.url, "ours": ours.url}) as toolset:
             pending = asyncio.ensure_future(toolset.handle(call("doomed_wait_forever")))
-            await asyncio.sleep(0.3)  # the call is on its way
+            await until(started.exists, "the call to be running on the server")
             assert not pending.done()
             doomed.kill()
             killed = time.monotonic()
-            async with asyncio.timeout(5):
+            async with asyncio.timeout(5):  # without the watchdog, it would wait forever
                 result = (await pending).return_value
-            assert time.monotonic() - killed < 1.0
+            # Within a second on an idle machine (a check every 0.5 s); a busy one may be late.
+            assert time.monotonic() - killed < _SOON
             assert isinstance(result, ToolNetworkError)
             assert "doomed" in result.message
             # The other server is not affected.
@@ -208,12 +215,12 @@ async def test_a_dead_stdio_server_fails_pending_calls_and_is_restarted_on_the_n
         assert (await run(toolset, "add", '{"a": 1, "b": 1}')).return_value.output == "2"
         first = int(pidfile.read_text())
         pending = asyncio.ensure_future(toolset.handle(call("wait_forever")))
-        await asyncio.sleep(0.3)
+        await until(Path(f"{pidfile}.started").exists, "the call to be running on the server")
         os.kill(first, signal.SIGKILL)
         killed = time.monotonic()
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(5):  # without noticing the end of its stdout, forever
             result = (await pending).return_value
-        assert time.monotonic() - killed < 1.0
+        assert time.monotonic() - killed < _SOON
         assert isinstance(result, ToolNetworkError)
         # The next call starts the server again.
         again = (await run(toolset, "add", '{"a": 2, "b": 3}')).return_value

@@ -26,6 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from kosong.mcp import MCPToolServer
 from kosong.server import ServerConfig, create_app
 from mcp import Client
+from tests._waiting import until
 from tests.mcp._mcp_http import Session, results
 from tests.mcp._mcp_servers import Uvicorn, kosong_toolset
 
@@ -193,10 +194,11 @@ async def test_a_principal_whose_sessions_are_all_busy_gets_429_with_retry_after
         assert [await s.ping() for s in busy] == [200, 200]
         await streams.aclose()  # the streams end: the sessions are idle, and one can go
         again = Session(http, server.url, "alice-token")
-        for _ in range(200):  # until the server saw the streams end (a 429 changes nothing)
-            if (await again.initialize()).status_code != 429:
-                break
-            await asyncio.sleep(0.05)
+
+        async def opened() -> bool:  # once the server saw the streams end (a 429 changes nothing)
+            return (await again.initialize()).status_code != 429
+
+        await until(opened, "a session to open once the streams ended")
     assert refused.status_code == 429
     assert refused.headers["retry-after"] == "5"
     answer = refused.json()
@@ -289,7 +291,8 @@ async def test_a_session_with_an_open_stream_is_not_idle(ended: EndedSessions):
             await seen.streaming.wait()
         quiet = await Session(http, server.url, "alice-token").open()
         await ended.wait_for(quiet)  # the client's session was quiet for longer than that
-        await asyncio.sleep(0.3)  # and a few more of the keeper's rounds
+        later = await Session(http, server.url, "alice-token").open()
+        await ended.wait_for(later)  # and the keeper went round again, a whole timeout later
         assert await _adds(alice, 1, 1)  # it stayed
         assert await quiet.ping() == 404
     assert not any(seen.ids[0] in message for message in ended.messages)

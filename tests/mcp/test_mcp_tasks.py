@@ -3,15 +3,17 @@
 The official client drives a task to its end with a resolver written here from the
 extension's specification (github.com/modelcontextprotocol/ext-tasks,
 specification/2026-07-28/tasks.md): `tasks/get` until the task ends, `tasks/update` to answer
-its input request, `tasks/cancel`. Then kosong's own `MCPToolset` follows tasks the same way,
-and cancels the task when its caller is cancelled.
+its input requests (an approval's question, and the questions its tool asks its client:
+elicitation and sampling), `tasks/cancel`. Then kosong's own `MCPToolset` follows tasks the
+same way, answers their questions with its callbacks, and cancels the task when its caller is
+cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, ClassVar, Literal
 
 import mcp_types as mcp
@@ -19,15 +21,18 @@ import pytest
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kosong.mcp import MCPToolset
+from kosong.chat_provider.scripted import ScriptedChatProvider
+from kosong.mcp import ElicitationRequest, MCPToolset
 from kosong.message import ToolCall
 from kosong.server import ServerConfig, create_app, serving
-from kosong.standard import report_progress, with_policies
+from kosong.standard import ElicitAnswer, current_call, report_progress, with_policies
 from kosong.standard.policies import ApprovalDecision, ApprovalPolicy, ApprovalRequest
-from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue
+from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue, tool
 from kosong.tooling.simple import SimpleToolset
 from mcp import Client
+from tests._waiting import until
 from tests.server._tools import TOUCHED, touch
 
 TASKS = "io.modelcontextprotocol/tasks"
@@ -92,15 +97,53 @@ def _ask(request: ApprovalRequest) -> ApprovalDecision:
     return ApprovalDecision.ask(f"erase {request.arguments}?")
 
 
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+@tool(streaming=True)
+async def interview() -> str:
+    """A long tool that asks its client's user, then its client's model."""
+    call = current_call()
+    assert call is not None
+    answer = await call.elicit("Your name?", NAME)
+    name = (answer.content or {}).get("name") if answer.action == "accept" else None
+    line = await call.sample(f"A line for {name}.", system_prompt="Be brief.", max_tokens=20)
+    return f"{answer.action} {name}: {line.extract_text()}"
+
+
 @pytest.fixture
 def gate() -> Gate:
     return Gate()
 
 
 @pytest.fixture
-async def url(gate: Gate) -> AsyncIterator[str]:
-    tools = with_policies(SimpleToolset([Slow(gate), Erase(gate), touch]), ApprovalPolicy(_ask))
-    async with serving(create_app(tools, ServerConfig(), mcp=True)) as base:
+def polls() -> list[str]:
+    """The task ids of the `tasks/get` requests the server got."""
+    return []
+
+
+def _counting_polls(app: ASGIApp, polls: list[str]) -> ASGIApp:
+    """`app`, noting each `tasks/get` in `polls` (what a test waits on: the client follows)."""
+
+    async def counted(scope: Scope, receive: Receive, send: Send) -> None:
+        async def peek() -> Message:
+            message = await receive()
+            if b'"tasks/get"' in message.get("body", b""):
+                polls.append("tasks/get")
+            return message
+
+        await app(scope, peek if scope["type"] == "http" else receive, send)
+
+    return counted
+
+
+@pytest.fixture
+async def url(gate: Gate, polls: list[str]) -> AsyncIterator[str]:
+    tools = with_policies(
+        SimpleToolset([Slow(gate), Erase(gate), touch, interview]), ApprovalPolicy(_ask)
+    )
+    app = _counting_polls(create_app(tools, ServerConfig(), mcp=True), polls)
+    async with serving(app) as base:
         yield f"{base}/mcp"
 
 
@@ -136,9 +179,16 @@ class Driver(ClientExtension):
 
     identifier = TASKS
 
-    def __init__(self, answer: dict[str, Any] | None = None, *, cancel: bool = False) -> None:
+    def __init__(
+        self,
+        answer: dict[str, Any] | None = None,
+        *,
+        cancel: bool = False,
+        respond: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> None:
         self.answer = answer
         self.cancel = cancel
+        self.respond = respond  # answers every input request, each once
         self.handles: list[Handle] = []
         self.seen: list[TaskState] = []
 
@@ -148,7 +198,9 @@ class Driver(ClientExtension):
     async def resolve(self, handle: Handle, ctx: ClaimContext) -> mcp.CallToolResult:
         self.handles.append(handle)
         get = TaskRequest(method="tasks/get", params={"taskId": handle.task_id})
-        for _ in range(500):
+        answered: set[str] = set()
+
+        async def poll() -> mcp.CallToolResult | None:
             state = await ctx.session.send_request(get, TaskState)
             self.seen.append(state)
             if state.status == "completed" and state.result is not None:
@@ -163,12 +215,23 @@ class Driver(ClientExtension):
                 )
                 await ctx.session.send_request(update, mcp.Result)
                 self.answer = None
+            if state.status == "input_required" and self.respond is not None:
+                requests = (state.input_requests or {}).items()
+                responses = {k: self.respond(r) for k, r in requests if k not in answered}
+                answered.update(responses)
+                params = {"taskId": handle.task_id, "inputResponses": responses}
+                await ctx.session.send_request(
+                    TaskRequest(method="tasks/update", params=params), mcp.Result
+                )
             if self.cancel and state.status == "working":
                 cancel = TaskRequest(method="tasks/cancel", params={"taskId": handle.task_id})
                 await ctx.session.send_request(cancel, mcp.Result)
                 self.cancel = False
-            await asyncio.sleep((state.model_extra or {}).get("pollIntervalMs", 100) / 10_000)
-        raise AssertionError("the task never ended")
+            return None
+
+        # Polled at a tenth of the interval the server asks for, to keep the test short.
+        every = (handle.poll_interval_ms or 100) / 10_000
+        return await until(poll, "the task to end", every=every)
 
 
 async def test_the_official_client_drives_a_long_call_as_a_task_to_its_end(
@@ -179,10 +242,8 @@ async def test_the_official_client_drives_a_long_call_as_a_task_to_its_end(
         listed = {t.name: t for t in (await client.list_tools()).tools}
         call = asyncio.ensure_future(client.call_tool("slow", {"tag": "a"}))
         await asyncio.wait_for(gate.started.wait(), 10)
-        for _ in range(100):  # the task is working, its progress message shown
-            if any(s.status_message == "half way for a" for s in driver.seen):
-                break
-            await asyncio.sleep(0.02)
+        await until(lambda: any(s.status_message == "half way for a" for s in driver.seen),
+                    "the task to be working, its progress message shown")  # fmt: skip
         gate.open.set()
         result = await asyncio.wait_for(call, 10)
         unknown = None
@@ -236,6 +297,30 @@ async def test_a_declined_question_denies_the_call_and_tasks_cancel_cancels_the_
     assert gate.ran == []
 
 
+def _answer_request(request: dict[str, Any]) -> dict[str, Any]:
+    """What a client's user and model answer to an interview's input requests."""
+    if request["method"] == "elicitation/create":
+        return {"action": "accept", "content": {"name": "Ada"}}
+    asked = request["params"]["messages"][0]["content"]["text"]
+    text = {"type": "text", "text": f"a line, as asked: {asked}"}
+    return {"role": "assistant", "content": text, "model": "client-model"}
+
+
+async def test_a_tasks_tool_asks_its_client_and_the_answers_come_by_tasks_update(
+    url: str,
+) -> None:
+    driver = Driver(respond=_answer_request)
+    async with Client(url, extensions=[driver]) as client:
+        result = await asyncio.wait_for(client.call_tool("interview", {}), 10)
+    asked = [s.input_requests for s in driver.seen if s.status == "input_required"]
+    methods = [request["method"] for requests in asked for request in (requests or {}).values()]
+    assert methods[0] == "elicitation/create" and "sampling/createMessage" in methods
+    sampling = next(r for rs in asked for r in (rs or {}).values()
+                    if r["method"] == "sampling/createMessage")  # fmt: skip
+    assert sampling["params"]["systemPrompt"] == "Be brief."
+    assert result.content == [mcp.TextContent(text="accept Ada: a line, as asked: A line for Ada.")]
+
+
 # --- kosong's own client ------------------------------------------------------------------
 
 
@@ -248,12 +333,12 @@ def _call(name: str, arguments: str, **extras: Any) -> ToolCall:
 
 
 async def test_mcp_toolset_follows_a_task_to_its_result_and_cancels_it_with_its_caller(
-    url: str, gate: Gate
+    url: str, gate: Gate, polls: list[str]
 ) -> None:
     async with MCPToolset({"k": url}) as toolset:
         running = asyncio.ensure_future(toolset.handle(_call("slow", '{"tag": "x"}')))
         await asyncio.wait_for(gate.started.wait(), 10)
-        await asyncio.sleep(0.2)  # a few polls
+        await until(lambda: len(polls) >= 2, "the toolset to follow the task (tasks/get)")
         running.cancel()
         with pytest.raises(asyncio.CancelledError):
             await running
@@ -265,6 +350,21 @@ async def test_mcp_toolset_follows_a_task_to_its_result_and_cancels_it_with_its_
         gate.open.set()
         result = await asyncio.wait_for(second, 10)
     assert result.return_value.output == "done y" and gate.ran == ["y"]
+
+
+async def test_mcp_toolset_answers_a_tasks_questions_with_its_callbacks(url: str) -> None:
+    seen: list[ElicitationRequest] = []
+
+    async def elicitation(request: ElicitationRequest) -> ElicitAnswer:
+        seen.append(request)
+        return ElicitAnswer.accept({"name": "Bo"})
+
+    model = ScriptedChatProvider([["a line for Bo"]])
+    async with MCPToolset({"k": url}, elicitation=elicitation, sampling=model) as toolset:
+        result = await asyncio.wait_for(toolset.handle(_call("interview", "{}")), 10)
+    assert result.return_value.output == "accept Bo: a line for Bo"
+    assert [(r.message, r.schema) for r in seen] == [("Your name?", NAME)]
+    assert model.requests[0].system_prompt == "Be brief."
 
 
 async def test_an_idempotency_key_in_meta_runs_the_tool_once(url: str) -> None:

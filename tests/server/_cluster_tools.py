@@ -12,7 +12,7 @@ import os
 
 from pydantic import BaseModel
 
-from kosong.standard import report_progress, with_policies
+from kosong.standard import current_call, report_progress, with_policies
 from kosong.standard.policies import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue, tool
 from kosong.tooling.simple import SimpleToolset
@@ -85,10 +85,24 @@ class Delete(CallableTool2[PathParams]):
         return ToolOk(output=f"deleted {params.path}")
 
 
+@tool
+async def interview() -> str:
+    """Ask the client's user their name, then its model for a line: it starts once."""
+    _effect("interview", "started", os.getpid())
+    call = current_call()
+    assert call is not None
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    answer = await call.elicit("Your name?", schema)
+    name = (answer.content or {}).get("name") if answer.action == "accept" else None
+    line = await call.sample(f"A line for {name}.", max_tokens=20)
+    return f"{name}: {line.extract_text()} (ran in {os.getpid()})"
+
+
 def _ask(request: ApprovalRequest) -> ApprovalDecision:
     return ApprovalDecision.ask(f"may I delete {request.arguments}?")
 
 
 tools = with_policies(
-    SimpleToolset([charge, Store(), one_at_a_time, Delete()]), ApprovalPolicy(_ask, ask_timeout=600)
+    SimpleToolset([charge, Store(), one_at_a_time, Delete(), interview]),
+    ApprovalPolicy(_ask, ask_timeout=600),
 )

@@ -13,6 +13,7 @@ from kosong.server import ServerConfig, create_app, serving
 from kosong.standard import with_policies
 from kosong.standard.policies import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from kosong.tooling.simple import SimpleToolset
+from tests._waiting import until
 from tests.server._sse import read_sse
 from tests.server._tools import TOUCHED, touch
 
@@ -35,13 +36,12 @@ def _pipeline(**options: Any):
     )
 
 
+async def _listed(c: httpx.AsyncClient, headers: dict[str, str]) -> list[dict[str, Any]]:
+    return (await c.get("/runs?state=waiting", headers=headers)).json()["runs"]
+
+
 async def _waiting(c: httpx.AsyncClient, headers: dict[str, str]) -> list[dict[str, Any]]:
-    for _ in range(200):
-        runs = (await c.get("/runs?state=waiting", headers=headers)).json()["runs"]
-        if runs:
-            return runs
-        await asyncio.sleep(0.01)
-    return []
+    return await until(lambda: _listed(c, headers), "a run to wait")
 
 
 async def test_a_waiting_run_is_listed_and_runs_once_its_principal_approves() -> None:
@@ -53,7 +53,7 @@ async def test_a_waiting_run_is_listed_and_runs_once_its_principal_approves() ->
         (waiting,) = await _waiting(c, ALICE)
         assert waiting["tool"] == "touch" and waiting["arguments"] == {"tag": tag}
         assert waiting["question"] == f"touch {tag}?" and waiting["since"].endswith("Z")
-        assert await _waiting(c, BOB) == []  # someone else's run is not shown
+        assert await _listed(c, BOB) == []  # someone else's run is not shown
         run_id = waiting["id"]
         by_bob = await c.post(f"/runs/{run_id}/input", json={"approved": True}, headers=BOB)
         bad = await c.post(f"/runs/{run_id}/input", json={"approved": "yes"}, headers=ALICE)
@@ -117,3 +117,22 @@ async def test_cancelling_a_waiting_run_ends_it_and_unlists_it() -> None:
     assert cancelled.status_code == 202
     assert result.final["error"]["code"] == "CANCELLED" and TOUCHED.count(tag) == 0
     assert left == {"runs": []} and late.status_code == 409
+
+
+async def test_a_waiting_run_holds_no_task_and_defer_waits_like_ask() -> None:
+    tag = uuid.uuid4().hex
+    held = touch.model_copy()
+    deferring = with_policies(
+        SimpleToolset([held]),
+        ApprovalPolicy(lambda r: ApprovalDecision.defer("go?"), needs_approval=lambda t: True),
+    )
+    async with serving(create_app(deferring)) as url, httpx.AsyncClient(base_url=url) as c:
+        stream = asyncio.ensure_future(read_sse(c, "POST", "/tools/touch/sse", json={"tag": tag}))
+        (waiting,) = await _waiting(c, {})
+        metrics = (await c.get("/metrics")).text
+        answered = await c.post(f"/runs/{waiting['id']}/input", json={"approved": True})
+        result = await asyncio.wait_for(stream, 10)
+    assert waiting["question"] == "go?"
+    assert "kosong_server_runs_active 0" in metrics  # only its record waits
+    assert answered.status_code == 202
+    assert result.final["data"] == f"touched {tag}" and TOUCHED.count(tag) == 1

@@ -12,6 +12,7 @@ from kosong.server import ServerConfig, create_app, serving
 from kosong.standard import report_progress, with_policies
 from kosong.standard.policies import MetricsPolicy
 from kosong.tooling import tool
+from tests._waiting import until
 from tests.server._proxy import Proxy
 from tests.server._tools import GATES, STARTED, tools
 
@@ -119,8 +120,5 @@ async def test_cancelling_a_remote_call_cancels_the_run() -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        for _ in range(200):
-            if "remote-cancel" in CANCELLED:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: "remote-cancel" in CANCELLED, "the run to be cancelled")
     assert "remote-cancel" in CANCELLED

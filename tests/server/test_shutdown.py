@@ -7,6 +7,7 @@ import asyncio
 
 import httpx
 
+from tests._waiting import until
 from tests.server._procs import ServerProcess
 from tests.server._sse import read_sse
 
@@ -23,10 +24,11 @@ async def test_sigterm_lets_short_runs_finish_and_ends_long_ones_with_an_error()
             short_run = asyncio.ensure_future(
                 read_sse(c, "POST", f"{server.url}/tools/count/sse", json={"n": 10, "delay": 0.05})
             )
-            for _ in range(200):  # both runs are in flight
-                if "kosong_server_runs_active 2" in (await c.get(f"{server.url}/metrics")).text:
-                    break
-                await asyncio.sleep(0.01)
+
+            async def in_flight() -> bool:
+                return "kosong_server_runs_active 2" in (await c.get(f"{server.url}/metrics")).text
+
+            await until(in_flight, "both runs to be in flight")
             log = await asyncio.to_thread(server.terminate)
             long_stream, short_stream = await asyncio.wait_for(
                 asyncio.gather(long_run, short_run), 20

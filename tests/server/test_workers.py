@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests._waiting import until
 from tests.server._procs import RedisProcess, ServerProcess, WorkerProcess
 from tests.server._sse import Stream, read_sse
 
@@ -77,17 +78,24 @@ class Cluster:
 
 
 async def _follow_to_the_end(
-    c: httpx.AsyncClient, fronts: list[ServerProcess], tool: str, body: dict[str, Any], key: str
+    c: httpx.AsyncClient,
+    fronts: list[ServerProcess],
+    tool: str,
+    body: dict[str, Any],
+    key: str,
+    cut: list[str] | None = None,
 ) -> tuple[Stream, list[Stream]]:
     """Call with an idempotency key, and follow until the final event, whatever happens:
     a stream cut (resumed with Last-Event-ID on another front end), a 503 while Redis is
-    away (the same call again, with the same key, a moment later). The first stream, and
-    all the streams read."""
+    away (the same call again, with the same key, on the next front end). The first stream,
+    and all the streams read; each stream cut before its final event is added to `cut`."""
     streams: list[Stream] = []
     events: list[Any] = []
     run_path: str | None = None
-    for attempt in itertools.count():
-        front = fronts[attempt % len(fronts)]
+
+    async def attempt() -> tuple[Stream, list[Stream]] | None:
+        nonlocal events, run_path
+        front = fronts[len(streams) % len(fronts)]
         try:
             if run_path is None or not events:
                 stream = await read_sse(c, "POST", f"{front.url}/tools/{tool}/sse", json=body,
@@ -104,11 +112,12 @@ async def _follow_to_the_end(
         if stream.status == 200:
             events += stream.events
             if events and events[-1][0] in FINAL:
-                whole = Stream(200, stream.headers, events)
-                return whole, streams
-        assert attempt < 60, [s.status for s in streams]
-        await asyncio.sleep(0.5)
-    raise AssertionError("unreachable")
+                return Stream(200, stream.headers, events), streams
+        if cut is not None:
+            cut.append(key)
+        return None
+
+    return await until(attempt, f"the run of {key} followed to its end", within=120, every=0.1)
 
 
 async def test_a_worker_killed_in_the_middle_of_200_runs_loses_none_and_repeats_no_side_effect(
@@ -128,11 +137,12 @@ async def test_a_worker_killed_in_the_middle_of_200_runs_loses_none_and_repeats_
                 asyncio.ensure_future(one(i, tool, name)) for i, (tool, name) in enumerate(runs)
             ]
             victim = cluster.workers[0]
-            for _ in range(400):  # until it is in the middle of runs of both tools
+
+            def in_the_middle() -> bool:
                 done = cluster.effects_of(victim.proc.pid)
-                if done["charge"] >= 3 and done["store"] >= 3:
-                    break
-                await asyncio.sleep(0.05)
+                return done["charge"] >= 3 and done["store"] >= 3
+
+            await until(in_the_middle, "the worker to be in the middle of runs of both tools")
             victim.kill()  # SIGKILL: its runs are left mid-call
             finished = await asyncio.wait_for(asyncio.gather(*calls), 90)
 
@@ -193,25 +203,27 @@ async def test_redis_restarted_mid_run_recovers_and_repeats_no_side_effect(
     redis = RedisProcess(durable=True)
     cluster = Cluster(redis.url, tmp_path / "effects.log", fronts=2, workers=2)
     runs = [("charge" if i % 2 else "store", f"r{i}") for i in range(40)]
-    cut = 0
+    cut: list[str] = []
     try:
         async with httpx.AsyncClient(timeout=60) as c:
 
             async def one(i: int, tool: str, name: str) -> tuple[Stream, list[Stream]]:
-                body = {"order" if tool == "charge" else "item": name, "delay": 0.5}
+                # Long enough halves that runs are still going when Redis stops.
+                body = {"order" if tool == "charge" else "item": name, "delay": 2.0}
                 fronts = cluster.fronts[i % 2 :] + cluster.fronts[: i % 2]
-                return await _follow_to_the_end(c, fronts, tool, body, f"key-{name}")
+                return await _follow_to_the_end(c, fronts, tool, body, f"key-{name}", cut)
 
             calls = [
                 asyncio.ensure_future(one(i, tool, name)) for i, (tool, name) in enumerate(runs)
             ]
-            await asyncio.sleep(0.4)
+            # Mid-run: tools have done their side effect, and their runs have not ended.
+            await until(lambda: cluster.counted("charge") and cluster.counted("store"),
+                        "runs of both tools to be in the middle")  # fmt: skip
             redis.stop()
             down = await c.post(f"{cluster.fronts[0].url}/tools/charge", json={"order": "z"})
-            await asyncio.sleep(1.0)
+            await until(lambda: cut, "a stream to be cut by the outage")
             redis.start()
-            finished = await asyncio.wait_for(asyncio.gather(*calls), 90)
-            cut = sum(len(streams) > 1 for _, streams in finished)
+            finished = await asyncio.wait_for(asyncio.gather(*calls), 120)
     finally:
         logs = cluster.close()
         redis.close()
@@ -225,7 +237,7 @@ async def test_redis_restarted_mid_run_recovers_and_repeats_no_side_effect(
         if not final["success"]:
             assert tool == "charge" and "may or may not" in final["error"]["message"], final
     assert max(cluster.counted("charge").values()) == 1
-    assert cut > 0  # the restart cut streams mid-run, which were resumed
+    assert any(len(streams) > 1 for _, streams in finished)  # cut streams were resumed
     assert "Traceback" not in logs, logs[-3000:]
 
 
@@ -240,14 +252,13 @@ async def test_an_approval_waits_while_every_process_restarts_and_is_answered_el
                                    json={"path": path}, stop_after=0)  # fmt: skip
             run_path = first.headers["content-location"]
             run_id = run_path.removeprefix("/runs/")
-            waiting: list[Any] = []
-            for _ in range(100):
-                listed = await c.get(f"{cluster.fronts[0].url}/runs?state=waiting")
-                waiting = [r for r in listed.json()["runs"] if r["id"] == run_id]
-                if waiting:
-                    break
-                await asyncio.sleep(0.05)
-            assert waiting and waiting[0]["tool"] == "delete"
+
+            async def waiting_runs() -> list[Any]:
+                found = await c.get(f"{cluster.fronts[0].url}/runs?state=waiting")
+                return [r for r in found.json()["runs"] if r["id"] == run_id]
+
+            waiting = await until(waiting_runs, "the run to be listed as waiting")
+            assert waiting[0]["tool"] == "delete"
             assert waiting[0]["arguments"] == {"path": path}
             assert waiting[0]["question"] == f"may I delete {{'path': '{path}'}}?"
 

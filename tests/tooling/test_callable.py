@@ -231,3 +231,26 @@ async def test_tool_result_is_returned_as_is() -> None:
     result: Any = await Add().call({"a": 1, "b": 1})
     assert type(result) is ToolOk
     assert result.output == "2"
+
+
+async def test_an_external_tool_validates_its_arguments_then_defers_to_its_caller() -> None:
+    from kosong.tooling.error import ToolDeferredError
+
+    class Pick(CallableTool):
+        name: str = "pick"
+        description: str = "Picked by the user, in the browser."
+        parameters: ParametersType = {
+            "type": "object",
+            "properties": {"hint": {"type": "string"}},
+            "required": ["hint"],
+        }
+        external: bool | None = True
+
+        async def __call__(self, hint: str) -> ToolOk:
+            raise AssertionError("an external tool's body never runs")
+
+    pick = Pick()
+    assert isinstance(await pick.call({"hint": 3}), ToolValidateError)
+    deferred = await pick.call({"hint": "warm"})
+    assert isinstance(deferred, ToolDeferredError) and deferred.kind == "external"
+    assert pick.base.model_dump()["external"] is True  # the definition says so

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-import time
 
 import pytest
 from pydantic import PrivateAttr
@@ -74,22 +73,27 @@ async def test_sync_tools_run_in_parallel_worker_threads() -> None:
     assert [r.return_value.output for r in results] == [str(i) for i in range(n)]
 
 
-async def test_twenty_sleeping_calls_take_about_as_long_as_one() -> None:
-    class Sleepy(CallableTool):
-        name: str = "sleepy"
-        description: str = "Sleeps 0.2 s."
+async def test_twenty_waiting_calls_all_run_at_once() -> None:
+    # Each call waits until all twenty have started: one after another, none would end.
+    started: list[int] = []
+    everyone = asyncio.Event()
+
+    class Waiting(CallableTool):
+        name: str = "waiting"
+        description: str = "Waits for the other calls."
         parameters: ParametersType = INDEX
 
         async def __call__(self, i: int) -> ToolOk:
-            await asyncio.sleep(0.2)
+            started.append(i)
+            if len(started) == 20:
+                everyone.set()
+            await everyone.wait()
             return ToolOk(output=str(i))
 
-    toolset = SimpleToolset([Sleepy()])
-    started = time.perf_counter()
-    pending = [toolset.handle(make_call("sleepy", f'{{"i": {i}}}')) for i in range(20)]
+    toolset = SimpleToolset([Waiting()])
+    pending = [toolset.handle(make_call("waiting", f'{{"i": {i}}}')) for i in range(20)]
     results = await asyncio.wait_for(asyncio.gather(*pending), timeout=WAIT)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 1.5  # one after another would take 4 s
+    assert sorted(started) == list(range(20))
     assert [r.return_value.output for r in results] == [str(i) for i in range(20)]
 
 

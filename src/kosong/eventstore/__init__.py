@@ -1,42 +1,63 @@
-"""Where runs' events are kept: a log per stream that readers follow and resume by event id.
+"""Runs: where they are kept (one record per run, its events, what it waits on) and executed.
 
-Below both `kosong.server` (runs of tool calls, followed over SSE) and `kosong.mcp` (resumable
-MCP streams), so neither imports the other. A store is protocol-neutral: the kind and the data
-of an event are opaque text.
+Below both `kosong.server` (HTTP runs, approvals that wait, idempotency) and `kosong.mcp` (MCP
+tasks, input requests, resumable MCP streams), so neither imports the other; the store knows
+nothing of either protocol: an event's kind and data are opaque text.
 
-An `EventStore` keeps, per stream, an ordered log of events and a few words about the stream
-(who opened it, for which tool). A writer appends; readers read the events after a position,
-waiting for new ones, so replay and live delivery are the same read. A stream ends with
-exactly one final event. Event ids carry their stream, `<stream id>.<position>` (position `0`:
-before the first event), so whoever holds one (a browser's `Last-Event-ID`) is led back to the
-stream and to the place in it.
+A run (`RunRecord`) is a call that may outlive its request: its id, principal, tool and
+arguments, idempotency key, attempt, and where it is in its life, `status`:
 
-- `MemoryEventStore`: the streams of this process, bounded in count and kept a while after
-  they end.
-- `RedisEventStore` (in `kosong.eventstore.redis_store`, needs `redis`): in Redis streams,
-  shared by several processes, with leases so a dead writer's streams are ended.
+    queued ──claim──► running ──final event──► done
+      ▲                  │
+      │                  ask (the call was deferred: a question)
+      │                  ▼
+      └──answer──── waiting ──(denied, timed out, cancelled: a final event)──► done
+
+Its events are an ordered log that readers follow and resume by event id, so replay and live
+delivery are the same read; a run ends with exactly one final event, whoever appends it.
+Event ids carry their run, `<run id>.<position>` (position `0`: before the first event), so
+whoever holds one (a browser's `Last-Event-ID`) is led back to the run and to the place in it.
+
+- `MemoryRunStore`: the runs of this process, bounded in count and kept a while after they
+  end.
+- `RedisRunStore` (in `kosong.eventstore.redis_store`, needs `redis`): in Redis, shared by
+  every front end and worker; all of it survives the restart of any process.
+
+`Runs` starts runs of a pipeline's calls, executes them through an `Executor` (tasks of this
+process, or a server's workers) and follows them; both servers serve their runs with it.
 """
 
+from kosong.eventstore._executor import Executor
+from kosong.eventstore._runs import QueueFullError, RunNotFoundError, Runs, ShuttingDownError
 from kosong.eventstore._store import (
     START,
-    EventStore,
-    MemoryEventStore,
+    IdempotencyConflictError,
+    MemoryRunStore,
+    RunRecord,
+    RunStatus,
+    RunStore,
     StoredEvent,
     StoreFullError,
     StoreUnavailableError,
-    StreamInfo,
     event_id,
     split_event_id,
 )
 
 __all__ = [
     "START",
-    "EventStore",
-    "MemoryEventStore",
+    "Executor",
+    "IdempotencyConflictError",
+    "MemoryRunStore",
+    "QueueFullError",
+    "RunNotFoundError",
+    "RunRecord",
+    "RunStatus",
+    "RunStore",
+    "Runs",
+    "ShuttingDownError",
     "StoreFullError",
     "StoreUnavailableError",
     "StoredEvent",
-    "StreamInfo",
     "event_id",
     "split_event_id",
 ]

@@ -1,59 +1,94 @@
-"""`EventStore`, the interface of event stores, and `MemoryEventStore`; see the package doc."""
+"""`RunRecord`, `RunStore` (the interface of run stores), `MemoryRunStore`: see the package."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import hashlib
 import logging
 import math
 import re
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, TypeAlias
 
 logger = logging.getLogger(__name__)
 
 START = "0"
-"""The position before a stream's first event."""
+"""The position before a run's first event."""
 
-_STREAM_ID = re.compile(r"\A[A-Za-z0-9_-]{1,128}\Z")
+_RUN_ID = re.compile(r"\A[A-Za-z0-9_-]{1,128}\Z")
 # A position: a number, or two joined by `-` (a Redis stream entry id), ASCII digits without
 # leading zeros, at most 20 each (2**64 has 20): anything else is no position of any store.
 _POSITION = re.compile(r"\A(?:0|[1-9][0-9]{0,19})(?:-(?:0|[1-9][0-9]{0,19}))?\Z")
 
+RunStatus: TypeAlias = Literal["queued", "running", "waiting", "done"]
+"""Where a run is in its life: queued → running → (waiting → queued → running)... → done."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """A run: a call that may outlive its request, and where it is in its life.
+
+    Its events are kept beside it (`RunStore.append` / `read`); the last one is its result.
+    """
+
+    id: str
+    """The run's id (its call's id)."""
+    principal: str
+    """Who started it: only they may read, answer or cancel it."""
+    tool: str
+    """The tool called."""
+    arguments: str = "{}"
+    """The call's arguments, as JSON text."""
+    trace: str | None = None
+    """The call's trace id."""
+    key: str | None = None
+    """The idempotency key it was started with."""
+    status: RunStatus = "queued"
+    """Queued (for an executor), running, waiting (for an answer), or done (its final event
+    is stored)."""
+    attempt: int = 0
+    """Executions of it so far (`claim`): more than one means one stopped mid-call."""
+    question: str | None = None
+    """What it waits on (an approval's question), while waiting."""
+    since: float | None = None
+    """When it started waiting (Unix time, seconds)."""
+    deadline: float | None = None
+    """When a question nobody answered is denied (Unix time, seconds; None: never)."""
+    answer: tuple[bool, str] | None = None
+    """The answer it got (approved, reason), until an executor takes it again."""
+    asks: float | None = None
+    """Seconds a question of its tool waits for its client's answer, when its client answers
+    questions (an MCP task, or an MCP client that takes elicitation or sampling); None: the
+    tool's questions are declined."""
+
+    @property
+    def ended(self) -> bool:
+        """Whether its final event is stored."""
+        return self.status == "done"
+
 
 @dataclass(frozen=True, slots=True)
 class StoredEvent:
-    """One event of a stream, as stored."""
+    """One event of a run, as stored."""
 
     id: str
-    """`"<stream id>.<position>"`: where the event sits, usable as an SSE id."""
+    """`"<run id>.<position>"`: where the event sits, usable as an SSE id."""
     kind: str
     """The event's kind (the SSE event name: `tool_progress`, `tool_result`...)."""
     data: str
     """The event's data, as text (JSON for tool events)."""
     final: bool = False
-    """Whether this is the stream's last event."""
-
-
-@dataclass(frozen=True, slots=True)
-class StreamInfo:
-    """What a store knows about a stream."""
-
-    stream_id: str
-    """The stream's id."""
-    meta: Mapping[str, str]
-    """What the writer said about the stream when opening it (principal, tool name...)."""
-    ended: bool
-    """Whether the final event was appended."""
-    writer_alive: bool
-    """Whether the process writing the stream still runs (always True in one process)."""
+    """Whether this is the run's last event."""
 
 
 class StoreFullError(RuntimeError):
-    """The store holds as many running streams as it may; try again later."""
+    """The store holds as many running runs as it may; try again later."""
 
 
 class StoreUnavailableError(ConnectionError):
@@ -63,141 +98,160 @@ class StoreUnavailableError(ConnectionError):
     """
 
 
-def event_id(stream_id: str, position: str) -> str:
-    """The id of the event at `position` of `stream_id`."""
-    return f"{stream_id}.{position}"
+class IdempotencyConflictError(ValueError):
+    """An idempotency key already stands for another call (other tool or arguments)."""
+
+
+def event_id(run_id: str, position: str) -> str:
+    """The id of the event at `position` of `run_id`."""
+    return f"{run_id}.{position}"
 
 
 def split_event_id(text: str) -> tuple[str, str] | None:
-    """`(stream id, position)` of an event id, or None when it is not one.
+    """`(run id, position)` of an event id, or None when it is not one.
 
     A position is ASCII digits without leading zeros, or two such numbers joined by `-`;
-    whether the stream has it is for its store to say (`EventStore.read`).
+    whether the run has it is for its store to say (`RunStore.read`).
     """
-    stream_id, dot, position = text.rpartition(".")
-    if not dot or not _POSITION.match(position) or not _STREAM_ID.match(stream_id):
+    run_id, dot, position = text.rpartition(".")
+    if not dot or not _POSITION.match(position) or not _RUN_ID.match(run_id):
         return None
-    return stream_id, position
+    return run_id, position
 
 
-def check_stream_id(stream_id: str) -> None:
-    """Raise ValueError unless `stream_id` is 1 to 128 of `A-Z a-z 0-9 _ -`."""
-    if not _STREAM_ID.match(stream_id):
-        raise ValueError(f"stream id {stream_id!r} must be 1 to 128 of A-Z a-z 0-9 _ -")
+def check_run_id(run_id: str) -> None:
+    """Raise ValueError unless `run_id` is 1 to 128 of `A-Z a-z 0-9 _ -`."""
+    if not _RUN_ID.match(run_id):
+        raise ValueError(f"run id {run_id!r} must be 1 to 128 of A-Z a-z 0-9 _ -")
 
 
-class EventStore(ABC):
-    """Where the events of streams are kept; see the module doc."""
+def ledger_id(principal: str, key: str) -> str:
+    """Where a principal's idempotency key is kept."""
+    return hashlib.sha256(f"{principal}\0{key}".encode()).hexdigest()
 
-    shared: bool = False
-    """Whether other processes read and write the same streams (so a stream's writer may be
-    elsewhere, and may die)."""
+
+def conflict(key: str) -> IdempotencyConflictError:
+    """The error for a key that stands for another call."""
+    return IdempotencyConflictError(
+        f"the idempotency key {key!r} was used for another call (another tool, or other "
+        "arguments); a key stands for one call"
+    )
+
+
+class RunStore(ABC):
+    """Where runs are kept: their records, events, questions and idempotency keys."""
 
     @abstractmethod
-    async def open(
-        self,
-        stream_id: str,
-        meta: Mapping[str, str],
-        *,
-        ttl: float | None = None,
-        leased: bool = True,
-    ) -> None:
-        """Start the stream `stream_id`, with `meta` about it.
-
-        `ttl`: seconds the stream is kept once it ends (default: the store's). `leased`: the
-        stream is written by this process, and ended as abandoned (`end_abandoned`) once this
-        process is gone; False for a stream whose writers come and go (a queue of runs, whose
-        dead workers the queue itself replaces).
+    async def create(self, record: RunRecord, *, ttl: float | None = None) -> None:
+        """Keep a new run; `ttl`: seconds it is kept once done (default: the store's).
 
         Raises:
-            ValueError: the stream id is not valid, or a stream with this id exists.
-            StoreFullError: the store holds as many running streams as it may.
+            ValueError: the run id is not valid, or a run with this id exists.
+            StoreFullError: the store holds as many running runs as it may.
         """
 
     @abstractmethod
-    async def append(
-        self, stream_id: str, kind: str, data: str, *, final: bool = False
-    ) -> str | None:
-        """Add an event at the end of the stream; `final` ends the stream.
+    async def get(self, run_id: str) -> RunRecord | None:
+        """The run's record; None when unknown or expired."""
 
-        Returns the new event's id; None, appending nothing, when the stream has already
-        ended (or is unknown): one final event per stream, whoever appends it.
+    @abstractmethod
+    async def append(self, run_id: str, kind: str, data: str, *, final: bool = False) -> str | None:
+        """Add an event at the end of the run's log; `final` ends the run (status done).
+
+        Returns the new event's id; None, appending nothing, when the run has ended already
+        (or is unknown): one final event per run, whoever appends it.
         """
-
-    def append_nowait(
-        self, stream_id: str, kind: str, data: str, *, final: bool = False
-    ) -> bool | None:
-        """`append` without waiting, when the store can: its answer, or None if it cannot.
-
-        None means nothing was appended: use `append`. A store of this process always can.
-        """
-        return None
 
     @abstractmethod
     async def read(
-        self, stream_id: str, after: str, *, wait: float = 0.0, limit: int = 256
+        self, run_id: str, after: str, *, wait: float = 0.0, limit: int = 256
     ) -> list[StoredEvent] | None:
-        """The events after position `after` (up to `limit`), or None for an unknown stream.
+        """The events after position `after` (up to `limit`), or None for an unknown run.
 
-        When there are none yet and the stream has not ended, waits up to `wait` seconds for
-        some (`math.inf`: until some come); an empty list means none came (or the stream has
+        When there are none yet and the run has not ended, waits up to `wait` seconds for
+        some (`math.inf`: until some come); an empty list means none came (or the run has
         ended and all were read).
 
         Raises:
-            ValueError: `after` is not a position of this stream (not of the form
+            ValueError: `after` is not a position of this run (not of the form
                 `split_event_id` accepts, or past its last event).
-            StoreUnavailableError: the store cannot be reached.
         """
 
     @abstractmethod
-    async def info(self, stream_id: str) -> StreamInfo | None:
-        """What the store knows about `stream_id`; None when unknown or expired."""
+    async def claim(self, run_id: str) -> RunRecord | None:
+        """Take the run to execute it (running, one more attempt).
+
+        None when it is done, or waiting for an answer.
+        """
 
     @abstractmethod
-    async def ended(self, stream_ids: Sequence[str]) -> set[str]:
-        """Which of `stream_ids` have ended (or are gone)."""
+    async def ask(self, run_id: str, question: str, deadline: float | None) -> RunRecord | None:
+        """The run waits for an answer to `question` (listed by `waiting`); None once done."""
 
-    async def end_abandoned(self, stream_id: str, kind: str, data: str) -> bool:
-        """Append a final event if the stream's writer is gone and it has not ended.
+    @abstractmethod
+    async def answer(self, run_id: str, approved: bool, reason: str) -> RunRecord | None:
+        """Answer the run's question, once.
 
-        True when this call ended the stream. A store of one process has no writer to lose.
+        The run is queued again with the answer, as a new first attempt. None when it waits
+        for none (or someone answered first).
         """
-        return False
+
+    @abstractmethod
+    async def waiting(self, principal: str) -> list[RunRecord]:
+        """The runs of `principal` waiting for an answer, the oldest first."""
+
+    @abstractmethod
+    async def reserve(
+        self, principal: str, key: str, digest: str, run_id: str, ttl: float
+    ) -> str | None:
+        """Take `key` for `run_id` for `ttl` seconds: None; or the run it already stands for.
+
+        Raises:
+            IdempotencyConflictError: the key stands for another call (another `digest`).
+        """
+
+    @abstractmethod
+    async def release(self, principal: str, key: str, run_id: str) -> None:
+        """Give `key` up, if it still stands for `run_id` (the run could not start)."""
+
+    async def admit(self, run_id: str, most: int | None) -> bool:
+        """Count the run as queued, unless `most` are already (None: no bound)."""
+        return True
+
+    async def started(self, run_id: str) -> None:  # noqa: B027 - nothing counted by default
+        """The run is no longer queued (an executor took it, or it ended)."""
 
     async def aclose(self) -> None:  # noqa: B027 - nothing to release by default
-        """Release what the store holds (connections, tasks)."""
+        """Release what the store holds (connections)."""
 
-    async def replay(self, last_event_id: str) -> tuple[str, list[StoredEvent]] | None:
-        """The stream of `last_event_id` and every event after it stored so far; None if unknown.
+    async def replay(self, run_id: str, after: str = START) -> list[StoredEvent] | None:
+        """Every event of the run after position `after` stored so far; None if unknown.
 
-        For protocols that replay what was missed and then go on by themselves (MCP).
+        For readers of a whole log, and protocols that replay what was missed and then go on
+        by themselves (MCP).
         """
-        parts = split_event_id(last_event_id)
-        if parts is None:
-            return None
-        stream_id, position = parts
+        position = after
         events: list[StoredEvent] = []
         try:
             while True:
-                batch = await self.read(stream_id, position)
+                batch = await self.read(run_id, position)
                 if batch is None:
                     return None
                 if not batch:
-                    return stream_id, events
+                    return events
                 events += batch
                 position = batch[-1].id.rpartition(".")[2]
         except ValueError:
             return None
 
 
-class _Stream:
-    __slots__ = ("ended", "events", "expires_at", "meta", "ttl", "waiters")
+class _Run:
+    __slots__ = ("events", "expires_at", "record", "ttl", "waiters")
 
-    def __init__(self, meta: Mapping[str, str], ttl: float) -> None:
-        self.meta = dict(meta)
+    def __init__(self, record: RunRecord, ttl: float) -> None:
+        self.record = record
         self.ttl = ttl
         self.events: list[StoredEvent] = []
-        self.ended = False
         self.expires_at = 0.0
         self.waiters: list[asyncio.Future[None]] = []
 
@@ -207,126 +261,115 @@ def _wake(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-class MemoryEventStore(EventStore):
-    """The streams of this process, in memory: bounded, and kept `ttl` seconds after they end.
+class MemoryRunStore(RunStore):
+    """The runs of this process, in memory: bounded, and kept `ttl` seconds after they end.
 
-    At most `max_streams` streams are kept: opening one more drops the streams that ended
-    longest ago, and fails with `StoreFullError` when every stream is still running. A stream
-    keeps at most `max_events` events: past that, further events other than the final one are
-    dropped (and logged once).
+    At most `max_runs` runs are kept: creating one more drops the runs that ended longest
+    ago, and fails with `StoreFullError` when every run is still going. A run keeps at most
+    `max_events` events: past that, further events other than the final one are dropped (and
+    logged once).
     """
 
     def __init__(
         self,
         *,
         ttl: float = 600.0,
-        max_streams: int = 10_000,
+        max_runs: int = 10_000,
         max_events: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """Keep ended streams `ttl` seconds; at most `max_streams` streams, `max_events` each.
+        """Keep ended runs `ttl` seconds; at most `max_runs` runs, `max_events` each.
 
         Raises:
             ValueError: a bound is not positive.
         """
-        if ttl <= 0 or max_streams < 1 or max_events < 1:
-            raise ValueError("ttl, max_streams and max_events must be positive")
+        if ttl <= 0 or max_runs < 1 or max_events < 1:
+            raise ValueError("ttl, max_runs and max_events must be positive")
         self._ttl = ttl
-        self._max_streams = max_streams
+        self._max_runs = max_runs
         self._max_events = max_events
         self._clock = clock
-        self._streams: dict[str, _Stream] = {}
-        # Ended streams in the order they ended, which is the order they expire in (a stream
-        # kept longer than the store's ttl may keep the ones after it a while past their
-        # time: they are hidden from readers as soon as they expire, and dropped first when
-        # the store is full).
+        self._runs: dict[str, _Run] = {}
+        # Ended runs in the order they ended, which is the order they expire in (a run kept
+        # longer than the store's ttl may keep the ones after it a while past their time:
+        # they are hidden from readers as soon as they expire, and dropped first when the
+        # store is full).
         self._ended: OrderedDict[str, None] = OrderedDict()
+        self._keys: dict[str, tuple[str, str, float]] = {}  # ledger id -> run, digest, expiry
 
     def __len__(self) -> int:
-        return len(self._streams)
+        return len(self._runs)
 
     def _purge(self, room: int = 0) -> None:
         now = self._clock()
         while self._ended:
             oldest = next(iter(self._ended))
-            stream = self._streams.get(oldest)
-            full = len(self._streams) + room > self._max_streams
-            if stream is not None and stream.expires_at > now and not full:
+            run = self._runs.get(oldest)
+            full = len(self._runs) + room > self._max_runs
+            if run is not None and run.expires_at > now and not full:
                 break
             self._ended.popitem(last=False)
-            self._streams.pop(oldest, None)
+            self._runs.pop(oldest, None)
 
-    def _get(self, stream_id: str) -> _Stream | None:
-        stream = self._streams.get(stream_id)
-        if stream is not None and stream.ended and stream.expires_at <= self._clock():
+    def _get(self, run_id: str) -> _Run | None:
+        run = self._runs.get(run_id)
+        if run is not None and run.record.ended and run.expires_at <= self._clock():
             self._purge()
             return None
-        return stream
+        return run
 
-    async def open(
-        self,
-        stream_id: str,
-        meta: Mapping[str, str],
-        *,
-        ttl: float | None = None,
-        leased: bool = True,
-    ) -> None:
-        """Start a stream; see `EventStore.open`."""
-        check_stream_id(stream_id)
+    async def create(self, record: RunRecord, *, ttl: float | None = None) -> None:
+        """Keep a new run; see `RunStore.create`."""
+        check_run_id(record.id)
         self._purge(room=1)
-        if stream_id in self._streams:
-            raise ValueError(f"stream {stream_id!r} exists")
-        if len(self._streams) >= self._max_streams:
-            raise StoreFullError(f"{len(self._streams)} streams are running, the most allowed")
-        self._streams[stream_id] = _Stream(meta, self._ttl if ttl is None else ttl)
+        if record.id in self._runs:
+            raise ValueError(f"run {record.id!r} exists")
+        if len(self._runs) >= self._max_runs:
+            raise StoreFullError(f"{len(self._runs)} runs are going, the most allowed")
+        self._runs[record.id] = _Run(record, self._ttl if ttl is None else ttl)
 
-    async def append(
-        self, stream_id: str, kind: str, data: str, *, final: bool = False
-    ) -> str | None:
-        """Add an event; see `EventStore.append`."""
-        return self._append(stream_id, kind, data, final)
+    async def get(self, run_id: str) -> RunRecord | None:
+        """The run's record; see `RunStore.get`."""
+        run = self._get(run_id)
+        return None if run is None else run.record
 
-    def append_nowait(self, stream_id: str, kind: str, data: str, *, final: bool = False) -> bool:
-        """Add an event, at once; see `EventStore.append`."""
-        return self._append(stream_id, kind, data, final) is not None
-
-    def _append(self, stream_id: str, kind: str, data: str, final: bool) -> str | None:
-        stream = self._streams.get(stream_id)
-        if stream is None or stream.ended:
+    async def append(self, run_id: str, kind: str, data: str, *, final: bool = False) -> str | None:
+        """Add an event; see `RunStore.append`."""
+        run = self._runs.get(run_id)
+        if run is None or run.record.ended:
             return None
-        events = stream.events
+        events = run.events
         if len(events) >= self._max_events and not final:
             if len(events) == self._max_events:
-                logger.warning("Stream %s reached %d events; dropping more", stream_id, len(events))
+                logger.warning("Run %s reached %d events; dropping more", run_id, len(events))
             return events[-1].id  # dropped: a reader resumes after the last one kept
-        event_id = f"{stream_id}.{len(events) + 1}"
-        events.append(StoredEvent(event_id, kind, data, final))
+        new_id = f"{run_id}.{len(events) + 1}"
+        events.append(StoredEvent(new_id, kind, data, final))
         if final:
-            stream.ended = True
-            stream.expires_at = self._clock() + stream.ttl
-            self._ended[stream_id] = None
-        if stream.waiters:
-            for waiter in stream.waiters:
-                _wake(waiter)
-            stream.waiters.clear()
-        return event_id
+            run.record = dataclasses.replace(run.record, status="done", question=None)
+            run.expires_at = self._clock() + run.ttl
+            self._ended[run_id] = None
+        for waiter in run.waiters:
+            _wake(waiter)
+        run.waiters.clear()
+        return new_id
 
     async def read(
-        self, stream_id: str, after: str, *, wait: float = 0.0, limit: int = 256
+        self, run_id: str, after: str, *, wait: float = 0.0, limit: int = 256
     ) -> list[StoredEvent] | None:
-        """The events after `after`; see `EventStore.read`."""
-        stream = self._get(stream_id)
-        if stream is None:
+        """The events after `after`; see `RunStore.read`."""
+        run = self._get(run_id)
+        if run is None:
             return None
-        if not (after.isascii() and after.isdigit()) or int(after) > len(stream.events):
-            raise ValueError(f"{after!r} is not a position of stream {stream_id!r}")
+        if not (after.isascii() and after.isdigit()) or int(after) > len(run.events):
+            raise ValueError(f"{after!r} is not a position of run {run_id!r}")
         start = int(after)
-        if start == len(stream.events) and not stream.ended and wait > 0:
+        if start == len(run.events) and not run.record.ended and wait > 0:
             # A future of its own, woken by the next append or by a timer: cheaper than
-            # asyncio.wait / wait_for, and every event of every stream comes this way.
+            # asyncio.wait / wait_for, and every event of every run comes this way.
             loop = asyncio.get_running_loop()
             waiter: asyncio.Future[None] = loop.create_future()
-            stream.waiters.append(waiter)
+            run.waiters.append(waiter)
             timer = loop.call_later(wait, _wake, waiter) if wait != math.inf else None
             try:
                 await waiter
@@ -334,21 +377,65 @@ class MemoryEventStore(EventStore):
                 if timer is not None:
                     timer.cancel()
                 with contextlib.suppress(ValueError):  # gone when an append woke it
-                    stream.waiters.remove(waiter)
-        return stream.events[start : start + limit]
+                    run.waiters.remove(waiter)
+        return run.events[start : start + limit]
 
-    async def info(self, stream_id: str) -> StreamInfo | None:
-        """What is known of the stream; see `EventStore.info`."""
-        stream = self._get(stream_id)
-        if stream is None:
+    def _change(self, run_id: str, **changes: object) -> RunRecord | None:
+        run = self._get(run_id)
+        if run is None or run.record.ended:
             return None
-        return StreamInfo(stream_id, stream.meta, stream.ended, True)
+        run.record = dataclasses.replace(run.record, **changes)
+        return run.record
 
-    async def ended(self, stream_ids: Sequence[str]) -> set[str]:
-        """Which streams have ended; see `EventStore.ended`."""
-        out: set[str] = set()
-        for stream_id in stream_ids:
-            stream = self._get(stream_id)
-            if stream is None or stream.ended:
-                out.add(stream_id)
-        return out
+    async def claim(self, run_id: str) -> RunRecord | None:
+        """Take the run; see `RunStore.claim`."""
+        record = await self.get(run_id)
+        if record is None or record.status == "waiting":  # waits for its answer first
+            return None
+        return self._change(run_id, status="running", attempt=record.attempt + 1)
+
+    async def ask(self, run_id: str, question: str, deadline: float | None) -> RunRecord | None:
+        """The run waits; see `RunStore.ask`."""
+        return self._change(run_id, status="waiting", question=question, since=time.time(),
+                            deadline=deadline, answer=None)  # fmt: skip
+
+    async def answer(self, run_id: str, approved: bool, reason: str) -> RunRecord | None:
+        """Answer the run's question; see `RunStore.answer`."""
+        record = await self.get(run_id)
+        if record is None or record.status != "waiting":
+            return None
+        return self._change(
+            run_id, status="queued", question=None, answer=(approved, reason), attempt=0
+        )
+
+    async def waiting(self, principal: str) -> list[RunRecord]:
+        """The runs waiting; see `RunStore.waiting`."""
+        found = [
+            run.record
+            for run in self._runs.values()
+            if run.record.status == "waiting" and run.record.principal == principal
+        ]
+        return sorted(found, key=lambda r: r.since or 0.0)
+
+    async def reserve(
+        self, principal: str, key: str, digest: str, run_id: str, ttl: float
+    ) -> str | None:
+        """Take `key`; see `RunStore.reserve`."""
+        now = time.monotonic()
+        ledger = ledger_id(principal, key)
+        found = self._keys.get(ledger)
+        if found is not None and found[2] > now:
+            if found[1] != digest:
+                raise conflict(key)
+            return found[0]
+        if len(self._keys) > 10_000:  # drop the expired ones now and then
+            self._keys = {k: v for k, v in self._keys.items() if v[2] > now}
+        self._keys[ledger] = (run_id, digest, now + ttl)
+        return None
+
+    async def release(self, principal: str, key: str, run_id: str) -> None:
+        """Give `key` up; see `RunStore.release`."""
+        ledger = ledger_id(principal, key)
+        found = self._keys.get(ledger)
+        if found is not None and found[0] == run_id:
+            del self._keys[ledger]

@@ -1,14 +1,11 @@
-"""Runs' events in Redis, so several processes behind one balancer share them.
+"""`RedisRunStore`: runs in Redis, shared by every process of a server (the `server` extra).
 
-- `RedisEventStore`: the events of runs in Redis streams (one per run, `XADD` / `XREAD`), so a
-  client resumes a run on any process. Each process holds a lease in Redis while it lives;
-  a run whose writing process lost its lease (killed, frozen) is ended by whichever process
-  a client is following it from, with a final event saying so.
-
-Needs the `redis` package (the `server` extra). Every key starts with `prefix`;
-the keys of one run share a hash tag, so the scripts also work on a Redis Cluster. `connect`
-makes the client, and `reachable()` turns Redis's connection errors into
-`StoreUnavailableError` (the server's Redis rate limiter uses both).
+Each run is a hash (its record) and a stream (its events), both in the run's own hash slot,
+so one script changes both atomically, on a Redis Cluster too; beside them, the idempotency
+ledger (`idem:`), one index of waiting runs per principal (`waiting:`) and the count of runs
+waiting for a worker (`queued`). A running run's keys are kept `running_ttl` seconds after
+its last change, a waiting one's `waiting_ttl`, an ended one's `ttl`. Connection errors are
+raised as `StoreUnavailableError` (`reachable`, which the server's Redis rate limiter uses too).
 
 When Redis cannot be reached, every method raises `StoreUnavailableError` (the server answers
 503 with `Retry-After`). A command that fails on a connection is tried once more on a new one
@@ -18,23 +15,23 @@ command on each must not be what fails a request or cuts a stream.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import logging
+import hashlib
 import math
-import secrets
 import time
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator
 from typing import Any, Self, cast
 
 from kosong._extras import install_hint
 from kosong.eventstore._store import (
     START,
-    EventStore,
+    RunRecord,
+    RunStore,
     StoredEvent,
     StoreUnavailableError,
-    StreamInfo,
-    check_stream_id,
+    check_run_id,
+    conflict,
+    ledger_id,
 )
 
 try:
@@ -46,11 +43,12 @@ try:
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError(f"the Redis store needs the redis package: {install_hint('redis')}") from e
 
-__all__ = ["RedisEventStore", "connect", "reachable"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["RedisRunStore", "connect", "reachable"]
 
 _MAX_ID_PART = 2**64 - 1  # a Redis stream id is two unsigned 64-bit numbers
+_STALE_MS = 600_000
+"""A run counted as queued this long without a worker taking it no longer counts (its front
+end died before it could queue it)."""
 
 
 @contextlib.contextmanager
@@ -62,53 +60,84 @@ def reachable() -> Generator[None]:
         raise StoreUnavailableError(f"Redis cannot be reached: {e or type(e).__name__}") from e
 
 
-_OPEN = """
+# KEYS: record. ARGV: ttl ms, field, value, ...
+_CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV, 2))
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1
 """
 
-# KEYS: meta, events. ARGV: kind, data, final ('1'/'0'), ttl ms once ended, ttl ms while running
-# (a stream opened with a ttl of its own keeps it in its meta, as `ttl`)
+# KEYS: record, events. ARGV: kind, data, final ('1'/'0'), ttl ms once ended, running ttl ms
+# (a run created with a ttl of its own keeps it in its record, as `ttl`)
 _APPEND = """
-local m = redis.call('HMGET', KEYS[1], 'ended', 'ttl')
-if m[1] ~= '0' then return false end
+local m = redis.call('HMGET', KEYS[1], 'status', 'ttl')
+if not m[1] or m[1] == 'done' then return false end
 local id = redis.call('XADD', KEYS[2], '*', 'k', ARGV[1], 'd', ARGV[2], 'f', ARGV[3])
+local ttl = ARGV[5]
 if ARGV[3] == '1' then
-  local ttl = m[2] or ARGV[4]
-  redis.call('HSET', KEYS[1], 'ended', '1')
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  redis.call('PEXPIRE', KEYS[2], ttl)
-else
-  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+  ttl = m[2] or ARGV[4]
+  redis.call('HSET', KEYS[1], 'status', 'done')
 end
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
 return id
 """
 
-# KEYS: meta, events. ARGV: kind, data, ttl ms, owner key prefix (a stream without an owner,
-# opened unleased, is never abandoned)
-_END_ABANDONED = """
-local m = redis.call('HMGET', KEYS[1], 'ended', 'owner', 'ttl')
-if m[1] ~= '0' or m[2] == '' then return false end
-if redis.call('EXISTS', ARGV[4] .. m[2]) == 1 then return false end
-local id = redis.call('XADD', KEYS[2], '*', 'k', ARGV[1], 'd', ARGV[2], 'f', '1')
-redis.call('HSET', KEYS[1], 'ended', '1')
-redis.call('PEXPIRE', KEYS[1], m[3] or ARGV[3])
-redis.call('PEXPIRE', KEYS[2], m[3] or ARGV[3])
-return id
+# KEYS: record, events. ARGV: running ttl ms -> the record (after), or false
+_CLAIM = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or status == 'done' or status == 'waiting' then return false end
+redis.call('HSET', KEYS[1], 'status', 'running')
+redis.call('HINCRBY', KEYS[1], 'attempt', 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return redis.call('HGETALL', KEYS[1])
 """
 
-# KEYS: meta. ARGV: owner key prefix. -> {alive, field, value, ...} or false
-_INFO = """
-local all = redis.call('HGETALL', KEYS[1])
-if #all == 0 then return false end
-local owner = ''
-for i = 1, #all, 2 do if all[i] == 'owner' then owner = all[i + 1] end end
-local alive = 1
-if owner ~= '' then alive = redis.call('EXISTS', ARGV[1] .. owner) end
-table.insert(all, 1, alive)
-return all
+# KEYS: record, events, waiting index. ARGV: run, question, since (s), deadline or '',
+# waiting ttl ms -> the record (after), or false
+_ASK = """
+local m = redis.call('HMGET', KEYS[1], 'status', 'principal')
+if not m[1] or m[1] == 'done' then return false end
+redis.call('HDEL', KEYS[1], 'approved', 'reason')
+redis.call('HSET', KEYS[1], 'status', 'waiting', 'question', ARGV[2], 'since', ARGV[3],
+           'deadline', ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+return redis.call('HGETALL', KEYS[1])
+"""
+
+# KEYS: record, waiting index. ARGV: run, approved ('1'/'0'), reason -> the record, or false
+_ANSWER = """
+if redis.call('HGET', KEYS[1], 'status') ~= 'waiting' then return false end
+redis.call('HSET', KEYS[1], 'status', 'queued', 'approved', ARGV[2], 'reason', ARGV[3],
+           'attempt', 0)
+redis.call('ZREM', KEYS[2], ARGV[1])
+return redis.call('HGETALL', KEYS[1])
+"""
+
+# KEYS: ledger. ARGV: run id, digest, ttl ms -> false (taken) or {run, digest}
+_RESERVE = """
+local found = redis.call('HMGET', KEYS[1], 'run', 'digest')
+if found[1] then return found end
+redis.call('HSET', KEYS[1], 'run', ARGV[1], 'digest', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return false
+"""
+
+# KEYS: ledger. ARGV: run id
+_RELEASE = """
+if redis.call('HGET', KEYS[1], 'run') == ARGV[1] then redis.call('DEL', KEYS[1]) end
+"""
+
+# KEYS: queued (a sorted set: run -> time queued). ARGV: run, now ms, stale before ms, most
+_ADMIT = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+if ARGV[4] ~= '' and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+return 1
 """
 
 
@@ -132,17 +161,43 @@ def connect(url: str, *, max_connections: int = 2048, **options: Any) -> aioredi
     return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
 
 
-class RedisEventStore(EventStore):
-    """Events of runs in Redis streams, shared by every process using the same server.
+def _fields(record: RunRecord) -> list[str]:
+    fields = ["principal", record.principal, "tool", record.tool, "arguments", record.arguments,
+              "status", record.status, "attempt", str(record.attempt)]  # fmt: skip
+    for name in ("trace", "key", "asks"):
+        value = getattr(record, name)
+        if value is not None:
+            fields += [name, str(value)]
+    return fields
 
-    A run's events live `ttl` seconds after it ends. While this process lives it renews a
-    lease every `lease / 3` seconds; a process that does not renew it for `lease` seconds is
-    taken for dead, and the runs it was writing are ended by the next reader that waits on
-    them (`end_abandoned`). While a run is running, its keys are renewed by its writer too,
-    so they never expire under it.
-    """
 
-    shared = True
+def _record(run_id: str, reply: Any) -> RunRecord | None:
+    """A record from a hash's fields and values (as HGETALL or a script answers them)."""
+    if not reply:
+        return None
+    fields = cast(list[str], reply)
+    got = dict(zip(fields[::2], fields[1::2], strict=True))
+    approved = got.get("approved")
+    question = got.get("question") if got.get("status") == "waiting" else None
+    return RunRecord(
+        id=run_id,
+        principal=got.get("principal", ""),
+        tool=got.get("tool", ""),
+        arguments=got.get("arguments", "{}"),
+        trace=got.get("trace"),
+        key=got.get("key"),
+        status=cast(Any, got.get("status", "queued")),
+        attempt=int(got.get("attempt", "0")),
+        question=question,
+        since=float(got["since"]) if question and got.get("since") else None,
+        deadline=float(got["deadline"]) if question and got.get("deadline") else None,
+        answer=None if approved is None else (approved == "1", got.get("reason", "")),
+        asks=float(got["asks"]) if "asks" in got else None,
+    )
+
+
+class RedisRunStore(RunStore):
+    """Runs in Redis, shared by every front end and worker of a server; see the module doc."""
 
     def __init__(
         self,
@@ -150,138 +205,87 @@ class RedisEventStore(EventStore):
         *,
         prefix: str = "kosong:",
         ttl: float = 600.0,
-        lease: float = 5.0,
+        running_ttl: float = 86_400.0,
+        waiting_ttl: float = 30 * 86_400.0,
     ) -> None:
         """Use `client` (answering text: see `connect`), keys under `prefix`.
 
         Raises:
-            TypeError: `client` is not a Redis client (use `RedisEventStore.from_url`).
-            ValueError: `ttl` or `lease` is not positive.
+            TypeError: `client` is not a Redis client (use `RedisRunStore.from_url`).
+            ValueError: a ttl is not positive.
         """
         if not isinstance(client, aioredis.Redis):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError("RedisEventStore needs a redis.asyncio.Redis; use from_url(url)")
-        if ttl <= 0 or lease <= 0:
-            raise ValueError("ttl and lease must be positive")
+            raise TypeError("RedisRunStore needs a redis.asyncio.Redis; use from_url(url)")
+        if min(ttl, running_ttl, waiting_ttl) <= 0:
+            raise ValueError("the ttls must be positive")
         self.client = client
         """The Redis client."""
         self._prefix = prefix
         self._ttl_ms = math.ceil(ttl * 1000)
-        self._running_ttl_ms = max(self._ttl_ms, 600_000)
-        self._lease = lease
-        self.owner = secrets.token_hex(8)
-        """This process's id among the writers."""
-        self._owner_prefix = f"{prefix}owner:"
-        self._writing: set[str] = set()
-        self._keepalive: asyncio.Task[None] | None = None
-        self._open = client.register_script(_OPEN)
+        self._running_ms = math.ceil(max(ttl, running_ttl) * 1000)
+        self._waiting_ms = math.ceil(max(ttl, waiting_ttl) * 1000)
+        self._create = client.register_script(_CREATE)
         self._append = client.register_script(_APPEND)
-        self._end_abandoned = client.register_script(_END_ABANDONED)
-        self._info = client.register_script(_INFO)
+        self._claim = client.register_script(_CLAIM)
+        self._ask = client.register_script(_ASK)
+        self._answer = client.register_script(_ANSWER)
+        self._reserve = client.register_script(_RESERVE)
+        self._release = client.register_script(_RELEASE)
+        self._admit = client.register_script(_ADMIT)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> Self:
         """Connect to the Redis server at `url` (e.g. `redis://localhost:6379/0`)."""
         return cls(connect(url), **options)
 
-    def _keys(self, stream_id: str) -> list[str]:
-        return [self.key(stream_id, "m"), self.key(stream_id, "e")]
+    def _keys(self, run_id: str) -> list[str]:
+        """The run's record and events, in one hash slot (`{run id}`)."""
+        return [f"{self._prefix}run:{{{run_id}}}:m", f"{self._prefix}run:{{{run_id}}}:e"]
 
-    def key(self, stream_id: str, suffix: str) -> str:
-        """The Redis key `suffix` of the stream `stream_id`, in the same hash slot as its own.
+    def _index(self, principal: str) -> str:
+        return f"{self._prefix}waiting:{hashlib.sha256(principal.encode()).hexdigest()[:32]}"
 
-        For what others keep beside a stream (a run's state, say), so that a script can
-        touch both, on a Redis Cluster too. The store itself uses the suffixes `m` and `e`.
-        """
-        return f"{self._prefix}run:{{{stream_id}}}:{suffix}"
-
-    async def _renew(self) -> None:
-        await self.client.set(
-            self._owner_prefix + self.owner, "1", px=math.ceil(self._lease * 1000)
-        )
-
-    async def _keep_alive(self) -> None:
-        last_keys = time.monotonic()
-        while True:
-            await asyncio.sleep(self._lease / 3)
-            try:
-                await self._renew()
-                if time.monotonic() - last_keys > self._running_ttl_ms / 4000 and self._writing:
-                    last_keys = time.monotonic()
-                    async with self.client.pipeline(transaction=False) as pipe:
-                        for stream_id in list(self._writing):
-                            for key in self._keys(stream_id):
-                                pipe.pexpire(key, self._running_ttl_ms)
-                        await pipe.execute()
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # Redis away: try again at the next beat
-                logger.warning("Could not renew the lease in Redis: %s", e)
-
-    async def open(
-        self,
-        stream_id: str,
-        meta: Mapping[str, str],
-        *,
-        ttl: float | None = None,
-        leased: bool = True,
-    ) -> None:
-        """Start a stream (written by this process, when `leased`); see `EventStore.open`."""
-        check_stream_id(stream_id)
-        fields: list[str] = ["ended", "0", "owner", self.owner if leased else ""]
+    async def create(self, record: RunRecord, *, ttl: float | None = None) -> None:
+        """Keep a new run; see `RunStore.create`."""
+        check_run_id(record.id)
+        fields = _fields(record)
         if ttl is not None:
             fields += ["ttl", str(max(1, math.ceil(ttl * 1000)))]
-        for key, value in meta.items():
-            fields += [f"m:{key}", value]
         with reachable():
-            if self._keepalive is None:
-                await self._renew()
-                self._keepalive = asyncio.get_running_loop().create_task(self._keep_alive())
-            created = await self._open(
-                keys=self._keys(stream_id)[:1], args=[self._running_ttl_ms, *fields]
+            created = await self._create(
+                keys=self._keys(record.id)[:1], args=[self._running_ms, *fields]
             )
         if not created:
-            raise ValueError(f"stream {stream_id!r} exists")
-        if leased:
-            self._writing.add(stream_id)
+            raise ValueError(f"run {record.id!r} exists")
 
-    def writing(self, stream_id: str, now: bool = True) -> None:
-        """Say this process writes the stream now (`now=False`: no longer).
+    async def get(self, run_id: str) -> RunRecord | None:
+        """The run's record; see `RunStore.get`."""
+        client: Any = self.client
+        with reachable():
+            reply: dict[str, str] = await client.hgetall(self._keys(run_id)[0])
+        return _record(run_id, [x for pair in reply.items() for x in pair])
 
-        While it does, its keys are renewed with the lease, so they never expire under a
-        long run (`open` says so for the streams this process opens leased).
-        """
-        if now:
-            self._writing.add(stream_id)
-            if self._keepalive is None:
-                self._keepalive = asyncio.get_running_loop().create_task(self._keep_alive())
-        else:
-            self._writing.discard(stream_id)
-
-    async def append(
-        self, stream_id: str, kind: str, data: str, *, final: bool = False
-    ) -> str | None:
-        """Add an event; see `EventStore.append`."""
+    async def append(self, run_id: str, kind: str, data: str, *, final: bool = False) -> str | None:
+        """Add an event; see `RunStore.append`."""
         with reachable():
             added: Any = await self._append(
-                keys=self._keys(stream_id),
-                args=[kind, data, "1" if final else "0", self._ttl_ms, self._running_ttl_ms],
+                keys=self._keys(run_id),
+                args=[kind, data, "1" if final else "0", self._ttl_ms, self._running_ms],
             )
-        if final or added is None:
-            self._writing.discard(stream_id)
-        return None if added is None else f"{stream_id}.{added}"
+        return None if added is None else f"{run_id}.{added}"
 
     async def read(
-        self, stream_id: str, after: str, *, wait: float = 0.0, limit: int = 256
+        self, run_id: str, after: str, *, wait: float = 0.0, limit: int = 256
     ) -> list[StoredEvent] | None:
-        """The events after `after`; see `EventStore.read`.
+        """The events after `after`; see `RunStore.read`.
 
-        `after` must be `0` or the id of one of the stream's events (as an SSE client got it):
-        checked, with the stream's existence and the events already there, in one round
-        trip; only then, when there are none yet, does it block waiting for some.
+        `after` must be `0` or the id of one of the run's events (as an SSE client got it):
+        checked, with the run's existence and the events already there, in one round trip;
+        only then, when there are none yet, does it block waiting for some.
         """
         if after != START and not _is_entry_id(after):
-            raise ValueError(f"{after!r} is not a position of stream {stream_id!r}")
-        meta_key, events_key = self._keys(stream_id)
+            raise ValueError(f"{after!r} is not a position of run {run_id!r}")
+        meta_key, events_key = self._keys(run_id)
         with reachable():
             async with self.client.pipeline(transaction=False) as pipe:
                 pipe.exists(meta_key)
@@ -292,64 +296,109 @@ class RedisEventStore(EventStore):
             if not found[0]:
                 return None
             if after != START and not found[1]:
-                raise ValueError(f"{after!r} is not an event of stream {stream_id!r}")
+                raise ValueError(f"{after!r} is not an event of run {run_id!r}")
             reply: Any = found[-1]
             if not reply and wait > 0:
-                block = max(1, math.ceil(wait * 1000))
+                block = max(1, math.ceil(wait * 1000)) if wait != math.inf else 0
                 reply = await self.client.xread({events_key: after}, count=limit, block=block)
         if not reply:
             return []
         entries = cast(list[tuple[str, dict[str, str]]], reply[0][1])
         return [
-            StoredEvent(f"{stream_id}.{entry_id}", fields["k"], fields["d"], fields["f"] == "1")
+            StoredEvent(f"{run_id}.{entry_id}", fields["k"], fields["d"], fields["f"] == "1")
             for entry_id, fields in entries
         ]
 
-    async def info(self, stream_id: str) -> StreamInfo | None:
-        """What is known of the stream, and whether its writer lives; see `EventStore.info`."""
+    async def claim(self, run_id: str) -> RunRecord | None:
+        """Take the run; see `RunStore.claim`."""
         with reachable():
-            reply: Any = await self._info(keys=self._keys(stream_id)[:1], args=[self._owner_prefix])
-        if not reply:
+            reply = await self._claim(keys=self._keys(run_id), args=[self._running_ms])
+        return _record(run_id, reply)
+
+    async def ask(self, run_id: str, question: str, deadline: float | None) -> RunRecord | None:
+        """The run waits; see `RunStore.ask`."""
+        record = await self.get(run_id)
+        if record is None:
             return None
-        alive, fields = int(reply[0]), cast(list[str], reply[1:])
-        pairs = dict(zip(fields[::2], fields[1::2], strict=True))
-        meta = {k[2:]: v for k, v in pairs.items() if k.startswith("m:")}
-        # This process writes it: alive, whatever its lease says (a loaded loop may renew
-        # it late, and a process must never end its own runs as abandoned).
-        alive = alive or pairs.get("owner") == self.owner
-        return StreamInfo(stream_id, meta, pairs.get("ended") == "1", bool(alive))
-
-    async def ended(self, stream_ids: Sequence[str]) -> set[str]:
-        """Which streams have ended (or are gone); see `EventStore.ended`."""
-        if not stream_ids:
-            return set()
         with reachable():
-            async with self.client.pipeline(transaction=False) as pipe:
-                for stream_id in stream_ids:
-                    pipe.hget(self._keys(stream_id)[0], "ended")
-                flags: list[Any] = await pipe.execute()
-        return {s for s, flag in zip(stream_ids, flags, strict=True) if flag != "0"}
+            reply = await self._ask(
+                keys=[*self._keys(run_id), self._index(record.principal)],
+                args=[run_id, question, repr(time.time()),
+                      "" if deadline is None else repr(deadline), self._waiting_ms],
+            )  # fmt: skip
+        return _record(run_id, reply)
 
-    async def end_abandoned(self, stream_id: str, kind: str, data: str) -> bool:
-        """End the stream with this final event if its writer is gone; see `EventStore`."""
-        info = await self.info(stream_id)
-        if info is None or info.writer_alive:
-            return False
+    async def answer(self, run_id: str, approved: bool, reason: str) -> RunRecord | None:
+        """Answer the run's question; see `RunStore.answer`."""
+        record = await self.get(run_id)
+        if record is None:
+            return None
         with reachable():
-            added = await self._end_abandoned(
-                keys=self._keys(stream_id), args=[kind, data, self._ttl_ms, self._owner_prefix]
+            reply = await self._answer(
+                keys=[self._keys(run_id)[0], self._index(record.principal)],
+                args=[run_id, "1" if approved else "0", reason],
             )
-        return added is not None
+        return _record(run_id, reply)
+
+    async def waiting(self, principal: str) -> list[RunRecord]:
+        """The runs waiting; see `RunStore.waiting`."""
+        index = self._index(principal)
+        client: Any = self.client
+        with reachable():
+            run_ids: list[str] = await client.zrange(index, 0, 999)
+            if not run_ids:
+                return []
+            async with client.pipeline(transaction=False) as pipe:
+                for run_id in run_ids:
+                    pipe.hgetall(self._keys(run_id)[0])
+                rows: list[Any] = await pipe.execute()
+            found: list[RunRecord] = []
+            gone: list[str] = []
+            for run_id, row in zip(run_ids, rows, strict=True):
+                record = _record(run_id, [x for pair in row.items() for x in pair])
+                if record is None or record.status != "waiting":
+                    gone.append(run_id)
+                else:
+                    found.append(record)
+            if gone:
+                await client.zrem(index, *gone)
+        return found
+
+    async def reserve(
+        self, principal: str, key: str, digest: str, run_id: str, ttl: float
+    ) -> str | None:
+        """Take `key`; see `RunStore.reserve`."""
+        with reachable():
+            ledger = f"{self._prefix}idem:{ledger_id(principal, key)}"
+            found: Any = await self._reserve(
+                keys=[ledger], args=[run_id, digest, math.ceil(ttl * 1000)]
+            )
+        if not found:
+            return None
+        if found[1] != digest:
+            raise conflict(key)
+        return str(found[0])
+
+    async def release(self, principal: str, key: str, run_id: str) -> None:
+        """Give `key` up; see `RunStore.release`."""
+        with reachable():
+            ledger = f"{self._prefix}idem:{ledger_id(principal, key)}"
+            await self._release(keys=[ledger], args=[run_id])
+
+    async def admit(self, run_id: str, most: int | None) -> bool:
+        """Count the run as queued; see `RunStore.admit`."""
+        with reachable():
+            now = math.floor(time.time() * 1000)
+            args = [run_id, now, now - _STALE_MS, "" if most is None else most]
+            return bool(await self._admit(keys=[f"{self._prefix}queued"], args=args))
+
+    async def started(self, run_id: str) -> None:
+        """The run is no longer queued; see `RunStore.started`."""
+        with reachable():
+            await self.client.zrem(f"{self._prefix}queued", run_id)
 
     async def aclose(self) -> None:
-        """Stop renewing the lease, give it up, and close the client's connections."""
-        task, self._keepalive = self._keepalive, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            with contextlib.suppress(Exception):
-                await self.client.delete(self._owner_prefix + self.owner)
+        """Close the client's connections."""
         await self.client.aclose()
 
 

@@ -12,8 +12,8 @@
   supervised on its own; the model reads their results' content, their structured content is
   the data; tools that run as tasks are followed to their results; it answers what servers
   ask back (`ElicitationRequest`, `SamplingRequest`, roots).
-- `SessionEventStore`: resumable streams, event ids scoped per session, kept in an `EventLog`
-  (`MemoryEventLog` by default).
+- `SessionEventStore`: resumable streams, event ids scoped per session, kept in a run store
+  (`kosong.eventstore`: the server's own, by default).
 - `ResourcePart`: a content part that is an MCP embedded resource.
 
 Needs the `mcp` extra.
@@ -23,29 +23,19 @@ from kosong.mcp._answering import ElicitationRequest, SamplingRequest
 from kosong.mcp._approve import ask_user_to_approve
 from kosong.mcp._client import MCPTool, MCPToolset
 from kosong.mcp._content import ResourcePart
-from kosong.mcp._events import (
-    EventLog,
-    MemoryEventLog,
-    SessionEvent,
-    SessionEventStore,
-    StoreEventLog,
-)
+from kosong.mcp._events import SessionEventStore
 from kosong.mcp._server import MCPToolServer, mcp_request
 from kosong.mcp._spec import ServerSpec
 
 __all__ = [
     "ElicitationRequest",
-    "EventLog",
     "MCPTool",
     "MCPToolServer",
     "MCPToolset",
-    "MemoryEventLog",
     "ResourcePart",
     "SamplingRequest",
     "ServerSpec",
-    "SessionEvent",
     "SessionEventStore",
-    "StoreEventLog",
     "ask_user_to_approve",
     "mcp_request",
 ]

@@ -63,8 +63,8 @@ from kosong.mcp._answering import (
 from kosong.mcp._config import entry_spec, read_config
 from kosong.mcp._connection import Connection, Refused, ServerGone
 from kosong.mcp._convert import from_call_tool_result, unwrapped_schema
+from kosong.mcp._runs import IDEMPOTENCY_META
 from kosong.mcp._spec import AuthFailure, ServerSpec, ServerTarget
-from kosong.mcp._tasks import IDEMPOTENCY_META
 from kosong.message import ToolCall
 from kosong.standard import CallContext, current_call
 from kosong.tooling import (

@@ -238,10 +238,15 @@ class Connection:
         return ServerGone(f"the MCP server `{self.name}` is unreachable: {reason}")
 
     async def _watch(self, url: str, live: _Live) -> None:
-        """While calls are pending, check every half second that the server still listens."""
+        """While calls are pending, check every half second that the server still listens.
+
+        A refused connection ends it at once; a connection that takes too long only after
+        three checks in a row (a loaded machine is slow, not gone).
+        """
         parts = urlsplit(url)
         host = parts.hostname or "127.0.0.1"
         port = parts.port or (443 if parts.scheme == "https" else 80)
+        slow = 0
         while True:
             await anyio.sleep(_WATCH_INTERVAL)
             if not live.calls:
@@ -250,7 +255,13 @@ class Connection:
                 with anyio.fail_after(_WATCH_INTERVAL):
                     stream = await anyio.connect_tcp(host, port)
                 await stream.aclose()
-            except (OSError, TimeoutError) as e:
+                slow = 0
+            except TimeoutError as e:
+                slow += 1
+                if slow >= 3:
+                    self._end(live, f"the server stopped listening ({describe_exception(e)})")
+                    return
+            except OSError as e:
                 self._end(live, f"the server stopped listening ({describe_exception(e)})")
                 return
 

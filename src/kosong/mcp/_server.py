@@ -18,16 +18,19 @@ It runs on the official SDK's low-level `mcp.server.Server`; every call goes thr
   cancels the call, and so the tool;
 - `notify_tools_changed()` sends `notifications/tools/list_changed` to every handshake-era
   session and to every 2026-era `subscriptions/listen` stream;
-- streams are resumable through a `SessionEventStore` (event ids scoped per session);
+- streams are resumable through a `SessionEventStore` (event ids scoped per session, the
+  events kept in the run store);
 - handshake-era sessions belong to the principal that opened them (kosong's guard's, or the
   SDK's authenticated user), are limited per principal and end when abandoned
   (`SessionKeeper`);
 - a request whose id is neither a string nor an integer is an Invalid Request (`id: null`),
   in both eras, never taken for a notification;
 - DNS-rebinding protection is on: only localhost Host and Origin headers by default;
-- given the runs of a kosong server (`runs=`, as `create_app(mcp=True)` does), it serves MCP
-  tasks (`io.modelcontextprotocol/tasks`, see `_tasks`) and honours idempotency keys
-  (`_meta["kosong/idempotency_key"]`), and with workers every call is a run they execute.
+- calls with an idempotency key (`_meta["kosong/idempotency_key"]`), and 2026-era calls whose
+  client answers questions, are runs (`kosong.eventstore.Runs`: its own, in memory, or those
+  of a kosong server, `runs=`, as `create_app(mcp=True)` gives); given a server's runs, it
+  serves MCP tasks (`io.modelcontextprotocol/tasks`), and with workers every call is a run
+  they execute (see `_runs`).
 
 A tool reaches back to the client that made the call with `current_call().elicit(...)`,
 `.sample(...)` and `.log(...)`, in either era (`_asking`); `logging/setLevel` sets the level
@@ -46,7 +49,7 @@ import logging
 import os
 import sys
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Sequence
 from typing import Any, cast
 
 import anyio
@@ -72,15 +75,16 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kosong import __version__
-from kosong.mcp._asking import BackChannel, Rounds
+from kosong.eventstore import MemoryRunStore, Runs
+from kosong.mcp._asking import BackChannel
 from kosong.mcp._convert import mcp_progress, to_call_tool_result, to_mcp_tool
 from kosong.mcp._events import SessionEventStore
-from kosong.mcp._sessions import SESSION_HEADER, SessionKeeper, header, owner_of
-from kosong.mcp._tasks import TaskRuns, Tasks
+from kosong.mcp._runs import RunCalls, error_result
+from kosong.mcp._sessions import SESSION_HEADER, SessionKeeper, header
 from kosong.mcp._tracing import traced_tools_call
 from kosong.mcp._wire import invalid_id_response, peek_body, read_message
 from kosong.message import ToolCall
-from kosong.standard import Caller, LogLevel, PolicyToolset, caller_scope
+from kosong.standard import LogLevel, PolicyToolset, caller_scope
 from kosong.tooling import ToolResult, Toolset
 from kosong.tooling.error import describe_exception
 from kosong.utils.typing import JsonType
@@ -108,6 +112,8 @@ _REQUEST: contextvars.ContextVar[ServerRequestContext[Any, Any] | None] = contex
 
 def mcp_request() -> ServerRequestContext[Any, Any] | None:
     """The MCP request the running tool serves (None outside an `MCPToolServer` call).
+
+    None too in a call that is a run (see `_runs`): it may execute in another process.
 
     Its `session` talks back to the client: `send_log_message`, `report_progress`, and, where
     the client offers them, sampling and elicitation requests.
@@ -154,7 +160,7 @@ class MCPToolServer:
         session_setup_timeout: float | None = 30,
         max_sessions_per_principal: int | None = 100,
         stateless: bool = False,
-        runs: TaskRuns | None = None,
+        runs: Runs | None = None,
         input_timeout: float = 600.0,
     ) -> None:
         """Serve `toolset`.
@@ -165,8 +171,8 @@ class MCPToolServer:
             version: The server's version (default: kosong's, as the SDK's servers give
                 the SDK's).
             instructions: What the client's model should know about these tools.
-            event_store: Where SSE events are kept for resumption; a `SessionEventStore`
-                in memory by default (pass one over another `EventLog` to share it).
+            event_store: Where SSE events are kept for resumption; by default a
+                `SessionEventStore` in the run store (`runs.store`).
             allowed_hosts: Host headers accepted (`host:port`, `*` for any port).
             allowed_origins: Origin headers accepted.
             dns_rebinding_protection: Check Host and Origin (on by default; turn it off only
@@ -183,9 +189,10 @@ class MCPToolServer:
             stateless: Serve handshake-era requests without sessions (no GET stream, no
                 resumption); 2026-era requests are stateless anyway.
             runs: The runs of a kosong server: calls that may take long become MCP tasks of
-                those runs, and calls with an idempotency key runs of that key.
-            input_timeout: Seconds a 2026-era call that asked the user (`elicit`) waits for
-                the client to come back with the answers; then the answer is `cancel`.
+                those runs, and the calls that are runs (see the module doc) are its runs
+                (default: runs of its own, in memory, and no tasks).
+            input_timeout: Seconds a call that asked its client (`elicit`, `sample`) through
+                a run waits for the answer; then `elicit` answers `cancel`, `sample` raises.
 
         Raises:
             ValueError: a timeout or the limit is not a positive number.
@@ -193,7 +200,16 @@ class MCPToolServer:
         self._toolset: PolicyToolset = (
             toolset if isinstance(toolset, PolicyToolset) else PolicyToolset(toolset)
         )
-        self._event_store = event_store if event_store is not None else SessionEventStore()
+        if not input_timeout > 0:
+            raise ValueError(f"input_timeout must be a positive number, got {input_timeout!r}")
+        self._own_runs = runs is None
+        self._runs = runs if runs is not None else Runs(self._toolset, MemoryRunStore())
+        self._calls = RunCalls(
+            self._runs, self._toolset, tasks=runs is not None, input_timeout=input_timeout
+        )
+        self._event_store = (
+            event_store if event_store is not None else SessionEventStore(self._runs.store)
+        )
         self._security = TransportSecuritySettings(
             enable_dns_rebinding_protection=dns_rebinding_protection,
             allowed_hosts=list(allowed_hosts),
@@ -201,9 +217,6 @@ class MCPToolServer:
         )
         self._retry_interval = retry_interval_ms
         self._stateless = stateless
-        if not input_timeout > 0:
-            raise ValueError(f"input_timeout must be a positive number, got {input_timeout!r}")
-        self._rounds = Rounds(ttl=input_timeout)
         self._keeper = SessionKeeper(
             self._stream,
             per_principal=max_sessions_per_principal,
@@ -238,9 +251,8 @@ class MCPToolServer:
         self._server.add_notification_handler(
             "notifications/initialized", mcp.NotificationParams, self._session_initialized
         )
-        self._tasks = Tasks(runs, self._toolset) if runs is not None else None
-        if self._tasks is not None:
-            self._tasks.register(self._server)
+        if self._calls.tasks:
+            self._calls.register(self._server)
 
     @property
     def toolset(self) -> PolicyToolset:
@@ -267,9 +279,9 @@ class MCPToolServer:
         self, ctx: ServerRequestContext[Any, Any], params: mcp.PaginatedRequestParams | None
     ) -> mcp.ListToolsResult:
         tools = [to_mcp_tool(tool) for tool in self._toolset.tools]
-        if self._tasks is not None:  # the 2025-11-25 era's word for it (the 2026 one has none)
+        if self._calls.tasks:  # the 2025-11-25 era's word for it (the 2026 one has none)
             for listed, tool in zip(tools, self._toolset.tools, strict=True):
-                if self._tasks.offers(tool):
+                if self._calls.offers(tool):
                     listed.execution = mcp.ToolExecution(task_support="optional")
         return mcp.ListToolsResult(tools=tools)
 
@@ -290,78 +302,48 @@ class MCPToolServer:
         tool = self._toolset.find_tool(params.name)
         if tool is None:
             raise MCPError(mcp.INVALID_PARAMS, f"Unknown tool: {params.name}")
-        tasks = self._tasks
-        if tasks is not None and tasks.wants_run(tool, ctx.meta):
-            try:
-                return await tasks.call(ctx, params.name, params.arguments or {}, tool)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # the runs' store is away, a key reused...: said, as a result
-                logger.warning("MCP call to %r could not run: %s", params.name, e)
-                return _error_result(f"Error running tool: {describe_exception(e)}")
+        key = _session_key(ctx)
+        channel = BackChannel(ctx, lambda: self._log_levels.get(key) if key else None)
         try:
-            # The SDK parsed the arguments: the pipeline takes them as they are.
-            arguments: JsonType = params.arguments if params.arguments is not None else {}
-            call = ToolCall.model_construct(
-                id=f"mcp-{next(self._ids)}",
-                function=ToolCall.FunctionBody.model_construct(name=params.name, arguments=None),
-            )
-            if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
-                key = _session_key(ctx)
-                channel = BackChannel(ctx, lambda: self._log_levels.get(key) if key else None)
-                result = await self._start(ctx, call, arguments, channel, lambda: ctx)
-            else:
-                outcome = await self._rounds.run(
-                    ctx,
-                    params,
-                    arguments,
-                    _principal(ctx),
-                    lambda caller, current: self._start(ctx, call, arguments, caller, current),
-                )
-                if outcome is None:
-                    return _error_result(
-                        f"The answers for `{params.name}` came after the call stopped waiting "
-                        "for them, or for a call this server does not know: call the tool again"
-                    )
-                if isinstance(outcome, dict):  # the call asks the user: `input_required`
-                    return outcome
-                result = outcome
+            if params.request_state is not None:  # a 2026-era retry, with the answers
+                return await self._calls.resume(ctx, params, tool, channel)
+            if self._calls.wants_run(tool, ctx, channel):
+                return await self._calls.call(ctx, params, tool, channel)
+            result = await self._run(ctx, params, channel)
             return to_call_tool_result(result.return_value, tool.output_schema)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # never a JSON-RPC error: the model reads what went wrong
-            logger.exception("MCP call to %r failed", params.name)
-            return _error_result(f"Error running tool: {describe_exception(e)}")
+            logger.warning("MCP call to %r failed: %s", params.name, describe_exception(e))
+            return error_result(f"Error running tool: {describe_exception(e)}")
 
-    def _start(
+    async def _run(
         self,
         ctx: ServerRequestContext[Any, Any],
-        call: ToolCall,
-        arguments: JsonType,
-        caller: Caller,
-        current: Callable[[], ServerRequestContext[Any, Any]],
-    ) -> asyncio.Future[ToolResult]:
-        """Start the call; the tasks it runs in see the request and reach back via `caller`."""
+        params: mcp.CallToolRequestParams,
+        channel: BackChannel,
+    ) -> ToolResult:
+        """Run the call here; its tasks see the request and reach back through `channel`."""
+        # The SDK parsed the arguments: the pipeline takes them as they are.
+        arguments: JsonType = params.arguments if params.arguments is not None else {}
+        call = ToolCall.model_construct(
+            id=f"mcp-{next(self._ids)}",
+            function=ToolCall.FunctionBody.model_construct(name=params.name, arguments=None),
+        )
         token = _REQUEST.set(ctx)  # the call's task copies it; the tool reads it there
         try:
-            with caller_scope(caller):
+            with caller_scope(channel):
                 meta = ctx.meta
                 if meta is not None and meta.get("progress_token") is not None:
-                    return asyncio.ensure_future(self._streamed(call, arguments, current))
-                handled = self._toolset.dispatch(call, arguments)
+                    handled = asyncio.ensure_future(self._streamed(ctx, call, arguments))
+                else:
+                    handled = self._toolset.dispatch(call, arguments)
         finally:
             _REQUEST.reset(token)
-        if isinstance(handled, ToolResult):
-            done: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
-            done.set_result(handled)
-            return done
-        return handled
+        return handled if isinstance(handled, ToolResult) else await handled
 
     async def _streamed(
-        self,
-        call: ToolCall,
-        arguments: JsonType,
-        current: Callable[[], ServerRequestContext[Any, Any]],
+        self, ctx: ServerRequestContext[Any, Any], call: ToolCall, arguments: JsonType
     ) -> ToolResult:
         steps = 0
         async with self._toolset.stream(call, arguments) as events:
@@ -370,8 +352,8 @@ class MCPToolServer:
                     steps += 1
                     progress, total = mcp_progress(event.data, steps)
                     message = cast(str, event.data.get("message") or "") or None
-                    try:  # to the request of the round in progress (2026 era: there may be none)
-                        await current().session.report_progress(progress, total, message)
+                    try:
+                        await ctx.session.report_progress(progress, total, message)
                     except Exception as e:
                         logger.debug("MCP progress not sent: %s", describe_exception(e))
             return await events.result()
@@ -438,6 +420,8 @@ class MCPToolServer:
         plain = StreamableHTTPSessionManager(
             app=self._server, stateless=True, json_response=True, security_settings=self._security
         )
+        if self._own_runs:
+            self._runs.draining = False  # it may be entered again
         async with streaming.run(), plain.run(), anyio.create_task_group() as tasks:
             self._managers = (streaming, plain)
             if not self._stateless:
@@ -449,7 +433,8 @@ class MCPToolServer:
                 self._managers = None
                 self._sessions.clear()
                 self._keeper.clear()
-                self._rounds.clear()  # calls waiting for answers hear `cancel`, and end
+                if self._own_runs:  # its runs stop, those waiting for answers too
+                    await self._runs.drain(0)
 
     def app(self, path: str = "/mcp") -> Starlette:
         """A Starlette app serving MCP at `path` (run it with uvicorn, say)."""
@@ -642,15 +627,3 @@ def _session_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
         return f"stdio-{id(ctx.session.client_params)}"
     session_id: object = headers.get("mcp-session-id")
     return session_id if isinstance(session_id, str) else None
-
-
-def _error_result(text: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}], "isError": True, "resultType": "complete"}
-
-
-def _principal(ctx: ServerRequestContext[Any, Any]) -> str:
-    """Who a 2026-era request speaks for: the guard's or the SDK's principal (HTTP), or stdio."""
-    scope: object = getattr(ctx.request, "scope", None)
-    if isinstance(scope, dict):
-        return repr(owner_of(cast(Scope, scope)))
-    return "stdio"

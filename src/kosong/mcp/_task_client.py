@@ -20,8 +20,8 @@ the client as an empty `CallToolResult` holding the task under `_meta["kosong/ta
 2026-07-28 (the `io.modelcontextprotocol/tasks` extension, SEP-2663): `TasksClient`, a client
 extension of the SDK, declares the extension on each call and finishes a task handle by
 polling `tasks/get` until the task ends (its status messages reported as progress), answering
-its input requests with the client's elicitation handler (declined without one), and sending
-`tasks/cancel` when its caller is cancelled.
+its input requests with the client's elicitation or sampling handler (declined without one),
+and sending `tasks/cancel` when its caller is cancelled.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ from mcp.client.context import ClientRequestContext
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.message import SessionMessage
+from pydantic import TypeAdapter
 
-from kosong.mcp._tasks import TASKS
+from kosong.mcp._runs import TASKS
 
 __all__ = ["PROGRESS", "TasksClient", "call_as_task", "takes_task", "task_transport"]
 
@@ -310,10 +311,16 @@ async def _follow(handle: CreateTaskResult, ctx: ClaimContext) -> mcp.CallToolRe
         raise
 
 
+_INPUT_REQUEST: TypeAdapter[mcp.InputRequest] = TypeAdapter(mcp.InputRequest)
+
+
 async def _respond(session: Any, key: str, request: Any) -> Any:
-    """The client's answer to one of a task's input requests (its elicitation handler's)."""
+    """The client's answer to one of a task's input requests (its handler's for the kind).
+
+    A request without a `method` is taken for an elicitation.
+    """
     try:
-        parsed = mcp.ElicitRequest.model_validate(
+        parsed = _INPUT_REQUEST.validate_python(
             {"method": "elicitation/create", **request}
             if isinstance(request, dict) and "method" not in request
             else request

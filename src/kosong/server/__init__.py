@@ -12,8 +12,8 @@
   limit, body size). `ServerConfig` holds the settings, with safe defaults. The app also answers
   `GET /dialects` (what each provider rejects or ignores in the tools' schemas) and serves the
   inspector, a web page that shows the tools and calls them, at `/`.
-- Runs' events are kept in an event store of `kosong.eventstore` (`MemoryEventStore` by
-  default; `RedisEventStore` shares them between processes, and `RedisRateLimiter`, in
+- Runs are kept in a run store of `kosong.eventstore` (`MemoryRunStore` by default;
+  `RedisRunStore` shares them between processes, and `RedisRateLimiter`, in
   `kosong.server.redis_limits`, the rate limit).
 - `serve(app)` runs the app until a signal; `serving(app)` runs it in the background.
 - With Redis, every call is a run handed to workers through a queue (Docket): the front ends'

@@ -39,10 +39,10 @@ import dataclasses
 import json
 import logging
 import secrets
+import time
 from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from functools import partial
 from typing import Any, cast
 
 import anyio
@@ -58,8 +58,14 @@ from starlette.types import Scope
 from kosong.dialects import SOURCES, check_tools
 from kosong.eventstore import (
     START,
-    EventStore,
-    MemoryEventStore,
+    IdempotencyConflictError,
+    MemoryRunStore,
+    QueueFullError,
+    RunNotFoundError,
+    RunRecord,
+    Runs,
+    RunStore,
+    ShuttingDownError,
     StoreFullError,
     StoreUnavailableError,
     split_event_id,
@@ -72,15 +78,7 @@ from kosong.server._guard import ANONYMOUS, PRINCIPAL, RETRY_AFTER_OUTAGE, error
 from kosong.server._inspector import inspector_routes, public_paths
 from kosong.server._limits import MemoryRateLimiter, RateLimiter, RateLimitMiddleware
 from kosong.server._resource import METADATA_PATH, metadata_route
-from kosong.server._runs import (
-    IdempotencyConflictError,
-    QueueFullError,
-    RunNotFoundError,
-    Runs,
-    ShuttingDownError,
-)
 from kosong.server._sites import CrossSiteMiddleware, HostOriginMiddleware
-from kosong.server._state import MemoryRunState, RunState
 from kosong.standard import CATALOG, PolicyToolset, error_code, to_envelope, with_policies
 from kosong.standard.policies import (
     CachePolicy,
@@ -185,33 +183,28 @@ class Server:
         self.redis: Any = None
         limiter: RateLimiter | None = None
         cache_backend: Any = None
-        store = config.event_store
-        state: RunState = MemoryRunState()
+        store = config.run_store
         queue: Any = None
         if config.redis_url is not None:
-            from kosong.eventstore.redis_store import RedisEventStore, connect
+            from kosong.eventstore.redis_store import RedisRunStore, connect
             from kosong.server._queue import RunQueue
-            from kosong.server._state import RedisRunState
             from kosong.server.redis_limits import RedisRateLimiter
             from kosong.standard.policies import RedisCache
 
             self.redis = connect(config.redis_url)
-            store = RedisEventStore(self.redis, ttl=config.run_ttl, lease=config.lease)
-            state = RedisRunState(store)
+            store = RedisRunStore(self.redis, ttl=config.run_ttl)
             queue = RunQueue(config.redis_url, self._limit_of)
             if config.rate_limit is not None:
                 limiter = RedisRateLimiter(self.redis, config.rate_limit)
             cache_backend = RedisCache(self.redis)
         elif config.rate_limit is not None:
             limiter = MemoryRateLimiter(config.rate_limit)
-        self.store: EventStore = (
-            store if store is not None else MemoryEventStore(ttl=config.run_ttl)
-        )
+        self.store: RunStore = store if store is not None else MemoryRunStore(ttl=config.run_ttl)
         self.toolset, self.metrics = _pipeline(toolset, cache_backend)
         self.queue = queue
         """The run queue (with Redis), which workers take runs from."""
         self.runs = Runs(
-            self.toolset, self.store, state, queue=queue, max_runs=config.max_runs,
+            self.toolset, self.store, executor=queue, max_runs=config.max_runs,
             max_queued=config.max_queued, idle=config.idle, key_ttl=config.key_ttl,
         )  # fmt: skip
         self.worker_name = secrets.token_hex(4)
@@ -274,7 +267,7 @@ class Server:
             if self.config.workers > 0:
                 self._work = work = asyncio.create_task(
                     self.queue.work(
-                        partial(self.runs.run_claimed, worker=self.worker_name),
+                        self.runs.execute,
                         [tool.name for tool in self.toolset.tools],
                         concurrency=self.config.workers,
                         lease=self.config.lease,
@@ -515,7 +508,8 @@ class Server:
             yield ServerSentEvent(id=f"{run_id}.{position}", retry=self.config.retry_ms, sep="\n")
             try:
                 async for event in self.runs.follow(run_id, position):
-                    yield ServerSentEvent(event.data, event=event.kind, id=event.id, sep="\n")
+                    data = Runs.wire_data(event)
+                    yield ServerSentEvent(data, event=event.kind, id=event.id, sep="\n")
             except StoreUnavailableError as e:
                 # The stream ends without its final event; the client resumes from the last
                 # id it saw (and is answered 503 with Retry-After until the store is back).
@@ -553,8 +547,8 @@ class Server:
         if request.query_params.get("state") != "waiting":
             return _error(400, "INVALID_PARAMS", "list runs with ?state=waiting")
         principal: str = request.scope.get(PRINCIPAL, ANONYMOUS)
-        found = await self.runs.state.waiting(principal)
-        return _json({"runs": [waiting.to_json() for waiting in found]})
+        found = await self.runs.waiting(principal)
+        return _json({"runs": [_waiting(record) for record in found]})
 
     async def answer_run(self, request: Request) -> Response:
         """Answer the question a run waits on: `{"approved": bool, "reason": "..."}` (202)."""
@@ -627,6 +621,23 @@ async def _body(request: Request) -> bytes:
             break
         parts.append(message.get("body", b""))
     return b"".join(parts)
+
+
+def _waiting(record: RunRecord) -> dict[str, JsonType]:
+    """`{"id", "tool", "arguments", "question", "since"}` of a waiting run (since: ISO 8601)."""
+    since = record.since or 0.0
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(since))
+    try:
+        arguments: JsonType = json.loads(record.arguments)
+    except ValueError:
+        arguments = record.arguments
+    return {
+        "id": record.id,
+        "tool": record.tool,
+        "arguments": arguments,
+        "question": record.question or "",
+        "since": f"{stamp}.{int(since * 1000) % 1000:03d}Z",
+    }
 
 
 def _worker_ended(task: asyncio.Task[None]) -> None:
@@ -720,16 +731,15 @@ def create_app(
     config = config if config is not None else ServerConfig()
     server = Server(as_toolset(toolset), config)
     if mcp:
-        from kosong.mcp import MCPToolServer, SessionEventStore, StoreEventLog
+        from kosong.mcp import MCPToolServer
 
         # The app's checks cover Host and Origin for every route already, with the hosts the
         # configuration allows; the SDK's own check (localhost only) would refuse those.
-        # Resumable MCP streams live in the app's own store, beside its runs (in Redis too).
+        # Its runs are the app's, and so is the store its resumable streams live in.
         over_mcp = MCPToolServer(
             server.toolset,
             name=config.name,
             dns_rebinding_protection=False,
-            event_store=SessionEventStore(StoreEventLog(server.store)),
             retry_interval_ms=config.retry_ms,
             runs=server.runs,
         )

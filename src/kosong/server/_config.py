@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kosong.eventstore import EventStore
+from kosong.eventstore import RunStore
 from kosong.server._auth import StaticTokens, TokenVerifier
 from kosong.server._limits import RateLimit
 
@@ -59,8 +59,9 @@ class ServerConfig:
     redis_url: str | None = None
     """A Redis server shared by several processes: runs, the result cache and the rate
     limits are kept there."""
-    event_store: EventStore | None = None
-    """Where run events are kept (default: in memory, or in Redis with `redis_url`)."""
+    run_store: RunStore | None = None
+    """Where runs are kept (default: in memory, or in Redis with `redis_url`). Runs execute
+    in this process: a store shared with other processes needs `redis_url` (and workers)."""
     run_ttl: float = 600.0
     """Seconds a run's events are kept after it ends, for clients that come back."""
     max_runs: int = 10_000
@@ -72,10 +73,11 @@ class ServerConfig:
     grace: float = 10.0
     """Seconds in-flight calls get to finish when the server shuts down."""
     lease: float = 5.0
-    """With Redis: a process not heard from for this long is taken for dead and its runs
-    are ended with an error."""
+    """With Redis: a worker not heard from for this long is taken for dead, and the queue
+    delivers its runs again to another worker."""
     idle: float = 1.0
-    """Seconds a follower waits for an event before checking on its run."""
+    """With Redis: seconds a follower waits for an event before it looks at its run's record
+    (a question past its deadline, while nobody else looks)."""
     workers: int = 100
     """With Redis: how many queued runs this process executes at once, as a worker of the
     queue that every process sharing the Redis serves (0: a front end only, whose runs are
@@ -103,8 +105,8 @@ class ServerConfig:
         checked = self.verifier is not None or self.principals()
         if (self.required_scopes or self.authorization_servers) and not checked:
             raise ValueError("required_scopes and authorization_servers need tokens to check")
-        if self.redis_url is not None and self.event_store is not None:
-            raise ValueError("give redis_url or event_store, not both")
+        if self.redis_url is not None and self.run_store is not None:
+            raise ValueError("give redis_url or run_store, not both")
         if self.workers < 0:
             raise ValueError("workers cannot be negative")
         if self.max_queued is not None and self.max_queued < 1:

@@ -1,15 +1,16 @@
 """The run queue: runs handed to workers on any machine, through Docket.
 
 Docket (`pydocket`, the distributed task engine FastMCP runs MCP background tasks on) keeps
-the queue in Redis streams with a consumer group: a front end adds a run (`enqueue`), one
+the queue in Redis streams with a consumer group: a front end adds a run (`submit`), one
 worker takes it, and renews its lease on it while it runs; a run whose worker stops renewing
 (killed, cut off) is delivered again to another worker once the lease has run out. Docket
 also holds the cluster-wide concurrency limits (`ConcurrencyLimit`: slots in Redis, the
 calls over the limit parked until one is free) and cancels a running task on any worker.
 
 What kosong adds is what a run is: a queued task carries only the run's id and tool; the
-worker finds the call in the run's record (`RunState.claim`, which also counts the attempt)
-and runs it through the pipeline, its events going to the run's log (`Runs.run_claimed`).
+worker finds the call in the run's record (`RunStore.claim`, which also counts the attempt)
+and runs it through the pipeline, its events going to the run's log (`Runs.execute`). The
+queue is the `Executor` of a server with Redis.
 
 A tool that may only run N calls at once (`sequential = True`: one; or a `ConcurrencyPolicy`
 of the pipeline's `per_tool`) is queued as a task with a `ConcurrencyLimit` of N on its name,
@@ -19,6 +20,7 @@ so the limit holds across every worker.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -89,6 +91,9 @@ Execute = Callable[[str], Awaitable[None]]
 class RunQueue:
     """Runs queued in Redis for the workers; see the module doc."""
 
+    shared = True
+    """Runs execute on any worker (an `Executor` whose runs are elsewhere)."""
+
     def __init__(self, url: str, limit: Callable[[str], int | None]) -> None:
         """Queue runs in the Redis at `url`; `limit(tool)` says how many may run at once."""
         self.docket = Docket(name="kosong-runs", url=url)
@@ -146,10 +151,16 @@ class RunQueue:
             raise RuntimeError("this process runs no calls")
         await self._execute(run_id)
 
-    async def enqueue(self, run_id: str, tool: str) -> None:
-        """Hand the run to a worker (the task's key is the run's id)."""
+    async def submit(self, run_id: str, tool: str, *, again: bool = False) -> None:
+        """Hand the run to a worker (the task's key is the run's id).
+
+        `again`: the run was answered and goes on, under a key of its own (Docket keeps one
+        task per key, and the one that asked may not have finished yet); `cancel` does not
+        reach it on its worker, where the run stops at its next event once it has ended.
+        """
         name = self.task_name(self._limit(tool))
-        await _once_more(lambda: self.docket.add(name, key=run_id)(run_id=run_id, tool=tool))
+        key = f"{run_id}-{secrets.token_hex(4)}" if again else run_id
+        await _once_more(lambda: self.docket.add(name, key=key)(run_id=run_id, tool=tool))
 
     async def cancel(self, run_id: str) -> None:
         """Take the run out of the queue, or stop it on the worker running it."""

@@ -13,11 +13,13 @@ import jsonschema_rs
 from pydantic import ValidationError
 
 from kosong.tooling._return_value import ToolError, ToolReturnValue
+from kosong.tooling.error import ToolDeferredError
 
 __all__ = [
     "MAX_REPORTED_ERRORS",
     "calls_in_thread",
     "checked_return",
+    "deferred_to_caller",
     "json_path",
     "jsonschema_errors_text",
     "pydantic_errors_text",
@@ -52,6 +54,11 @@ def checked_return(tool_name: str, value: object) -> ToolReturnValue:
         ),
         brief="Invalid tool result",
     )
+
+
+def deferred_to_caller(tool_name: str) -> ToolDeferredError:
+    """What a call of an external tool answers once its arguments are valid (see `external`)."""
+    return ToolDeferredError(tool_name, "external", "")
 
 
 def json_path(loc: Sequence[Any]) -> str:

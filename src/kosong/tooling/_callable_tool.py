@@ -11,7 +11,12 @@ import jsonschema_rs
 from pydantic import PrivateAttr, model_validator
 
 from kosong._threads import run_sync_tool
-from kosong.tooling._call_checks import calls_in_thread, checked_return, jsonschema_errors_text
+from kosong.tooling._call_checks import (
+    calls_in_thread,
+    checked_return,
+    deferred_to_caller,
+    jsonschema_errors_text,
+)
 from kosong.tooling._return_value import ToolReturnValue
 from kosong.tooling._schema import schema_validator
 from kosong.tooling._tool import Tool
@@ -53,6 +58,8 @@ class CallableTool(Tool, ABC):
         validator = self._validator
         if not validator.is_valid(arguments):
             return ToolValidateError(jsonschema_errors_text(validator, arguments))
+        if self.external:
+            return deferred_to_caller(self.name)
         if isinstance(arguments, list):
             args: tuple[Any, ...] = tuple(arguments)
             kwargs: dict[str, Any] = {}

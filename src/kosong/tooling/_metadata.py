@@ -150,11 +150,11 @@ class ToolMetadata(BaseModel, metaclass=OverridableModelMeta):
 
     From the Tool Use standard: `strict`, `version`, `cacheable`, `cache_ttl`,
     `cache_key_params`, `streaming`, `estimated_tokens`, `deprecated`, `sunset_date`,
-    `replacement`, `migration_guide`, `changelog`. kosong's own: `sequential`. From MCP's
-    tool annotations: `title`, `read_only_hint`, `destructive_hint`, `idempotent_hint`,
-    `open_world_hint` (written `readOnlyHint`... in JSON), and `output_schema`
-    (`outputSchema`: the JSON Schema of the JSON text a successful call returns). A dump
-    leaves out every field still at None.
+    `replacement`, `migration_guide`, `changelog`. kosong's own: `sequential`, `external`.
+    From MCP's tool annotations: `title`, `read_only_hint`, `destructive_hint`,
+    `idempotent_hint`, `open_world_hint` (written `readOnlyHint`... in JSON), and
+    `output_schema` (`outputSchema`: the JSON Schema of the JSON text a successful call
+    returns). A dump leaves out every field still at None.
     """
 
     strict: bool | None = None
@@ -173,6 +173,10 @@ class ToolMetadata(BaseModel, metaclass=OverridableModelMeta):
     sequential: bool | None = None
     """Its calls must run one at a time, in the order they were made (kosong's own field,
     honoured by `ConcurrencyPolicy`): for tools not safe to run concurrently."""
+    external: bool | None = None
+    """The caller runs it, not the toolset (kosong's own field): its definition goes to the
+    model, and a call with valid arguments answers `ToolDeferredError` instead of running, so
+    `agent_loop` stops and hands the call to its caller (a browser, a desktop client)."""
     estimated_tokens: int | EstimatedTokens | None = None
     """Tokens the result takes: a number, or `{input, output: {min, max, typical}}`."""
     deprecated: bool | None = None

@@ -12,6 +12,7 @@ from kosong._threads import run_sync_tool
 from kosong.tooling._call_checks import (
     calls_in_thread,
     checked_return,
+    deferred_to_caller,
     jsonschema_errors_text,
     pydantic_errors_text,
 )
@@ -85,6 +86,8 @@ class CallableTool2(ToolMetadata, ABC, Generic[Params]):
             return ToolValidateError(
                 pydantic_errors_text(e, list(self.base.parameters.get("properties", {})))
             )
+        if self.external:
+            return deferred_to_caller(self.name)
         if calls_in_thread(type(self)):
             result = await run_sync_tool(self, params)
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
@@ -66,9 +67,56 @@ class ToolResult:
         """The return value (the older name of `return_value`)."""
         return self.return_value
 
+    def to_json(self) -> str:
+        """The result as JSON text, its return value's class named, for `from_json`.
+
+        `{"id", "type", "value", "metadata"}`: `type` is the return value's class
+        (`ToolOk`, `ToolValidateError`...), `value` its five fields. Its `artifact`, for the
+        application only, is not kept.
+        """
+        value = self.return_value.model_dump(mode="json")
+        return json.dumps(
+            {"id": self.tool_call_id, "type": type(self.return_value).__name__, "value": value,
+             "metadata": dict(self.metadata) if self.metadata is not None else None},
+            ensure_ascii=False,
+        )  # fmt: skip
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ToolResult:
+        """A result `to_json` wrote, its return value of the same class.
+
+        kosong's own classes come back as themselves; any other as a `ToolOk` or a
+        `ToolError`.
+
+        Raises:
+            ValueError: `text` is not such a result.
+        """
+        try:
+            data = json.loads(text)
+            value = ToolReturnValue.model_validate(data["value"])
+            kind = _value_class(str(data["type"]), value.is_error)
+            fields = {name: getattr(value, name) for name in ToolReturnValue.model_fields}
+            return cls(str(data["id"]), kind.model_construct(**fields),
+                       metadata=data.get("metadata"))  # fmt: skip
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"not a stored ToolResult: {e}") from None
+
     def __await__(self) -> Generator[Any, None, ToolResult]:
         return self
         yield  # a generator that finishes at once: awaiting gives the result itself
+
+
+def _value_class(name: str, is_error: bool) -> type[ToolReturnValue]:
+    """Kosong's return value class of this name (`ToolOk`, an error of `kosong.tooling.error`)."""
+    from kosong.tooling import error  # it needs this module first
+
+    found = getattr(error, name, None) if name in error.__all__ else None
+    if isinstance(found, type) and issubclass(found, ToolReturnValue):
+        return found
+    from kosong.tooling._return_value import ToolError, ToolOk
+
+    known = {"ToolOk": ToolOk, "ToolError": ToolError}.get(name)
+    return known or (ToolError if is_error else ToolOk)
 
 
 ToolResultFuture: TypeAlias = asyncio.Future[ToolResult]

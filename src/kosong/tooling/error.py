@@ -13,6 +13,7 @@ ToolError                       EXECUTION_ERROR: any failure a tool reports
 ├── ToolRateLimitedError        RATE_LIMITED: too many calls; may say when to retry
 ├── ToolNetworkError            NETWORK_ERROR: a service the tool needs is unreachable
 ├── ToolPermissionDeniedError   PERMISSION_DENIED: the call is not allowed (with the reason)
+│   └── ToolDeferredError       the call waits for an answer from outside (see the class)
 ├── ToolUnauthorizedError       UNAUTHORIZED: the tool lacks valid credentials
 ├── ToolResourceNotFoundError   RESOURCE_NOT_FOUND: what the call names does not exist
 ├── ToolQuotaExceededError      QUOTA_EXCEEDED: a usage quota is spent
@@ -27,7 +28,7 @@ details an error carries for the envelope (`retry_after`, `replacement`...) trav
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from kosong._deprecated import moved_names
 from kosong._keys import STANDARD_KEY as _STANDARD_KEY  # the name left this module
@@ -36,6 +37,7 @@ from kosong.utils.typing import JsonType
 
 __all__ = [
     "ToolCancelledError",
+    "ToolDeferredError",
     "ToolDeprecatedError",
     "ToolNetworkError",
     "ToolNotFoundError",
@@ -192,6 +194,68 @@ class ToolPermissionDeniedError(_CodedError):
             "Permission denied",
             reason=reason,
         )
+
+
+class ToolDeferredError(ToolPermissionDeniedError):
+    """The call did not run: it waits for an answer from outside the toolset.
+
+    `kind` says whose: `"approval"` (an `ApprovalPolicy` hook answered
+    `ApprovalDecision.defer(question)`: a person decides later) or `"external"` (the tool is
+    declared `external`: the caller runs it, a browser say). `agent_loop` stops on it and
+    returns the call as a `kosong.DeferredCall`, to be answered and resumed later; a server
+    keeps its run waiting. Anywhere else nobody can answer, so it is what it is coded as: the
+    call is not allowed (PERMISSION_DENIED). Its `question` and `kind` travel with the
+    envelope's `error` details.
+    """
+
+    def __init__(
+        self,
+        tool_name: str,
+        kind: Literal["approval", "external"],
+        question: str,
+        *,
+        within: float | None = None,
+    ) -> None:
+        """Say which call waits, for whom (`kind`), and on what `question`.
+
+        `within`: how many seconds an answer may take before the call is denied (None: no
+        limit).
+        """
+        reason = (
+            f"the call waits for an answer to {question!r}, and nobody can answer here"
+            if kind == "approval"
+            else "the tool is external: its caller runs it, and no caller here can"
+        )
+        _CodedError.__init__(
+            self,
+            f"Permission denied for tool `{tool_name}`: {reason}",
+            "Waiting for an answer",
+            reason=reason,
+            deferred=kind,
+            question=question,
+            within=within,
+        )
+
+    @property
+    def kind(self) -> Literal["approval", "external"]:
+        """Whose answer the call waits for: a person's approval, or the caller running it."""
+        return "external" if self._detail("deferred") == "external" else "approval"
+
+    @property
+    def question(self) -> str:
+        """What the answer is to (for an external tool, its description of the call)."""
+        return str(self._detail("question") or "")
+
+    @property
+    def within(self) -> float | None:
+        """Seconds an answer may take before the call is denied (None: no limit)."""
+        within = self._detail("within")
+        return float(within) if isinstance(within, int | float) else None
+
+    def _detail(self, name: str) -> JsonType:
+        standard = (self.extras or {}).get(_STANDARD_KEY)
+        error = standard.get("error") if isinstance(standard, dict) else None
+        return error.get(name) if isinstance(error, dict) else None
 
 
 class ToolUnauthorizedError(_CodedError):

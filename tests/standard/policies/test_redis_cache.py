@@ -18,6 +18,7 @@ from kosong.standard import to_envelope, with_policies
 from kosong.standard.policies import CacheBackend, CacheEntry, CachePolicy, RedisCache
 from kosong.tooling import ToolOk
 from kosong.tooling.error import ToolTimeoutError
+from tests._waiting import until
 from tests.standard._std_tools import Weather, make_call, toolset
 
 
@@ -51,9 +52,15 @@ async def test_error_classes_survive_the_trip(cache: RedisCache) -> None:
 
 async def test_redis_expires_entries_at_their_ttl(cache: RedisCache) -> None:
     now = datetime.now(UTC).timestamp()
-    await cache.set("short", CacheEntry(ToolOk(), now, now + 0.05))
+    await cache.set("short", CacheEntry(ToolOk(), now, now + 1.0))
     assert await cache.get("short") is not None
-    await asyncio.sleep(0.1)  # past the 50 ms TTL: Redis must have expired it
+    (key,) = [k async for k in cache.client.scan_iter(match="*short")]
+    assert 0 < await cache.client.pttl(key) <= 1000  # Redis holds the entry's own TTL...
+
+    async def expired() -> bool:
+        return not await cache.client.exists(key)
+
+    await until(expired, "Redis to expire the entry")  # ...and drops it then
     assert await cache.get("short") is None
 
 

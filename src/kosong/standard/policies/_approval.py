@@ -10,11 +10,16 @@ need approval: those whose `destructive_hint` is true (and, with `unannotated=Tr
 declare neither `destructive_hint` nor `read_only_hint`, as MCP's defaults would have it), or
 whatever `needs_approval` says.
 
-A hook may also answer `ApprovalDecision.ask(question)`: someone else must decide. The
-question goes to an `ApprovalInbox` (the policy's own, or the one in scope: a server puts one
-around every run it starts, which keeps the question in its store, lists it and takes the
-answer from any of its processes) and the call waits for the answer, at most `ask_timeout`
-seconds, after which it is denied. With no inbox at all, a question is a denial.
+A hook may also answer that someone else must decide, later. `ApprovalDecision.defer(question)`
+defers the call: it does not run, and its result is a `ToolDeferredError` carrying the
+question, which its caller answers when it can: `agent_loop` stops and returns it as a
+`kosong.DeferredCall` (resumed with `answers={call_id: Approve() or Deny(reason)}`), a server
+keeps the run waiting, listed and answered from any of its processes; anywhere else nobody
+can answer, and the error is the denial it is coded as. `ApprovalDecision.ask(question)` asks
+an `ApprovalInbox` (the policy's own, or the one in scope: `inbox_scope`) and waits for the
+answer, at most `ask_timeout` seconds, after which the call is denied; with no inbox, it
+defers like `defer`, its `ask_timeout` going along (a server denies the call once it passed).
+A resumed call finds its answer in scope and the hook is not asked again.
 """
 
 from __future__ import annotations
@@ -28,13 +33,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 
+from kosong._answers import Approve, answer_in_scope
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
 from kosong.standard._hints import is_destructive
 from kosong.standard._pipeline import Forward, Policy
 from kosong.standard.policies._seconds import optional_seconds
 from kosong.tooling import Tool, ToolResult
-from kosong.tooling.error import ToolPermissionDeniedError, describe_exception
+from kosong.tooling.error import ToolDeferredError, ToolPermissionDeniedError, describe_exception
 from kosong.utils.typing import JsonType
 
 __all__ = [
@@ -72,7 +78,9 @@ class ApprovalDecision:
     reason: str = ""
     """Why, for the model (especially when denied)."""
     question: str | None = None
-    """Set by `ask`: nobody decided yet; this question goes to whoever can."""
+    """Set by `ask` and `defer`: nobody decided yet; this question goes to whoever can."""
+    deferred: bool = False
+    """Set by `defer`: the call waits for its caller's answer instead of an inbox's."""
 
     @classmethod
     def approve(cls, reason: str = "") -> ApprovalDecision:
@@ -87,9 +95,18 @@ class ApprovalDecision:
     @classmethod
     def ask(cls, question: str) -> ApprovalDecision:
         """Let someone else decide: the call waits for their answer (see the module doc)."""
-        if not isinstance(question, str) or not question.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError("the question must be a non-empty string")
-        return cls(False, "", question)
+        return cls(False, "", _checked(question))
+
+    @classmethod
+    def defer(cls, question: str) -> ApprovalDecision:
+        """Let someone decide later: the call is handed back to its caller (see the module doc)."""
+        return cls(False, "", _checked(question), deferred=True)
+
+
+def _checked(question: str) -> str:
+    if not isinstance(question, str) or not question.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError("the question must be a non-empty string")
+    return question
 
 
 class ApprovalInbox(ABC):
@@ -178,9 +195,18 @@ class ApprovalPolicy(Policy):
             return await forward(call, ctx)
         started = time.perf_counter()
         request = ApprovalRequest(tool, call, ctx.arguments, ctx.trace_id)
-        decision = await self._decide(request)
-        if decision.question is not None:
-            decision = await self._wait(request, decision.question)
+        answered = answer_in_scope(call.id)
+        if answered is not None:  # a deferred call, resumed with its answer
+            decision = ApprovalDecision(isinstance(answered, Approve), answered.reason)
+        else:
+            decision = await self._decide(request)
+        inbox = self._inbox or _INBOX.get()
+        if decision.question is not None and (decision.deferred or inbox is None):
+            within = None if decision.deferred else self._ask_timeout
+            deferred = ToolDeferredError(tool.name, "approval", decision.question, within=within)
+            return ToolResult(call.id, deferred)
+        if decision.question is not None and inbox is not None:
+            decision = await self._wait(inbox, request, decision.question)
         ctx.call_context.record_timing("approval_ms", (time.perf_counter() - started) * 1000)
         ctx.call_context.add_debug(
             "approval", {"approved": decision.approved, "reason": decision.reason}
@@ -200,14 +226,10 @@ class ApprovalPolicy(Policy):
             return ApprovalDecision.deny(f"the approval hook failed ({describe_exception(e)})")
         return _decision(answer)
 
-    async def _wait(self, request: ApprovalRequest, question: str) -> ApprovalDecision:
+    async def _wait(
+        self, inbox: ApprovalInbox, request: ApprovalRequest, question: str
+    ) -> ApprovalDecision:
         """The answer to the hook's question, from the inbox; anything else denies."""
-        inbox = self._inbox or _INBOX.get()
-        if inbox is None:
-            return ApprovalDecision.deny(
-                f"the approval hook asked {question!r}, but nobody can answer here (no "
-                "ApprovalInbox: a server keeps one for the calls it runs)"
-            )
         try:
             answer = await inbox.ask(request, question, self._ask_timeout)
         except Exception as e:  # fail closed

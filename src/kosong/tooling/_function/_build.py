@@ -89,6 +89,9 @@ class ToolOptions(TypedDict, total=False):
     """Parameter (property) name -> description, before every other source."""
     sequential: bool
     """Its calls run one at a time, in call order, under a `ConcurrencyPolicy`."""
+    external: bool | None
+    """Its caller runs it: a call is validated, then deferred to `agent_loop`'s caller
+    (`ToolMetadata.external`); the function's body is not called."""
     unknown_arguments: UnknownArguments
     """`"refuse"` (the default): a call with an argument the tool does not take is answered
     with an error naming it (the model's typo, caught); `"ignore"`: such arguments are dropped.

@@ -29,7 +29,11 @@ from typing import Any, overload
 from pydantic import BaseModel, PrivateAttr, ValidationError
 from typing_extensions import Unpack
 
-from kosong.tooling._call_checks import jsonschema_errors_text, pydantic_errors_text
+from kosong.tooling._call_checks import (
+    deferred_to_caller,
+    jsonschema_errors_text,
+    pydantic_errors_text,
+)
 from kosong.tooling._function._build import (
     AnyFunction,
     ResponseFormat,
@@ -172,6 +176,8 @@ class FunctionTool(CallableTool2[BaseModel]):
         checked = self._checked(run, arguments)
         if isinstance(checked, ToolValidateError):
             return _given(checked)
+        if self.external:
+            return _given(deferred_to_caller(self.name))
         return run.execute(checked)
 
     def _checked(self, run: Runner, arguments: JsonType) -> dict[str, Any] | ToolValidateError:
