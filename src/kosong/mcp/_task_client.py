@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar, cast
 
@@ -39,6 +39,7 @@ from mcp.client import ClientSession, Transport
 from mcp.client.context import ClientRequestContext
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from kosong.mcp._tasks import TASKS
@@ -113,14 +114,8 @@ async def call_as_task(
         )
         return await session.send_request(payload, mcp.CallToolResult)
     except anyio.get_cancelled_exc_class():
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            try:
-                cancel = mcp.CancelTaskRequest(
-                    params=mcp.CancelTaskRequestParams(task_id=task.task_id)
-                )
-                await session.send_request(cancel, mcp.CancelTaskResult)
-            except Exception as e:  # ended meanwhile, or the server is gone: nothing to cancel
-                logger.info("Could not cancel task %s: %s", task.task_id, e)
+        cancel = mcp.CancelTaskRequest(params=mcp.CancelTaskRequestParams(task_id=task.task_id))
+        await _cancel(task.task_id, session.send_request(cancel, mcp.CancelTaskResult))
         raise
 
 
@@ -302,12 +297,18 @@ async def _follow(handle: CreateTaskResult, ctx: ClaimContext) -> mcp.CallToolRe
             interval = _interval(task.poll_interval_ms) if task.poll_interval_ms else interval
             await anyio.sleep(interval)
     except anyio.get_cancelled_exc_class():
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            try:
-                await send("tasks/cancel", mcp.Result)
-            except Exception as e:  # the server is gone: nothing left to cancel there
-                logger.info("Could not cancel task %s: %s", task_id, e)
+        await _cancel(task_id, send("tasks/cancel", mcp.Result))
         raise
+
+
+async def _cancel(task_id: str, request: Awaitable[object]) -> None:
+    """Send a task's cancellation for its cancelled caller (within 5 s, shielded)."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+        try:
+            await request
+        except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as e:
+            # Ended meanwhile, or the server is gone: nothing left to cancel there.
+            logger.info("Could not cancel task %s: %s", task_id, e)
 
 
 async def _respond(session: Any, key: str, request: Any) -> Any:
@@ -321,7 +322,7 @@ async def _respond(session: Any, key: str, request: Any) -> Any:
         ctx = ClientRequestContext(session=session, request_id=key, meta=None)
         answer = await session.dispatch_input_request(ctx, parsed)
         return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
-    except Exception as e:  # no handler, or it failed: the question is declined
+    except Exception as e:  # boundary: no handler, or it failed: the question is declined
         logger.info("Declining the input request %r of a task: %s", key, e)
         return {"action": "decline"}
 
