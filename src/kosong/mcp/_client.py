@@ -30,8 +30,9 @@
   `TimeoutPolicy`'s, say).
 - `tools/list_changed` (either era) refreshes the tools.
 - Each server's connection runs in a supervising task of its own: a server that dies fails its
-  pending calls within a second with a `ToolNetworkError` result while the other servers keep
-  working, and the next call to it reconnects.
+  pending calls within a second (its transport breaks; a handshake-era server that stops
+  answering, when a ping goes unanswered) with a `ToolNetworkError` result while the other
+  servers keep working, and the next call to it reconnects.
 """
 
 from __future__ import annotations
@@ -112,17 +113,12 @@ class MCPTool(Tool):
         return self
 
     def check_arguments(self, arguments: JsonType) -> ToolValidateError | None:
-        """Why `arguments` do not fit the tool's input schema, or None if they do."""
-        errors = list(islice(self._validator.iter_errors(arguments), 3))
-        if not errors:
-            return None
-        return ToolValidateError(
-            "; ".join(
-                f"{'/'.join(map(str, e.instance_path))}: {e.message}" if e.instance_path
-                else e.message
-                for e in errors
-            )
-        )  # fmt: skip
+        """Why `arguments` do not fit the tool's input schema (up to 3 reasons), or None."""
+        errors = [
+            f"{'/'.join(map(str, e.instance_path)) or 'arguments'}: {e.message}"
+            for e in islice(self._validator.iter_errors(arguments), 3)
+        ]
+        return ToolValidateError("; ".join(errors)) if errors else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -368,9 +368,7 @@ class Connection:
                     # Not ours: the SDK's transport failed under the call (`_end` fails it).
                     self._end(live, "the transport failed during a call")
                 raise
-            except (
-                Exception
-            ) as e:  # boundary: the call's failure is its caller's, not the connection's
+            except Exception as e:  # boundary: the call's failure is its caller's, not ours
                 call.fail(e)
             else:
                 if not call.future.done():

@@ -30,7 +30,6 @@ import contextlib
 import contextvars
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
-from types import TracebackType
 from typing import Any, Literal, Self, TypeVar, cast
 
 import anyio
@@ -127,12 +126,25 @@ async def task_transport(inner: Transport) -> AsyncGenerator[Any]:
         yield _Read(read, calls), _Write(write, calls)
 
 
-class _Write:
-    """The client's outgoing stream: notes the ids of `tools/call` requests sent with `task`."""
+class _Stream:
+    """One of the transport's streams, wrapped (the SDK enters and closes it)."""
 
     def __init__(self, inner: Any, calls: set[mcp.RequestId]) -> None:
         self._inner = inner
         self._calls = calls
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class _Write(_Stream):
+    """The client's outgoing stream: notes the ids of `tools/call` requests sent with `task`."""
 
     async def send(self, item: SessionMessage, /) -> None:
         message = item.message
@@ -145,28 +157,9 @@ class _Write:
             self._calls.add(message.id)
         await self._inner.send(item)
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None
-
-
-class _Read:
+class _Read(_Stream):
     """The client's incoming stream: a `CreateTaskResult` for a noted call, as a CallToolResult."""
-
-    def __init__(self, inner: Any, calls: set[mcp.RequestId]) -> None:
-        self._inner = inner
-        self._calls = calls
 
     @property
     def last_context(self) -> Any:
@@ -192,9 +185,6 @@ class _Read:
                 item.message = mcp.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=handed)
         return item
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
     def __aiter__(self) -> AsyncIterator[SessionMessage | Exception]:
         return self
 
@@ -203,18 +193,6 @@ class _Read:
             return await self.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None
 
 
 # --- 2026-07-28: the tasks extension -------------------------------------------------------------
