@@ -65,9 +65,9 @@ from kosong.mcp._answering import (
     roots_of,
 )
 from kosong.mcp._config import entry_spec, read_config
-from kosong.mcp._connection import Connection, Refused, ServerGone
+from kosong.mcp._connection import Connection, ServerGone
 from kosong.mcp._convert import from_call_tool_result, unwrapped_schema
-from kosong.mcp._spec import AuthFailure, ServerSpec, ServerTarget
+from kosong.mcp._spec import ServerSpec, ServerTarget
 from kosong.mcp._tasks import IDEMPOTENCY_META
 from kosong.message import ToolCall
 from kosong.standard import CallContext, current_call
@@ -316,12 +316,12 @@ class MCPToolset(BaseToolset):
                 ),
                 as_task=remote.as_task,
             )  # fmt: skip
-        except Refused as e:
-            return _refused(tool.name, e.failure, str(e))
         except ServerGone as e:
-            if e.auth is not None:
-                return _refused(tool.name, e.auth, str(e))
-            return ToolNetworkError(str(e))
+            if e.auth is None:
+                return ToolNetworkError(str(e))
+            if e.auth.status == 403:
+                return ToolPermissionDeniedError(tool.name, str(e))
+            return ToolUnauthorizedError(str(e))
         except MCPError as e:
             if e.code == mcp.REQUEST_TIMEOUT and self._call_timeout is not None:
                 return ToolTimeoutError(tool.name, self._call_timeout)
@@ -451,12 +451,6 @@ class MCPToolset(BaseToolset):
         )
         as_task = support == "required" or (support == "optional" and self._tasks == "optional")
         return _Remote(tool, connection, wrapped, as_task)
-
-
-def _refused(name: str, failure: AuthFailure, text: str) -> ToolReturnValue:
-    if failure.status == 403:
-        return ToolPermissionDeniedError(name, text)
-    return ToolUnauthorizedError(text)
 
 
 def _tool_name(raw: str) -> str:

@@ -13,7 +13,7 @@ connection. The next call starts a new connection.
 
 Over HTTP the SDK reports a 401 or 403 only as "Server returned an error response"; the
 connection's `AuthWatch` saw the status, so the failure says "unauthorized" (`ServerGone` with
-its `auth`, or `Refused` for a call) and what to pass.
+its `auth`) and what to pass.
 """
 
 from __future__ import annotations
@@ -54,20 +54,15 @@ _PING_TIMEOUT = 10.0
 
 
 class ServerGone(Exception):
-    """The connection to the server ended (or could not be made) before the call finished."""
+    """The call could not be served: the connection ended or was not made (or refused).
+
+    With `auth`, the server refused the credentials (401 or 403 over HTTP).
+    """
 
     def __init__(self, message: str, auth: AuthFailure | None = None) -> None:
         super().__init__(message)
         self.auth = auth
         """Set when the server refused the credentials (401 or 403)."""
-
-
-class Refused(Exception):
-    """The server refused a call's credentials (401 or 403 over HTTP)."""
-
-    def __init__(self, failure: AuthFailure, where: str) -> None:
-        super().__init__(failure.describe(where))
-        self.failure = failure
 
 
 @dataclass(slots=True, eq=False)  # kept in a set: compared by identity
@@ -317,8 +312,8 @@ class Connection:
         `read_timeout` then bounds the whole task.
 
         Raises:
-            ServerGone: the server cannot be reached, or went away during the call.
-            Refused: the server refused the call's credentials (401 or 403).
+            ServerGone: the server cannot be reached, went away during the call, or refused
+                its credentials (`auth` set).
             MCPError: the server answered with a protocol error (-32001 on timeout).
         """
         live = await self._connected()
@@ -358,7 +353,8 @@ class Connection:
             except MCPError as e:
                 failure = self._auth.failure
                 if e.code == mcp.INTERNAL_ERROR and failure is not None:
-                    call.fail(Refused(failure, f"the MCP server `{self.name}` ({self.spec.where})"))
+                    where = f"the MCP server `{self.name}` ({self.spec.where})"
+                    call.fail(ServerGone(failure.describe(where), failure))
                 elif e.code == mcp.CONNECTION_CLOSED:  # `_end` fails the call with the reason
                     self._end(live, f"the connection closed: {e.message}")
                 else:

@@ -56,7 +56,12 @@ _TTL_MS = 10 * 60 * 1000
 PROGRESS: contextvars.ContextVar[ProgressFnT | None] = contextvars.ContextVar(
     "kosong_mcp_task_progress", default=None
 )
-"""Where a task's status messages go, for the call being made (set by the connection)."""
+"""Where a task's status messages go, for the call being made (set by the connection).
+
+The SDK resolves a 2026 task handle inside `Client.call_tool` and gives the resolver only the
+session, the tool's name and the timeout (`ClaimContext`), so the call's progress callback
+reaches `_follow` in the context of the task that makes that one call (2025-11-25's
+`call_as_task` takes it as an argument)."""
 
 
 def takes_task(capabilities: mcp.ServerCapabilities | None) -> bool:
