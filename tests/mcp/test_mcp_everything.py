@@ -10,8 +10,10 @@ what it was given is checked too.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncGenerator, Iterator
@@ -21,9 +23,10 @@ from typing import Any
 import pytest
 
 from kosong.chat_provider.scripted import ScriptedChatProvider
-from kosong.mcp import ElicitationRequest, MCPToolset, SamplingRequest, ServerSpec
+from kosong.mcp import ElicitationRequest, MCPToolset, SamplingRequest, ServerSpec, _connection
 from kosong.message import ToolCall
 from kosong.standard import ElicitAnswer, to_envelope
+from kosong.tooling.error import ToolNetworkError
 from tests.mcp._mcp_servers import free_port, serving_command
 from tests.mcp._node_tools import EVERYTHING, NODE, require
 
@@ -150,3 +153,42 @@ def test_kosong_tools_call_prints_the_structured_content_as_the_envelopes_data()
     assert done.returncode == 0, done.stderr
     envelope = json.loads(done.stdout)
     assert envelope["data"] == {"temperature": 33, "conditions": "Cloudy", "humidity": 82}
+
+
+def _children_running(path: Path) -> list[int]:
+    """The pids of this process's children whose command line holds `path`."""
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue  # not a process, or it ended meanwhile
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == os.getpid() and str(path).encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_a_server_that_stops_answering_fails_pending_calls_after_an_unanswered_ping(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    # A frozen server keeps its pipes (and a port) open: only its silence shows, to a ping
+    # (the handshake era has one; the reference server speaks that era).
+    require(EVERYTHING)
+    monkeypatch.setattr(_connection, "_PING_INTERVAL", 0.2)
+    monkeypatch.setattr(_connection, "_PING_TIMEOUT", 0.5)
+    spec = ServerSpec(command=[str(NODE), str(EVERYTHING), "stdio"])
+    others = set(_children_running(EVERYTHING))  # the module's HTTP server, say
+    async with MCPToolset({"everything": spec}, connect_timeout=30) as toolset:
+        [pid] = set(_children_running(EVERYTHING)) - others
+        long = call("trigger-long-running-operation", {"duration": 30, "steps": 30})
+        pending = asyncio.ensure_future(toolset.handle(long))
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            async with asyncio.timeout(10):
+                result = (await pending).return_value
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert isinstance(result, ToolNetworkError), result
+        assert "did not answer a ping" in result.message

@@ -30,14 +30,14 @@
   `TimeoutPolicy`'s, say).
 - `tools/list_changed` (either era) refreshes the tools.
 - Each server's connection runs in a supervising task of its own: a server that dies fails its
-  pending calls within a second with a `ToolNetworkError` result while the other servers keep
-  working, and the next call to it reconnects.
+  pending calls within a second (its transport breaks; a handshake-era server that stops
+  answering, when a ping goes unanswered) with a `ToolNetworkError` result while the other
+  servers keep working, and the next call to it reconnects.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import hashlib
 import logging
 import math
@@ -45,14 +45,18 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Literal, Self
 
+import jsonschema_rs
 import mcp_types as mcp
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from pydantic import PrivateAttr, ValidationError
+from pydantic import PrivateAttr, ValidationError, model_validator
 
 from kosong import _telemetry
+from kosong._seconds import optional_seconds, positive_seconds
 from kosong.mcp._answering import (
     ElicitationCallback,
     RootsSpec,
@@ -61,43 +65,34 @@ from kosong.mcp._answering import (
     roots_of,
 )
 from kosong.mcp._config import entry_spec, read_config
-from kosong.mcp._connection import Connection, Refused, ServerGone
+from kosong.mcp._connection import Connection, ServerGone
 from kosong.mcp._convert import from_call_tool_result, unwrapped_schema
 from kosong.mcp._runs import IDEMPOTENCY_META
-from kosong.mcp._spec import AuthFailure, ServerSpec, ServerTarget
+from kosong.mcp._spec import ServerSpec, ServerTarget
 from kosong.message import ToolCall
 from kosong.standard import CallContext, current_call
-from kosong.tooling import (
-    BaseToolset,
-    CallableTool,
-    Tool,
-    ToolError,
-    ToolResult,
-    ToolReturnValue,
-)
+from kosong.tooling import BaseToolset, Tool, ToolError, ToolResult, ToolReturnValue
 from kosong.tooling.error import (
     ToolNetworkError,
+    ToolNotFoundError,
     ToolPermissionDeniedError,
     ToolTimeoutError,
     ToolUnauthorizedError,
+    ToolValidateError,
     describe_exception,
 )
-from kosong.tooling.simple import SimpleToolset
 from kosong.utils.typing import JsonType
 
 __all__ = ["MCPTool", "MCPToolset"]
 
 logger = logging.getLogger(__name__)
 
-_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar("kosong_mcp_key", default=None)
-"""The idempotency key of the call `MCPToolset.call_tool` is making (its task's own)."""
-
 _SERVER_NAME = re.compile(r"\A[a-zA-Z_][a-zA-Z0-9_-]{0,31}\Z")
 _NOT_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
 
-class MCPTool(CallableTool):
-    """A tool of an MCP server, as `MCPToolset` lists it: calling it calls the server."""
+class MCPTool(Tool):
+    """A tool of an MCP server, as `MCPToolset` lists it: the toolset's `call_tool` calls it."""
 
     output_schema: dict[str, Any] | None = None
     """The schema of the tool's typed value (`structured_data`), when the server declares
@@ -110,54 +105,30 @@ class MCPTool(CallableTool):
     """Whether the server runs the tool as an MCP task (2025-11-25 `execution.taskSupport`):
     `"required"` tools are always called as tasks, `"optional"` ones when the toolset says."""
 
-    _connection: Connection | None = PrivateAttr(default=None)
-    _timeout: float | None = PrivateAttr(default=None)
-    _wrapped: bool = PrivateAttr(default=False)
-    _as_task: bool = PrivateAttr(default=False)
+    _validator: jsonschema_rs.Validator = PrivateAttr()
 
-    async def __call__(self, /, **kwargs: Any) -> ToolReturnValue:
-        """Call the tool on its server; every failure is a result."""
-        connection = self._connection
-        if connection is None:
-            return ToolError(message=f"Tool `{self.name}` is not attached to an MCP server")
-        # Progress is asked of the server only inside a pipeline, where it has somewhere to go.
-        ctx = current_call()
-        progress = _forward_progress(ctx) if ctx is not None else None
-        key = _KEY.get()
-        try:
-            result = await connection.call(
-                self.remote_name, kwargs, read_timeout=self._timeout, progress=progress,
-                meta=_telemetry.carry_context(  # the trace context goes along in _meta
-                    {IDEMPOTENCY_META: key} if key else None, connection.spec.where
-                ),
-                as_task=self._as_task,
-            )  # fmt: skip
-        except Refused as e:
-            return self._refused(e.failure, str(e))
-        except ServerGone as e:
-            if e.auth is not None:
-                return self._refused(e.auth, str(e))
-            return ToolNetworkError(str(e))
-        except MCPError as e:
-            if e.code == mcp.REQUEST_TIMEOUT and self._timeout is not None:
-                return ToolTimeoutError(self.name, self._timeout)
-            return ToolError(
-                message=f"The MCP server `{connection.name}` refused the call to "
-                f"`{self.remote_name}`: {e.message} (error {e.code})",
-                brief="MCP error",
-            )
-        except Exception as e:  # the SDK refused the answer (say, output not fitting its schema)
-            return ToolError(
-                message=f"The answer of the MCP server `{connection.name}` to `{self.remote_name}` "
-                f"could not be used: {describe_exception(e)}",
-                brief="MCP error",
-            )
-        return from_call_tool_result(result, self._wrapped)
+    @model_validator(mode="after")
+    def _build_validator(self) -> Self:
+        self._validator = jsonschema_rs.validator_for(self.parameters, offline=True)
+        return self
 
-    def _refused(self, failure: AuthFailure, text: str) -> ToolReturnValue:
-        if failure.status == 403:
-            return ToolPermissionDeniedError(self.name, text)
-        return ToolUnauthorizedError(text)
+    def check_arguments(self, arguments: JsonType) -> ToolValidateError | None:
+        """Why `arguments` do not fit the tool's input schema (up to 3 reasons), or None."""
+        errors = [
+            f"{'/'.join(map(str, e.instance_path)) or 'arguments'}: {e.message}"
+            for e in islice(self._validator.iter_errors(arguments), 3)
+        ]
+        return ToolValidateError("; ".join(errors)) if errors else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Remote:
+    """What calling one listed tool takes: its server's connection and how to call it there."""
+
+    tool: MCPTool
+    connection: Connection
+    wrapped: bool  # its output schema was `{"result": ...}`, taken off the value
+    as_task: bool
 
 
 class MCPToolset(BaseToolset):
@@ -207,9 +178,8 @@ class MCPToolset(BaseToolset):
                 neither a URI nor an absolute path, or a timeout is not a positive number.
             TypeError: a server is none of the accepted kinds.
         """
-        for label, value in (("call_timeout", call_timeout), ("connect_timeout", connect_timeout)):
-            if value is not None and not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{label} must be a positive number of seconds, got {value!r}")
+        optional_seconds(call_timeout, "call_timeout")
+        positive_seconds(connect_timeout, "connect_timeout")
         if not servers:
             raise ValueError("MCPToolset needs at least one server")
         offered = None if roots is None else roots_of(roots)
@@ -240,7 +210,8 @@ class MCPToolset(BaseToolset):
         self._call_timeout = call_timeout
         self._on_tools_changed = on_tools_changed
         self._listed: dict[str, list[mcp.Tool]] = {}
-        self._toolset = SimpleToolset()
+        self._remotes: dict[str, _Remote] = {}
+        self._version = object()  # a new one at each listing: see `tools_version`
         self._refreshing: set[asyncio.Task[None]] = set()
 
     @classmethod
@@ -299,31 +270,73 @@ class MCPToolset(BaseToolset):
     @property
     def tools(self) -> list[Tool]:
         """Every server's tools, under the names the model calls them by."""
-        return self._toolset.tools
+        return [remote.tool for remote in self._remotes.values()]
 
     @property
     def tools_version(self) -> object:
         """New whenever a server's tools were listed again."""
-        return self._toolset.tools_version
+        return self._version
 
     def find_tool(self, name: str) -> Tool | None:
         """The tool called `name`, or None."""
-        return self._toolset.find_tool(name)
+        remote = self._remotes.get(name)
+        return remote.tool if remote is not None else None
 
     async def call_tool(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolResult:
         """Run one call: its arguments checked against the tool's schema, then sent.
 
         Its idempotency key (`extras["idempotency_key"]`) goes along in `_meta`.
         """
+        with _telemetry.MCPClientCall(call) as traced:  # its span, or the call's own
+            result = ToolResult(call.id, await self._call(call, tool, arguments))
+            traced.finish(result)
+            return result
+
+    async def _call(self, call: ToolCall, tool: Tool, arguments: JsonType) -> ToolReturnValue:
+        """Send `tools/call` to the tool's server; every failure is a result."""
+        remote = self._remotes.get(tool.name)
+        if remote is None:  # gone since the call was resolved
+            return ToolNotFoundError(tool.name)
+        invalid = remote.tool.check_arguments(arguments)
+        if invalid is not None:
+            return invalid
+        if not isinstance(arguments, dict):
+            return ToolValidateError("the arguments of an MCP tool are a JSON object")
+        connection, name = remote.connection, remote.tool.remote_name
         key = call.extras.get("idempotency_key") if call.extras else None
-        token = _KEY.set(key if isinstance(key, str) and key else None)
+        # Progress is asked of the server only inside a pipeline, where it has somewhere to go.
+        ctx = current_call()
         try:
-            with _telemetry.MCPClientCall(call) as traced:  # its span, or the call's own
-                result = await self._toolset.call_tool(call, tool, arguments)
-                traced.finish(result)
-                return result
-        finally:
-            _KEY.reset(token)
+            result = await connection.call(
+                name, arguments, read_timeout=self._call_timeout,
+                progress=_forward_progress(ctx) if ctx is not None else None,
+                meta=_telemetry.carry_context(  # the trace context goes along in _meta
+                    {IDEMPOTENCY_META: key} if isinstance(key, str) and key else None,
+                    connection.spec.where,
+                ),
+                as_task=remote.as_task,
+            )  # fmt: skip
+        except ServerGone as e:
+            if e.auth is None:
+                return ToolNetworkError(str(e))
+            if e.auth.status == 403:
+                return ToolPermissionDeniedError(tool.name, str(e))
+            return ToolUnauthorizedError(str(e))
+        except MCPError as e:
+            if e.code == mcp.REQUEST_TIMEOUT and self._call_timeout is not None:
+                return ToolTimeoutError(tool.name, self._call_timeout)
+            return ToolError(
+                message=f"The MCP server `{connection.name}` refused the call to `{name}`: "
+                f"{e.message} (error {e.code})",
+                brief="MCP error",
+            )
+        except (ValidationError, RuntimeError) as e:  # the SDK refused the answer's shape
+            return ToolError(
+                message=f"The answer of the MCP server `{connection.name}` to `{name}` could "
+                f"not be used: {describe_exception(e)}",
+                brief="MCP error",
+            )
+        return from_call_tool_result(result, remote.wrapped)
 
     # --- the servers -----------------------------------------------------------------------
 
@@ -368,29 +381,24 @@ class MCPToolset(BaseToolset):
         if self._on_tools_changed is not None:
             try:
                 self._on_tools_changed()
-            except Exception:  # the listener's failure is not the toolset's
+            except Exception:  # boundary: the listener's failure is not the toolset's
                 logger.exception("on_tools_changed callback failed")
 
     def _rebuild(self) -> None:
         """Make the tools anew from the listings (a call in flight keeps its tool)."""
-        tools: list[MCPTool] = []
-        for name, remote, connection in self._named():
+        remotes: dict[str, _Remote] = {}
+        for name, listed, connection in self._named():
             try:
-                tool = _make_tool(name, remote, connection)
+                remotes[name] = self._remote(name, listed, connection)
             except ValidationError as e:
                 logger.warning(
                     "MCP server %r: tool %r left out, its definition is not usable: %s",
                     connection.name,
-                    remote.name,
+                    listed.name,
                     e,
                 )
-                continue
-            tool._timeout = self._call_timeout  # pyright: ignore[reportPrivateUsage]
-            support = tool.task_support
-            as_task = support == "required" or (support == "optional" and self._tasks == "optional")
-            tool._as_task = as_task  # pyright: ignore[reportPrivateUsage]
-            tools.append(tool)
-        self._toolset = SimpleToolset(tools)
+        self._remotes = remotes
+        self._version = object()
 
     def _named(self) -> list[tuple[str, mcp.Tool, Connection]]:
         """Each listed tool with the name it gets here: prefixed by its server on a clash."""
@@ -421,29 +429,28 @@ class MCPToolset(BaseToolset):
             named.append((unique, remote, connection))
         return named
 
-
-def _make_tool(name: str, remote: mcp.Tool, connection: Connection) -> MCPTool:
-    hints = remote.annotations or mcp.ToolAnnotations()
-    title = remote.title or hints.title
-    output_schema, wrapped = unwrapped_schema(remote.output_schema)
-    tool = MCPTool(
-        name=name,
-        description=remote.description or title or remote.name,
-        parameters=remote.input_schema,
-        output_schema=output_schema,
-        server=connection.name,
-        remote_name=remote.name,
-        title=title if title and title.strip() else None,
-        read_only_hint=hints.read_only_hint,
-        # Meaningful only for a tool that is not read-only (MCP), and kosong refuses both.
-        destructive_hint=None if hints.read_only_hint else hints.destructive_hint,
-        idempotent_hint=hints.idempotent_hint,
-        open_world_hint=hints.open_world_hint,
-        task_support=remote.execution.task_support if remote.execution else None,
-    )
-    tool._connection = connection  # pyright: ignore[reportPrivateUsage]
-    tool._wrapped = wrapped  # pyright: ignore[reportPrivateUsage]
-    return tool
+    def _remote(self, name: str, listed: mcp.Tool, connection: Connection) -> _Remote:
+        hints = listed.annotations or mcp.ToolAnnotations()
+        title = listed.title or hints.title
+        output_schema, wrapped = unwrapped_schema(listed.output_schema)
+        support = listed.execution.task_support if listed.execution else None
+        tool = MCPTool(
+            name=name,
+            description=listed.description or title or listed.name,
+            parameters=listed.input_schema,
+            output_schema=output_schema,
+            server=connection.name,
+            remote_name=listed.name,
+            title=title if title and title.strip() else None,
+            read_only_hint=hints.read_only_hint,
+            # Meaningful only for a tool that is not read-only (MCP), and kosong refuses both.
+            destructive_hint=None if hints.read_only_hint else hints.destructive_hint,
+            idempotent_hint=hints.idempotent_hint,
+            open_world_hint=hints.open_world_hint,
+            task_support=support,
+        )
+        as_task = support == "required" or (support == "optional" and self._tasks == "optional")
+        return _Remote(tool, connection, wrapped, as_task)
 
 
 def _tool_name(raw: str) -> str:

@@ -5,24 +5,25 @@ an `MCPError` quickly; over HTTP a pending call may get a `CancelledError` it di
 or wait for a response that never comes. So no caller awaits the SDK directly: the connection
 (`mcp.Client` and a task group) lives in a supervising task, each call runs as a task of that
 group and hands its outcome to a future the caller awaits. When the connection ends, however
-it ends, the supervisor fails every pending future with `ServerGone`; while calls are pending
-on an HTTP server, a watchdog checks every half second that its port still accepts
-connections, so a server that vanished fails them within a second. The next call starts a new
-connection.
+it ends, the supervisor fails every pending future with `ServerGone`. A server that vanished
+is seen by the session itself: its transport's errors end the call (a closed stdio pipe, a
+broken HTTP stream); in the handshake era, which has `ping`, a server that stops answering
+while calls are pending is pinged, and one that does not answer within `_PING_TIMEOUT` ends the
+connection. The next call starts a new connection.
 
 Over HTTP the SDK reports a 401 or 403 only as "Server returned an error response"; the
 connection's `AuthWatch` saw the status, so the failure says "unauthorized" (`ServerGone` with
-its `auth`, or `Refused` for a call) and what to pass.
+its `auth`) and what to pass.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -48,24 +49,20 @@ from mcp import Client
 
 logger = logging.getLogger(__name__)
 
-_WATCH_INTERVAL = 0.5
+_PING_INTERVAL = 5.0
+_PING_TIMEOUT = 10.0
 
 
 class ServerGone(Exception):
-    """The connection to the server ended (or could not be made) before the call finished."""
+    """The call could not be served: the connection ended or was not made (or refused).
+
+    With `auth`, the server refused the credentials (401 or 403 over HTTP).
+    """
 
     def __init__(self, message: str, auth: AuthFailure | None = None) -> None:
         super().__init__(message)
         self.auth = auth
         """Set when the server refused the credentials (401 or 403)."""
-
-
-class Refused(Exception):
-    """The server refused a call's credentials (401 or 403 over HTTP)."""
-
-    def __init__(self, failure: AuthFailure, where: str) -> None:
-        super().__init__(failure.describe(where))
-        self.failure = failure
 
 
 @dataclass(slots=True, eq=False)  # kept in a set: compared by identity
@@ -187,11 +184,11 @@ class Connection:
                     self._starting = None
                 if not starting.done():
                     starting.set_result(live)
+                if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:  # 2026 has no ping
+                    group.start_soon(self._ping, live)
                 self._connects += 1
                 if self._connects > 1:  # a reconnection: the tools may have changed meanwhile
                     self._on_tools_changed(self)
-                if self.spec.url is not None:
-                    group.start_soon(self._watch, self.spec.url, live)
                 await live.stop.wait()
                 group.cancel_scope.cancel()
         except asyncio.CancelledError:
@@ -237,32 +234,19 @@ class Connection:
             return ServerGone(reason, self._auth.failure)
         return ServerGone(f"the MCP server `{self.name}` is unreachable: {reason}")
 
-    async def _watch(self, url: str, live: _Live) -> None:
-        """While calls are pending, check every half second that the server still listens.
-
-        A refused connection ends it at once; a connection that takes too long only after
-        three checks in a row (a loaded machine is slow, not gone).
-        """
-        parts = urlsplit(url)
-        host = parts.hostname or "127.0.0.1"
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        slow = 0
+    async def _ping(self, live: _Live) -> None:
+        """While calls are pending, ping the server: one that does not answer is gone."""
         while True:
-            await anyio.sleep(_WATCH_INTERVAL)
+            await anyio.sleep(_PING_INTERVAL)
             if not live.calls:
                 continue
-            try:
-                with anyio.fail_after(_WATCH_INTERVAL):
-                    stream = await anyio.connect_tcp(host, port)
-                await stream.aclose()
-                slow = 0
-            except TimeoutError as e:
-                slow += 1
-                if slow >= 3:
-                    self._end(live, f"the server stopped listening ({describe_exception(e)})")
-                    return
-            except OSError as e:
-                self._end(live, f"the server stopped listening ({describe_exception(e)})")
+            with anyio.move_on_after(_PING_TIMEOUT) as waited:
+                with contextlib.suppress(MCPError):  # an error answer is an answer: it is there
+                    await live.client.session.send_ping()
+            if waited.cancelled_caught:
+                self._end(
+                    live, f"the server did not answer a ping within {_PING_TIMEOUT:g} seconds"
+                )
                 return
 
     async def _listen(
@@ -276,7 +260,7 @@ class Connection:
                 started = True
                 async for _ in subscription:
                     self._on_tools_changed(self)
-        except Exception as e:  # no change notifications then; calls still work
+        except Exception as e:  # boundary: no change notifications then; calls still work
             logger.info("MCP server %r: change notifications ended: %s", self.name, _describe(e))
             if not started:
                 task_status.started()
@@ -304,7 +288,7 @@ class Connection:
                 cursor = page.next_cursor
                 if cursor is None:
                     break
-        except Exception as e:
+        except Exception as e:  # boundary: whatever failed, the server is named in `errors`
             reason = self._reason(e)
             self._end(live, f"listing the tools failed: {reason}")
             raise self._gone(reason) from e
@@ -328,8 +312,8 @@ class Connection:
         `read_timeout` then bounds the whole task.
 
         Raises:
-            ServerGone: the server cannot be reached, or went away during the call.
-            Refused: the server refused the call's credentials (401 or 403).
+            ServerGone: the server cannot be reached, went away during the call, or refused
+                its credentials (`auth` set).
             MCPError: the server answered with a protocol error (-32001 on timeout).
         """
         live = await self._connected()
@@ -369,7 +353,8 @@ class Connection:
             except MCPError as e:
                 failure = self._auth.failure
                 if e.code == mcp.INTERNAL_ERROR and failure is not None:
-                    call.fail(Refused(failure, f"the MCP server `{self.name}` ({self.spec.where})"))
+                    where = f"the MCP server `{self.name}` ({self.spec.where})"
+                    call.fail(ServerGone(failure.describe(where), failure))
                 elif e.code == mcp.CONNECTION_CLOSED:  # `_end` fails the call with the reason
                     self._end(live, f"the connection closed: {e.message}")
                 else:
@@ -379,7 +364,7 @@ class Connection:
                     # Not ours: the SDK's transport failed under the call (`_end` fails it).
                     self._end(live, "the transport failed during a call")
                 raise
-            except Exception as e:
+            except Exception as e:  # boundary: the call's failure is its caller's, not ours
                 call.fail(e)
             else:
                 if not call.future.done():

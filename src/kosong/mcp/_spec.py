@@ -310,11 +310,11 @@ class _HttpxAuth(httpx2.Auth):
 
 def _copied(request: Any, library: Any) -> Any:
     """`request` (of httpx or httpx2) as a request of `library`, the other one."""
-    content: bytes | None
-    try:
-        content = request.content
-    except Exception:  # `RequestNotRead`: a streamed body nobody read, nothing to copy
-        content = None
+    import httpx  # there: the auth extra brings it, and `request` or `library` is its
+
+    content: bytes | None = None
+    with contextlib.suppress(httpx.RequestNotRead, httpx2.RequestNotRead):
+        content = request.content  # unread: a streamed body nobody read, nothing to copy
     return library.Request(
         request.method, str(request.url), headers=list(request.headers.raw), content=content
     )

@@ -29,8 +29,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
-from types import TracebackType
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from typing import Any, Literal, Self, TypeVar, cast
 
 import anyio
@@ -39,6 +38,7 @@ from mcp.client import ClientSession, Transport
 from mcp.client.context import ClientRequestContext
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from pydantic import TypeAdapter
 
@@ -57,7 +57,12 @@ _TTL_MS = 10 * 60 * 1000
 PROGRESS: contextvars.ContextVar[ProgressFnT | None] = contextvars.ContextVar(
     "kosong_mcp_task_progress", default=None
 )
-"""Where a task's status messages go, for the call being made (set by the connection)."""
+"""Where a task's status messages go, for the call being made (set by the connection).
+
+The SDK resolves a 2026 task handle inside `Client.call_tool` and gives the resolver only the
+session, the tool's name and the timeout (`ClaimContext`), so the call's progress callback
+reaches `_follow` in the context of the task that makes that one call (2025-11-25's
+`call_as_task` takes it as an argument)."""
 
 
 def takes_task(capabilities: mcp.ServerCapabilities | None) -> bool:
@@ -114,14 +119,8 @@ async def call_as_task(
         )
         return await session.send_request(payload, mcp.CallToolResult)
     except anyio.get_cancelled_exc_class():
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            try:
-                cancel = mcp.CancelTaskRequest(
-                    params=mcp.CancelTaskRequestParams(task_id=task.task_id)
-                )
-                await session.send_request(cancel, mcp.CancelTaskResult)
-            except Exception as e:  # ended meanwhile, or the server is gone: nothing to cancel
-                logger.info("Could not cancel task %s: %s", task.task_id, e)
+        cancel = mcp.CancelTaskRequest(params=mcp.CancelTaskRequestParams(task_id=task.task_id))
+        await _cancel(task.task_id, session.send_request(cancel, mcp.CancelTaskResult))
         raise
 
 
@@ -133,12 +132,25 @@ async def task_transport(inner: Transport) -> AsyncGenerator[Any]:
         yield _Read(read, calls), _Write(write, calls)
 
 
-class _Write:
-    """The client's outgoing stream: notes the ids of `tools/call` requests sent with `task`."""
+class _Stream:
+    """One of the transport's streams, wrapped (the SDK enters and closes it)."""
 
     def __init__(self, inner: Any, calls: set[mcp.RequestId]) -> None:
         self._inner = inner
         self._calls = calls
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class _Write(_Stream):
+    """The client's outgoing stream: notes the ids of `tools/call` requests sent with `task`."""
 
     async def send(self, item: SessionMessage, /) -> None:
         message = item.message
@@ -151,28 +163,9 @@ class _Write:
             self._calls.add(message.id)
         await self._inner.send(item)
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None
-
-
-class _Read:
+class _Read(_Stream):
     """The client's incoming stream: a `CreateTaskResult` for a noted call, as a CallToolResult."""
-
-    def __init__(self, inner: Any, calls: set[mcp.RequestId]) -> None:
-        self._inner = inner
-        self._calls = calls
 
     @property
     def last_context(self) -> Any:
@@ -198,9 +191,6 @@ class _Read:
                 item.message = mcp.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=handed)
         return item
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
     def __aiter__(self) -> AsyncIterator[SessionMessage | Exception]:
         return self
 
@@ -209,18 +199,6 @@ class _Read:
             return await self.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None
 
 
 # --- 2026-07-28: the tasks extension -------------------------------------------------------------
@@ -303,15 +281,21 @@ async def _follow(handle: CreateTaskResult, ctx: ClaimContext) -> mcp.CallToolRe
             interval = _interval(task.poll_interval_ms) if task.poll_interval_ms else interval
             await anyio.sleep(interval)
     except anyio.get_cancelled_exc_class():
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            try:
-                await send("tasks/cancel", mcp.Result)
-            except Exception as e:  # the server is gone: nothing left to cancel there
-                logger.info("Could not cancel task %s: %s", task_id, e)
+        await _cancel(task_id, send("tasks/cancel", mcp.Result))
         raise
 
 
 _INPUT_REQUEST: TypeAdapter[mcp.InputRequest] = TypeAdapter(mcp.InputRequest)
+
+
+async def _cancel(task_id: str, request: Awaitable[object]) -> None:
+    """Send a task's cancellation for its cancelled caller (within 5 s, shielded)."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+        try:
+            await request
+        except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as e:
+            # Ended meanwhile, or the server is gone: nothing left to cancel there.
+            logger.info("Could not cancel task %s: %s", task_id, e)
 
 
 async def _respond(session: Any, key: str, request: Any) -> Any:
@@ -328,7 +312,7 @@ async def _respond(session: Any, key: str, request: Any) -> Any:
         ctx = ClientRequestContext(session=session, request_id=key, meta=None)
         answer = await session.dispatch_input_request(ctx, parsed)
         return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
-    except Exception as e:  # no handler, or it failed: the question is declined
+    except Exception as e:  # boundary: no handler, or it failed: the question is declined
         logger.info("Declining the input request %r of a task: %s", key, e)
         return {"action": "decline"}
 

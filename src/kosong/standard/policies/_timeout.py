@@ -6,11 +6,11 @@ import asyncio
 import logging
 from collections.abc import Mapping
 
+from kosong._seconds import optional_seconds
 from kosong._threads import start_task
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
 from kosong.standard._pipeline import Forward, Policy
-from kosong.standard.policies._seconds import optional_seconds
 from kosong.tooling import ToolResult
 from kosong.tooling.error import ToolTimeoutError
 
