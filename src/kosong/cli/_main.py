@@ -45,7 +45,7 @@ def run(argv: list[str]) -> int:
     except (click.Abort, KeyboardInterrupt):
         click.echo("kosong: interrupted", err=True)
         return 130
-    except Exception as e:  # a bug, or something unforeseen: still one line
+    except Exception as e:  # boundary: a bug, or something unforeseen, becomes one line, exit 1
         if os.environ.get("KOSONG_DEBUG"):
             raise
         text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__

@@ -122,7 +122,7 @@ def load_encoding(name: str = DEFAULT_ENCODING) -> Any | None:
             return None
         try:
             encoding = tiktoken.get_encoding(name)
-        except Exception as e:  # no network, unknown name...: estimate instead
+        except (ValueError, OSError) as e:  # unknown name, bad download, no network: estimate
             logger.warning(
                 "tiktoken could not load %r (%s: %s); token counts are estimates",
                 name,

@@ -240,7 +240,7 @@ class BaseToolset(Toolset, ABC):
             elif arguments is None:  # JSON null: no arguments, as parsing gives it
                 arguments = {}
             return start_task(loop, self.run_call(tool_call, tool, arguments))
-        except Exception as e:  # the contract: handle() reports, it does not raise
+        except Exception as e:  # boundary: handle() never raises, a failure becomes a result
             return unhandled_result(tool_call, e)
 
     async def _parse_and_run(self, call: ToolCall, tool: Tool, raw: str) -> ToolResult:
@@ -297,7 +297,7 @@ def dispatch(
         if not isinstance(arguments, Unparsed) and tool_call.function.arguments is None:
             tool_call = with_json_arguments(tool_call, arguments)
         return toolset.handle(tool_call)
-    except Exception as e:  # the contract: a failure is a result
+    except Exception as e:  # boundary: another toolset's failure becomes a result
         return unhandled_result(tool_call, e)
 
 

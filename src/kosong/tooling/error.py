@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from kosong._guard import Failed, call_guarded
 from kosong.tooling._result import ToolResult
 from kosong.tooling._return import ToolError
 from kosong.utils.typing import JsonType
@@ -119,13 +120,10 @@ def unhandled_result(tool_call: object, error: BaseException) -> ToolResult:
 
     Works with whatever was passed as the call: its id is read if it has one.
     """
-    try:
-        call_id = str(getattr(tool_call, "id", ""))
-    except Exception:  # whatever was passed as a call may even fail to give its id
-        call_id = ""
-    return ToolResult(
-        call_id, ToolRuntimeError(f"the call could not be handled: {describe_exception(error)}")
-    )
+    # Whatever was passed as a call may even fail to give its id.
+    call_id = call_guarded(lambda: str(getattr(tool_call, "id", "")))
+    text = f"the call could not be handled: {describe_exception(error)}"
+    return ToolResult(call_id if isinstance(call_id, str) else "", ToolRuntimeError(text))
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -134,10 +132,9 @@ def describe_exception(exc: BaseException) -> str:
     Never raises, even for an exception whose `__str__` itself fails.
     """
     name = type(exc).__name__
-    try:
-        text = str(exc)
-    except Exception as str_failure:  # a broken __str__ must not hide the original error
-        text = f"<str() failed with {type(str_failure).__name__}>"
+    text = call_guarded(str, exc)  # a broken __str__ must not hide the original error
+    if isinstance(text, Failed):
+        text = f"<str() failed with {type(text.error).__name__}>"
     return f"{name}: {text}" if text else name
 
 

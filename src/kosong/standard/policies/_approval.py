@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import inspect
 import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 
+from kosong._guard import Failed, await_guarded, call_guarded
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
 from kosong.standard._hints import is_destructive
@@ -165,11 +165,13 @@ class ApprovalPolicy(Policy):
 
     def holds(self, tool: Tool) -> bool:
         """Whether calls of `tool` wait for the hook (fail closed: True when the rule fails)."""
-        try:
-            return bool(self._needs(tool))
-        except Exception:  # fail closed: when in doubt, ask
-            logger.exception("needs_approval failed on tool %r; asking the hook", tool.name)
+        needs = call_guarded(self._needs, tool)
+        if isinstance(needs, Failed):  # fail closed: when in doubt, ask
+            logger.error(
+                "needs_approval failed on tool %r; asking the hook", tool.name, exc_info=needs.error
+            )
             return True
+        return bool(needs)
 
     async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Ask the hook when the tool needs it; run the call only if approved."""
@@ -192,12 +194,10 @@ class ApprovalPolicy(Policy):
 
     async def _decide(self, request: ApprovalRequest) -> ApprovalDecision:
         """The hook's decision on the call; anything but an approval denies it."""
-        try:
-            answer: object = self._hook(request)
-            if inspect.isawaitable(answer):
-                answer = await answer
-        except Exception as e:  # fail closed: a broken hook approves nothing
-            return ApprovalDecision.deny(f"the approval hook failed ({describe_exception(e)})")
+        answer: object = await await_guarded(self._hook, request)
+        if isinstance(answer, Failed):  # fail closed: a broken hook approves nothing
+            reason = describe_exception(answer.error)
+            return ApprovalDecision.deny(f"the approval hook failed ({reason})")
         return _decision(answer)
 
     async def _wait(self, request: ApprovalRequest, question: str) -> ApprovalDecision:
@@ -208,12 +208,10 @@ class ApprovalPolicy(Policy):
                 f"the approval hook asked {question!r}, but nobody can answer here (no "
                 "ApprovalInbox: a server keeps one for the calls it runs)"
             )
-        try:
-            answer = await inbox.ask(request, question, self._ask_timeout)
-        except Exception as e:  # fail closed
-            return ApprovalDecision.deny(
-                f"the question could not be asked ({describe_exception(e)})"
-            )
+        answer = await await_guarded(inbox.ask, request, question, self._ask_timeout)
+        if isinstance(answer, Failed):  # fail closed
+            reason = describe_exception(answer.error)
+            return ApprovalDecision.deny(f"the question could not be asked ({reason})")
         if answer is None:
             within = f" within {self._ask_timeout:g} seconds" if self._ask_timeout else ""
             return ApprovalDecision.deny(f"nobody answered {question!r}{within}")

@@ -7,11 +7,16 @@ import math
 __all__ = ["optional_seconds", "positive_seconds"]
 
 
-def positive_seconds(seconds: float, what: str) -> float:
-    """`seconds`, if it is a positive, finite number; a `ValueError` naming `what` if not."""
+def positive_seconds(seconds: float, what: str, *, zero: bool = False) -> float:
+    """`seconds`, if it is a positive (or, with `zero`, a zero), finite number.
+
+    Raises:
+        ValueError: it is not, naming `what`.
+    """
     # NaN compares false with everything: `seconds <= 0` alone would let it through.
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise ValueError(f"{what} must be a positive number of seconds, got {seconds!r}")
+    if not (math.isfinite(seconds) and (seconds > 0 or (zero and seconds == 0))):
+        kind = "non-negative" if zero else "positive"
+        raise ValueError(f"{what} must be a {kind} number of seconds, got {seconds!r}")
     return seconds
 
 
