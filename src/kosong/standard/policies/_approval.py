@@ -87,7 +87,7 @@ class ApprovalDecision:
     @classmethod
     def ask(cls, question: str) -> ApprovalDecision:
         """Let someone else decide: the call waits for their answer (see the module doc)."""
-        if not isinstance(question, str) or not question.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not question.strip():
             raise ValueError("the question must be a non-empty string")
         return cls(False, "", question)
 

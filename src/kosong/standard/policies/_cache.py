@@ -145,11 +145,8 @@ class CachePolicy(Policy):
 
         Raises:
             ValueError: `default_ttl` is not a positive number.
-            TypeError: `backend` is not a `CacheBackend`.
         """
         positive_seconds(default_ttl, "default_ttl")
-        if backend is not None and not isinstance(backend, CacheBackend):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"backend must be a CacheBackend, got {type(backend).__name__}")
         self.backend: CacheBackend = backend if backend is not None else MemoryCache(clock=clock)
         """The backend in use."""
         self.backend_failures = 0
