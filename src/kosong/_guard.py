@@ -1,11 +1,9 @@
-"""Calling code that kosong is handed but does not own, its failure as a value (private).
+"""Calling code kosong is handed but does not own, its failure as a value (private).
 
-Hooks, callbacks, plug-in policies, cache backends, the modules and factories `kosong serve`
-loads: what they raise must not become kosong's failure. Each caller gets either the value
-or a `Failed` holding the exception, and says what the failure means where it happens (deny
-the call, run it uncached, log and go on...). This is the one place that catches whatever
-such code raises; cancellation (`asyncio.CancelledError`) and `KeyboardInterrupt` are not
-failures and pass through.
+Hooks, callbacks, plug-in policies, cache backends, the modules `kosong serve` loads: what they
+raise must not become kosong's failure. The caller gets the value or a `Failed`, and says where
+it happens what a failure means (deny the call, run it uncached, log and go on...).
+Cancellation and `KeyboardInterrupt` are not failures: they pass through.
 """
 
 from __future__ import annotations
@@ -36,11 +34,9 @@ def call_guarded(func: Callable[..., T], *args: Any) -> T | Failed:
 
 
 async def await_guarded(func: Callable[..., T | Awaitable[T]], *args: Any) -> T | Failed:
-    """`func(*args)`, awaited when it gives an awaitable (a sync or async hook), or `Failed`."""
+    """`func(*args)`, awaited if it gives an awaitable (a sync or async hook), or `Failed`."""
     try:
         value = func(*args)
-        if inspect.isawaitable(value):
-            return await cast(Awaitable[T], value)
-        return cast(T, value)
+        return await cast(Awaitable[T], value) if inspect.isawaitable(value) else cast(T, value)
     except Exception as e:  # boundary: foreign code's failure becomes a Failed value
         return Failed(e)

@@ -38,22 +38,7 @@ PARSE_THREADS = 2
 _POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, ThreadPoolExecutor]] = (
     weakref.WeakKeyDictionary()
 )
-"""The pools of each event loop, by name; a loop's pools end with it (`_pools_of`)."""
-
-
-def _pools_of(loop: asyncio.AbstractEventLoop) -> dict[str, ThreadPoolExecutor]:
-    pools = _POOLS.get(loop)
-    if pools is None:
-        pools = _POOLS[loop] = {}
-        # Closed with their owner: when the loop is collected its idle threads exit, and
-        # work it can no longer receive is dropped.
-        weakref.finalize(loop, _shut_down, pools)
-    return pools
-
-
-def _shut_down(pools: dict[str, ThreadPoolExecutor]) -> None:
-    for pool in pools.values():
-        pool.shutdown(wait=False, cancel_futures=True)
+"""Each event loop's pools, by name."""
 
 
 async def _in_pool(name: str, size: int, func: Callable[..., T], *args: Any) -> T:
@@ -62,10 +47,12 @@ async def _in_pool(name: str, size: int, func: Callable[..., T], *args: Any) -> 
     # progress. The thread hands its outcome straight to an asyncio future (`run_in_executor`
     # chains a second future to it: 40% more CPU per call).
     loop = asyncio.get_running_loop()
-    pools = _pools_of(loop)
-    pool = pools.get(name) or pools.setdefault(
-        name, ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"kosong-{name}")
-    )
+    pools = _POOLS.get(loop) or _POOLS.setdefault(loop, {})
+    pool = pools.get(name)
+    if pool is None:
+        pool = pools[name] = ThreadPoolExecutor(size, thread_name_prefix=f"kosong-{name}")
+        # Shut down with its owner: once the loop is collected, its idle threads exit.
+        weakref.finalize(loop, pool.shutdown, wait=False, cancel_futures=True)
     context = contextvars.copy_context()
     future: asyncio.Future[T] = loop.create_future()
 

@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from typing import Any, Self, cast
+from typing import Any, Self
 from urllib.parse import quote
 
 from kosong._extras import install_hint
@@ -160,7 +160,8 @@ class RemoteToolset(BaseToolset):
             if run[0] is not None:  # `_cancel` never raises
                 await asyncio.shield(self._cancel(run[0]))
             raise
-        except (httpx.HTTPError, SSEError, _Lost, ValueError) as e:  # ValueError: not JSON
+        # ValueError: an event that is not JSON (or not an envelope); AttributeError: not an object
+        except (httpx.HTTPError, SSEError, _Lost, ValueError, AttributeError) as e:
             text = f"the call to `{tool.name}` on {self.url} failed: {describe_exception(e)}"
             return ToolResult(call.id, coded_error("NETWORK_ERROR", text, retryable=True))
 
@@ -213,9 +214,6 @@ class RemoteToolset(BaseToolset):
                         data = json.loads(sse.data)
                         if sse.event in ("tool_result", "tool_error"):
                             return from_envelope(data, tool_call_id=call.id).return_value
-                        if not isinstance(data, dict):
-                            continue  # not an event of the standard's form: nothing to report
-                        data = cast(dict[str, Any], data)
                         if sse.event == "tool_progress":
                             progress = _report(data.get("progress"), data.get("message"), progress)
                         elif sse.event == "tool_retrying":
@@ -249,15 +247,13 @@ def _report(progress: Any, message: Any, last: float) -> float:
 
 def _refusal(response: httpx.Response, *, resumed: bool) -> ToolReturnValue:
     """The error value of a response the server answered with an error status."""
-    code, message = "NETWORK_ERROR", f"HTTP {response.status_code}: {response.text[:200]}"
     said: object = None
-    with contextlib.suppress(ValueError):  # not JSON: the status and text say it
-        body: Any = response.json()
-        error: Any = cast(dict[str, Any], body).get("error") if isinstance(body, dict) else None
-        if isinstance(error, dict) and "code" in error and "message" in error:
-            error = cast(dict[str, Any], error)
-            code, message = str(error["code"]), str(error["message"])
-            said = error.get("retryable")
+    try:
+        error = response.json()["error"]
+        code, message = str(error["code"]), str(error["message"])
+        said = error.get("retryable")
+    except (ValueError, KeyError, TypeError):  # not JSON, or not an error envelope
+        code, message = "NETWORK_ERROR", f"HTTP {response.status_code}: {response.text[:200]}"
     if resumed and response.status_code == 404:
         code, message, said = "NETWORK_ERROR", f"the server lost the run: {message}", None
     try:

@@ -140,7 +140,7 @@ def _import(module_part: str) -> Any:
         ran = call_guarded(spec.loader.exec_module, module)  # the user's code
         if isinstance(ran, Failed):
             e = ran.error
-            raise CLIError(f"running {module_part!r} failed: {type(e).__name__}: {e}") from e
+            raise CLIError(f"running {module_part!r} failed: {describe_exception(e)}") from e
         return module
     _with_working_directory()
     imported = call_guarded(importlib.import_module, module_part)  # the user's code
@@ -154,7 +154,7 @@ def _import(module_part: str) -> Any:
                 "or give a file path such as path/to/tools.py:toolset)"
             ) from e
         raise CLIError(f"importing {module_part!r} failed: {e}") from e
-    raise CLIError(f"importing {module_part!r} failed: {type(e).__name__}: {e}") from e
+    raise CLIError(f"importing {module_part!r} failed: {describe_exception(e)}") from e
 
 
 def load_object(target: str) -> Any:

@@ -28,11 +28,11 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 
 from kosong._guard import Failed, await_guarded, call_guarded
+from kosong._seconds import optional_seconds
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
 from kosong.standard._hints import is_destructive
 from kosong.standard._pipeline import Forward, Policy
-from kosong.standard.policies._seconds import optional_seconds
 from kosong.tooling import Tool, ToolResult
 from kosong.tooling.error import ToolPermissionDeniedError, describe_exception
 from kosong.utils.typing import JsonType

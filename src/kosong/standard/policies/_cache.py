@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from kosong._guard import Failed, await_guarded
+from kosong._seconds import positive_seconds
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext, arguments_digest
 from kosong.standard._pipeline import Forward, Policy
 from kosong.standard._trace import format_epoch
 from kosong.standard._values import restore_value, shared_copy
-from kosong.standard.policies._seconds import positive_seconds
 from kosong.tooling import Tool, ToolResult, ToolReturnValue
 from kosong.tooling.error import describe_exception
 

@@ -16,13 +16,13 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Self, cast
 
 from kosong._extras import install_hint
+from kosong._seconds import positive_seconds
 from kosong.standard.policies._cache import (
     CacheBackend,
     CacheEntry,
     entry_from_json,
     entry_to_json,
 )
-from kosong.standard.policies._seconds import positive_seconds
 
 try:
     import redis.asyncio as aioredis

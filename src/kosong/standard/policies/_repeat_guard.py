@@ -15,10 +15,10 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 
+from kosong._seconds import optional_seconds
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
 from kosong.standard._pipeline import Policy
-from kosong.standard.policies._seconds import optional_seconds
 from kosong.tooling import ToolReturnValue
 from kosong.tooling.error import ToolRepeatedCallError
 

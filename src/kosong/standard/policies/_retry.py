@@ -27,12 +27,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from kosong._seconds import optional_seconds, positive_seconds
 from kosong.message import ToolCall
 from kosong.standard._codes import ErrorCode, error_code, error_details, retry_after
 from kosong.standard._context import PolicyContext
 from kosong.standard._hints import is_safe_to_repeat
 from kosong.standard._pipeline import Forward, Policy
-from kosong.standard.policies._seconds import optional_seconds, positive_seconds
 from kosong.tooling import ToolResult, ToolReturnValue
 from kosong.tooling.error import ToolTimeoutError
 

@@ -6,11 +6,11 @@ import asyncio
 import logging
 from collections.abc import Mapping
 
+from kosong._seconds import optional_seconds
 from kosong._threads import start_task
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
 from kosong.standard._pipeline import Forward, Policy
-from kosong.standard.policies._seconds import optional_seconds
 from kosong.tooling import ToolResult
 from kosong.tooling.error import ToolTimeoutError
 
@@ -56,24 +56,19 @@ class TimeoutPolicy(Policy):
             for name, limit in (per_tool or {}).items()
         }
         self._grace = optional_seconds(grace, "grace") or 0.1
+        # Attempts that ignored their cancellation, kept (not collected mid-run) until they end.
         self._stubborn: set[asyncio.Task[ToolResult]] = set()
-        """Attempts that ignored their cancellation, kept (so they are not collected mid-run)
-        until they end or `aclose` stops them."""
 
     def limit_for(self, tool_name: str) -> float | None:
         """The time limit of calls to `tool_name`, in seconds (None: none)."""
         return self._per_tool.get(tool_name, self._seconds)
 
     async def aclose(self) -> None:
-        """Stop the calls of this event loop that ignored their cancellation.
-
-        They are cancelled again, and waited for until they end.
-        """
+        """Cancel again the calls (of this event loop) that ignored it, and wait until they end."""
         loop = asyncio.get_running_loop()
-        late = [task for task in self._stubborn if task.get_loop() is loop]
-        for task in late:
-            task.cancel()
-        if late:
+        if late := [task for task in self._stubborn if task.get_loop() is loop]:
+            for task in late:
+                task.cancel()
             await asyncio.wait(late)
 
     async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:

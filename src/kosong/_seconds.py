@@ -1,4 +1,4 @@
-"""The one check of a duration a policy is configured with (private)."""
+"""The one check of a duration kosong is configured with (private)."""
 
 from __future__ import annotations
 
