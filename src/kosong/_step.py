@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kosong._generate import Callback, GenerateResult, generate
+from kosong._guard import Failed, call_guarded
 from kosong._telemetry import dispatch as traced_handle
 from kosong.chat_provider import ChatProvider, StreamedMessagePart, ToolChoice
 from kosong.chat_provider.native import NativeTool, NativeToolSpec
@@ -86,10 +87,9 @@ async def step(
     def report(future: asyncio.Future[ToolResult]) -> None:
         if on_tool_result is None or future.cancelled() or future.exception() is not None:
             return
-        try:
-            on_tool_result(future.result())
-        except Exception:  # a failing callback must not break the step
-            logger.exception("on_tool_result raised")
+        outcome = call_guarded(on_tool_result, future.result())
+        if isinstance(outcome, Failed):  # a failing callback must not break the step
+            logger.error("on_tool_result raised", exc_info=outcome.error)
 
     def dispatch(tool_call: ToolCall) -> None:
         if tool_call.function.name.startswith("$"):

@@ -8,6 +8,9 @@ application and its libraries share):
 - long argument strings are parsed on `run_parsing`'s small pool, so hung tools never keep a
   call's arguments from being read.
 
+The event loop that runs the calls owns its pools: they are made on its first use (importing
+kosong starts no thread) and shut down when the loop is gone, as `asyncio.run` leaves it.
+
 `start_task` is the one way kosong starts the task of a call: on Python 3.12+ an eager task,
 which runs at once up to its first real wait, so a call that never waits is finished when
 `handle()` returns, with no event loop round trip.
@@ -18,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import sys
+import weakref
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
@@ -31,19 +35,25 @@ TOOL_THREADS = 128
 PARSE_THREADS = 2
 """Threads parsing long argument strings (work that holds the GIL: more would not help)."""
 
-_pools: dict[str, ThreadPoolExecutor] = {}
+_POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, ThreadPoolExecutor]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Each event loop's pools, by name."""
 
 
 async def _in_pool(name: str, size: int, func: Callable[..., T], *args: Any) -> T:
-    # As asyncio.to_thread, on our pool (made on first use: importing kosong starts no thread).
-    # The function sees the caller's contextvars (the current call, its trace id), so a sync
-    # tool can report progress. The thread hands its outcome straight to an asyncio future
-    # (`run_in_executor` chains a second future to it: 40% more CPU per call).
-    pool = _pools.get(name) or _pools.setdefault(
-        name, ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"kosong-{name}")
-    )
-    context = contextvars.copy_context()
+    # As asyncio.to_thread, on the loop's pool `name` (made on first use). The function sees
+    # the caller's contextvars (the current call, its trace id), so a sync tool can report
+    # progress. The thread hands its outcome straight to an asyncio future (`run_in_executor`
+    # chains a second future to it: 40% more CPU per call).
     loop = asyncio.get_running_loop()
+    pools = _POOLS.get(loop) or _POOLS.setdefault(loop, {})
+    pool = pools.get(name)
+    if pool is None:
+        pool = pools[name] = ThreadPoolExecutor(size, thread_name_prefix=f"kosong-{name}")
+        # Shut down with its owner: once the loop is collected, its idle threads exit.
+        weakref.finalize(loop, pool.shutdown, wait=False, cancel_futures=True)
+    context = contextvars.copy_context()
     future: asyncio.Future[T] = loop.create_future()
 
     def work() -> None:
@@ -81,19 +91,10 @@ async def run_parsing(func: Callable[..., T], *args: Any) -> T:
     return await _in_pool("parse", PARSE_THREADS, func, *args)
 
 
-# Chosen once, at import: the check costs more than a tenth of a microsecond per call.
-if sys.version_info >= (3, 12):
+_EAGER: dict[str, Any] = {"eager_start": True} if sys.version_info >= (3, 12) else {}
+"""How `start_task` starts a task: eagerly where Python can (3.12+), else scheduled."""
 
-    def start_task(
-        loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]
-    ) -> asyncio.Task[T]:
-        """A task running `coro`, started eagerly (see the module doc)."""
-        return asyncio.Task(coro, loop=loop, eager_start=True)
 
-else:  # pragma: no cover - depends on the Python version
-
-    def start_task(
-        loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]
-    ) -> asyncio.Task[T]:
-        """A task running `coro` (scheduled: eager tasks need Python 3.12)."""
-        return loop.create_task(coro)
+def start_task(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    """A task running `coro`, started eagerly on Python 3.12+ (see the module doc)."""
+    return asyncio.Task(coro, loop=loop, **_EAGER)

@@ -160,12 +160,14 @@ class RemoteToolset(BaseToolset):
             if run[0] is not None:  # `_cancel` never raises
                 await asyncio.shield(self._cancel(run[0]))
             raise
-        except Exception as e:
+        # ValueError: an event that is not JSON (or not an envelope); AttributeError: not an object
+        except (httpx.HTTPError, SSEError, _Lost, ValueError, AttributeError) as e:
             text = f"the call to `{tool.name}` on {self.url} failed: {describe_exception(e)}"
             return ToolResult(call.id, coded_error("NETWORK_ERROR", text, retryable=True))
 
     async def _cancel(self, run_path: str) -> None:
-        with contextlib.suppress(Exception):
+        # RuntimeError: the client was closed meanwhile.
+        with contextlib.suppress(httpx.HTTPError, TimeoutError, RuntimeError):
             await asyncio.wait_for(self._http().delete(f"{self.url}{run_path}"), 5)
 
     async def _run(self, call: ToolCall, body: bytes, run: list[str | None]) -> ToolReturnValue:
@@ -247,11 +249,10 @@ def _refusal(response: httpx.Response, *, resumed: bool) -> ToolReturnValue:
     """The error value of a response the server answered with an error status."""
     said: object = None
     try:
-        body = response.json()
-        error = body["error"]
+        error = response.json()["error"]
         code, message = str(error["code"]), str(error["message"])
         said = error.get("retryable")
-    except Exception:
+    except (ValueError, KeyError, TypeError):  # not JSON, or not an error envelope
         code, message = "NETWORK_ERROR", f"HTTP {response.status_code}: {response.text[:200]}"
     if resumed and response.status_code == 404:
         code, message, said = "NETWORK_ERROR", f"the server lost the run: {message}", None

@@ -7,6 +7,7 @@ every wait has a timeout, so a regression fails instead of hanging.
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import threading
 
@@ -324,3 +325,31 @@ async def test_forty_hung_sync_tools_leave_async_tools_parsing_and_quick_sync_to
     finally:
         release.set()
         await asyncio.wait_for(asyncio.gather(*stuck), timeout=WAIT)
+
+
+def test_an_event_loops_thread_pools_end_with_it() -> None:
+    class Quick(CallableTool):
+        name: str = "quick"
+        description: str = "A sync tool that returns at once."
+        parameters: ParametersType = INDEX
+
+        def __call__(self, i: int) -> ToolOk:  # pyright: ignore[reportIncompatibleMethodOverride]
+            return ToolOk(output=threading.current_thread().name)
+
+    toolset = SimpleToolset([Quick()])
+    before = set(threading.enumerate())
+
+    async def calls() -> list[str]:
+        long_arguments = '{"i": 1, "pad": "' + "x" * 300_000 + '"}'  # parsed in a worker thread
+        parsed = await toolset.handle(make_call("quick", long_arguments))
+        assert "pad" in parsed.return_value.message
+        ran = await toolset.handle(make_call("quick", '{"i": 1}'))
+        return [str(ran.return_value.output)]
+
+    assert asyncio.run(calls())[0].startswith("kosong-tool")
+    started = [t for t in set(threading.enumerate()) - before if t.name.startswith("kosong-")]
+    assert {t.name.split("_")[0] for t in started} == {"kosong-tool", "kosong-parse"}
+    gc.collect()  # the loop is gone: its pools are shut down, their idle threads exit
+    for thread in started:
+        thread.join(WAIT)
+    assert not [t.name for t in started if t.is_alive()]

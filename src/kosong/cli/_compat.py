@@ -41,7 +41,7 @@ def _definition(spec: str) -> Tool | dict[str, Any]:
             return mapping
     try:
         tools = as_toolset(raw).tools
-    except Exception:
+    except (TypeError, ValueError):
         raise CLIError(f"{spec!r} is a {kind}, not a tool definition") from None
     if len(tools) != 1:
         raise CLIError(f"{spec!r} holds {len(tools)} tools; name one tool")

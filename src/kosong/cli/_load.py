@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from kosong._extras import install_hint
+from kosong._guard import Failed, await_guarded, call_guarded
 from kosong.cli._errors import CLIError
 from kosong.server import as_toolset
 from kosong.tooling import Toolset
@@ -136,23 +137,24 @@ def _import(module_part: str) -> Any:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         sys.path.insert(0, str(path.resolve().parent))  # so it can import its neighbours
-        try:
-            spec.loader.exec_module(module)
-        except Exception as e:
-            raise CLIError(f"running {module_part!r} failed: {type(e).__name__}: {e}") from e
+        ran = call_guarded(spec.loader.exec_module, module)  # the user's code
+        if isinstance(ran, Failed):
+            e = ran.error
+            raise CLIError(f"running {module_part!r} failed: {describe_exception(e)}") from e
         return module
     _with_working_directory()
-    try:
-        return importlib.import_module(module_part)
-    except ModuleNotFoundError as e:
+    imported = call_guarded(importlib.import_module, module_part)  # the user's code
+    if not isinstance(imported, Failed):
+        return imported
+    e = imported.error
+    if isinstance(e, ModuleNotFoundError):
         if e.name and (module_part == e.name or module_part.startswith(e.name + ".")):
             raise CLIError(
                 f"no module named {module_part!r} (run from the directory that holds it, "
                 "or give a file path such as path/to/tools.py:toolset)"
             ) from e
         raise CLIError(f"importing {module_part!r} failed: {e}") from e
-    except Exception as e:
-        raise CLIError(f"importing {module_part!r} failed: {type(e).__name__}: {e}") from e
+    raise CLIError(f"importing {module_part!r} failed: {describe_exception(e)}") from e
 
 
 def load_object(target: str) -> Any:
@@ -205,7 +207,7 @@ def _servable(value: object, module: str) -> int | None:
         return 3 if getattr(value, "__module__", None) == module else None
     try:
         as_toolset(value)
-    except Exception:  # not servable, whatever as_toolset says: only the answer matters here
+    except (TypeError, ValueError):  # not servable: only the answer matters here
         return None
     return 1 if isinstance(value, list | tuple | set | frozenset) else 2
 
@@ -214,18 +216,16 @@ async def _open_object(target: str) -> Toolset:
     """The toolset `MODULE:ATTR` names, its factory called and awaited."""
     found = load_object(target)
     if _is_factory(found):
-        try:
-            made: object = found()
-            if inspect.isawaitable(made):
-                made = await made
-        except CLIError:
-            raise
-        except Exception as e:  # the user's factory failed: say so, in one line
+        made: object = await await_guarded(found)
+        if isinstance(made, Failed):  # the user's factory failed: say so, in one line
+            e = made.error
+            if isinstance(e, CLIError):
+                raise e
             raise CLIError(f"calling {target} failed: {describe_exception(e)}") from e
         found = made
     try:
         return as_toolset(found)
-    except Exception as e:
+    except (TypeError, ValueError) as e:
         raise CLIError(f"{target!r} cannot be served: {e}") from e
 
 
@@ -376,5 +376,5 @@ async def _connect_mcp(
 def _reason(response: Any) -> str:
     try:
         return str(response.json()["error"]["message"])
-    except Exception:
+    except (ValueError, KeyError, TypeError):  # not JSON, or not our error body
         return str(response.text[:200] or response.reason_phrase)

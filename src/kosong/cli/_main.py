@@ -15,6 +15,7 @@ from kosong.cli._mcp import mcp
 from kosong.cli._serve import serve
 from kosong.cli._tools import tools
 from kosong.cli._worker import worker
+from kosong.tooling.error import describe_exception
 
 __all__ = ["cli", "run"]
 
@@ -45,10 +46,10 @@ def run(argv: list[str]) -> int:
     except (click.Abort, KeyboardInterrupt):
         click.echo("kosong: interrupted", err=True)
         return 130
-    except Exception as e:  # a bug, or something unforeseen: still one line
+    except Exception as e:  # boundary: a bug, or something unforeseen, becomes one line, exit 1
         if os.environ.get("KOSONG_DEBUG"):
             raise
-        text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        text = describe_exception(e)
         click.echo(f"kosong: error: {text} (KOSONG_DEBUG=1 shows the traceback)", err=True)
         return 1
     return code if isinstance(code, int) else 0

@@ -288,6 +288,8 @@ async def check_redis(url: str) -> None:
     Raises:
         CLIError: not a Redis URL, or no answer.
     """
+    from redis.exceptions import RedisError
+
     from kosong.eventstore.redis_store import connect
 
     try:
@@ -297,7 +299,7 @@ async def check_redis(url: str) -> None:
     try:
         ping: Any = client.ping()  # pyright: ignore[reportUnknownMemberType]
         await asyncio.wait_for(ping, 6)
-    except Exception as e:
+    except (RedisError, OSError, TimeoutError) as e:
         reason = str(e) or type(e).__name__
         raise CLIError(f"cannot reach Redis at {url}: {reason}") from None
     finally:

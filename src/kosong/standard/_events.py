@@ -74,7 +74,7 @@ def final_event(result: ToolResult, tool_name: str) -> ToolEvent:
     try:
         data = to_envelope(result, tool_name=tool_name, lossless=False).dump()
         failed = result.return_value.is_error
-    except Exception as e:  # the stream must end with a final event whatever happened
+    except Exception as e:  # boundary: an envelope that fails becomes a tool_error event
         logger.exception("The envelope of a call to %r could not be built", tool_name)
         failed = True
         data = {

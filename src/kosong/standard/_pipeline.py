@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar, TypeVar, cast
 
+from kosong._guard import Failed, call_guarded
 from kosong._threads import run_parsing, start_task
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext, arguments_digest
@@ -308,15 +309,14 @@ class PolicyToolset(WrapperToolset):
         """The first repair a repairing policy offers, or None."""
         offload = self._offloads(call)
         for policy in self._repairers:
-            try:
-                if offload:
-                    found = await run_parsing(policy.repair, call, tool, arguments, self._limits)
-                else:
-                    found = policy.repair(call, tool, arguments, self._limits)
-            except Exception:  # a policy broke its contract: the call goes on unrepaired
-                logger.exception("%s.repair failed on %r", type(policy).__name__, tool.name)
-                continue
-            if found is not None:
+            args = (policy.repair, call, tool, arguments, self._limits)
+            found = await run_parsing(call_guarded, *args) if offload else call_guarded(*args)
+            if isinstance(
+                found, Failed
+            ):  # a policy broke its contract: the call goes on unrepaired
+                name = type(policy).__name__
+                logger.error("%s.repair failed on %r", name, tool.name, exc_info=found.error)
+            elif found is not None:
                 return found
         return None
 
@@ -370,7 +370,7 @@ class PolicyToolset(WrapperToolset):
                 ctx.cancelled(str(e.args[0]) if e.args else None)
                 raise
             result = ToolResult(call.id, _failed(call, "a policy raised CancelledError"))
-        except Exception as e:  # a policy broke its contract; the caller still gets a value
+        except Exception as e:  # boundary: a policy's failure becomes the call's error result
             logger.exception("Pipeline failed on a call to %r", call.function.name)
             result = ToolResult(call.id, _failed(call, describe_exception(e)))
         return ctx.finish(result)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+from kosong.tooling.error import describe_exception
+
 __all__ = [
     "CHARS_PER_TOKEN",
     "ContentKind",
@@ -122,12 +124,10 @@ def load_encoding(name: str = DEFAULT_ENCODING) -> Any | None:
             return None
         try:
             encoding = tiktoken.get_encoding(name)
-        except Exception as e:  # no network, unknown name...: estimate instead
+        except (ValueError, OSError) as e:  # unknown name, bad download, no network: estimate
+            reason = describe_exception(e)
             logger.warning(
-                "tiktoken could not load %r (%s: %s); token counts are estimates",
-                name,
-                type(e).__name__,
-                e,
+                "tiktoken could not load %r (%s); token counts are estimates", name, reason
             )
             _FAILED.add(name)
             return None

@@ -96,7 +96,7 @@ def shared_copy(value: V) -> V:
     if value.artifact is not None:
         try:
             update["artifact"] = copy.deepcopy(value.artifact)
-        except Exception as e:
+        except (TypeError, copy.Error) as e:  # a lock, a socket, a generator...
             logger.warning(
                 "A shared result's artifact (%s) cannot be copied, so this caller gets none: %s",
                 type(value.artifact).__name__,

@@ -28,6 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Final, cast, final
 
+from kosong._guard import call_guarded
 from kosong._threads import run_parsing, start_task
 from kosong.message import ToolCall
 from kosong.tooling._arguments import (
@@ -246,7 +247,7 @@ class BaseToolset(Toolset, ABC):
             elif arguments is None:  # JSON null: no arguments, as parsing gives it
                 arguments = {}
             return start_task(loop, self.run_call(tool_call, tool, arguments))
-        except Exception as e:  # the contract: handle() reports, it does not raise
+        except Exception as e:  # boundary: handle() never raises, a failure becomes a result
             return unhandled_result(tool_call, e)
 
     async def _parse_and_run(self, call: ToolCall, tool: Tool, raw: str) -> ToolResult:
@@ -303,7 +304,7 @@ def dispatch(
         if not isinstance(arguments, Unparsed) and tool_call.function.arguments is None:
             tool_call = with_json_arguments(tool_call, arguments)
         return toolset.handle(tool_call)
-    except Exception as e:  # the contract: a failure is a result
+    except Exception as e:  # boundary: another toolset's failure becomes a result
         return unhandled_result(tool_call, e)
 
 
@@ -319,10 +320,7 @@ def unhandled_result(tool_call: object, error: BaseException) -> ToolResult:
 
     Works with whatever was passed as the call: its id is read if it has one.
     """
-    try:
-        call_id = str(getattr(tool_call, "id", ""))
-    except Exception:  # whatever was passed as a call may even fail to give its id
-        call_id = ""
-    return ToolResult(
-        call_id, ToolRuntimeError(f"the call could not be handled: {describe_exception(error)}")
-    )
+    # Whatever was passed as a call may even fail to give its id.
+    call_id = call_guarded(lambda: str(getattr(tool_call, "id", "")))
+    text = f"the call could not be handled: {describe_exception(error)}"
+    return ToolResult(call_id if isinstance(call_id, str) else "", ToolRuntimeError(text))

@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 from kosong._deprecated import moved_names
+from kosong._guard import Failed, call_guarded
 from kosong._keys import STANDARD_KEY as _STANDARD_KEY  # the name left this module
 from kosong.tooling._return_value import ToolError
 from kosong.utils.typing import JsonType
@@ -121,10 +122,9 @@ def describe_exception(exc: BaseException) -> str:
     Never raises, even for an exception whose `__str__` itself fails.
     """
     name = type(exc).__name__
-    try:
-        text = str(exc)
-    except Exception as str_failure:  # a broken __str__ must not hide the original error
-        text = f"<str() failed with {type(str_failure).__name__}>"
+    text = call_guarded(str, exc)  # a broken __str__ must not hide the original error
+    if isinstance(text, Failed):
+        text = f"<str() failed with {type(text.error).__name__}>"
     return f"{name}: {text}" if text else name
 
 

@@ -167,7 +167,7 @@ def _check_return_annotation(tool: ToolType) -> None:
         names = {**_RESULT_NAMES, **getattr(call, "__globals__", {})}
         annotation = typing.get_type_hints(call, globalns=names).get("return", Any)
         resolved = True
-    except Exception:  # a name the module does not define
+    except (NameError, AttributeError, SyntaxError, TypeError):  # names nothing resolvable
         resolved = False
     if not resolved or not _returns_tool_value(annotation):
         raise TypeError(

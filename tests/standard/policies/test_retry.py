@@ -174,3 +174,9 @@ def test_backoff_grows_exponentially_with_bounded_jitter() -> None:
 def test_invalid_settings_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         RetryPolicy(**kwargs)
+
+
+def test_zero_delays_are_allowed_and_a_negative_one_is_named() -> None:
+    assert RetryPolicy(base_delay=0, max_delay=0).backoff(3) == 0
+    with pytest.raises(ValueError, match="base_delay must be a non-negative number of seconds"):
+        RetryPolicy(base_delay=-1)

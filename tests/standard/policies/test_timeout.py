@@ -11,10 +11,8 @@ import pytest
 
 from kosong.standard import error_code, with_policies
 from kosong.standard.policies import RetryPolicy, TimeoutPolicy
-from kosong.standard.policies import _timeout as timeout_module
 from kosong.tooling import ToolOk
 from kosong.tooling.error import ToolTimeoutError
-from tests._waiting import until
 from tests.standard._std_tools import Blocking, Scripted, make_call, toolset
 
 
@@ -80,13 +78,17 @@ async def test_timeout_answers_at_its_deadline_even_when_the_tool_swallows_cance
 ) -> None:
     release = asyncio.Event()
 
+    ended = asyncio.Event()
+
     async def stubborn(n: int) -> ToolOk:
         while not release.is_set():
             with contextlib.suppress(asyncio.CancelledError):  # swallowed: the tool goes on
                 await release.wait()
+        ended.set()
         return ToolOk(output="too late")
 
-    pipeline = with_policies(toolset(Scripted(stubborn)), TimeoutPolicy(0.05, grace=0.05))
+    policy = TimeoutPolicy(0.05, grace=0.05)
+    pipeline = with_policies(toolset(Scripted(stubborn)), policy)
     loop = asyncio.get_running_loop()
     started = loop.time()
     result = await asyncio.wait_for(pipeline.handle(make_call("scripted", {})), 5)
@@ -96,9 +98,31 @@ async def test_timeout_answers_at_its_deadline_even_when_the_tool_swallows_cance
     # so any answer before the 5 s bound is the policy's (2 s leaves a busy machine room).
     assert 0.05 <= took < 2.0
     assert caplog.text.count("kept running") == 1
+    assert not ended.is_set()  # still running, in the background, owned by the policy
     release.set()  # the stubborn task ends on its own, in the background
-    await until(lambda: not timeout_module._STUBBORN, "the stubborn task to end")
-    assert not timeout_module._STUBBORN
+    await asyncio.wait_for(ended.wait(), 5)
+    await asyncio.wait_for(policy.aclose(), 5)  # nothing left to stop
+
+
+async def test_aclose_stops_the_calls_that_ignored_their_timeout() -> None:
+    stopped = asyncio.Event()
+
+    async def stubborn_once(n: int) -> ToolOk:
+        with contextlib.suppress(asyncio.CancelledError):  # swallows the timeout's cancellation
+            await asyncio.Event().wait()
+        try:
+            await asyncio.Event().wait()  # until cancelled again
+        finally:
+            stopped.set()
+        return ToolOk(output="never")
+
+    policy = TimeoutPolicy(0.05, grace=0.05)
+    pipeline = with_policies(toolset(Scripted(stubborn_once)), policy)
+    result = await asyncio.wait_for(pipeline.handle(make_call("scripted", {})), 5)
+    assert error_code(result.return_value) == "TIMEOUT"
+    assert not stopped.is_set()
+    await asyncio.wait_for(policy.aclose(), 5)
+    assert stopped.is_set()
 
 
 async def test_the_callers_cancellation_still_cancels_the_tool_under_a_timeout() -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import inspect
 import logging
 import time
 from abc import ABC, abstractmethod
@@ -34,6 +33,7 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 
 from kosong._answers import Approve, answer_in_scope
+from kosong._guard import Failed, await_guarded, call_guarded
 from kosong._seconds import optional_seconds
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
@@ -104,7 +104,7 @@ class ApprovalDecision:
 
 
 def _checked(question: str) -> str:
-    if not isinstance(question, str) or not question.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not question.strip():
         raise ValueError("the question must be a non-empty string")
     return question
 
@@ -182,11 +182,13 @@ class ApprovalPolicy(Policy):
 
     def holds(self, tool: Tool) -> bool:
         """Whether calls of `tool` wait for the hook (fail closed: True when the rule fails)."""
-        try:
-            return bool(self._needs(tool))
-        except Exception:  # fail closed: when in doubt, ask
-            logger.exception("needs_approval failed on tool %r; asking the hook", tool.name)
+        needs = call_guarded(self._needs, tool)
+        if isinstance(needs, Failed):  # fail closed: when in doubt, ask
+            logger.error(
+                "needs_approval failed on tool %r; asking the hook", tool.name, exc_info=needs.error
+            )
             return True
+        return bool(needs)
 
     async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Ask the hook when the tool needs it; run the call only if approved."""
@@ -218,24 +220,20 @@ class ApprovalPolicy(Policy):
 
     async def _decide(self, request: ApprovalRequest) -> ApprovalDecision:
         """The hook's decision on the call; anything but an approval denies it."""
-        try:
-            answer: object = self._hook(request)
-            if inspect.isawaitable(answer):
-                answer = await answer
-        except Exception as e:  # fail closed: a broken hook approves nothing
-            return ApprovalDecision.deny(f"the approval hook failed ({describe_exception(e)})")
+        answer: object = await await_guarded(self._hook, request)
+        if isinstance(answer, Failed):  # fail closed: a broken hook approves nothing
+            reason = describe_exception(answer.error)
+            return ApprovalDecision.deny(f"the approval hook failed ({reason})")
         return _decision(answer)
 
     async def _wait(
         self, inbox: ApprovalInbox, request: ApprovalRequest, question: str
     ) -> ApprovalDecision:
         """The answer to the hook's question, from the inbox; anything else denies."""
-        try:
-            answer = await inbox.ask(request, question, self._ask_timeout)
-        except Exception as e:  # fail closed
-            return ApprovalDecision.deny(
-                f"the question could not be asked ({describe_exception(e)})"
-            )
+        answer = await await_guarded(inbox.ask, request, question, self._ask_timeout)
+        if isinstance(answer, Failed):  # fail closed
+            reason = describe_exception(answer.error)
+            return ApprovalDecision.deny(f"the question could not be asked ({reason})")
         if answer is None:
             within = f" within {self._ask_timeout:g} seconds" if self._ask_timeout else ""
             return ApprovalDecision.deny(f"nobody answered {question!r}{within}")

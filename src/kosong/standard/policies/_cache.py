@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
+from kosong._guard import Failed, await_guarded
 from kosong._seconds import positive_seconds
 from kosong._timestamps import format_epoch
 from kosong.message import ToolCall
@@ -144,11 +145,8 @@ class CachePolicy(Policy):
 
         Raises:
             ValueError: `default_ttl` is not a positive number.
-            TypeError: `backend` is not a `CacheBackend`.
         """
         positive_seconds(default_ttl, "default_ttl")
-        if backend is not None and not isinstance(backend, CacheBackend):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"backend must be a CacheBackend, got {type(backend).__name__}")
         self.backend: CacheBackend = backend if backend is not None else MemoryCache(clock=clock)
         """The backend in use."""
         self.backend_failures = 0
@@ -176,7 +174,7 @@ class CachePolicy(Policy):
             return await forward(call, ctx)
         key = self.key_for(tool, ctx)
         ctx.call_context.add_debug("cache_key", key)
-        entry = await self._backend("lookup", self.backend.get(key))
+        entry = await self._backend("lookup", self.backend.get, key)
         now = self._clock()
         if entry is not None and entry.expires_at > now:
             ctx.cache = {
@@ -193,21 +191,22 @@ class CachePolicy(Policy):
             ttl = tool.cache_ttl if tool.cache_ttl is not None else self._ttl
             # The caller gets the value the tool made; the cache keeps a copy of its own.
             entry = CacheEntry(shared_copy(value), stored_at, stored_at + ttl)
-            await self._backend("store", self.backend.set(key, entry))
+            await self._backend("store", self.backend.set, key, entry)
         return result
 
-    async def _backend(self, what: str, operation: Awaitable[_T]) -> _T | None:
+    async def _backend(
+        self, what: str, method: Callable[..., Awaitable[_T]], *args: Any
+    ) -> _T | None:
         """The backend's answer, or None when it fails: the call then runs uncached."""
-        try:
-            answer = await operation
-        except Exception as e:  # a cache outage must not fail calls
+        answer = await await_guarded(method, *args)
+        if isinstance(answer, Failed):  # a cache outage must not fail calls
             self.backend_failures += 1
             if not self._outage:
                 self._outage = True
                 logger.warning(
                     "Cache %s failed, calls run uncached until it works again: %s",
                     what,
-                    describe_exception(e),
+                    describe_exception(answer.error),
                 )
             return None
         if self._outage:

@@ -46,12 +46,14 @@ class RedisCache(CacheBackend):
             timeout: Seconds each operation may take before it fails.
 
         Raises:
-            TypeError: `client` is not a Redis client (a URL string, say).
+            TypeError: `client` is a URL string, not a Redis client.
             ValueError: `timeout` is not a positive number.
         """
-        if not isinstance(client, aioredis.Redis):  # pyright: ignore[reportUnnecessaryIsInstance]
-            hint = " (a URL: use RedisCache.from_url(url))" if isinstance(client, str) else ""
-            raise TypeError(f"RedisCache needs a redis.asyncio.Redis client, got {client!r}{hint}")
+        if isinstance(client, str):  # the likely mistake, said at once
+            raise TypeError(
+                f"RedisCache needs a redis.asyncio.Redis client, got {client!r} (a URL: use "
+                "RedisCache.from_url(url))"
+            )
         positive_seconds(timeout, "timeout")
         self._client = client
         self._prefix = prefix

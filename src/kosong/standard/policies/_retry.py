@@ -22,13 +22,12 @@ with a TIMEOUT error. Each retry emits one `tool_retrying` event and counts in t
 from __future__ import annotations
 
 import asyncio
-import math
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from kosong._seconds import optional_seconds
+from kosong._seconds import optional_seconds, positive_seconds
 from kosong.message import ToolCall
 from kosong.standard._codes import ErrorCode, error_code, error_details, retry_after
 from kosong.standard._context import PolicyContext
@@ -98,15 +97,11 @@ class RetryPolicy(Policy):
         Raises:
             ValueError: a delay or the deadline is not a positive number.
         """
-        for name, value in (("base_delay", base_delay), ("max_delay", max_delay)):
-            if not math.isfinite(value) or value < 0:
-                raise ValueError(f"{name} must be a non-negative number of seconds")
-        optional_seconds(deadline, "deadline")
+        self._base = positive_seconds(base_delay, "base_delay", zero=True)
+        self._max = max(positive_seconds(max_delay, "max_delay", zero=True), base_delay)
+        self._deadline = optional_seconds(deadline, "deadline")
         self._rules = dict(rules)
         self._retryable_rule = retryable_rule
-        self._base = base_delay
-        self._max = max(max_delay, base_delay)
-        self._deadline = deadline
         self._allow = frozenset(allow)
         self._rng = rng or random.Random()
 

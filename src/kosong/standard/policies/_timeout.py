@@ -18,10 +18,6 @@ __all__ = ["TimeoutPolicy"]
 
 logger = logging.getLogger(__name__)
 
-_STUBBORN: set[asyncio.Task[ToolResult]] = set()
-"""Attempts that ignored their cancellation, kept (so they are not collected mid-run) until
-they end on their own."""
-
 
 class TimeoutPolicy(Policy):
     """Answer TIMEOUT when a call runs past its limit, and cancel it.
@@ -29,8 +25,9 @@ class TimeoutPolicy(Policy):
     The call runs in a task of its own; at the limit it is cancelled, and given `grace`
     seconds to stop. The answer is TIMEOUT either way, at the limit plus at most the grace:
     a tool that swallows its cancellation is left to end in the background (logged once),
-    and what it returns then is dropped. A sync tool (a plain `def`) cannot be interrupted: its
-    thread finishes on its own. Cancelling the caller cancels the call too.
+    and what it returns then is dropped. The policy keeps such calls until they end, and
+    `aclose()` stops them (at shutdown, say). A sync tool (a plain `def`) cannot be
+    interrupted: its thread finishes on its own. Cancelling the caller cancels the call too.
 
     Put it inside a `RetryPolicy` to limit each attempt (a timed-out read-only call is then
     retried up to twice); outside, it limits the call with all its retries.
@@ -59,10 +56,20 @@ class TimeoutPolicy(Policy):
             for name, limit in (per_tool or {}).items()
         }
         self._grace = optional_seconds(grace, "grace") or 0.1
+        # Attempts that ignored their cancellation, kept (not collected mid-run) until they end.
+        self._stubborn: set[asyncio.Task[ToolResult]] = set()
 
     def limit_for(self, tool_name: str) -> float | None:
         """The time limit of calls to `tool_name`, in seconds (None: none)."""
         return self._per_tool.get(tool_name, self._seconds)
+
+    async def aclose(self) -> None:
+        """Cancel again the calls (of this event loop) that ignored it, and wait until they end."""
+        loop = asyncio.get_running_loop()
+        if late := [task for task in self._stubborn if task.get_loop() is loop]:
+            for task in late:
+                task.cancel()
+            await asyncio.wait(late)
 
     async def run(self, call: ToolCall, ctx: PolicyContext, forward: Forward) -> ToolResult:
         """Pass the call on in a task of its own, and answer TIMEOUT at the limit."""
@@ -98,15 +105,14 @@ class TimeoutPolicy(Policy):
             call.function.name,
             self._grace,
         )
-        _STUBBORN.add(attempt)
-        attempt.add_done_callback(_forget)
+        self._stubborn.add(attempt)
+        attempt.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[ToolResult]) -> None:
+        self._stubborn.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: its error, if any, was already reported as a timeout
 
 
 async def _attempt(forward: Forward, call: ToolCall, ctx: PolicyContext) -> ToolResult:
     return await forward(call, ctx)
-
-
-def _forget(task: asyncio.Task[ToolResult]) -> None:
-    _STUBBORN.discard(task)
-    if not task.cancelled():
-        task.exception()  # retrieved: its error, if any, was already reported as a timeout

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import inspect
 import json
 import logging
 import os
@@ -32,6 +31,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Literal, cast
 
+from kosong._guard import Failed, await_guarded
 from kosong.message import ToolCall
 from kosong.standard._context import PolicyContext
 from kosong.standard._pagination import CursorError, decode_cursor, encode_cursor
@@ -239,14 +239,13 @@ class TruncationPolicy(Policy):
     async def _summary(self, text: str) -> str | None:
         if self._summarize is None:
             return None
-        try:
-            summary = self._summarize(text)
-            if inspect.isawaitable(summary):
-                summary = await summary
-            return summary
-        except Exception as e:  # a summary is a nicety; the cut output goes out anyway
-            logger.warning("Summarizing a truncated output failed: %s", describe_exception(e))
+        summary = await await_guarded(self._summarize, text)
+        if isinstance(summary, Failed):  # a summary is a nicety; the cut output goes out anyway
+            logger.warning(
+                "Summarizing a truncated output failed: %s", describe_exception(summary.error)
+            )
             return None
+        return summary
 
     async def _read(self, ctx: PolicyContext) -> ToolReturnValue:
         args = ctx.arguments

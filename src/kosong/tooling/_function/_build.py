@@ -388,8 +388,6 @@ def make(
     if response_format != "content":
         fields["response_format"] = response_format
     sequential = options.get("sequential", False)
-    if not isinstance(sequential, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise TypeError(f"sequential must be True or False, got {sequential!r}")
     given = cast(Mapping[str, Any], options)
     declared: dict[str, Any] = {k: given[k] for k in _METADATA_OPTIONS if k in given}
     if sequential:

@@ -44,7 +44,8 @@ def derived_output_schema(func: Any) -> dict[str, Any] | None:
     """
     try:
         annotation: Any = inspect.signature(func, eval_str=True).return_annotation
-    except Exception:  # a name only a type checker sees, an object without a signature
+    except (NameError, AttributeError, SyntaxError, TypeError, ValueError):
+        # a name only a type checker sees, an object without a signature
         return None
     if annotation is inspect.Signature.empty or not _structured(annotation):
         return None
