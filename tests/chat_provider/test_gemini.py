@@ -41,7 +41,8 @@ USER = [Message(role="user", content="Add 1 and 2, and 3 and 4.")]
 
 def gemini(wire: WireServer, **kwargs: Any) -> Gemini:
     kwargs.setdefault("http_options", {"retry_options": {"attempts": 1}})
-    provider = Gemini(model=gemini_fx.MODEL, api_key="gm-key", base_url=wire.url, **kwargs)
+    kwargs.setdefault("api_key", "gm-key")
+    provider = Gemini(model=gemini_fx.MODEL, base_url=wire.url, **kwargs)
     wire.closers.append(provider.aclose)
     return provider
 
@@ -234,7 +235,7 @@ async def test_gemini_a_rejected_key_is_read_again_from_the_environment(
 ) -> None:
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     monkeypatch.setenv("GEMINI_API_KEY", "gm-key")
-    provider = gemini(wire)
+    provider = gemini(wire, api_key=None)  # read from the environment before each request
     wire.queue(Reply(status=400, body=gemini_fx.API_KEY_INVALID), gemini_reply([{"text": "ok"}]))
     with pytest.raises(APIStatusError) as caught:
         await generate(provider, "", [], USER)
