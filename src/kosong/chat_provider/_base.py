@@ -140,9 +140,7 @@ class ProviderBase:
             ValueError: `choice` is empty, or the provider cannot send it with the other
                 options (say, a forced tool call while thinking, which some APIs refuse).
         """
-        if choice is not None and not (
-            isinstance(choice, AllowedTools) or (isinstance(choice, str) and choice)  # pyright: ignore[reportUnnecessaryIsInstance]
-        ):
+        if choice == "":
             raise ValueError(
                 f"tool_choice must be one of {', '.join(_TOOL_CHOICES)}, a tool's name or "
                 f"AllowedTools(names), got {choice!r}"
@@ -562,8 +560,7 @@ class APIKey:
                 f"{provider} needs an API key: pass api_key=... or set the "
                 f"{' or '.join(self._variables)} environment variable"
             )
-        self._sent = read
-        """The key read last (the one the client was built with, at first)."""
+        self._sent = read  # the key read last (at first, the one the client is built with)
 
     def _read(self) -> str | None:
         if isinstance(self._given, str):
@@ -579,8 +576,6 @@ class APIKey:
 
     def changed(self) -> bool:
         """Whether the source now gives a key other than the one sent last."""
-        if self.fixed:
-            return False
         key = self._read()
         return bool(key) and key != self._sent
 
