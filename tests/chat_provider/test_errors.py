@@ -323,8 +323,7 @@ async def test_after_a_401_the_provider_and_every_copy_send_the_rotated_key(
     key = None if source == "environment" else (lambda: vault["key"])
     provider = case.make(wire.url, 0, None, key)
     wire.closers.append(provider.aclose)
-    assert isinstance(provider, RetryableChatProvider)
-    copies = [
+    copies: list[Any] = [
         provider,
         provider.with_thinking("low"),
         provider.with_tool_choice("auto"),
@@ -337,6 +336,7 @@ async def test_after_a_401_the_provider_and_every_copy_send_the_rotated_key(
     with pytest.raises(APIStatusError) as caught:
         await generate(copies[1], "", [], USER)
     assert sent_key(wire) == "k"
+    assert all(isinstance(p, RetryableChatProvider) for p in copies)
     assert [p.on_retryable_error(caught.value) for p in copies] == [False] * 7  # the same key
     monkeypatch.setenv(ENV_KEYS[case.name], "rotated")
     vault["key"] = "rotated"
@@ -356,7 +356,7 @@ async def test_a_key_given_as_a_string_is_fixed(
     case: Case, wire: WireServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ENV_KEYS[case.name], "from-the-environment")
-    provider = make(case, wire, retries=0)
+    provider: Any = make(case, wire, retries=0)
     wire.queue(Reply(status=401, body=case.error_body), case.text(["fine"]))
     with pytest.raises(APIStatusError) as caught:
         await generate(provider, "", [], USER)

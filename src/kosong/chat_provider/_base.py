@@ -52,7 +52,6 @@ __all__ = [
     "SDKStream",
     "arguments_object",
     "connection_error",
-    "failure_in_words",
     "forces_a_call",
     "header_of",
     "highest_at_most",
@@ -702,7 +701,7 @@ _CONNECTION_LOST = re.compile(
 )
 
 
-def failure_in_words(message: str, where: Mapping[str, Any]) -> ChatProviderError | None:
+def _failure_in_words(message: str, where: Mapping[str, Any]) -> ChatProviderError | None:
     """A timeout or a lost connection an SDK reported only in words; None for anything else.
 
     A timeout wins when both are said ("connection timed out"). Bare "reset" or "closed"
@@ -737,7 +736,7 @@ def stainless_error(
     A `bare` one (the base class) without a body is what the SDKs raise when a stream breaks
     ("Network connection lost.", "timed out"): said in words, not by its type.
     """
-    failed = failure_in_words(message, where) if bare and body is None else None
+    failed = _failure_in_words(message, where) if bare and body is None else None
     return failed or ChatProviderError(
         f"the API reported an error: {summarize_body(body) or message}", **where
     )
