@@ -246,9 +246,8 @@ class Gemini(HTTPProvider):
         options.setdefault("retry_options", {"attempts": max_retries + 1})
         if timeout is not None:
             options.setdefault("timeout", int(timeout * 1000))  # the SDK takes milliseconds
-        self.client = genai.Client(
-            api_key=self._key(), **client_kwargs, http_options=genai_types.HttpOptions(**options)
-        )
+        http_options = genai_types.HttpOptions.model_validate(options)
+        self.client = genai.Client(api_key=self._key(), http_options=http_options, **client_kwargs)
         """The `google.genai.Client` (transport, retries, timeouts)."""
 
     def _check_options(self) -> None:
