@@ -70,14 +70,11 @@ except ImportError as e:  # pragma: no cover - the extra is missing
 logger = logging.getLogger("kosong.chat_provider")
 SDK_ERRORS = (openai.OpenAIError, httpx2.HTTPError)
 _TIMEOUTS = (openai.APITimeoutError, httpx2.TimeoutException)
-# A failed connection: the network, the other side breaking the protocol, a proxy. Not a local
-# protocol error (our request was malformed) nor a body that would not decode: a retry fails too.
+# A failed connection: the network, the peer breaking the protocol, a proxy (not a malformed
+# request or an undecodable body, which a retry repeats).
 _FAILURES = (
-    openai.APIConnectionError,
-    httpx2.NetworkError,
-    httpx2.RemoteProtocolError,
-    httpx2.ProxyError,
-)
+    openai.APIConnectionError, httpx2.NetworkError, httpx2.RemoteProtocolError, httpx2.ProxyError
+)  # fmt: skip
 
 ToolMessageConversion = Literal["extract_text"] | None
 

@@ -70,14 +70,11 @@ from kosong.message import (
 from kosong.tooling import Tool
 
 _TIMEOUTS = (anthropic.APITimeoutError, httpx2.TimeoutException)
-# A failed connection: the network, the other side breaking the protocol, a proxy. Not a local
-# protocol error (our request was malformed) nor a body that would not decode: a retry fails too.
+# A failed connection: the network, the peer breaking the protocol, a proxy (not a malformed
+# request or an undecodable body, which a retry repeats).
 _FAILURES = (
-    anthropic.APIConnectionError,
-    httpx2.NetworkError,
-    httpx2.RemoteProtocolError,
-    httpx2.ProxyError,
-)
+    anthropic.APIConnectionError, httpx2.NetworkError, httpx2.RemoteProtocolError, httpx2.ProxyError
+)  # fmt: skip
 
 __all__ = [
     "THINKING_BUDGETS",
