@@ -26,6 +26,7 @@ from kosong.message import (
     AudioURLPart,
     ImageURLPart,
     Message,
+    NativeToolPart,
     TextPart,
     ThinkPart,
     ToolCall,
@@ -275,3 +276,15 @@ def test_gemini_reads_its_key_and_model_from_the_environment(
 )
 def test_gemini_model_families_are_found_by_prefix(model: str, levels: tuple[str, ...]) -> None:
     assert model_spec(model).levels == levels
+
+
+async def test_gemini_a_history_part_the_api_cannot_take_is_refused_before_sending(
+    wire: WireServer,
+) -> None:
+    # The contents sent are the ones the SDK's types check: a part Gemini has no field for
+    # (a built-in tool's part edited by hand) is a ValueError naming where, and no request.
+    odd = NativeToolPart(provider="gemini", data={"executableCod": {"code": "1"}})
+    history = [*USER, Message(role="assistant", content=[odd]), *USER]
+    with pytest.raises(ValueError, match=r"contents\.1\.parts\.0\.executableCod"):
+        await generate(gemini(wire), "", [], history)
+    assert wire.requests == []

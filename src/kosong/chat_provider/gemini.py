@@ -2,8 +2,8 @@
 
 Needs the `google` extra (the `google` extra). The request body is built from plain
 dicts as the API reference documents it (https://ai.google.dev/api/generate-content); the SDK
-checks those contents against its types and sends the body as written, and handles auth,
-retries, the SSE stream, response types and errors.
+sends it as written (its types check the contents first), and handles auth, retries, the SSE
+stream, response types and errors.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ try:
     from google import genai
     from google.genai import errors as genai_errors
     from google.genai import types as genai_types
+    from pydantic import TypeAdapter, ValidationError
 except ImportError as e:  # pragma: no cover - the extra is missing
     raise ImportError(
         f"the Gemini provider needs the `google-genai` package: {install_hint('google')}"
@@ -145,6 +146,7 @@ _TOOL_MEDIA_TYPES = frozenset(
 # signatures guide documents this value for exactly that case.
 _SKIP_SIGNATURE = "skip_thought_signature_validator"
 _TOP_LEVEL_FIELDS = frozenset({"cachedContent", "safetySettings"})
+_CONTENTS = TypeAdapter(list[genai_types.Content])
 
 
 def model_spec(model: str) -> ModelSpec:
@@ -385,13 +387,21 @@ class Gemini(HTTPProvider):
         return {"functionResponse": response}
 
     async def _send(self, body: dict[str, Any]) -> GeminiStream:
-        # The contents go to the SDK as the dicts sent: its types check them (a pydantic
-        # ValidationError, a ValueError, says where) and `extra_body` sends the body as
-        # written, not the SDK's rendering of it (which names some nested fields in snake_case).
+        # One source: the contents sent are the dicts the SDK's types check here. The SDK
+        # method takes the checked objects; `extra_body` then sends the body as written, not
+        # the SDK's rendering of them (which names some nested fields in snake_case).
+        try:
+            contents = _CONTENTS.validate_python(body["contents"])
+        except ValidationError as e:
+            problem = e.errors()[0]
+            where = ".".join(str(p) for p in problem["loc"])
+            raise ValueError(
+                f"Gemini: the history does not fit the API's Content type at contents.{where}: "
+                f"{problem['msg']}"
+            ) from e
         options = genai_types.HttpOptions(extra_body=body, headers=self._key_headers())
         config = genai_types.GenerateContentConfig(http_options=options)
         models = self.client.aio.models
-        contents: Any = body["contents"]  # the SDK's `ContentListUnionDict`, as dicts
         if self._stream:
             chunks = aiter(
                 await models.generate_content_stream(
