@@ -28,6 +28,10 @@ def test_allowed_tools_needs_names_and_a_known_mode() -> None:
     assert AllowedTools("add").names == ("add",)  # one name, not its letters
     with pytest.raises(ValueError, match="one tool name or more"):
         AllowedTools([])
+    with pytest.raises(ValueError, match="one tool name or more"):
+        AllowedTools(["add", ""])
+    with pytest.raises(ValueError, match="tool_choice must be one of auto, none, required"):
+        OpenAIChat(model="m", api_key="k").with_tool_choice("")
     with pytest.raises(ValueError, match='"auto" or "required"'):
         AllowedTools(["add"], mode="any")  # pyright: ignore[reportArgumentType]
 

@@ -41,7 +41,7 @@ pytestmark = SDK_SUBCLASSES_AIOHTTP
 @dataclass
 class Case:
     name: str
-    make: Callable[[str, int, float | None], Any]
+    make: Callable[..., Any]
     text: Callable[[list[str]], Reply]
     request_id_header: str
     error_body: dict[str, Any]
@@ -53,33 +53,34 @@ GEMINI_ERROR = {"error": {"code": 500, "message": "boom", "status": "INTERNAL"}}
 """Each API's documented error body (the fixtures' pages)."""
 
 Timeout = float | None
+Key = str | Callable[[], str] | None
 
 
-def _chat(url: str, retries: int, timeout: Timeout = None) -> OpenAIChat:
+def _chat(url: str, retries: int, timeout: Timeout = None, key: Key = "k") -> OpenAIChat:
     return OpenAIChat(
-        model="m", api_key="k", base_url=url + "/v1", max_retries=retries, timeout=timeout
+        model="m", api_key=key, base_url=url + "/v1", max_retries=retries, timeout=timeout
     )
 
 
-def _kimi(url: str, retries: int, timeout: Timeout = None) -> Kimi:
-    return Kimi(api_key="k", base_url=url + "/v1", max_retries=retries, timeout=timeout)
+def _kimi(url: str, retries: int, timeout: Timeout = None, key: Key = "k") -> Kimi:
+    return Kimi(api_key=key, base_url=url + "/v1", max_retries=retries, timeout=timeout)
 
 
-def _responses(url: str, retries: int, timeout: Timeout = None) -> OpenAIResponses:
+def _responses(url: str, retries: int, timeout: Timeout = None, key: Key = "k") -> OpenAIResponses:
     return OpenAIResponses(
-        model="m", api_key="k", base_url=url + "/v1", max_retries=retries, timeout=timeout
+        model="m", api_key=key, base_url=url + "/v1", max_retries=retries, timeout=timeout
     )
 
 
-def _anthropic(url: str, retries: int, timeout: Timeout = None) -> Anthropic:
-    return Anthropic(model="m", api_key="k", base_url=url, max_retries=retries, timeout=timeout)
+def _anthropic(url: str, retries: int, timeout: Timeout = None, key: Key = "k") -> Anthropic:
+    return Anthropic(model="m", api_key=key, base_url=url, max_retries=retries, timeout=timeout)
 
 
-def _gemini(url: str, retries: int, timeout: Timeout = None) -> Gemini:
+def _gemini(url: str, retries: int, timeout: Timeout = None, key: Key = "k") -> Gemini:
     # The SDK backs off exponentially from 1 s; a short first delay keeps the test fast.
     retry = {"attempts": retries + 1, "initial_delay": 0.01, "jitter": 0.0}
     return Gemini(
-        model="m", api_key="k", base_url=url, timeout=timeout, http_options={"retry_options": retry}
+        model="m", api_key=key, base_url=url, timeout=timeout, http_options={"retry_options": retry}
     )
 
 
@@ -309,23 +310,62 @@ ENV_KEYS = {
 }
 
 
+def sent_key(wire: WireServer) -> str | None:
+    """The API key the last request carried, in whichever header its API reads."""
+    headers = {k.lower(): v for k, v in wire.requests[-1].headers.items()}
+    bearer = headers.get("authorization", "").removeprefix("Bearer ") or None
+    return bearer or headers.get("x-api-key") or headers.get("x-goog-api-key")
+
+
+@pytest.mark.parametrize("source", ["environment", "callable"])
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-async def test_a_401_rebuilds_the_client_with_the_key_read_again(
-    case: Case, wire: WireServer, monkeypatch: pytest.MonkeyPatch
+async def test_after_a_401_the_provider_and_every_copy_send_the_rotated_key(
+    case: Case, source: str, wire: WireServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The SDK's own client over real HTTP: a 401 for the old key, then a 200 for each copy.
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)  # Gemini's SDK would prefer it
     monkeypatch.setenv(ENV_KEYS[case.name], "k")
-    provider = make(case, wire, retries=0)
-    assert isinstance(provider, RetryableChatProvider)
+    vault = {"key": "k"}
+    key = None if source == "environment" else (lambda: vault["key"])
+    provider = case.make(wire.url, 0, None, key)
+    wire.closers.append(provider.aclose)
+    copies: list[Any] = [
+        provider,
+        provider.with_thinking("low"),
+        provider.with_tool_choice("auto"),
+        provider.with_parallel_tool_calls(True),
+        provider.with_generation_kwargs(temperature=0.5),
+        provider.with_output_schema(None),
+        provider.with_native_tools([]),
+    ]
+    wire.queue(Reply(status=401, body=case.error_body))
+    with pytest.raises(APIStatusError) as caught:
+        await generate(copies[1], "", [], USER)
+    assert sent_key(wire) == "k"
+    assert all(isinstance(p, RetryableChatProvider) for p in copies)
+    assert [p.on_retryable_error(caught.value) for p in copies] == [False] * 7  # the same key
+    monkeypatch.setenv(ENV_KEYS[case.name], "rotated")
+    vault["key"] = "rotated"
+    assert [p.on_retryable_error(caught.value) for p in copies] == [True] * 7
+    assert provider.on_retryable_error(APIConnectionError("x")) is False
+    for copy in copies:
+        wire.queue(case.text(["fine"]))
+        result = await generate(copy, "", [], USER)
+        assert result.message.extract_text() == "fine"
+        assert sent_key(wire) == "rotated"
+    assert len(wire.requests) == 1 + len(copies)
+    assert provider.on_retryable_error(caught.value) is False  # the rotated key is in use
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+async def test_a_key_given_as_a_string_is_fixed(
+    case: Case, wire: WireServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_KEYS[case.name], "from-the-environment")
+    provider: Any = make(case, wire, retries=0)
     wire.queue(Reply(status=401, body=case.error_body), case.text(["fine"]))
     with pytest.raises(APIStatusError) as caught:
         await generate(provider, "", [], USER)
-    assert provider.on_retryable_error(caught.value) is False  # the same key: nothing to do
-    monkeypatch.setenv(ENV_KEYS[case.name], "rotated")
-    assert provider.on_retryable_error(caught.value) is True
-    assert provider.on_retryable_error(APIConnectionError("x")) is False
-    result = await generate(provider, "", [], USER)
-    assert result.message.extract_text() == "fine"
-    sent = {k.lower(): v for k, v in wire.requests[-1].headers.items()}
-    keys = (sent.get("authorization"), sent.get("x-api-key"), sent.get("x-goog-api-key"))
-    assert "Bearer rotated" in keys or "rotated" in keys
+    assert provider.on_retryable_error(caught.value) is False  # nothing else to try
+    assert (await generate(provider, "", [], USER)).message.extract_text() == "fine"
+    assert sent_key(wire) == "k"

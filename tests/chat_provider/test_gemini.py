@@ -26,6 +26,7 @@ from kosong.message import (
     AudioURLPart,
     ImageURLPart,
     Message,
+    NativeToolPart,
     TextPart,
     ThinkPart,
     ToolCall,
@@ -41,7 +42,8 @@ USER = [Message(role="user", content="Add 1 and 2, and 3 and 4.")]
 
 def gemini(wire: WireServer, **kwargs: Any) -> Gemini:
     kwargs.setdefault("http_options", {"retry_options": {"attempts": 1}})
-    provider = Gemini(model=gemini_fx.MODEL, api_key="gm-key", base_url=wire.url, **kwargs)
+    kwargs.setdefault("api_key", "gm-key")
+    provider = Gemini(model=gemini_fx.MODEL, base_url=wire.url, **kwargs)
     wire.closers.append(provider.aclose)
     return provider
 
@@ -234,7 +236,7 @@ async def test_gemini_a_rejected_key_is_read_again_from_the_environment(
 ) -> None:
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     monkeypatch.setenv("GEMINI_API_KEY", "gm-key")
-    provider = gemini(wire)
+    provider = gemini(wire, api_key=None)  # read from the environment before each request
     wire.queue(Reply(status=400, body=gemini_fx.API_KEY_INVALID), gemini_reply([{"text": "ok"}]))
     with pytest.raises(APIStatusError) as caught:
         await generate(provider, "", [], USER)
@@ -274,3 +276,15 @@ def test_gemini_reads_its_key_and_model_from_the_environment(
 )
 def test_gemini_model_families_are_found_by_prefix(model: str, levels: tuple[str, ...]) -> None:
     assert model_spec(model).levels == levels
+
+
+async def test_gemini_a_history_part_the_api_cannot_take_is_refused_before_sending(
+    wire: WireServer,
+) -> None:
+    # The contents sent are the ones the SDK's types check: a part Gemini has no field for
+    # (a built-in tool's part edited by hand) is a ValueError naming where, and no request.
+    odd = NativeToolPart(provider="gemini", data={"executableCod": {"code": "1"}})
+    history = [*USER, Message(role="assistant", content=[odd]), *USER]
+    with pytest.raises(ValueError, match=r"contents\.1\.parts\.0\.executableCod"):
+        await generate(gemini(wire), "", [], history)
+    assert wire.requests == []

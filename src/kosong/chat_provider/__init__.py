@@ -88,10 +88,10 @@ class AllowedTools:
         """Allow `names` (at least one), in `mode`.
 
         Raises:
-            ValueError: no name, a name that is not a non-empty string, or another mode.
+            ValueError: no name, an empty name, or another mode.
         """
         listed = (names,) if isinstance(names, str) else tuple(names)
-        if not listed or not all(isinstance(n, str) and n for n in listed):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not listed or not all(listed):
             raise ValueError(f"AllowedTools needs one tool name or more, got {list(listed)!r}")
         if mode not in ("auto", "required"):
             raise ValueError(f'AllowedTools mode must be "auto" or "required", got {mode!r}')
@@ -212,10 +212,10 @@ class ChatProvider(Protocol):
 
 @runtime_checkable
 class RetryableChatProvider(Protocol):
-    """A provider that can recover from a retryable error itself (say, by rebuilding its client).
+    """A provider that can tell when a retry may now succeed (say, its API key was rotated).
 
-    An agent loop that retries may call `on_retryable_error(error)` first; True means the
-    provider did something and a retry is worth it.
+    An agent loop that retries may call `on_retryable_error(error)` first; True means a retry
+    is worth it. The provider itself does not change: what changed lives outside it.
     """
 
     def on_retryable_error(self, error: BaseException) -> bool:

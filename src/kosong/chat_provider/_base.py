@@ -1,4 +1,4 @@
-"""What kosong's providers share: options set on copies, the HTTP client's life, errors.
+"""What kosong's providers share: options set on copies, the API key, the client's life, errors.
 
 Private: the public classes are in `kimi`, `openai`, `anthropic`, `gemini`, `scripted` and `mock`.
 
@@ -6,7 +6,9 @@ Every option is set on a copy (`with_thinking`, `with_tool_choice`, `with_genera
 a provider is never changed, so one can be shared, and `generate(..., tool_choice=...,
 generation_overrides=...)` makes a per-call copy the same way. A copy checks itself
 (`_check_options`), so an option the provider cannot send is a `ValueError` at the `with_...`
-call that set it, naming the option, before anything is sent.
+call that set it, naming the option, before anything is sent. A key that can change (read
+from the environment or a callable) lives in an `APIKey` the copies share: it is read before
+each request, so a rotated key reaches the provider and every copy at once.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import json
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from types import MappingProxyType, ModuleType
-from typing import Any, ClassVar, Self, TypeVar, cast
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar, cast
 
 from kosong._deprecated import warn_old_name
 from kosong.chat_provider import (
@@ -40,16 +42,17 @@ from kosong.dialects import Dialect, DialectError, DialectReport
 from kosong.message import Message, ToolCall
 from kosong.tooling import Tool
 
+if TYPE_CHECKING:  # the SDKs' transport, installed with any provider extra
+    import httpx2
+
 __all__ = [
+    "APIKey",
     "CompletedMessage",
     "HTTPProvider",
     "ProviderBase",
     "SDKStream",
-    "api_key_from",
     "arguments_object",
     "connection_error",
-    "connection_failures",
-    "failure_in_words",
     "forces_a_call",
     "header_of",
     "highest_at_most",
@@ -60,6 +63,8 @@ __all__ = [
     "renamed",
     "spec_of",
     "split_body",
+    "stainless_error",
+    "status_error",
     "summarize_body",
 ]
 
@@ -135,9 +140,7 @@ class ProviderBase:
             ValueError: `choice` is empty, or the provider cannot send it with the other
                 options (say, a forced tool call while thinking, which some APIs refuse).
         """
-        if choice is not None and not (
-            isinstance(choice, AllowedTools) or (isinstance(choice, str) and choice)  # pyright: ignore[reportUnnecessaryIsInstance]
-        ):
+        if choice == "":
             raise ValueError(
                 f"tool_choice must be one of {', '.join(_TOOL_CHOICES)}, a tool's name or "
                 f"AllowedTools(names), got {choice!r}"
@@ -201,11 +204,10 @@ class HTTPProvider(ProviderBase):
     """
 
     client: Any
-    """The SDK client (transport, retries, timeouts)."""
-    _key_variable: ClassVar[str] = ""
-    """The environment variable the API key is read from."""
-    _sdk: ClassVar[ModuleType]
-    _transport: ClassVar[ModuleType]
+    """The SDK client (transport, retries, timeouts), shared by the copies."""
+    _key: APIKey
+    _key_header: ClassVar[tuple[str, str]] = ("Authorization", "Bearer {}")
+    """The header a key read before a request goes in, and its form."""
     _errors: ClassVar[tuple[type[BaseException], ...]]
     _path: ClassVar[str] = ""
     _renames: ClassVar[Mapping[str, str]] = MappingProxyType({})
@@ -336,38 +338,18 @@ class HTTPProvider(ProviderBase):
         return self._error(error, self._endpoint())
 
     def _error(self, error: BaseException, url: str) -> ChatProviderError:
-        """An SDK (`openai`, `anthropic`: named alike) or transport error as one of ours."""
-        where: dict[str, Any] = {"provider": self.name, "model": self._model, "url": url}
-        sdk, transport = self._sdk, self._transport
-        timeouts = (sdk.APITimeoutError, transport.TimeoutException)
-        failures = (sdk.APIConnectionError, *connection_failures(transport))
-        failed = connection_error(error, error.__cause__ or error, timeouts, failures, where)
-        if failed is not None:
-            return failed
-        if isinstance(error, sdk.APIStatusError | transport.HTTPStatusError):
-            status: Any = error
-            response: Any = status.response
-            body = getattr(status, "body", None)
-            summary = summarize_body(body) or getattr(response, "reason_phrase", "") or ""
-            return APIStatusError(
-                response.status_code,
-                summary or "no error body",
-                request_id=getattr(status, "request_id", None)
-                or header_of(response, "x-request-id", "request-id"),
-                provider_trace_id=header_of(response, "x-trace-id"),
-                **where,
-            )
-        if isinstance(error, sdk.APIError):
-            api_error: Any = error
-            if type(error) is sdk.APIError and api_error.body is None:
-                # A bare APIError without a body is what the SDK raises when a stream breaks
-                # ("Network connection lost.", "timed out"): said in words, not by its type.
-                failed = failure_in_words(str(error), where)
-                if failed is not None:
-                    return failed
-            summary = summarize_body(api_error.body) or str(error)
-            return ChatProviderError(f"the API reported an error: {summary}", **where)
-        return ChatProviderError(f"{type(error).__name__}: {error}", **where)
+        """What this provider's SDK or its transport raised, as one of ours."""
+        raise NotImplementedError
+
+    def _where(self, url: str) -> dict[str, Any]:
+        return {"provider": self.name, "model": self._model, "url": url}
+
+    def _key_headers(self) -> dict[str, str]:
+        """The key read now, as a request header; none for a fixed key (the client has it)."""
+        if self._key.fixed:
+            return {}
+        name, form = self._key_header
+        return {name: form.format(self._key())}
 
     def _describe(self, tool: Tool) -> Described:
         """`tool` as this provider sends it (`describe`): a function of the tool alone.
@@ -413,20 +395,16 @@ class HTTPProvider(ProviderBase):
             )
 
     def on_retryable_error(self, error: BaseException) -> bool:
-        """Rebuild the client when a retry may then succeed; True when it did.
+        """True when `error` refused the API key and its source now gives another key.
 
-        After a 401 (a key revoked or rotated), the key is read again from the provider's
-        environment variable; when it is there and differs from the one in use, the client is
-        rebuilt with it (same base URL, timeouts and transport). Other errors: False, the
-        SDK client already retries what it can.
+        Nothing changes in the provider: the next request of this provider, or of any copy,
+        reads the new key (`APIKey`). A fixed key (a string given), or any other error: False,
+        the SDK client already retries what it can.
         """
-        if not (isinstance(error, APIStatusError) and error.status_code == 401):
-            return False
-        key = os.environ.get(self._key_variable) if self._key_variable else None
-        if not key or key == self.client.api_key:
-            return False
-        self.client = self.client.with_options(api_key=key)
-        return True
+        return self._refused_key(error) and self._key.changed()
+
+    def _refused_key(self, error: BaseException) -> bool:
+        return isinstance(error, APIStatusError) and error.status_code == 401
 
     async def aclose(self) -> None:
         """Close the HTTP client (copies made by the `with_...` methods share it)."""
@@ -564,15 +542,44 @@ def highest_at_most(options: Sequence[_T], rank: Callable[[_T], int], limit: int
     return below[-1] if below else options[0]
 
 
-def api_key_from(api_key: str | None, variable: str, provider: str) -> str:
-    """The key given, or the one in the environment; a clear error when there is none."""
-    key = api_key or os.environ.get(variable)
-    if not key:
-        raise ValueError(
-            f"{provider} needs an API key: pass api_key=... or set the {variable} "
-            "environment variable"
-        )
-    return key
+class APIKey:
+    """Where a provider's API key comes from; the provider and its copies share one.
+
+    A string given is fixed. A callable given is called before every request, and with
+    neither the environment `variables` are read before every request (the first one set
+    wins): a rotated key is sent by the next request, whichever copy makes it.
+    """
+
+    def __init__(
+        self, given: str | Callable[[], str] | None, variables: Sequence[str], provider: str
+    ) -> None:
+        self._given = given
+        self._variables = tuple(variables)
+        self.fixed = isinstance(given, str)
+        read = self._read()
+        if not read:
+            raise ValueError(
+                f"{provider} needs an API key: pass api_key=... or set the "
+                f"{' or '.join(self._variables)} environment variable"
+            )
+        self._sent = read  # the key read last (at first, the one the client is built with)
+
+    def _read(self) -> str | None:
+        if isinstance(self._given, str):
+            return self._given
+        if self._given is not None:
+            return self._given()
+        return next((os.environ[v] for v in self._variables if os.environ.get(v)), None)
+
+    def __call__(self) -> str:
+        """The key to send now (the last one when the source gives none)."""
+        self._sent = self._read() or self._sent
+        return self._sent
+
+    def changed(self) -> bool:
+        """Whether the source now gives a key other than the one sent last."""
+        key = self._read()
+        return bool(key) and key != self._sent
 
 
 def model_from(model: str | None, variable: str, provider: str, default: str | None = None) -> str:
@@ -666,16 +673,6 @@ def summarize_body(body: object) -> str:
     return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + "…"
 
 
-def connection_failures(transport: ModuleType) -> tuple[type[BaseException], ...]:
-    """The transport errors that mean the connection failed.
-
-    The network, the other side breaking the protocol, a proxy. A local protocol error (our
-    request was malformed) or a body that would not decode is not one: retrying it fails the
-    same way.
-    """
-    return (transport.NetworkError, transport.RemoteProtocolError, transport.ProxyError)
-
-
 def _said(cause: BaseException) -> str:
     text = str(cause)
     return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
@@ -707,7 +704,7 @@ _CONNECTION_LOST = re.compile(
 )
 
 
-def failure_in_words(message: str, where: Mapping[str, Any]) -> ChatProviderError | None:
+def _failure_in_words(message: str, where: Mapping[str, Any]) -> ChatProviderError | None:
     """A timeout or a lost connection an SDK reported only in words; None for anything else.
 
     A timeout wins when both are said ("connection timed out"). Bare "reset" or "closed"
@@ -718,3 +715,31 @@ def failure_in_words(message: str, where: Mapping[str, Any]) -> ChatProviderErro
     if _CONNECTION_LOST.search(message):
         return APIConnectionError(f"connection failed: {message}", **where)
     return None
+
+
+def status_error(
+    response: httpx2.Response, body: object, request_id: str | None, where: Mapping[str, Any]
+) -> APIStatusError:
+    """An HTTP error status (`response`, an `httpx2.Response`) and its parsed `body` as ours."""
+    summary = summarize_body(body) or response.reason_phrase or "no error body"
+    return APIStatusError(
+        response.status_code,
+        summary,
+        request_id=request_id or header_of(response, "x-request-id", "request-id"),
+        provider_trace_id=header_of(response, "x-trace-id"),
+        **where,
+    )
+
+
+def stainless_error(
+    body: object, message: str, bare: bool, where: Mapping[str, Any]
+) -> ChatProviderError:
+    """An `APIError` of the `openai` or `anthropic` SDK that is neither a status nor a timeout.
+
+    A `bare` one (the base class) without a body is what the SDKs raise when a stream breaks
+    ("Network connection lost.", "timed out"): said in words, not by its type.
+    """
+    failed = _failure_in_words(message, where) if bare and body is None else None
+    return failed or ChatProviderError(
+        f"the API reported an error: {summarize_body(body) or message}", **where
+    )

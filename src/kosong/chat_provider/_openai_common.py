@@ -28,15 +28,18 @@ from kosong.chat_provider import (
     ToolChoice,
 )
 from kosong.chat_provider._base import (
+    APIKey,
     CompletedMessage,
     HTTPProvider,
     SDKStream,
-    api_key_from,
     arguments_object,
+    connection_error,
     header_of,
     model_from,
     only_allowed,
     split_body,
+    stainless_error,
+    status_error,
 )
 from kosong.chat_provider._media import media_placeholder
 from kosong.chat_provider._tool_entries import Described, describe
@@ -66,6 +69,12 @@ except ImportError as e:  # pragma: no cover - the extra is missing
 
 logger = logging.getLogger("kosong.chat_provider")
 SDK_ERRORS = (openai.OpenAIError, httpx2.HTTPError)
+_TIMEOUTS = (openai.APITimeoutError, httpx2.TimeoutException)
+# A failed connection: the network, the peer breaking the protocol, a proxy (not a malformed
+# request or an undecodable body, which a retry repeats).
+_FAILURES = (
+    openai.APIConnectionError, httpx2.NetworkError, httpx2.RemoteProtocolError, httpx2.ProxyError
+)  # fmt: skip
 
 ToolMessageConversion = Literal["extract_text"] | None
 
@@ -131,10 +140,8 @@ class OpenAIProvider(HTTPProvider):
     the subclass names, else its defaults.
     """
 
-    _sdk = openai
-    _transport = httpx2
     _errors = SDK_ERRORS
-    _key_variable = "OPENAI_API_KEY"
+    _key_variable: ClassVar[str] = "OPENAI_API_KEY"
     _model_variable: ClassVar[str] = "OPENAI_MODEL"
     _default_model: ClassVar[str | None] = None
     _base_url_variable: ClassVar[str] = "OPENAI_BASE_URL"
@@ -144,7 +151,7 @@ class OpenAIProvider(HTTPProvider):
         self,
         *,
         model: str | None = None,
-        api_key: str | None = None,
+        api_key: str | Callable[[], str] | None = None,
         base_url: str | None = None,
         stream: bool = True,
         tool_message_conversion: ToolMessageConversion = None,
@@ -160,12 +167,27 @@ class OpenAIProvider(HTTPProvider):
         model = model_from(model, self._model_variable, title, self._default_model)
         super().__init__(model, generation_kwargs, stream=stream)
         self._tool_message_conversion = tool_message_conversion
+        self._key = APIKey(api_key, [self._key_variable], title)
         self.client: openai.AsyncOpenAI = openai.AsyncOpenAI(
-            api_key=api_key_from(api_key, self._key_variable, title),
+            api_key=self._key(),
             base_url=base_url or os.environ.get(self._base_url_variable) or self._default_base_url,
             **client_kwargs,
         )
         """The `openai.AsyncOpenAI` client (transport, retries, timeouts)."""
+
+    def _error(self, error: BaseException, url: str) -> ChatProviderError:
+        """An `openai` SDK or `httpx2` error as one of ours."""
+        where = self._where(url)
+        failed = connection_error(error, error.__cause__ or error, _TIMEOUTS, _FAILURES, where)
+        if failed is not None:
+            return failed
+        if isinstance(error, openai.APIStatusError):
+            return status_error(error.response, error.body, error.request_id, where)
+        if isinstance(error, httpx2.HTTPStatusError):
+            return status_error(error.response, None, None, where)
+        if isinstance(error, openai.APIError):
+            return stainless_error(error.body, str(error), type(error) is openai.APIError, where)
+        return ChatProviderError(f"{type(error).__name__}: {error}", **where)
 
 
 class ChatCompletionsProvider(OpenAIProvider):
@@ -326,6 +348,7 @@ class ChatCompletionsProvider(OpenAIProvider):
 
     async def _send(self, body: dict[str, Any]) -> ChatCompletionsStream | CompletedMessage:
         known, rest = split_body(body, "model", "messages", "stream")
+        known["extra_headers"] = self._key_headers()
         completions = self.client.chat.completions
         if self._stream:
             stream = cast(Any, await completions.create(**known, extra_body=rest))

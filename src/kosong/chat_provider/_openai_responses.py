@@ -59,7 +59,7 @@ signature does not look like one, so it is never sent here."""
 class OpenAIResponses(OpenAIProvider):
     """OpenAI's Responses API, stateless (`store: false`): the whole history goes each time.
 
-    - `model`: required (or `OPENAI_MODEL`); `api_key`: default `OPENAI_API_KEY`;
+    - `model`: required (or `OPENAI_MODEL`); `api_key`: as `OpenAIChat` takes it;
       `base_url`: default `OPENAI_BASE_URL`, else OpenAI's.
     - `stream=False` makes one plain request instead of a streamed one (same parts).
     - The system prompt and system messages go as `developer` messages; tool calls as
@@ -195,6 +195,7 @@ class OpenAIResponses(OpenAIProvider):
 
     async def _send(self, body: dict[str, Any]) -> ResponsesStream | CompletedMessage:
         known, rest = split_body(body, "model", "input", "stream")
+        known["extra_headers"] = self._key_headers()
         if self._stream:
             stream = cast(Any, await self.client.responses.create(**known, extra_body=rest))
             return ResponsesStream(stream, self._convert, self._failed)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, cast
 
 from typing_extensions import override
@@ -26,6 +26,7 @@ except ImportError as e:  # pragma: no cover - the extra is missing
 
 from kosong.chat_provider import (
     AllowedTools,
+    ChatProviderError,
     ThinkingEffort,
     ToolChoice,
 )
@@ -36,10 +37,11 @@ from kosong.chat_provider._anthropic_answer import (
     usage_of,
 )
 from kosong.chat_provider._base import (
+    APIKey,
     CompletedMessage,
     HTTPProvider,
-    api_key_from,
     arguments_object,
+    connection_error,
     forces_a_call,
     header_of,
     highest_at_most,
@@ -48,6 +50,8 @@ from kosong.chat_provider._base import (
     only_allowed,
     spec_of,
     split_body,
+    stainless_error,
+    status_error,
 )
 from kosong.chat_provider._media import data_url, media_placeholder
 from kosong.chat_provider._native_parts import for_provider
@@ -65,7 +69,12 @@ from kosong.message import (
 )
 from kosong.tooling import Tool
 
-_ERRORS = ERRORS
+_TIMEOUTS = (anthropic.APITimeoutError, httpx2.TimeoutException)
+# A failed connection: the network, the peer breaking the protocol, a proxy (not a malformed
+# request or an undecodable body, which a retry repeats).
+_FAILURES = (
+    anthropic.APIConnectionError, httpx2.NetworkError, httpx2.RemoteProtocolError, httpx2.ProxyError
+)  # fmt: skip
 
 __all__ = [
     "THINKING_BUDGETS",
@@ -169,7 +178,8 @@ def clamped_effort(model: str, effort: ThinkingEffort) -> ThinkingEffort:
 class Anthropic(HTTPProvider):
     """Claude through the Messages API.
 
-    - `model`: required (or `ANTHROPIC_MODEL`); `api_key`: default `ANTHROPIC_API_KEY`;
+    - `model`: required (or `ANTHROPIC_MODEL`); `api_key`: a key, or a callable read before
+      each request; default `ANTHROPIC_API_KEY`, read before each request;
       `base_url`: default `ANTHROPIC_BASE_URL`, else Anthropic's.
     - `default_max_tokens`: the answer's token limit (the API requires one); `max_tokens` in
       the generation kwargs replaces it.
@@ -202,10 +212,7 @@ class Anthropic(HTTPProvider):
     """
 
     name = "anthropic"
-    _key_variable = "ANTHROPIC_API_KEY"
-    _sdk = anthropic
-    _transport = httpx2
-    _errors = _ERRORS
+    _errors = ERRORS
     _path = "v1/messages"
     _managed_fields = frozenset(
         {"model", "messages", "system", "stream", "tools", "tool_choice", "thinking"}
@@ -216,7 +223,7 @@ class Anthropic(HTTPProvider):
         self,
         *,
         model: str | None = None,
-        api_key: str | None = None,
+        api_key: str | Callable[[], str] | None = None,
         base_url: str | None = None,
         default_max_tokens: int = 8192,
         stream: bool = True,
@@ -234,15 +241,32 @@ class Anthropic(HTTPProvider):
         super().__init__(
             model_from(model, "ANTHROPIC_MODEL", "Anthropic"), generation_kwargs, stream=stream
         )
-        key = api_key_from(api_key, "ANTHROPIC_API_KEY", "Anthropic")
+        self._key = APIKey(api_key, ["ANTHROPIC_API_KEY"], "Anthropic")
         self._max_tokens = default_max_tokens
         self._prompt_cache = prompt_cache
         self._tool_message_conversion = tool_message_conversion
         self._metadata = dict(metadata) if metadata else None
         self.client: anthropic.AsyncAnthropic = anthropic.AsyncAnthropic(
-            api_key=key, base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"), **client_kwargs
+            api_key=self._key(),
+            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+            **client_kwargs,
         )
         """The `anthropic.AsyncAnthropic` client (transport, retries, timeouts)."""
+
+    def _error(self, error: BaseException, url: str) -> ChatProviderError:
+        """An `anthropic` SDK or `httpx2` error as one of ours."""
+        where = self._where(url)
+        failed = connection_error(error, error.__cause__ or error, _TIMEOUTS, _FAILURES, where)
+        if failed is not None:
+            return failed
+        if isinstance(error, anthropic.APIStatusError):
+            return status_error(error.response, error.body, error.request_id, where)
+        if isinstance(error, httpx2.HTTPStatusError):
+            return status_error(error.response, None, None, where)
+        if isinstance(error, anthropic.APIError):
+            bare = type(error) is anthropic.APIError
+            return stainless_error(error.body, str(error), bare, where)
+        return ChatProviderError(f"{type(error).__name__}: {error}", **where)
 
     @property
     def thinking_effort(self) -> ThinkingEffort | None:
@@ -391,8 +415,9 @@ class Anthropic(HTTPProvider):
     async def _send(self, body: dict[str, Any]) -> AnthropicStream | CompletedMessage:
         known, rest = split_body(body, "model", "max_tokens", "messages", "stream")
         betas = native_entries(self.name, self._native_tools).betas
+        known["extra_headers"] = self._key_headers()
         if betas:
-            known["extra_headers"] = {"anthropic-beta": ",".join(betas)}
+            known["extra_headers"]["anthropic-beta"] = ",".join(betas)
         messages = self.client.messages
         if self._stream:
             stream = cast(Any, await messages.create(**known, extra_body=rest))

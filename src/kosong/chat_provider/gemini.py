@@ -2,18 +2,17 @@
 
 Needs the `google` extra (the `google` extra). The request body is built from plain
 dicts as the API reference documents it (https://ai.google.dev/api/generate-content); the SDK
-sends it (the SDK's types check the contents first), and handles auth, retries, the SSE stream,
-response types and errors.
+sends it as written (its types check the contents first), and handles auth, retries, the SSE
+stream, response types and errors.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import mimetypes
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, cast
 
 from typing_extensions import override
@@ -39,6 +38,7 @@ from kosong.chat_provider import (
     ToolChoice,
 )
 from kosong.chat_provider._base import (
+    APIKey,
     HTTPProvider,
     arguments_object,
     connection_error,
@@ -163,9 +163,9 @@ class Gemini(HTTPProvider):
     """Gemini through the Gemini API (`generateContent` / `streamGenerateContent`).
 
     - `model`: default `GEMINI_MODEL`, else `DEFAULT_GEMINI_MODEL`.
-    - `api_key`: default `GOOGLE_API_KEY`, else `GEMINI_API_KEY` (the SDK's order); after a
-      rejected key (401, 403, or 400 `API key not valid`), `on_retryable_error` reads it
-      again and rebuilds the client.
+    - `api_key`: a key, or a callable read before each request; default `GOOGLE_API_KEY`, else
+      `GEMINI_API_KEY` (the SDK's order), read before each request. Gemini refuses a key with
+      a 401, a 403 or a 400 `API key not valid`.
     - `base_url`: default `GOOGLE_GEMINI_BASE_URL`, else `DEFAULT_GEMINI_BASE_URL`; `api_version`:
       "v1beta", the version the API reference documents.
     - `stream=False` makes one `generateContent` request instead of a streamed one (same parts).
@@ -202,6 +202,7 @@ class Gemini(HTTPProvider):
 
     name = "gemini"
     _errors = ERRORS
+    _key_header = ("x-goog-api-key", "{}")
     _output_fields = (
         "response_mime_type", "responseMimeType", "response_json_schema", "responseJsonSchema",
         "response_schema", "responseSchema",
@@ -215,7 +216,7 @@ class Gemini(HTTPProvider):
         self,
         *,
         model: str | None = None,
-        api_key: str | None = None,
+        api_key: str | Callable[[], str] | None = None,
         base_url: str | None = None,
         api_version: str = "v1beta",
         stream: bool = True,
@@ -234,12 +235,7 @@ class Gemini(HTTPProvider):
             generation_kwargs,
             stream=stream,
         )
-        key = api_key or _key_from_environment()
-        if not key:
-            raise ValueError(
-                "Gemini needs an API key: pass api_key=... or set the GEMINI_API_KEY (or "
-                "GOOGLE_API_KEY) environment variable"
-            )
+        self._key = APIKey(api_key, ["GOOGLE_API_KEY", "GEMINI_API_KEY"], "Gemini")
         base = base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_GEMINI_BASE_URL
         self._base_url = base.rstrip("/")
         self._api_version = api_version
@@ -252,9 +248,8 @@ class Gemini(HTTPProvider):
         options.setdefault("retry_options", {"attempts": max_retries + 1})
         if timeout is not None:
             options.setdefault("timeout", int(timeout * 1000))  # the SDK takes milliseconds
-        self._client_options: dict[str, Any] = {**client_kwargs, "http_options": options}
-        self._api_key = key
-        self.client: genai.Client = genai.Client(api_key=key, **self._client_options)
+        http_options = genai_types.HttpOptions.model_validate(options)
+        self.client = genai.Client(api_key=self._key(), http_options=http_options, **client_kwargs)
         """The `google.genai.Client` (transport, retries, timeouts)."""
 
     def _check_options(self) -> None:
@@ -392,10 +387,11 @@ class Gemini(HTTPProvider):
         return {"functionResponse": response}
 
     async def _send(self, body: dict[str, Any]) -> GeminiStream:
-        # The SDK's types check the contents; the body goes as written (`extra_body` replaces
-        # the SDK's rendering of them, which names some nested fields in snake_case).
+        # One source: the contents sent are the dicts the SDK's types check here. The SDK
+        # method takes the checked objects; `extra_body` then sends the body as written, not
+        # the SDK's rendering of them (which names some nested fields in snake_case).
         try:
-            contents = _CONTENTS.validate_json(json.dumps(body["contents"]))
+            contents = _CONTENTS.validate_python(body["contents"])
         except ValidationError as e:
             problem = e.errors()[0]
             where = ".".join(str(p) for p in problem["loc"])
@@ -403,10 +399,9 @@ class Gemini(HTTPProvider):
                 f"Gemini: the history does not fit the API's Content type at contents.{where}: "
                 f"{problem['msg']}"
             ) from e
-        config = genai_types.GenerateContentConfig(
-            http_options=genai_types.HttpOptions(extra_body=body)
-        )
-        models: Any = self.client.aio.models
+        options = genai_types.HttpOptions(extra_body=body, headers=self._key_headers())
+        config = genai_types.GenerateContentConfig(http_options=options)
+        models = self.client.aio.models
         if self._stream:
             chunks = aiter(
                 await models.generate_content_stream(
@@ -424,49 +419,32 @@ class Gemini(HTTPProvider):
 
     def _error(self, error: BaseException, url: str) -> ChatProviderError:
         """A `google-genai` or transport (`aiohttp`, `httpx2`) error as one of ours."""
-        where: dict[str, Any] = {"provider": self.name, "model": self._model, "url": url}
+        where = self._where(url)
         timeouts = (TimeoutError, httpx2.TimeoutException)
         failed = connection_error(error, error, timeouts, TRANSPORT_ERRORS, where)
         if failed is not None:
             return failed
         if isinstance(error, genai_errors.APIError):
-            api_error: Any = error
-            response: Any = api_error.response
-            summary = _status_summary(api_error.details) or str(api_error.status or "")
+            # The SDK leaves `details` and `response` partly untyped: read as plain objects.
+            details, response = vars(error)["details"], vars(error)["response"]
+            summary = _status_summary(details) or str(error.status or "")
             return APIStatusError(
-                int(api_error.code or 0),
+                error.code,
                 summary or "no error body",
                 request_id=header_of(response, "x-request-id"),
                 **where,
             )
         return ChatProviderError(f"{type(error).__name__}: {error}", **where)
 
-    def on_retryable_error(self, error: BaseException) -> bool:
-        """Rebuild the client with the key read again after the API refused the key.
-
-        Gemini answers a key it does not take with a 400 (`API key not valid`), a 401 or a
-        403. When the environment now holds another key, the client is rebuilt with it (same
-        options) and True is returned; otherwise False.
-        """
-        if not isinstance(error, APIStatusError):
-            return False
-        refused = error.status_code in (401, 403) or (
-            error.status_code == 400 and "api key" in error.message.lower()
+    def _refused_key(self, error: BaseException) -> bool:
+        return isinstance(error, APIStatusError) and (
+            error.status_code in (401, 403)
+            or (error.status_code == 400 and "api key" in error.message.lower())
         )
-        key = _key_from_environment()
-        if not refused or not key or key == self._api_key:
-            return False
-        self._api_key = key
-        self.client = genai.Client(api_key=key, **self._client_options)
-        return True
 
     async def aclose(self) -> None:
         """Close the HTTP client (copies made by the `with_...` methods share it)."""
         await self.client.aio.aclose()
-
-
-def _key_from_environment() -> str | None:
-    return os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
 
 
 def _calling_config(choice: ToolChoice) -> dict[str, Any]:

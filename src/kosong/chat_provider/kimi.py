@@ -59,8 +59,8 @@ class Kimi(ChatCompletionsProvider):
     """Kimi through Moonshot's API: `Kimi(api_key="...")` is enough.
 
     - `model`: default `KIMI_MODEL`, else `DEFAULT_MODEL`.
-    - `api_key`: default `KIMI_API_KEY` (a `ValueError` names it when neither is there);
-      after a 401, `on_retryable_error` reads it again and rebuilds the client.
+    - `api_key`: a key, or a callable read before each request; default `KIMI_API_KEY`, read
+      before each request (a `ValueError` names it when neither is there).
     - `base_url`: default `KIMI_BASE_URL`, else `DEFAULT_BASE_URL`.
     - `stream=False` makes one plain request instead of a streamed one (same parts).
     - Thinking comes back as `ThinkPart`s and goes out again as `reasoning_content` (even

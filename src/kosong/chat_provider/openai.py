@@ -5,7 +5,7 @@ Needs the `openai` extra (the `openai` extra).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kosong.chat_provider._media import data_url
@@ -20,7 +20,8 @@ class OpenAIChat(ChatCompletionsProvider):
     """Chat Completions against OpenAI or any compatible `base_url` (vLLM, Ollama, DeepSeek...).
 
     - `model`: required (or `OPENAI_MODEL`).
-    - `api_key`: default `OPENAI_API_KEY` (a `ValueError` names it when neither is there).
+    - `api_key`: a key, or a callable read before each request; default `OPENAI_API_KEY`,
+      read before each request (a `ValueError` names it when neither is there).
     - `base_url`: default `OPENAI_BASE_URL`, else OpenAI's.
     - `reasoning_key`: the delta field a compatible server streams its thinking in (say
       `"reasoning_content"`); it comes back as `ThinkPart`s and goes out again in that field.
@@ -51,7 +52,7 @@ class OpenAIChat(ChatCompletionsProvider):
         self,
         *,
         model: str | None = None,
-        api_key: str | None = None,
+        api_key: str | Callable[[], str] | None = None,
         base_url: str | None = None,
         reasoning_key: str | None = None,
         tool_message_conversion: ToolMessageConversion = None,
