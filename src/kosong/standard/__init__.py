@@ -30,6 +30,15 @@ from kosong.standard._binary import (
     binary_ok,
     decode_binary,
 )
+from kosong.standard._caller import (
+    LOG_LEVELS,
+    Caller,
+    ElicitAnswer,
+    Elicitor,
+    LogLevel,
+    caller_scope,
+    elicit_with,
+)
 from kosong.standard._codes import (
     CATALOG,
     ErrorCode,
@@ -48,22 +57,14 @@ from kosong.standard._compatibility import (
     check_compatibility,
 )
 from kosong.standard._context import (
-    LOG_LEVELS,
     RESERVED_METADATA,
     CallContext,
-    Caller,
     CallMetadata,
-    ElicitAnswer,
-    Elicitor,
-    LogLevel,
     PolicyContext,
-    arguments_digest,
-    caller_scope,
-    canonical_json,
     current_call,
-    elicit_with,
     report_progress,
 )
+from kosong.standard._digest import arguments_digest, canonical_json
 from kosong.standard._envelope import (
     CacheInfo,
     Envelope,

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from kosong.message import ToolCall
-from kosong.standard._context import PolicyContext, arguments_digest
+from kosong.standard._context import PolicyContext
+from kosong.standard._digest import arguments_digest
 from kosong.standard._pipeline import Forward, Policy
 from kosong.standard._trace import format_epoch
 from kosong.standard._values import restore_value, shared_copy
