@@ -550,7 +550,7 @@ class _Events:
         for sink in self.sinks:
             try:
                 sink(item)
-            except Exception:  # a listener's failure must not fail the call
+            except Exception:  # boundary: a listener's failure is logged, never the call's
                 logger.exception("Event listener %r failed on %s", sink, item.event)
 
     def progress(self, progress: float | None, message: str) -> None:
