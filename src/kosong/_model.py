@@ -140,8 +140,7 @@ class TypedModel(BaseModel, metaclass=OverridableModelMeta):
         Instances pass through. Serialization dumps the instance's own fields, so a subclass
         keeps everything it adds.
         """
-        # "ContentPart" -> "content part"
-        what = re.sub(r"(?<!^)(?=[A-Z])", " ", cls.__name__).lower()
+        what = re.sub(r"(?<!^)(?=[A-Z])", " ", cls.__name__).lower()  # ContentPart: content part
 
         def validate(value: Any) -> BaseModel:
             if isinstance(value, cls):
@@ -161,10 +160,19 @@ class TypedModel(BaseModel, metaclass=OverridableModelMeta):
                 f"expected a {what} or a dict with a 'type' key, got {type(value).__name__}"
             )
 
+        def serialize(value: BaseModel, info: core_schema.SerializationInfo) -> Any:
+            return value.model_dump(
+                mode=info.mode,
+                by_alias=bool(info.by_alias),
+                exclude_none=info.exclude_none,
+                exclude_defaults=info.exclude_defaults,
+                exclude_unset=info.exclude_unset,
+            )
+
         return core_schema.no_info_plain_validator_function(
             validate,
             serialization=core_schema.plain_serializer_function_ser_schema(
-                _serialize, info_arg=True
+                serialize, info_arg=True
             ),
             json_schema_input_schema=core_schema.dict_schema(),
         )
@@ -175,14 +183,3 @@ def _root_of(cls: type[TypedModel]) -> type[TypedModel]:
         if "registry" in klass.__dict__:
             return cast(type[TypedModel], klass)
     raise TypeError(f"{cls.__qualname__} derives from no TypedModel root")  # pragma: no cover
-
-
-def _serialize(value: BaseModel, info: core_schema.SerializationInfo) -> Any:
-    """A typed model as its own fields, so a subclass keeps everything it adds."""
-    return value.model_dump(
-        mode=info.mode,
-        by_alias=bool(info.by_alias),
-        exclude_none=info.exclude_none,
-        exclude_defaults=info.exclude_defaults,
-        exclude_unset=info.exclude_unset,
-    )

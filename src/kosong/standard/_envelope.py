@@ -151,19 +151,16 @@ def _as_data(output: str) -> tuple[JsonType, str | None]:
         value = json.loads(output, parse_constant=_reject_constant)
     except (ValueError, RecursionError):  # not JSON, or nested past what the parser takes
         return output, None
-    if _deeper_than(value, _DATA_MAX_DEPTH):
-        return output, None
-    form = _form_of(value, output)
+    form = None if _deeper_than(value, _DATA_MAX_DEPTH) else _form_of(value, output)
     return (output, None) if form is None else (value, form)
 
 
 def _form_of(value: JsonType, output: str) -> str | None:
     r"""The form `output` writes `value` in, if it is one of ours (None: not that JSON).
 
-    Read off the text, then checked with one dump: json.dumps puts spaces only after its
-    separators and inside strings, so the text without its strings shows the separators; and
-    only an ASCII text with a `\u` escape can tell ensure_ascii apart (then both are tried).
-    Where two forms write the same text, the first of `_JSON_FORMS` is named.
+    Read off the text and checked with one dump: json.dumps puts spaces only after separators
+    and in strings; only an ASCII text with a `\u` escape may be either ensure_ascii (both are
+    tried). Of two forms that write the same text, the first of `_JSON_FORMS` is named.
     """
     if isinstance(value, str):
         return None
