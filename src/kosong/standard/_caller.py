@@ -22,14 +22,15 @@ from kosong.message import Message
 from kosong.utils.typing import JsonType
 
 __all__ = [
+    "CALLER",
     "LOG_LEVELS",
+    "TOOL_LOGGER",
     "Caller",
     "ElicitAnswer",
     "Elicitor",
     "LogLevel",
     "ask_user",
     "caller_scope",
-    "current_caller",
     "elicit_with",
     "log_locally",
 ]
@@ -115,14 +116,10 @@ class Caller(Protocol):
         ...
 
 
-_CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
+CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
     "kosong_standard_caller", default=None
 )
-
-
-def current_caller() -> Caller | None:
-    """The caller in scope (`caller_scope`), if any."""
-    return _CALLER.get()
+"""The caller in scope (`caller_scope`), if any."""
 
 
 @contextlib.contextmanager
@@ -134,11 +131,11 @@ def caller_scope(caller: Caller | None) -> Generator[None]:
     such a block, `elicit` answers `decline`, `sample` raises and `log` goes to the Python
     logger `kosong.calls`.
     """
-    token = _CALLER.set(caller)
+    token = CALLER.set(caller)
     try:
         yield
     finally:
-        _CALLER.reset(token)
+        CALLER.reset(token)
 
 
 class _ElicitOnly:
@@ -186,7 +183,7 @@ async def ask_user(message: str, schema: Mapping[str, Any] | type[BaseModel]) ->
         ValueError: the user accepted with values that do not fit `schema`.
     """
     requested = _requested_schema(schema)
-    caller = _CALLER.get()
+    caller = CALLER.get()
     if caller is None:
         return ElicitAnswer.decline()
     return _checked(await caller.elicit(message, requested), schema, requested)

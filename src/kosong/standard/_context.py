@@ -30,12 +30,12 @@ from pydantic import BaseModel
 
 from kosong.message import Message, ToolCall
 from kosong.standard._caller import (
+    CALLER,
     LOG_LEVELS,
     TOOL_LOGGER,
     ElicitAnswer,
     LogLevel,
     ask_user,
-    current_caller,
     log_locally,
 )
 from kosong.standard._digest import arguments_digest
@@ -230,7 +230,7 @@ class CallContext:
             if isinstance(messages, str)
             else list(messages)
         )
-        caller = current_caller()
+        caller = CALLER.get()
         if caller is None:
             raise RuntimeError(
                 f"`{self.tool_name}` asked for a completion, but nobody who made this call can "
@@ -251,7 +251,7 @@ class CallContext:
         """
         if level not in LOG_LEVELS:
             raise ValueError(f"level must be one of {', '.join(LOG_LEVELS)}; got {level!r}")
-        caller = current_caller()
+        caller = CALLER.get()
         if caller is None:
             log_locally(level, message, logger)
             return

@@ -435,11 +435,7 @@ def _restore(envelope: Envelope, ext: Mapping[str, Any]) -> ToolReturnValue:
 def _extension(
     value: ToolReturnValue, envelope: Envelope, json_form: str | None, structured: bool
 ) -> dict[str, JsonType]:
-    """What `_restore` needs beyond the envelope to rebuild exactly `value`.
-
-    `json_form` is how the output was written when `data` is its JSON value; `structured`
-    whether `data` is the result's structured value.
-    """
+    """What `_restore` needs beyond the envelope to rebuild exactly `value` (see `to_envelope`)."""
     ext: dict[str, JsonType] = {}
     if json_form not in (None, "default"):
         ext["json_form"] = json_form
