@@ -3,8 +3,9 @@
 - `CallContext`: what the running tool may see and add, through `current_call()` (or just
   `report_progress(...)`): the call's id, its tool's name, its trace id; progress; warnings,
   extra metadata, debug details and timings for the result's metadata; and what reaches back
-  to whoever made the call (`_caller`): `elicit`, a question for the user (declined when
-  nobody can answer), `sample`, a completion by their model, and `log`, a log message.
+  to whoever made the call (`caller_scope`: an MCP server's client): `elicit`, a question for
+  the user (declined when nobody can answer), `sample`, a completion by their model, and
+  `log`, a log message.
 - `PolicyContext`: what the policies of a pipeline share about the call: the call, the tool's
   definition, the arguments (parsed once, the way the toolset parses them), what the policies
   record (retries, cache information...) and the call's event listeners. Tools never see it.
