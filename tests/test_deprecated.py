@@ -11,7 +11,7 @@ import importlib
 import pytest
 
 MOVED: dict[tuple[str, str], str] = {
-    ("kosong.standard", "arguments_digest"): "kosong.standard._context:arguments_digest",
+    ("kosong.standard", "arguments_digest"): "kosong.standard._digest:arguments_digest",
     ("kosong.standard", "final_event"): "kosong.standard._events:final_event",
     ("kosong.standard", "use_trace_id"): "kosong.standard._trace:use_trace_id",
     ("kosong.standard", "load_encoding"): "kosong.standard._tokens:load_encoding",
@@ -24,8 +24,8 @@ MOVED: dict[tuple[str, str], str] = {
     ("kosong.standard", "SUPPORTED_FORMATS"): "kosong.standard._strict:SUPPORTED_FORMATS",
     ("kosong.standard", "error_class_for"): "kosong.standard._codes:error_class_for",
     ("kosong.standard", "error_details"): "kosong.standard._codes:error_details",
-    ("kosong.standard", "elicit_with"): "kosong.standard._context:elicit_with",
-    ("kosong.standard", "Elicitor"): "kosong.standard._context:Elicitor",
+    ("kosong.standard", "elicit_with"): "kosong.standard._caller:elicit_with",
+    ("kosong.standard", "Elicitor"): "kosong.standard._caller:Elicitor",
     ("kosong.tooling", "dispatch"): "kosong.tooling._dispatch:dispatch",
     ("kosong.tooling.error", "STANDARD_KEY"): "kosong.standard:STANDARD_KEY",
     ("kosong.tooling.error", "unhandled_result"): "kosong.tooling._dispatch:unhandled_result",

@@ -130,8 +130,52 @@ class TypedModel(BaseModel, metaclass=OverridableModelMeta):
         cls, source: type[BaseModel], handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
         if "registry" in source.__dict__:  # a root dispatches; its subclasses are plain models
-            return _dispatch_schema(cast(type[TypedModel], source))
+            return cast(type[TypedModel], source)._dispatch_schema()
         return handler(source)
+
+    @classmethod
+    def _dispatch_schema(cls) -> core_schema.CoreSchema:
+        """Core schema that validates a dict as the subclass registered for its `type`.
+
+        Instances pass through. Serialization dumps the instance's own fields, so a subclass
+        keeps everything it adds.
+        """
+        what = re.sub(r"(?<!^)(?=[A-Z])", " ", cls.__name__).lower()  # ContentPart: content part
+
+        def validate(value: Any) -> BaseModel:
+            if isinstance(value, cls):
+                return value
+            if isinstance(value, Mapping):
+                value = cast(Mapping[str, Any], value)
+                type_ = value.get("type")
+                registered = cls.registry.get(type_) if isinstance(type_, str) else None
+                if registered is not None:
+                    return registered.model_validate(value)
+                fallback = cls._unregistered(value)
+                if fallback is not None:
+                    return fallback
+                known = ", ".join(sorted(cls.registry))
+                raise ValueError(f"unknown {what} type {type_!r}; known types: {known}")
+            raise ValueError(
+                f"expected a {what} or a dict with a 'type' key, got {type(value).__name__}"
+            )
+
+        def serialize(value: BaseModel, info: core_schema.SerializationInfo) -> Any:
+            return value.model_dump(
+                mode=info.mode,
+                by_alias=bool(info.by_alias),
+                exclude_none=info.exclude_none,
+                exclude_defaults=info.exclude_defaults,
+                exclude_unset=info.exclude_unset,
+            )
+
+        return core_schema.no_info_plain_validator_function(
+            validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                serialize, info_arg=True
+            ),
+            json_schema_input_schema=core_schema.dict_schema(),
+        )
 
 
 def _root_of(cls: type[TypedModel]) -> type[TypedModel]:
@@ -139,45 +183,3 @@ def _root_of(cls: type[TypedModel]) -> type[TypedModel]:
         if "registry" in klass.__dict__:
             return cast(type[TypedModel], klass)
     raise TypeError(f"{cls.__qualname__} derives from no TypedModel root")  # pragma: no cover
-
-
-def _dispatch_schema(root: type[TypedModel]) -> core_schema.CoreSchema:
-    """Core schema that validates a dict as the subclass of `root` registered for its `type`.
-
-    Instances pass through. Serialization dumps the instance's own fields, so a subclass
-    keeps everything it adds.
-    """
-    what = re.sub(r"(?<!^)(?=[A-Z])", " ", root.__name__).lower()  # "ContentPart" -> "content part"
-
-    def validate(value: Any) -> BaseModel:
-        if isinstance(value, root):
-            return value
-        if isinstance(value, Mapping):
-            value = cast(Mapping[str, Any], value)
-            type_ = value.get("type")
-            cls = root.registry.get(type_) if isinstance(type_, str) else None
-            if cls is not None:
-                return cls.model_validate(value)
-            fallback = root._unregistered(value)  # pyright: ignore[reportPrivateUsage]
-            if fallback is not None:
-                return fallback
-            known = ", ".join(sorted(root.registry))
-            raise ValueError(f"unknown {what} type {type_!r}; known types: {known}")
-        raise ValueError(
-            f"expected a {what} or a dict with a 'type' key, got {type(value).__name__}"
-        )
-
-    def serialize(value: BaseModel, info: core_schema.SerializationInfo) -> Any:
-        return value.model_dump(
-            mode=info.mode,
-            by_alias=bool(info.by_alias),
-            exclude_none=info.exclude_none,
-            exclude_defaults=info.exclude_defaults,
-            exclude_unset=info.exclude_unset,
-        )
-
-    return core_schema.no_info_plain_validator_function(
-        validate,
-        serialization=core_schema.plain_serializer_function_ser_schema(serialize, info_arg=True),
-        json_schema_input_schema=core_schema.dict_schema(),
-    )

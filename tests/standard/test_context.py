@@ -9,24 +9,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kosong.message import Message, ToolCall
+from kosong.message import ToolCall
 from kosong.standard import (
     RESERVED_METADATA,
     CallContext,
-    ElicitAnswer,
     Forward,
     Policy,
     PolicyContext,
-    caller_scope,
     current_call,
     with_policies,
 )
-from kosong.standard._context import arguments_digest, elicit_with
 from kosong.standard.policies import DebugPolicy
 from kosong.testing import ScriptedTool
 from kosong.tooling import ToolOk, ToolResult, ToolReturnValue
 from tests.standard._std_tools import Weather, make_call, standard_data, toolset
-from tests.tooling._strategies import json_values
 
 
 class Keys(Policy):
@@ -74,15 +70,6 @@ async def test_arguments_the_toolset_refuses_have_no_key() -> None:
     assert await keys_of('{"location": ', '{"location": "x", "location": "y"}') == [None, None]
 
 
-@given(json_values())
-def test_the_key_ignores_key_order_for_any_json_object(value: Any) -> None:
-
-    if isinstance(value, dict):
-        reordered = dict(reversed(list(value.items())))
-        assert arguments_digest(value, False) == arguments_digest(reordered, False)
-    assert arguments_digest({"v": value}, False) != arguments_digest({"v": value}, True)
-
-
 async def test_a_tool_sees_only_its_small_context() -> None:
     seen: dict[str, Any] = {}
 
@@ -99,27 +86,40 @@ async def test_a_tool_sees_only_its_small_context() -> None:
         ctx.set_metadata("source", "cache-less")
         ctx.add_debug("step", "kept in debug mode")
         ctx.record_timing("network_ms", 1.5)
+        seen["recorded"] = (ctx.warnings, ctx.metadata, ctx.timings, ctx.debug_info)
         return ToolOk(output="ok")
 
     pipeline = with_policies(toolset(ScriptedTool("probe", [body])), DebugPolicy())
     result = await pipeline.handle(make_call("probe", {}, "c9", trace_id="trace_given"))
     assert (seen["id"], seen["name"], seen["trace"]) == ("c9", "probe", "trace_given")
-    # No pipeline state: no retries, cache, arguments, sinks, tool definition...
+    # No pipeline state: no retries, cache, arguments, sinks, tool definition... What the tool
+    # added is readable as plain fields (debug_info, metadata, timings, warnings): the result's
+    # metadata reads them there.
     assert seen["public"] == [
         "add_debug",
         "add_warning",
         "debug_enabled",
+        "debug_info",
         "elapsed_ms",
         "elicit",
         "log",  # to whoever made the call, as `sample` asks their model
+        "metadata",
         "record_timing",
         "report_progress",
         "sample",
         "set_metadata",
+        "timings",
         "tool_call_id",
         "tool_name",
         "trace_id",
+        "warnings",
     ]
+    assert seen["recorded"] == (
+        ["careful"],
+        {"source": "cache-less"},
+        {"network_ms": 1.5},
+        {"step": "kept in debug mode"},
+    )
     metadata = standard_data(result)["metadata"]
     assert metadata["warnings"] == ["careful"]
     assert metadata["source"] == "cache-less"
@@ -149,51 +149,3 @@ def test_progress_must_be_a_number_from_0_to_100_or_none(value: Any) -> None:
     else:
         with pytest.raises(ValueError, match="from 0 to 100"):
             ctx.report_progress(value)
-
-
-class Recording:
-    """A caller that records what the tool sent it (what an MCP server's client would get)."""
-
-    def __init__(self) -> None:
-        self.sampled: list[tuple[list[Any], str, int, float | None]] = []
-        self.logged: list[tuple[str, Any, str | None]] = []
-
-    async def elicit(self, message: str, schema: dict[str, Any]) -> ElicitAnswer:
-        return ElicitAnswer.accept({"name": "Ada"})
-
-    async def sample(
-        self, messages: list[Any], system_prompt: str, max_tokens: int, temperature: float | None
-    ) -> Message:
-        self.sampled.append((messages, system_prompt, max_tokens, temperature))
-        return Message(role="assistant", content="sampled")
-
-    async def log(self, level: str, data: Any, logger: str | None) -> None:
-        self.logged.append((level, data, logger))
-
-
-async def test_sample_and_log_reach_the_caller_in_scope() -> None:
-    caller = Recording()
-    ctx = CallContext("c1", "tool", "trace_x")
-    with caller_scope(caller):
-        answer = await ctx.sample("Hi", system_prompt="Be brief.", max_tokens=10)
-        await ctx.log("notice", {"step": 1}, logger="db")
-        asked = await ctx.elicit(
-            "Name?", {"type": "object", "properties": {"name": {"type": "string"}}}
-        )
-    assert answer.extract_text() == "sampled" and asked.content == {"name": "Ada"}
-    assert caller.sampled == [([Message(role="user", content="Hi")], "Be brief.", 10, None)]
-    assert caller.logged == [("notice", {"step": 1}, "db")]
-    with pytest.raises(ValueError, match="level must be one of debug, info"):
-        await ctx.log("verbose", "x")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_tokens must be a positive integer"):
-        await ctx.sample("Hi", max_tokens=0)
-
-
-async def test_without_a_caller_sample_raises_and_elicit_declines() -> None:
-    ctx = CallContext("c1", "tool", "trace_x")
-    with pytest.raises(RuntimeError, match="nobody who made this call can sample"):
-        await ctx.sample("Hi")
-    assert (await ctx.elicit("Name?", {"type": "object"})).action == "decline"
-    alone = elicit_with(Recording().elicit)  # an elicitor alone: it cannot sample
-    with alone, pytest.raises(RuntimeError, match="cannot sample"):
-        await ctx.sample("Hi")

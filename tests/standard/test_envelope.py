@@ -218,6 +218,40 @@ json_values = st.recursive(
 )
 
 
+FORMS = {  # how json.dumps may write an output that becomes `data`, in the order they are named
+    "default": {"ensure_ascii": False},
+    "ascii": {"ensure_ascii": True},
+    "compact": {"ensure_ascii": False, "separators": (",", ":")},
+    "compact_ascii": {"ensure_ascii": True, "separators": (",", ":")},
+}
+containers = st.dictionaries(st.text(max_size=5), json_values, max_size=3) | st.lists(
+    json_values, max_size=3
+)
+
+
+@given(containers, st.sampled_from(sorted(FORMS)))
+def test_json_output_in_any_of_the_four_forms_is_data_and_comes_back_as_written(
+    value: Any, written_as: str
+) -> None:
+    output = json.dumps(value, **FORMS[written_as])
+    envelope = to_envelope(ToolOk(output=output), tool_name="t")
+    assert envelope.data == value
+    # The form named is the first that writes this text (the default needs no extension).
+    named = next(form for form, options in FORMS.items() if json.dumps(value, **options) == output)
+    assert (envelope.kosong or {}).get("json_form", "default") == named
+    assert from_envelope(envelope.to_json()).return_value.output == output
+
+
+@given(containers, st.sampled_from([{"indent": 1}, {"separators": (", ", ":")}]))
+def test_json_written_otherwise_stays_the_text_it_is(value: Any, options: dict[str, Any]) -> None:
+    output = json.dumps(value, **options)
+    if any(json.dumps(value, **form) == output for form in FORMS.values()):
+        return  # nothing to separate: this text is one of the four forms too
+    envelope = to_envelope(ToolOk(output=output), tool_name="t")
+    assert envelope.data == output
+    assert from_envelope(envelope.to_json()).return_value.output == output
+
+
 @st.composite
 def outputs(draw: st.DrawFn) -> Any:
     kind = draw(st.sampled_from(["text", "json", "compact", "ascii", "parts"]))

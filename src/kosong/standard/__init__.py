@@ -31,6 +31,16 @@ from kosong.standard._binary import (
     binary_ok,
     decode_binary,
 )
+
+# kosong's other packages import these from here (a package's private modules are its own);
+# they are not public, so not in `__all__`.
+from kosong.standard._caller import LOG_LEVELS as LOG_LEVELS
+from kosong.standard._caller import (
+    Caller,
+    ElicitAnswer,
+    LogLevel,
+    caller_scope,
+)
 from kosong.standard._codes import (
     CATALOG,
     ErrorCode,
@@ -46,23 +56,15 @@ from kosong.standard._compatibility import (
     CompatibilityReport,
     check_compatibility,
 )
-
-# kosong's other packages import these from here (a package's private modules are its own);
-# they are not public, so not in `__all__`.
-from kosong.standard._context import LOG_LEVELS as LOG_LEVELS
 from kosong.standard._context import (
     RESERVED_METADATA,
     CallContext,
-    Caller,
     CallMetadata,
-    ElicitAnswer,
-    LogLevel,
     PolicyContext,
-    caller_scope,
     current_call,
     report_progress,
 )
-from kosong.standard._context import canonical_json as canonical_json
+from kosong.standard._digest import canonical_json as canonical_json
 from kosong.standard._envelope import (
     CacheInfo,
     Envelope,
@@ -186,7 +188,7 @@ __all__ = [
 __getattr__ = moved_names(
     __name__,
     {
-        "arguments_digest": ("._context", "read `PolicyContext.arguments_key`"),
+        "arguments_digest": ("._digest", "read `PolicyContext.arguments_key`"),
         "final_event": ("._events", "the last event of a `CallStream` is the result"),
         "use_trace_id": ("._trace", "use `trace_scope(trace_id)`"),
         "load_encoding": ("._tokens", "use `count_tokens`, which loads the encoding"),
@@ -199,7 +201,7 @@ __getattr__ = moved_names(
         "SUPPORTED_FORMATS": ("._strict", "`check_strict_schema` names a format it refuses"),
         "error_class_for": ("._codes", "use `from_envelope`, which picks the class"),
         "error_details": ("._codes", "read `to_envelope(result).error`"),
-        "elicit_with": ("._context", "give a `Caller` with `caller_scope`"),
-        "Elicitor": ("._context", "implement `Caller.elicit`; give it with `caller_scope`"),
+        "elicit_with": ("._caller", "give a `Caller` with `caller_scope`"),
+        "Elicitor": ("._caller", "implement `Caller.elicit`; give it with `caller_scope`"),
     },
 )

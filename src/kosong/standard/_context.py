@@ -12,29 +12,35 @@
 
 A call's contexts are made when it enters a pipeline (`PolicyToolset.call_tool`) and live
 until its result leaves it. On the way out, what was recorded becomes the result's metadata
-(`ToolResult.metadata`, a `CallMetadata` written out only when read) and the final event.
+(`ToolResult.metadata`, a `CallMetadata`: the recorded values, written out when first read,
+as an envelope or an event is made) and the final event.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
-import hashlib
-import json
 import logging
 import math
 import re
 import time
-from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, cast
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Final, cast
 
-import jsonschema_rs
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from kosong._timestamps import format_epoch, now_timestamp
 from kosong.message import Message, ToolCall
+from kosong.standard._caller import (
+    CALLER,
+    LOG_LEVELS,
+    TOOL_LOGGER,
+    ElicitAnswer,
+    LogLevel,
+    ask_user,
+    log_locally,
+)
+from kosong.standard._digest import arguments_digest
 from kosong.standard._events import EventSink, EventType, ToolEvent, final_event
 from kosong.standard._trace import new_event_id
 from kosong.tooling import Tool, ToolError, ToolResult
@@ -42,20 +48,11 @@ from kosong.tooling.error import ToolCancelledError
 from kosong.utils.typing import JsonType
 
 __all__ = [
-    "LOG_LEVELS",
     "RESERVED_METADATA",
     "CallContext",
     "CallMetadata",
-    "Caller",
-    "ElicitAnswer",
-    "Elicitor",
-    "LogLevel",
     "PolicyContext",
-    "arguments_digest",
-    "caller_scope",
-    "canonical_json",
     "current_call",
-    "elicit_with",
     "report_progress",
 ]
 
@@ -94,198 +91,27 @@ def report_progress(progress: float | None, message: str = "") -> None:
         ctx.report_progress(progress, message)
 
 
-@dataclass(frozen=True, slots=True)
-class ElicitAnswer:
-    """The user's answer to `CallContext.elicit`: accepted (with the values), declined, cancelled.
-
-    Only `action == "accept"` is a yes: a tool (or an approval hook) treats anything else as
-    a no.
-    """
-
-    action: Literal["accept", "decline", "cancel"]
-    """`"accept"`: the user answered; `"decline"`: refused (or nobody could be asked);
-    `"cancel"`: dismissed without choosing."""
-    content: dict[str, Any] | None = field(default=None)
-    """The values the user gave, when accepted (checked against the requested schema)."""
-
-    @classmethod
-    def accept(cls, content: Mapping[str, Any] | None = None) -> ElicitAnswer:
-        """The user answered with `content`."""
-        return cls("accept", dict(content) if content is not None else {})
-
-    @classmethod
-    def decline(cls) -> ElicitAnswer:
-        """The user refused (or could not be asked)."""
-        return cls("decline")
-
-    @classmethod
-    def cancel(cls) -> ElicitAnswer:
-        """The user dismissed the question."""
-        return cls("cancel")
-
-
-Elicitor = Callable[[str, dict[str, Any]], Awaitable[ElicitAnswer]]
-"""Asks the user `(message, requested JSON Schema)` on behalf of a running call."""
-
-LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
-"""The levels of a log message, as MCP (and syslog, RFC 5424) names them, least severe first."""
-
-LOG_LEVELS: Final[tuple[LogLevel, ...]] = (
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
-)  # fmt: skip
-
-_PYTHON_LEVELS: Final[dict[str, int]] = {
-    "debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
-    "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL, "emergency": logging.CRITICAL,
-}  # fmt: skip
-
-_TOOL_LOGGER = logging.getLogger("kosong.calls")
-"""Where a tool's `log` goes when nobody made the call who takes log messages."""
-
-
-class Caller(Protocol):
-    """Whoever made the running call, as the server running it reaches them back.
-
-    An MCP server is one: it asks its client (`elicit`, `sample`) and logs to it (`log`), in
-    either protocol era. Servers put one in scope for each call they run (`caller_scope`).
-    """
-
-    async def elicit(self, message: str, schema: dict[str, Any]) -> ElicitAnswer:
-        """Ask the user `message` for values fitting `schema`; `decline` if nobody can."""
-        ...
-
-    async def sample(
-        self,
-        messages: list[Message],
-        system_prompt: str,
-        max_tokens: int,
-        temperature: float | None,
-    ) -> Message:
-        """A completion of `messages` by the caller's model.
-
-        Raises:
-            RuntimeError: the caller cannot sample, or refused.
-        """
-        ...
-
-    async def log(self, level: LogLevel, data: JsonType, logger: str | None) -> None:
-        """Send a log message to the caller, if it takes messages of that level."""
-        ...
-
-
-_CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
-    "kosong_standard_caller", default=None
-)
-
-
-@contextlib.contextmanager
-def caller_scope(caller: Caller | None) -> Generator[None]:
-    """Have calls started inside this block reach back to `caller`.
-
-    A call's task copies the context it starts in, so `elicit`, `sample` and `log` inside the
-    tool (or an approval hook) reach `caller`. Servers set it for each call they run; outside
-    such a block, `elicit` answers `decline`, `sample` raises and `log` goes to the Python
-    logger `kosong.calls`.
-    """
-    token = _CALLER.set(caller)
-    try:
-        yield
-    finally:
-        _CALLER.reset(token)
-
-
-class _ElicitOnly:
-    """A caller that can only be asked questions (`elicit_with`)."""
-
-    def __init__(self, elicitor: Elicitor) -> None:
-        self._elicitor = elicitor
-
-    async def elicit(self, message: str, schema: dict[str, Any]) -> ElicitAnswer:
-        return await self._elicitor(message, schema)
-
-    async def sample(
-        self,
-        messages: list[Message],
-        system_prompt: str,
-        max_tokens: int,
-        temperature: float | None,
-    ) -> Message:
-        raise RuntimeError("whoever made this call cannot sample")
-
-    async def log(self, level: LogLevel, data: JsonType, logger: str | None) -> None:
-        _log_locally(level, data, logger)
-
-
-def _log_locally(level: LogLevel, data: JsonType, logger: str | None) -> None:
-    _TOOL_LOGGER.log(_PYTHON_LEVELS[level], "%s%s", f"[{logger}] " if logger else "", data)
-
-
-@contextlib.contextmanager
-def elicit_with(elicitor: Elicitor | None) -> Generator[None]:
-    """Have calls started inside this block ask the user through `elicitor`.
-
-    The same as `caller_scope` with a caller that only asks questions (`sample` raises, `log`
-    goes to the Python logger). Outside such a block, `elicit` answers `decline` at once.
-    """
-    with caller_scope(None if elicitor is None else _ElicitOnly(elicitor)):
-        yield
-
-
-def _requested_schema(schema: Mapping[str, Any] | type[BaseModel]) -> dict[str, Any]:
-    if isinstance(schema, type):
-        if not issubclass(schema, BaseModel):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"schema must be a JSON Schema or a pydantic model, not {schema!r}")
-        return schema.model_json_schema()
-    return dict(schema)
-
-
-def _checked(
-    answer: ElicitAnswer, schema: Mapping[str, Any] | type[BaseModel], requested: dict[str, Any]
-) -> ElicitAnswer:
-    """The answer, its accepted content checked against what was asked."""
-    if answer.action != "accept":
-        return answer
-    content = answer.content if answer.content is not None else {}
-    if isinstance(schema, type):
-        try:
-            schema.model_validate(content)
-        except ValidationError as e:
-            raise ValueError(f"the user's answer does not fit {schema.__name__}: {e}") from None
-    else:
-        error = next(iter(jsonschema_rs.validator_for(requested).iter_errors(content)), None)
-        if error is not None:
-            raise ValueError(f"the user's answer does not fit the schema asked: {error.message}")
-    return ElicitAnswer("accept", content)
-
-
-def canonical_json(value: JsonType) -> str:
-    """JSON text of `value` with sorted keys and no spaces: equal values, equal text."""
-    return _CANONICAL.encode(value)
-
-
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 class CallContext:
     """A call as the running tool sees it (`current_call()`).
 
     Read: `tool_call_id`, `tool_name`, `trace_id`, `elapsed_ms`, `debug_enabled`. Report:
     `report_progress`. Add to the result's metadata: `add_warning`, `set_metadata`,
-    `add_debug` (kept in debug mode only), `record_timing`. Reach whoever made the call: ask
-    the user (`elicit`), ask their model (`sample`), send them a log message (`log`).
+    `add_debug` (kept in debug mode only), `record_timing`; what was added is in `warnings`,
+    `metadata`, `debug_info` and `timings`, which the result's `CallMetadata` reads. Reach
+    whoever made the call: ask the user (`elicit`), ask their model (`sample`), send them a log
+    message (`log`).
     """
 
     __slots__ = (
-        "_debug",
-        "_metadata",
         "_progress",
         "_started",
-        "_timings",
-        "_warnings",
+        "debug_info",
+        "metadata",
+        "timings",
         "tool_call_id",
         "tool_name",
         "trace_id",
+        "warnings",
     )
 
     def __init__(
@@ -303,13 +129,16 @@ class CallContext:
         """The name the call asks for."""
         self.trace_id = trace_id
         """The trace the call belongs to."""
+        self.warnings: list[str] = []
+        """The warnings added (`add_warning`), for `metadata.warnings`."""
+        self.metadata: dict[str, JsonType] = {}
+        """The keys set with `set_metadata`, for the result's metadata."""
+        self.timings: dict[str, float] = {}
+        """Milliseconds per stage (`record_timing`), for `metadata.performance`."""
+        self.debug_info: dict[str, JsonType] | None = None
+        """The details added with `add_debug`; None unless debug mode is on."""
         self._progress = progress
         self._started = time.perf_counter()
-        # Made when first needed: most calls note nothing.
-        self._warnings: list[str] | None = None
-        self._metadata: dict[str, JsonType] | None = None
-        self._timings: dict[str, float] | None = None
-        self._debug: dict[str, JsonType] | None = None
 
     @property
     def elapsed_ms(self) -> float:
@@ -319,7 +148,7 @@ class CallContext:
     @property
     def debug_enabled(self) -> bool:
         """Whether debug mode is on for this call (`DebugPolicy`)."""
-        return self._debug is not None
+        return self.debug_info is not None
 
     def report_progress(self, progress: float | None, message: str = "") -> None:
         """Report how far the tool is, from 0 to 100 (None: not known); safe from any thread.
@@ -342,9 +171,7 @@ class CallContext:
 
     def add_warning(self, text: str) -> None:
         """Add a warning to the result's metadata (`metadata.warnings`)."""
-        if self._warnings is None:
-            self._warnings = []
-        self._warnings.append(text)
+        self.warnings.append(text)
 
     def set_metadata(self, key: str, value: JsonType) -> None:
         """Set a key of the result's metadata (e.g. `deprecation`).
@@ -354,20 +181,16 @@ class CallContext:
         """
         if key in RESERVED_METADATA:
             raise ValueError(f"metadata key {key!r} is written by the pipeline; use another key")
-        if self._metadata is None:
-            self._metadata = {}
-        self._metadata[key] = value
+        self.metadata[key] = value
 
     def add_debug(self, key: str, value: JsonType) -> None:
         """Add a detail to `debug_info` (kept only in debug mode)."""
-        if self._debug is not None:
-            self._debug[key] = value
+        if self.debug_info is not None:
+            self.debug_info[key] = value
 
     def record_timing(self, stage: str, milliseconds: float) -> None:
         """Add time spent in a stage to `metadata.performance` (e.g. `network_ms`)."""
-        if self._timings is None:
-            self._timings = {}
-        self._timings[stage] = self._timings.get(stage, 0.0) + milliseconds
+        self.timings[stage] = self.timings.get(stage, 0.0) + milliseconds
 
     async def elicit(
         self, message: str, schema: Mapping[str, Any] | type[BaseModel]
@@ -382,11 +205,7 @@ class CallContext:
         Raises:
             ValueError: the user accepted with values that do not fit `schema`.
         """
-        requested = _requested_schema(schema)
-        caller = _CALLER.get()
-        if caller is None:
-            return ElicitAnswer.decline()
-        return _checked(await caller.elicit(message, requested), schema, requested)
+        return await ask_user(message, schema)
 
     async def sample(
         self,
@@ -406,14 +225,14 @@ class CallContext:
                 client that did not offer sampling), or the client refused.
             ValueError: `max_tokens` is not a positive integer.
         """
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if max_tokens < 1:
             raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         asked = (
             [Message(role="user", content=messages)]
             if isinstance(messages, str)
             else list(messages)
         )
-        caller = _CALLER.get()
+        caller = CALLER.get()
         if caller is None:
             raise RuntimeError(
                 f"`{self.tool_name}` asked for a completion, but nobody who made this call can "
@@ -434,15 +253,14 @@ class CallContext:
         """
         if level not in LOG_LEVELS:
             raise ValueError(f"level must be one of {', '.join(LOG_LEVELS)}; got {level!r}")
-        caller = _CALLER.get()
+        caller = CALLER.get()
         if caller is None:
-            _log_locally(level, message, logger)
+            log_locally(level, message, logger)
             return
         try:
             await caller.log(level, message, logger)
-        except Exception as e:  # a log message that cannot be sent is not the tool's failure
-            logger_name = logger or self.tool_name
-            _TOOL_LOGGER.warning("log message of %s not sent: %s", logger_name, e)
+        except Exception as e:  # boundary: a log message not sent is not the tool's failure
+            TOOL_LOGGER.warning("log message of %s not sent: %s", logger or self.tool_name, e)
 
 
 class PolicyContext:
@@ -563,8 +381,8 @@ class PolicyContext:
 
     def enable_debug(self) -> None:
         """Turn debug mode on for this call: the result gets `debug_info`."""
-        if self.call_context._debug is None:  # pyright: ignore[reportPrivateUsage]
-            self.call_context._debug = {}  # pyright: ignore[reportPrivateUsage]
+        if self.call_context.debug_info is None:
+            self.call_context.debug_info = {}
 
     # --- events ----------------------------------------------------------------------------
 
@@ -615,64 +433,66 @@ class CallMetadata(Mapping[str, JsonType]):
 
     `tool_name`, `execution_time_ms`, `timestamp` (ISO 8601), `trace_id`, then what was
     recorded: `performance`, `cache`, `repairs`, `warnings`, the keys set with `set_metadata`,
-    and in debug mode `debug_info`. A pipeline records the numbers as a call ends and formats them
-    only when someone reads them (an envelope, an event, a test), which most calls never need.
+    and in debug mode `debug_info`. A pipeline keeps the values as a call ends and writes them
+    out when someone reads them (an envelope, an event, a test), which most calls never need.
     """
 
-    __slots__ = ("_context", "_data", "_debug", "_elapsed_ms", "_epoch", "_policy")
+    __slots__ = (
+        "_cache",
+        "_call",
+        "_data",
+        "_debug",
+        "_elapsed_ms",
+        "_epoch",
+        "_processing_ms",
+        "_repairs",
+    )
 
     def __init__(self, ctx: PolicyContext) -> None:
         """Take what `ctx` recorded, as the call ends."""
         call = ctx.call_context
-        self._context = call
-        self._policy: tuple[str, str, float, dict[str, JsonType] | None, list[JsonType] | None] = (
-            ctx.tool_name,
-            ctx.trace_id,
-            ctx.processing_ms,
-            ctx.cache,
-            ctx.repairs,
-        )
+        self._call = call
+        """The tool's context: its name, trace id, warnings, metadata and timings."""
+        self._processing_ms = ctx.processing_ms
+        self._cache = ctx.cache
+        self._repairs = ctx.repairs
         self._elapsed_ms = call.elapsed_ms
         self._epoch = time.time()
         self._debug: dict[str, JsonType] | None = None
-        if call._debug is not None:  # pyright: ignore[reportPrivateUsage]
+        if call.debug_info is not None:  # the policies' numbers as they are now, then the tool's
             self._debug = {
                 "cache_hit": bool(ctx.cache and ctx.cache.get("hit")),
                 "retry_count": ctx.retry_count,
                 "attempt_codes": list(ctx.attempt_codes),
                 "shared_execution": ctx.shared,
                 "execution_time_ms": round(self._elapsed_ms, 3),
-                "trace_id": ctx.trace_id,
-                **call._debug,  # pyright: ignore[reportPrivateUsage]
+                "trace_id": call.trace_id,
+                **call.debug_info,
             }
         self._data: dict[str, JsonType] | None = None
 
     def _written(self) -> dict[str, JsonType]:
         if self._data is None:
-            tool_name, trace_id, processing_ms, cache, repairs = self._policy
-            call = self._context
+            call = self._call
             data: dict[str, JsonType] = {
-                "tool_name": tool_name,
+                "tool_name": call.tool_name,
                 "execution_time_ms": round(self._elapsed_ms, 3),
                 "timestamp": format_epoch(self._epoch),
-                "trace_id": trace_id,
+                "trace_id": call.trace_id,
             }
-            timings = call._timings  # pyright: ignore[reportPrivateUsage]
-            if processing_ms or timings:
+            if self._processing_ms or call.timings:
                 performance: dict[str, JsonType] = {}
-                if processing_ms:
-                    performance["processing_ms"] = round(processing_ms, 3)
-                if timings:
-                    performance.update({k: round(v, 3) for k, v in timings.items()})
+                if self._processing_ms:
+                    performance["processing_ms"] = round(self._processing_ms, 3)
+                performance.update({k: round(v, 3) for k, v in call.timings.items()})
                 data["performance"] = performance
-            if cache is not None:
-                data["cache"] = dict(cache)
-            if repairs:
-                data["repairs"] = list(repairs)
-            if call._warnings:  # pyright: ignore[reportPrivateUsage]
-                data["warnings"] = list(call._warnings)  # pyright: ignore[reportPrivateUsage]
-            if call._metadata:  # pyright: ignore[reportPrivateUsage]
-                data.update(call._metadata)  # pyright: ignore[reportPrivateUsage]
+            if self._cache is not None:
+                data["cache"] = dict(self._cache)
+            if self._repairs:
+                data["repairs"] = list(self._repairs)
+            if call.warnings:
+                data["warnings"] = list(call.warnings)
+            data.update(call.metadata)
             if self._debug is not None:
                 data["debug_info"] = self._debug
             self._data = data
@@ -732,7 +552,7 @@ class _Events:
         for sink in self.sinks:
             try:
                 sink(item)
-            except Exception:  # a listener's failure must not fail the call
+            except Exception:  # boundary: a listener's failure is logged, never the call's
                 logger.exception("Event listener %r failed on %s", sink, item.event)
 
     def progress(self, progress: float | None, message: str) -> None:
@@ -759,19 +579,3 @@ class _Events:
         if self.sinks and not self.closed:
             self.send(final_event(final, self.tool_call.function.name))
         self.closed = True
-
-
-def arguments_digest(arguments: JsonType, written_as_string: bool) -> str:
-    """The digest `PolicyContext.arguments_key` gives for these arguments.
-
-    Short arguments are their own digest (their canonical text); long ones a hash of it, so a
-    digest is never long.
-    """
-    text = ("s" if written_as_string else "o") + canonical_json(arguments)
-    if len(text) <= _LITERAL_DIGEST:
-        return text
-    return "#" + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-
-
-_LITERAL_DIGEST = 96
-"""Canonical texts up to this length are kept as they are (hashing costs more than it saves)."""

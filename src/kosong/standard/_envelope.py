@@ -32,6 +32,7 @@ How a result maps:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Literal, Self
 
@@ -124,6 +125,9 @@ _JSON_FORMS: dict[str, tuple[tuple[str, str], bool]] = {
     "compact_ascii": ((",", ":"), True),
 }
 
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+"""A JSON string literal, as json.dumps writes one."""
+
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
@@ -146,21 +150,27 @@ def _as_data(output: str) -> tuple[JsonType, str | None]:
         return output, None
     try:
         value = json.loads(output, parse_constant=_reject_constant)
-        if _deeper_than(value, _DATA_MAX_DEPTH):
-            return output, None
-        for form in _JSON_FORMS:
-            if _dump_json(value, form) == output:
-                return value, form
-    except (ValueError, RecursionError):  # not JSON, or JSON that cannot be written back
-        pass
-    return output, None
+    except (ValueError, RecursionError):  # not JSON, or nested past what the parser takes
+        return output, None
+    form = None if _deeper_than(value, _DATA_MAX_DEPTH) else _form_of(value, output)
+    return (output, None) if form is None else (value, form)
 
 
 def _form_of(value: JsonType, output: str) -> str | None:
-    """The form `output` writes `value` in, if it is one of ours (None: not that JSON)."""
+    r"""The form `output` writes `value` in, if it is one of ours (None: not that JSON).
+
+    Read off the text and checked with one dump: json.dumps puts spaces only after separators
+    and in strings; only an ASCII text with a `\u` escape may be either ensure_ascii (both are
+    tried). Of two forms that write the same text, the first of `_JSON_FORMS` is named.
+    """
     if isinstance(value, str):
         return None
-    for form in _JSON_FORMS:
+    outside_strings = _STRING.sub("", output)
+    compact = " " not in outside_strings and ("," in outside_strings or ":" in outside_strings)
+    forms = ("compact", "compact_ascii") if compact else ("default", "ascii")
+    if "\\u" not in output or not output.isascii():  # nothing ensure_ascii could have escaped
+        forms = forms[:1]
+    for form in forms:
         try:
             if _dump_json(value, form) == output:
                 return form
@@ -310,18 +320,20 @@ def to_envelope(
     else:
         fields.update(success=True, status="success")
     envelope = Envelope.model_validate(fields)
+    structured = False
     if not value.is_error:  # set after validation: the data is JSON by construction
-        structured = structured_data(value, _NONE)
-        if structured is not _NONE:
-            envelope.data = structured
+        data = structured_data(value, _NONE)
+        structured = data is not _NONE
+        if structured:
+            envelope.data = data
             if isinstance(value.output, str):
-                json_form = _form_of(structured, value.output)
+                json_form = _form_of(data, value.output)
         elif isinstance(value.output, str):
             envelope.data, json_form = _as_data(value.output)
         else:
             envelope.data = _PARTS.dump_python(value.output, mode="json")
     if lossless:
-        extension = _extension(value, envelope, json_form)
+        extension = _extension(value, envelope, json_form, structured)
         if extension:
             envelope.kosong = extension
     return envelope
@@ -422,13 +434,12 @@ def _restore(envelope: Envelope, ext: Mapping[str, Any]) -> ToolReturnValue:
 
 
 def _extension(
-    value: ToolReturnValue, envelope: Envelope, json_form: str | None
+    value: ToolReturnValue, envelope: Envelope, json_form: str | None, structured: bool
 ) -> dict[str, JsonType]:
-    """What `_restore` needs beyond the envelope to rebuild exactly `value`."""
+    """What `_restore` needs beyond the envelope to rebuild exactly `value` (see `to_envelope`)."""
     ext: dict[str, JsonType] = {}
     if json_form not in (None, "default"):
         ext["json_form"] = json_form
-    structured = envelope.error is None and structured_data(value, _NONE) is not _NONE
     if structured != _structured_by_default(envelope):
         ext["structured"] = structured  # `data` is (or is not) the result's structured value
     if not isinstance(value.output, str) and envelope.error is None and not structured:

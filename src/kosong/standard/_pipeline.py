@@ -46,7 +46,8 @@ from typing import ClassVar, TypeVar, cast
 from kosong._guard import Failed, call_guarded
 from kosong._threads import run_parsing, start_task
 from kosong.message import ToolCall
-from kosong.standard._context import PolicyContext, arguments_digest
+from kosong.standard._context import PolicyContext
+from kosong.standard._digest import arguments_digest
 from kosong.standard._events import CallStream, EventSink
 from kosong.standard._trace import current_trace_id, new_trace_id, use_trace_id
 from kosong.tooling import (

@@ -27,7 +27,8 @@ from kosong._guard import Failed, await_guarded
 from kosong._seconds import positive_seconds
 from kosong._timestamps import format_epoch
 from kosong.message import ToolCall
-from kosong.standard._context import PolicyContext, arguments_digest
+from kosong.standard._context import PolicyContext
+from kosong.standard._digest import arguments_digest
 from kosong.standard._pipeline import Forward, Policy
 from kosong.standard._values import restore_value, shared_copy
 from kosong.tooling import Tool, ToolResult, ToolReturnValue

@@ -1,4 +1,4 @@
-"""`current_call().elicit(...)`: a tool asks the user through whoever serves the call."""
+"""Whoever made the call, reached from inside it: `elicit`, `sample` and `log`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from kosong.standard import ElicitAnswer, PolicyToolset, current_call
-from kosong.standard._context import elicit_with
+from kosong.message import Message
+from kosong.standard import CallContext, ElicitAnswer, PolicyToolset, caller_scope, current_call
+from kosong.standard._caller import elicit_with
 from kosong.testing import make_call
 from kosong.tooling import tool
 from kosong.tooling.simple import SimpleToolset
@@ -100,3 +101,51 @@ async def test_an_answer_that_does_not_fit_a_json_schema_fails_the_call():
         result = await PolicyToolset(SimpleToolset([greet])).handle(make_call("greet", {}))
     assert result.return_value.is_error
     assert "does not fit the schema asked" in result.return_value.message
+
+
+class Recording:
+    """A caller that records what the tool sent it (what an MCP server's client would get)."""
+
+    def __init__(self) -> None:
+        self.sampled: list[tuple[list[Any], str, int, float | None]] = []
+        self.logged: list[tuple[str, Any, str | None]] = []
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> ElicitAnswer:
+        return ElicitAnswer.accept({"name": "Ada"})
+
+    async def sample(
+        self, messages: list[Any], system_prompt: str, max_tokens: int, temperature: float | None
+    ) -> Message:
+        self.sampled.append((messages, system_prompt, max_tokens, temperature))
+        return Message(role="assistant", content="sampled")
+
+    async def log(self, level: str, data: Any, logger: str | None) -> None:
+        self.logged.append((level, data, logger))
+
+
+async def test_sample_and_log_reach_the_caller_in_scope() -> None:
+    caller = Recording()
+    ctx = CallContext("c1", "tool", "trace_x")
+    with caller_scope(caller):
+        answer = await ctx.sample("Hi", system_prompt="Be brief.", max_tokens=10)
+        await ctx.log("notice", {"step": 1}, logger="db")
+        asked = await ctx.elicit(
+            "Name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+        )
+    assert answer.extract_text() == "sampled" and asked.content == {"name": "Ada"}
+    assert caller.sampled == [([Message(role="user", content="Hi")], "Be brief.", 10, None)]
+    assert caller.logged == [("notice", {"step": 1}, "db")]
+    with pytest.raises(ValueError, match="level must be one of debug, info"):
+        await ctx.log("verbose", "x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_tokens must be a positive integer"):
+        await ctx.sample("Hi", max_tokens=0)
+
+
+async def test_without_a_caller_sample_raises_and_elicit_declines() -> None:
+    ctx = CallContext("c1", "tool", "trace_x")
+    with pytest.raises(RuntimeError, match="nobody who made this call can sample"):
+        await ctx.sample("Hi")
+    assert (await ctx.elicit("Name?", {"type": "object"})).action == "decline"
+    alone = elicit_with(Recording().elicit)  # an elicitor alone: it cannot sample
+    with alone, pytest.raises(RuntimeError, match="cannot sample"):
+        await ctx.sample("Hi")
