@@ -37,6 +37,7 @@ async def await_guarded(func: Callable[..., T | Awaitable[T]], *args: Any) -> T 
     """`func(*args)`, awaited if it gives an awaitable (a sync or async hook), or `Failed`."""
     try:
         value = func(*args)
-        return await cast(Awaitable[T], value) if inspect.isawaitable(value) else cast(T, value)
+        # Types as strings: a subscripted generic would be made again at every call.
+        return await cast("Awaitable[T]", value) if inspect.isawaitable(value) else cast("T", value)
     except Exception as e:  # boundary: foreign code's failure becomes a Failed value
         return Failed(e)

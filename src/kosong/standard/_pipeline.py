@@ -312,9 +312,7 @@ class PolicyToolset(WrapperToolset):
         for policy in self._repairers:
             args = (policy.repair, call, tool, arguments, self._limits)
             found = await run_parsing(call_guarded, *args) if offload else call_guarded(*args)
-            if isinstance(
-                found, Failed
-            ):  # a policy broke its contract: the call goes on unrepaired
+            if isinstance(found, Failed):  # a policy broke its contract: go on unrepaired
                 name = type(policy).__name__
                 logger.error("%s.repair failed on %r", name, tool.name, exc_info=found.error)
             elif found is not None:

@@ -23,7 +23,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-from kosong._guard import Failed, await_guarded
 from kosong._seconds import positive_seconds
 from kosong._timestamps import format_epoch
 from kosong.message import ToolCall
@@ -199,15 +198,16 @@ class CachePolicy(Policy):
         self, what: str, method: Callable[..., Awaitable[_T]], *args: Any
     ) -> _T | None:
         """The backend's answer, or None when it fails: the call then runs uncached."""
-        answer = await await_guarded(method, *args)
-        if isinstance(answer, Failed):  # a cache outage must not fail calls
+        try:
+            answer = await method(*args)
+        except Exception as e:  # boundary: a backend's failure becomes an uncached call
             self.backend_failures += 1
             if not self._outage:
                 self._outage = True
                 logger.warning(
                     "Cache %s failed, calls run uncached until it works again: %s",
                     what,
-                    describe_exception(answer.error),
+                    describe_exception(e),
                 )
             return None
         if self._outage:
