@@ -80,6 +80,9 @@ logger = logging.getLogger(__name__)
 _FINAL_RETRY = 30.0
 """Seconds a final event that the store cannot take (Redis away) is tried again for."""
 
+_SHUT_DOWN = "the server shut down"
+"""Why the runs a server stops as it shuts down end (CANCELLED)."""
+
 
 class RunNotFoundError(LookupError):
     """No run with this id for this principal (never was, expired, or someone else's)."""
@@ -296,7 +299,8 @@ class Runs:
             if run_id in self._released:  # a worker that stops: the queue goes on
                 self._released.discard(run_id)
                 raise
-            value = _shut_down(record.tool) if self.draining else _stopped(record.tool)
+            reason = _SHUT_DOWN if self.draining else "the call was stopped"
+            value = ToolCancelledError(record.tool, reason)
             await self._end(run_id, record.tool, value)
             raise
         finally:
@@ -536,9 +540,8 @@ class Runs:
         record = await self.find(run_id, principal)
         if record.ended:
             return "finished"
-        ended = await self._end(
-            run_id, record.tool, _stopped(record.tool, "cancelled by its client")
-        )
+        stopped = ToolCancelledError(record.tool, "cancelled by its client")
+        ended = await self._end(run_id, record.tool, stopped)
         if ended:  # out of the queue, or stopped where it runs
             with contextlib.suppress(Exception):
                 await self.executor.cancel(run_id)
@@ -568,7 +571,7 @@ class Runs:
         for run_id in list(self._asked):  # nobody can run them again once this process is gone
             record = await self.store.get(run_id)
             if record is not None:
-                await self._end(run_id, record.tool, _shut_down(record.tool))
+                await self._end(run_id, record.tool, ToolCancelledError(record.tool, _SHUT_DOWN))
         self._asked.clear()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
@@ -690,14 +693,6 @@ def _retrying(call: ToolCall, attempt: int) -> str:
             "metadata": {"tool_name": call.function.name, "tool_call_id": call.id},
         }
     )
-
-
-def _stopped(tool: str, reason: str = "the call was stopped") -> ToolReturnValue:
-    return ToolCancelledError(tool, reason)
-
-
-def _shut_down(tool: str) -> ToolReturnValue:
-    return ToolCancelledError(tool, "the server shut down")
 
 
 def _failed(message: str) -> ToolReturnValue:

@@ -75,6 +75,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kosong import __version__
+from kosong._seconds import positive_seconds
 from kosong.eventstore import MemoryRunStore, Runs
 from kosong.mcp._asking import BackChannel
 from kosong.mcp._convert import mcp_progress, to_call_tool_result, to_mcp_tool
@@ -200,8 +201,7 @@ class MCPToolServer:
         self._toolset: PolicyToolset = (
             toolset if isinstance(toolset, PolicyToolset) else PolicyToolset(toolset)
         )
-        if not input_timeout > 0:
-            raise ValueError(f"input_timeout must be a positive number, got {input_timeout!r}")
+        positive_seconds(input_timeout, "input_timeout")
         self._own_runs = runs is None
         self._runs = runs if runs is not None else Runs(self._toolset, MemoryRunStore())
         self._calls = RunCalls(

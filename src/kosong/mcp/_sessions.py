@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
@@ -38,6 +37,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kosong._keys import PRINCIPAL
+from kosong._seconds import optional_seconds
 
 __all__ = ["PRINCIPAL", "SESSION_HEADER", "Owner", "SessionKeeper", "header", "owner_of"]
 
@@ -118,15 +118,10 @@ class SessionKeeper:
         """
         if per_principal is not None and per_principal <= 0:
             raise ValueError("max_sessions_per_principal must be a positive number or None")
-        for name, value in (
-            ("session_idle_timeout", idle_timeout),
-            ("session_setup_timeout", setup_timeout),
-        ):
-            if value is not None and not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive, finite number of seconds or None")
         self._app = app
         self._limit = per_principal
-        self._idle_timeout = idle_timeout
+        self._idle_timeout = optional_seconds(idle_timeout, "session_idle_timeout")
+        setup_timeout = optional_seconds(setup_timeout, "session_setup_timeout")
         self._setup_timeout = setup_timeout if setup_timeout is not None else idle_timeout
         self._on_end = on_end
         self._sessions: dict[str, _Session] = {}

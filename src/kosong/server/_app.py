@@ -131,9 +131,9 @@ def _json(body: object, status: int = 200, headers: dict[str, str] | None = None
 
 
 def _error(
-    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None, **details: Any
 ) -> Response:
-    return Response(error_body(code, message), status, headers=headers, media_type=_JSON)
+    return Response(error_body(code, message, **details), status, headers=headers, media_type=_JSON)
 
 
 def _not_allowed(allow: str) -> Response:
@@ -142,8 +142,7 @@ def _not_allowed(allow: str) -> Response:
 
 def _unavailable(message: str) -> Response:
     seconds = RETRY_AFTER_OUTAGE
-    body = error_body("NETWORK_ERROR", message, retry_after=seconds)
-    return Response(body, 503, headers={"Retry-After": str(seconds)}, media_type=_JSON)
+    return _error(503, "NETWORK_ERROR", message, {"Retry-After": str(seconds)}, retry_after=seconds)
 
 
 async def _store_unavailable(request: Request, exc: Exception) -> Response:

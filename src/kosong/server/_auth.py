@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import logging
 import time
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -15,16 +14,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from kosong.server._guard import (
     ANONYMOUS,
     PRINCIPAL,
-    RETRY_AFTER_OUTAGE,
     header,
     refuse,
+    refuse_unavailable,
     route_path,
 )
 from kosong.server._resource import metadata_url
 
 __all__ = ["BearerTokenMiddleware", "StaticTokens", "TokenVerifier", "VerifiedToken"]
-
-logger = logging.getLogger(__name__)
 
 
 class VerifiedToken(Protocol):
@@ -141,7 +138,11 @@ class BearerTokenMiddleware:
                 try:
                     grant = await self._verifier.verify_token(token)
                 except Exception as e:
-                    await self._unavailable(scope, send, e)
+                    self.rejected["unavailable"] += 1
+                    await refuse_unavailable(
+                        scope, send, "The token could not be checked",
+                        "the token could not be checked now; try again shortly", e,
+                    )  # fmt: skip
                     return
                 if grant is not None and grant.expires_at is not None:
                     grant = grant if grant.expires_at > time.time() else None
@@ -173,15 +174,6 @@ class BearerTokenMiddleware:
             message = "a valid bearer token is needed (Authorization: Bearer <token>)"
         headers = [(b"www-authenticate", challenge.encode())]
         await refuse(scope, send, status, code, message, headers)
-
-    async def _unavailable(self, scope: Scope, send: Send, e: Exception) -> None:
-        self.rejected["unavailable"] += 1
-        logger.warning("The token could not be checked: %s", e or type(e).__name__)
-        await refuse(
-            scope, send, 503, "NETWORK_ERROR",
-            "the token could not be checked now; try again shortly",
-            [(b"retry-after", str(RETRY_AFTER_OUTAGE).encode())], retry_after=RETRY_AFTER_OUTAGE,
-        )  # fmt: skip
 
 
 def _bearer_token(scope: Scope) -> str | None:

@@ -24,6 +24,7 @@ They know nothing of each other but `PRINCIPAL`.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -40,6 +41,7 @@ __all__ = [
     "error_body",
     "header",
     "refuse",
+    "refuse_unavailable",
     "route_path",
 ]
 
@@ -50,6 +52,8 @@ RETRY_AFTER_OUTAGE = 2
 """The `Retry-After` (seconds) of a 503 answered because a store cannot be reached."""
 
 Headers = Iterable[tuple[bytes, bytes]]
+
+logger = logging.getLogger(__name__)
 
 
 def error_body(code: str, message: str, **details: Any) -> bytes:
@@ -91,6 +95,17 @@ async def refuse(
     await send({"type": "http.response.body", "body": body, "more_body": True})
     await before_end()
     await send({"type": "http.response.body", "body": b""})
+
+
+async def refuse_unavailable(
+    scope: Scope, send: Send, problem: str, message: str, error: Exception
+) -> None:
+    """Answer 503 (retry soon): a store the check needs failed (`error`, logged as `problem`)."""
+    logger.warning("%s: %s", problem, error or type(error).__name__)
+    await refuse(
+        scope, send, 503, "NETWORK_ERROR", message,
+        [(b"retry-after", str(RETRY_AFTER_OUTAGE).encode())], retry_after=RETRY_AFTER_OUTAGE,
+    )  # fmt: skip
 
 
 def route_path(scope: Scope) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from abc import ABC, abstractmethod
@@ -12,11 +11,9 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kosong.server._guard import ANONYMOUS, PRINCIPAL, RETRY_AFTER_OUTAGE, refuse, route_path
+from kosong.server._guard import ANONYMOUS, PRINCIPAL, refuse, refuse_unavailable, route_path
 
 __all__ = ["MemoryRateLimiter", "RateLimit", "RateLimitMiddleware", "RateLimiter"]
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,12 +133,9 @@ class RateLimitMiddleware:
             wait = self._now(key) if self._now is not None else await self._limiter.acquire(key)
         except Exception as e:
             self.rejected["unavailable"] += 1
-            logger.warning("The rate limiter cannot answer: %s", e or type(e).__name__)
-            await refuse(
-                scope, send, 503, "NETWORK_ERROR",
-                "the rate limiter's store cannot be reached; try again shortly",
-                [(b"retry-after", str(RETRY_AFTER_OUTAGE).encode())],
-                retry_after=RETRY_AFTER_OUTAGE,
+            await refuse_unavailable(
+                scope, send, "The rate limiter cannot answer",
+                "the rate limiter's store cannot be reached; try again shortly", e,
             )  # fmt: skip
             return
         if wait > 0:
