@@ -145,11 +145,7 @@ class _Traced(AgentRun):
 
     def __exit__(self, *exc_info: object) -> None:
         operation = self._operation
-        operation.leave()
-        error = exc_info[1] if len(exc_info) > 1 else None
-        if isinstance(error, BaseException):
-            operation.raised(error)
-        elapsed = operation.end()
+        elapsed = operation.close(exc_info[1] if len(exc_info) > 1 else None)
         histogram = operation.telemetry.agent_duration
         if histogram is None:
             return

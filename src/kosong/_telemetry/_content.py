@@ -116,11 +116,7 @@ def _part(part: ContentPart) -> dict[str, Any]:
         return {"type": "text", "content": part.text}
     if isinstance(part, ThinkPart):
         return {"type": "reasoning", "content": part.think}
-    for kind, modality in (
-        (ImageURLPart, "image"),
-        (AudioURLPart, "audio"),
-        (VideoURLPart, "video"),
-    ):
+    for kind, modality in _MEDIA:
         if isinstance(part, kind):
             url: str = part.model_dump()[part.type]["url"]
             if url.startswith("data:"):

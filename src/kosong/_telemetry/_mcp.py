@@ -95,11 +95,7 @@ class MCPClientCall:
         telemetry = current()
         if telemetry is None:
             return
-        attributes = {
-            "mcp.method.name": _METHOD,
-            "gen_ai.tool.name": self._tool,
-            "gen_ai.operation.name": "execute_tool",
-        }
+        attributes = _call_attributes(self._tool)
         self._found = tool_span(call.id)
         if self._found is not None:
             for key, value in attributes.items():
@@ -130,10 +126,7 @@ class MCPClientCall:
         operation = self._operation
         if operation is None:
             return
-        operation.leave()
-        if isinstance(error, BaseException):
-            operation.raised(error)
-        elapsed = operation.end()
+        elapsed = operation.close(error)
         _record(operation, operation.telemetry.mcp_client_duration, elapsed, self._tool)
 
 
@@ -213,9 +206,7 @@ def mcp_server_call(
     ambient = otel_trace.get_current_span().get_span_context()
     links = [otel_trace.Link(ambient)] if ambient.is_valid else []
     attributes: dict[str, Any] = {
-        "mcp.method.name": _METHOD,
-        "gen_ai.tool.name": tool,
-        "gen_ai.operation.name": "execute_tool",
+        **_call_attributes(tool),
         "jsonrpc.request.id": request,
         "mcp.protocol.version": protocol_version,
         **ours,
@@ -249,14 +240,19 @@ def _sdk_server_span(request_id: str | None) -> Any | None:
     return None
 
 
-def _record(operation: Operation, histogram: Any | None, elapsed: float, tool: str) -> None:
-    if histogram is None:
-        return
-    attributes = {
+def _call_attributes(tool: str) -> dict[str, Any]:
+    """What every `tools/call` span and measurement says: the method, the tool, the operation."""
+    return {
         "mcp.method.name": _METHOD,
         "gen_ai.tool.name": tool,
         "gen_ai.operation.name": "execute_tool",
     }
+
+
+def _record(operation: Operation, histogram: Any | None, elapsed: float, tool: str) -> None:
+    if histogram is None:
+        return
+    attributes = _call_attributes(tool)
     if operation.error_type is not None:
         attributes["error.type"] = operation.error_type
     histogram.record(elapsed, attributes)

@@ -189,14 +189,10 @@ class _Traced(ModelCall):
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        operation = self._operation
-        operation.leave()
         if self._outside is not None:
             OUTSIDE.reset(self._outside)
-        error = exc_info[1] if len(exc_info) > 1 else None
-        if isinstance(error, BaseException):
-            operation.raised(error)
-        elapsed = operation.end()
+        operation = self._operation
+        elapsed = operation.close(exc_info[1] if len(exc_info) > 1 else None)
         telemetry = operation.telemetry
         if not telemetry.metrics:
             return

@@ -99,6 +99,13 @@ class Operation:
             otel_context.detach(self._token)  # pyright: ignore[reportArgumentType]
             self._token = None
 
+    def close(self, error: object) -> float:
+        """Undo `enter`, mark the operation failed when `error` is an exception, and `end`."""
+        self.leave()
+        if isinstance(error, BaseException):
+            self.raised(error)
+        return self.end()
+
     def end(self) -> float:
         """End the span; the operation's duration in seconds."""
         elapsed = time.perf_counter() - self.start

@@ -9,10 +9,10 @@ import copy
 import json
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple, Self, cast
+from typing import Any, Literal, NamedTuple, Self
 
 from kosong.chat_provider import OutputSchema
-from kosong.chat_provider._base import forces_a_call, spec_of
+from kosong.chat_provider._base import forces_a_call, merged, spec_of
 from kosong.chat_provider._openai_common import ChatCompletionsProvider
 from kosong.dialects import Dialect, fix_tool
 from kosong.formats import to_openai_chat_tool
@@ -128,7 +128,7 @@ class Kimi(ChatCompletionsProvider):
         """
         added = {**(extra_body or {}), **fields}
         self._refuse_managed(added)
-        return self._copy_with(_extra_body=_merged(self._extra_body, added))
+        return self._copy_with(_extra_body=copy.deepcopy(merged(self._extra_body, added)))
 
     def _check_options(self) -> None:
         spec = spec_of(self._model, "", KIMI_MODELS, _DEFAULT_SPEC)
@@ -192,14 +192,3 @@ class Kimi(ChatCompletionsProvider):
 def _is_builtin(tool: Tool) -> bool:
     """Whether `tool` declares one of Moonshot's builtin functions (its name starts with `$`)."""
     return tool.name.startswith("$")
-
-
-def _merged(base: Mapping[str, Any], added: Mapping[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(dict(base))
-    for key, value in added.items():
-        current = out.get(key)
-        if isinstance(current, dict) and isinstance(value, Mapping):
-            out[key] = _merged(cast(dict[str, Any], current), cast(Mapping[str, Any], value))
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
