@@ -41,7 +41,6 @@ class Operation:
     ) -> None:
         """Start the span `name` of `kind` ("CLIENT", "SERVER", "INTERNAL") under `parent`."""
         self.telemetry = telemetry
-        self.start = time.perf_counter()
         self.error_type: str | None = None
         self._token: object | None = None
         self._owned = True
@@ -54,6 +53,9 @@ class Operation:
                 attributes={k: v for k, v in attributes.items() if v is not None},
                 links=list(links),
             )
+        # Timed from after the span started, so a duration measured here (the time to the first
+        # chunk, say) never exceeds the span's own.
+        self.start = time.perf_counter()
 
     @classmethod
     def joining(cls, telemetry: Telemetry, span: Any) -> Operation:
