@@ -238,16 +238,15 @@ class FunctionTool(CallableTool2[BaseModel]):
         run = self._runner
         return await run.raw(run.bind(run.checked(dict(args))))
 
-
-def _made_params(tool: FunctionTool) -> type[BaseModel]:
-    return tool._runner.params()  # pyright: ignore[reportPrivateUsage]
+    def _made_params(self) -> type[BaseModel]:
+        return self._runner.params()
 
 
 # `params`, the pydantic model of the arguments, is made when first read (then kept in the
 # tool's `__dict__`, as any field): calls are validated without it, by a validator of the same
 # types, and a model class costs more memory and time than the rest of the tool together. Set
 # on the class once pydantic has made it, so pydantic does not take it for a default.
-_lazy_params = functools.cached_property(_made_params)
+_lazy_params = functools.cached_property(vars(FunctionTool)["_made_params"])
 _lazy_params.__set_name__(FunctionTool, "params")
 type.__setattr__(FunctionTool, "params", _lazy_params)
 
