@@ -1,59 +1,37 @@
-"""Fixtures every part of the suite shares: a real redis-server, started once per session."""
+"""What every part of the suite shares: a real redis-server started once per session, and the
+`external` marker on the tests that start processes outside pytest's own.
+
+`python3 run.py test -m "not external"` is the quick loop: the tests that run in this process.
+A test is `external` when it starts a program beside pytest: redis-server (the `redis_url`
+fixture, marked here, or a RedisProcess), `kosong serve` / `worker` / `mcp` processes, MCP
+stdio servers, Node or npx, Chromium. The modules that do so say `pytestmark =
+pytest.mark.external` (or mark the tests that do); this hook marks every test using a fixture
+of EXTERNAL_FIXTURES, wherever it is.
+"""
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
 
 import pytest
 
+from tests._local import RedisProcess
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+# Fixtures that start a process: a test that uses one (directly or through another) is external.
+EXTERNAL_FIXTURES = frozenset({"redis_url", "kosong_mcp"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if EXTERNAL_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.external)
 
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """A redis-server of our own on a free loopback port, stopped after the session."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        reason = "redis-server is not installed (apt-get install redis-server); .ci/run does"
-        if os.environ.get("CI"):
-            pytest.fail(reason)  # in CI a missing server is a failure, not a skip
-        pytest.skip(reason)
-    port = _free_port()
-    workdir = tempfile.mkdtemp(prefix="kosong-redis-")
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", workdir],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    redis = RedisProcess()
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
-                    sock.sendall(b"PING\r\n")
-                    if sock.recv(16).startswith(b"+PONG"):
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"redis-server did not start on port {port}")
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield redis.url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        shutil.rmtree(workdir, ignore_errors=True)
+        redis.close()

@@ -371,6 +371,7 @@ _PROCESS = textwrap.dedent(
 )
 
 
+@pytest.mark.external  # two child processes
 def test_a_run_deferred_in_one_process_is_resumed_in_another(tmp_path: Path) -> None:
     script = tmp_path / "agent.py"
     script.write_text(_PROCESS)

@@ -8,9 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent / "chat_provider"))
 
 from _wire import DONE, USAGE, Reply, WireServer, chat_chunk, chat_text_reply, tool_delta  # pyright: ignore[reportMissingImports]
+
+from tests._local import free_port
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo.py"
 KEYS = ("KIMI_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
@@ -31,6 +35,7 @@ def _when(timeline: list[tuple[float, str]], text: str) -> float:
     return next(t for t, line in timeline if text in line)
 
 
+@pytest.mark.external  # the demo in a child process
 def test_demo_runs_tools_while_the_answer_streams_and_prints_the_answer() -> None:
     env = {k: v for k, v in os.environ.items() if k not in KEYS}
     done = subprocess.run(
@@ -54,6 +59,7 @@ def test_demo_runs_tools_while_the_answer_streams_and_prints_the_answer() -> Non
     )
 
 
+@pytest.mark.external  # the demo in a child process
 async def test_demo_talks_to_the_model_named_by_the_environment() -> None:
     async with WireServer() as wire:
         calls = [
@@ -89,12 +95,9 @@ async def test_demo_talks_to_the_model_named_by_the_environment() -> None:
     assert [m["content"] for m in tool_messages] == ["Paris: 18°C, light rain", "Oslo: 7°C, cloudy"]
 
 
+@pytest.mark.external  # the demo in a child process
 def test_demo_with_an_unreachable_model_says_so_in_one_line_without_a_traceback() -> None:
-    import socket
-
-    with socket.socket() as s:  # a port nobody listens on once closed: connection refused
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nobody listens there: connection refused
     env = {k: v for k, v in os.environ.items() if k not in KEYS}
     env |= {"KIMI_API_KEY": "sk-test", "KIMI_BASE_URL": f"http://127.0.0.1:{port}/v1"}
     done = subprocess.run(

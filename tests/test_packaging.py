@@ -7,9 +7,12 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.external  # builds the wheel in a child process
 def test_the_repository_and_the_wheel_carry_the_apache_license(tmp_path: Path) -> None:
     license_text = (ROOT / "LICENSE").read_text()
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text

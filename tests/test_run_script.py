@@ -91,6 +91,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
+@pytest.mark.external  # the demo in a child interpreter
 def test_the_demo_imports_nothing_that_only_the_dev_extra_installs() -> None:
     done = subprocess.run(
         [sys.executable, "-c", BLOCKER, ",".join(DEV_ONLY_MODULES), str(ROOT / "examples/demo.py")],
@@ -100,6 +101,7 @@ def test_the_demo_imports_nothing_that_only_the_dev_extra_installs() -> None:
     assert "answer: Here is what I found" in done.stdout
 
 
+@pytest.mark.external  # run.py in a child process
 @pytest.mark.parametrize("argv", [["--help"], ["-h"], ["help"]])
 def test_run_py_prints_its_usage_without_installing_anything(
     tmp_path: Path, argv: list[str]
@@ -116,6 +118,7 @@ def test_run_py_prints_its_usage_without_installing_anything(
     assert not (tmp_path / ".venv").exists()
 
 
+@pytest.mark.external  # run.py in a child process
 def test_run_py_answers_an_unknown_command_with_the_commands_and_installs_nothing(
     tmp_path: Path,
 ) -> None:

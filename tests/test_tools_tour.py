@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 TOUR = Path(__file__).resolve().parents[1] / "examples" / "tools_tour.py"
 
 
+@pytest.mark.external  # the tour in a child process
 def test_tools_tour_dispatches_a_concurrent_batch_and_reports_every_result() -> None:
     done = subprocess.run(
         [sys.executable, str(TOUR)], capture_output=True, text=True, timeout=60, check=True

@@ -15,9 +15,12 @@ import pytest
 
 from kosong import __version__
 from mcp import Client
-from tests.mcp._mcp_servers import free_port, wait_for_port
+from tests._local import free_port
+from tests.mcp._mcp_servers import wait_for_port
 from tests.server._procs import ServerProcess
 from tests.server._tools import tools
+
+pytestmark = pytest.mark.external  # `kosong` command lines and the servers they start
 
 TOOLS = str(Path(__file__).parents[1] / "server" / "_tools.py")
 
@@ -63,9 +66,7 @@ def test_a_port_in_use_is_one_clear_line() -> None:
 
 
 def test_an_unreachable_redis_is_one_clear_line() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # nothing listens there once closed
+    port = free_port()  # nothing listens there
     line = _one_clear_line(
         kosong("serve", f"{TOOLS}:tools", "--redis", f"redis://127.0.0.1:{port}")
     )
@@ -363,9 +364,7 @@ def test_a_url_of_an_mcp_server_is_found_without_mcp_and_forced_with_it() -> Non
 
 
 def test_a_url_that_is_neither_kind_says_where_an_mcp_endpoint_usually_is() -> None:
-    with socket.socket() as sock:  # a server that answers 404 to everything
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # for a server that answers 404 to everything
     served = subprocess.Popen(
         [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=Path(__file__).parent,

@@ -96,6 +96,7 @@ CASES = [
 ]
 
 
+@pytest.mark.external  # each block in a fresh interpreter (a child process)
 @pytest.mark.parametrize(("page", "line"), CASES)
 def test_each_block_runs_by_itself_in_a_fresh_interpreter(
     page: Path, line: int, owners_file: Path
@@ -103,6 +104,7 @@ def test_each_block_runs_by_itself_in_a_fresh_interpreter(
     run_alone(page, line, page_extras(page), owners_file)
 
 
+@pytest.mark.external  # blocks in a child interpreter
 def test_a_block_that_needs_another_blocks_names_or_an_unnamed_extra_fails(
     tmp_path: Path, owners_file: Path
 ) -> None:

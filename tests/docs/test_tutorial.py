@@ -31,9 +31,12 @@ import pytest
 from mcp.client.stdio import StdioServerParameters
 
 from mcp import Client
+from tests._local import free_port
 from tests.docs._markdown import blocks
 from tests.docs._printed import expectations
-from tests.mcp._mcp_servers import free_port, wait_for_port
+from tests.mcp._mcp_servers import wait_for_port
+
+pytestmark = pytest.mark.external  # a newcomer's shell: `kosong serve`, pip, a fresh venv
 
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = ROOT / "docs" / "tutorial.md"

@@ -21,7 +21,7 @@ from kosong.eventstore._store import check_run_id
 from kosong.eventstore.redis_store import RedisRunStore
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.external)])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[RunStore]:
     if request.param == "memory":
         yield MemoryRunStore(ttl=30)

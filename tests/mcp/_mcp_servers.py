@@ -34,15 +34,10 @@ from kosong.standard import report_progress
 from kosong.tooling import CallableTool2, ToolOk, ToolReturnValue, tool
 from kosong.tooling.error import ToolRateLimitedError
 from kosong.tooling.simple import SimpleToolset
+from tests._local import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_for_port(port: int, timeout: float = 20.0) -> None:
@@ -284,8 +279,8 @@ class Subprocess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Subprocess:
-        env = {**os.environ, **self._env,
-               "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT / "src")])}  # fmt: skip
+        path = os.pathsep.join([str(HERE), str(ROOT), str(ROOT / "src")])  # ROOT: tests._local
+        env = {**os.environ, **self._env, "PYTHONPATH": path}
         self.process = subprocess.Popen(self._argv, cwd=HERE, env=env, stderr=subprocess.DEVNULL)
         wait_for_port(self.port)
         return self

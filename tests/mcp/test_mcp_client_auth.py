@@ -27,7 +27,8 @@ from mcp.server.mcpserver import MCPServer
 from kosong.mcp import MCPToolset, ServerSpec
 from kosong.message import ToolCall
 from kosong.standard import error_code, structured_data
-from tests.mcp._mcp_servers import ROOT, Uvicorn, free_port
+from tests._local import free_port
+from tests.mcp._mcp_servers import ROOT, Uvicorn
 from tests.server._procs import ServerProcess
 
 
@@ -220,6 +221,7 @@ def kosong(*args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.external  # `kosong serve`
 async def test_kosong_serve_with_a_token_is_usable_by_kosongs_own_mcp_client():
     server = ServerProcess("--token", "T0k3n", target="tests.mcp._mcp_servers:served")
     try:

@@ -142,6 +142,7 @@ def test_from_config_keeps_the_servers_asked_for_and_names_one_it_lacks() -> Non
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.external  # its stdio servers
 async def test_a_config_file_runs_its_servers(tmp_path: Path) -> None:
     # The repository's own stdio example server, as an mcpServers file names it.
     root = ROOT
@@ -166,6 +167,7 @@ async def test_a_config_file_runs_its_servers(tmp_path: Path) -> None:
     assert result.return_value.output == "milk, eggs, rice"
 
 
+@pytest.mark.external  # its stdio servers
 async def test_a_config_files_servers_can_be_given_to_mcp_toolset_as_they_are() -> None:
     # What users try first with the file they have: `MCPToolset(config["mcpServers"])`.
     config = {

@@ -19,8 +19,11 @@ from typing import Any
 
 import pytest
 
-from tests.mcp._mcp_servers import ROOT, free_port, serving_command
+from tests._local import free_port
+from tests.mcp._mcp_servers import ROOT, serving_command
 from tests.mcp._node_tools import CONFORMANCE, INSPECTOR, NODE, require
+
+pytestmark = pytest.mark.external  # the MCP conformance suite on Node, `kosong serve`
 
 EXPECTED_FAILURES = Path(__file__).parent / "conformance-expected-failures.yml"
 

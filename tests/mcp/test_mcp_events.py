@@ -21,7 +21,14 @@ from tests.mcp._mcp_http import Session, results
 from tests.mcp._mcp_servers import Uvicorn, kosong_toolset
 
 
-@pytest.fixture(params=["default", "memory-store", "redis-store", "app"])
+@pytest.fixture(
+    params=[
+        "default",
+        "memory-store",
+        pytest.param("redis-store", marks=pytest.mark.external),
+        "app",
+    ]
+)
 async def server(request: pytest.FixtureRequest) -> AsyncIterator[Uvicorn]:
     """An MCP server whose resumable events live in each kind of place.
 

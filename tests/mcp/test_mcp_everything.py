@@ -27,8 +27,11 @@ from kosong.mcp import ElicitationRequest, MCPToolset, SamplingRequest, ServerSp
 from kosong.message import ToolCall
 from kosong.standard import ElicitAnswer, to_envelope
 from kosong.tooling.error import ToolNetworkError
-from tests.mcp._mcp_servers import free_port, serving_command
+from tests._local import free_port
+from tests.mcp._mcp_servers import serving_command
 from tests.mcp._node_tools import EVERYTHING, NODE, require
+
+pytestmark = pytest.mark.external  # the reference `everything` server from npx
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,15 @@ import sys
 
 import httpx
 import mcp_types as mcp
+import pytest
 
 from kosong.mcp import MCPToolset
 from kosong.message import ToolCall
 from kosong.server import ServerConfig, create_app
 from mcp import Client
 from tests.mcp._mcp_servers import ROOT, Uvicorn, kosong_toolset
+
+pytestmark = pytest.mark.external  # `kosong mcp` processes and the Inspector CLI on Node
 
 SERVE_TARGET = "tests.mcp._mcp_servers:served"
 

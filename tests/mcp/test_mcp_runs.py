@@ -27,6 +27,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp import Client
 from tests.server._procs import ServerProcess, WorkerProcess
 
+pytestmark = pytest.mark.external  # `kosong serve` and `kosong worker` processes, a redis-server
+
 TOOLS = str(Path(__file__).parents[1] / "server" / "_cluster_tools.py") + ":tools"
 
 

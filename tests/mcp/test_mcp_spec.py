@@ -71,6 +71,7 @@ def test_the_repr_never_shows_a_secret():
     )
 
 
+@pytest.mark.external  # an MCP stdio server
 async def test_a_command_runs_with_its_environment_and_working_directory(tmp_path: Path):
     spec = ServerSpec(
         command=[sys.executable, "-m", "kosong", "mcp", f"{HERE / '_env_tools.py'}:tools"],

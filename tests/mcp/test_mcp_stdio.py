@@ -21,6 +21,8 @@ from mcp.client.stdio import stdio_client
 
 from mcp import Client, StdioServerParameters
 
+pytestmark = pytest.mark.external  # MCP stdio servers
+
 NOISY = f"{Path(__file__).resolve().parent / '_noisy_tools.py'}:tools"
 SERVER = [sys.executable, "-m", "kosong", "mcp", NOISY]
 PRINTED = (

@@ -27,8 +27,11 @@ from kosong.mcp._task_client import call_as_task, task_transport
 from kosong.message import ToolCall
 from kosong.standard import ElicitAnswer, PolicyToolset, ToolEvent
 from mcp import Client
-from tests.mcp._mcp_servers import free_port, serving_command
+from tests._local import free_port
+from tests.mcp._mcp_servers import serving_command
 from tests.mcp._node_tools import EVERYTHING, NODE, require
+
+pytestmark = pytest.mark.external  # the reference `everything` server from npx
 
 
 def _serve(mode: str) -> Iterator[str]:

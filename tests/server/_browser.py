@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
+from tests._local import missing
 
 CHROMIUM = os.environ.get("KOSONG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [
@@ -24,8 +24,5 @@ FLAGS = [
 def chromium_or_skip() -> str:
     """Chromium's path; without it, skip (in CI: fail, a missing browser is no excuse)."""
     if not Path(CHROMIUM).exists():
-        reason = f"Chromium is not installed at {CHROMIUM} (apt-get install chromium; .ci/run does)"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+        missing(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium; .ci/run does)")
     return CHROMIUM

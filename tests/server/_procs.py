@@ -1,20 +1,17 @@
-"""`kosong serve` and redis-server in subprocesses, for the tests that stop them for real."""
+"""`kosong serve` and `kosong worker` in subprocesses, for the tests that stop them for real.
+
+A redis-server of their own is tests._local.RedisProcess."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
-
-import pytest
 
 TOOLS = str(Path(__file__).parent / "_tools.py") + ":tools"
 
@@ -89,64 +86,3 @@ class WorkerProcess(ServerProcess):
 
     command = "worker"
     ready = r"kosong: worker running"
-
-
-class RedisProcess:
-    """A redis-server of its own on a free port, stopped and started again on the same port.
-
-    `durable`: every write is on disk before Redis answers it (the append-only file, fsync
-    always), so a restart loses nothing, as a production Redis that keeps a queue would be.
-    """
-
-    def __init__(self, *, durable: bool = False) -> None:
-        self._durable = durable
-        binary = shutil.which("redis-server")
-        if binary is None:
-            reason = "redis-server is not installed (apt-get install redis-server); .ci/run does"
-            if os.environ.get("CI"):
-                pytest.fail(reason)
-            pytest.skip(reason)
-        self._binary = binary
-        self._dir = tempfile.mkdtemp(prefix="kosong-redis-")
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port: int = sock.getsockname()[1]
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.start()
-
-    def start(self) -> None:
-        """Start it (again) and wait until it answers PING."""
-        self.proc = subprocess.Popen(
-            [self._binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "yes" if self._durable else "no", "--appendfsync", "always",
-             "--dir", self._dir],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
-                    sock.sendall(b"PING\r\n")
-                    if sock.recv(16).startswith(b"+PONG"):
-                        return
-            except OSError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"redis-server did not start on port {self.port}")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        """Stop it for real (SIGTERM, then SIGKILL), and wait until it is gone."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self.proc = None
-
-    def close(self) -> None:
-        self.stop()
-        shutil.rmtree(self._dir, ignore_errors=True)

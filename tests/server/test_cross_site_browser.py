@@ -32,6 +32,8 @@ from kosong.server import LOCAL_HOSTS, ServerConfig, create_app, serving
 from tests.server._browser import FLAGS, chromium_or_skip
 from tests.server._tools import TOUCHED, tools
 
+pytestmark = pytest.mark.external  # headless Chromium against a server in this process
+
 # Chromium resolves *.test to this machine, so the third attacker needs no DNS.
 RESOLVE = "--host-resolver-rules=MAP *.test 127.0.0.1"
 

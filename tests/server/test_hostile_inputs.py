@@ -213,7 +213,7 @@ def _problems(endpoint: Endpoint, hostile: Hostile, answer: Answer) -> str | Non
     return None
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.external)])
 def config(request: pytest.FixtureRequest) -> ServerConfig:
     if request.param == "memory":
         return ServerConfig(max_body=MAX_BODY, rate_limit=None)

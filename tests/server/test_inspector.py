@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 import httpx
+import pytest
 
 from kosong.dialects import DIALECTS
 from kosong.server import ServerConfig, create_app, serving
@@ -115,6 +116,7 @@ async def test_the_inspector_can_be_left_out() -> None:
     assert script.status_code == 401  # not public when there is no page
 
 
+@pytest.mark.external  # `kosong serve`
 def test_kosong_serve_serves_the_example_page() -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     command = [sys.executable, "-m", "kosong", "serve", "examples/inspector_tools.py:toolset",
@@ -144,6 +146,7 @@ def test_kosong_serve_serves_the_example_page() -> None:
     ]  # fmt: skip
 
 
+@pytest.mark.external  # builds the wheel in a child process
 def test_the_wheel_ships_the_page(tmp_path: Path) -> None:
     build = "import sys, hatchling.build as b; print(b.build_wheel(sys.argv[1]))"
     done = subprocess.run(

@@ -44,6 +44,8 @@ from tests.server._browser import FLAGS, chromium_or_skip
 from tests.server._proxy import Proxy
 from tests.server._sse import read_sse
 
+pytestmark = pytest.mark.external  # headless Chromium
+
 ARTIFACTS = (
     Path(os.environ.get("KOSONG_ARTIFACTS") or Path(__file__).resolve().parents[2] / "artifacts")
     / "inspector"

@@ -31,7 +31,7 @@ FORGED = [
 ]
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.external)])
 def config(request: pytest.FixtureRequest) -> ServerConfig:
     if request.param == "memory":
         return ServerConfig()

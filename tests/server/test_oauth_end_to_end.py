@@ -25,9 +25,11 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 from mcp.types import TextContent
 
 from mcp import Client
-from tests.mcp._mcp_servers import free_port
+from tests._local import free_port
 from tests.server._authserver import RESOURCE_SERVER, AuthServer
 from tests.server._procs import ServerProcess
+
+pytestmark = pytest.mark.external  # `kosong serve` processes
 
 
 class Storage:

@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 import redis.asyncio as aioredis
 
 from kosong.server import RateLimit
 from kosong.server.redis_limits import RedisRateLimiter
 from tests.server._procs import ServerProcess
 from tests.server._sse import read_sse
+
+pytestmark = pytest.mark.external  # `kosong serve` processes sharing a redis-server
 
 
 async def test_redis_rate_limits_are_shared(redis_url: str) -> None:

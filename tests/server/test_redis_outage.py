@@ -7,10 +7,14 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 
-from tests.server._procs import RedisProcess, ServerProcess
+from tests._local import RedisProcess
+from tests.server._procs import ServerProcess
 from tests.server._routes import ALL, Endpoint
 from tests.server._sse import Stream, read_sse
+
+pytestmark = pytest.mark.external  # a redis-server stopped and started for real, `kosong serve`
 
 SAME_ORIGIN = {"Sec-Fetch-Site": "same-origin"}  # what the inspector's page sends
 NEEDS_REDIS = {"GET /tools/{name}/sse", "POST /tools/{name}/sse", "GET /runs/{run_id}",

@@ -11,9 +11,12 @@ import statistics
 import time
 
 import httpx
+import pytest
 
 from kosong.server import bind
 from tests.server._procs import ServerProcess
+
+pytestmark = pytest.mark.external  # `kosong serve` processes
 
 
 def test_bind_makes_a_tcp_socket_whose_connections_send_at_once() -> None:

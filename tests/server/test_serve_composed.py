@@ -6,10 +6,13 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 
 from kosong.message import ToolCall
 from kosong.remote import RemoteToolset
 from tests.server._procs import ServerProcess
+
+pytestmark = pytest.mark.external  # `kosong serve` processes
 
 COMPOSED = '''
 from kosong.tooling import tool

@@ -6,10 +6,13 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 
 from tests._waiting import until
 from tests.server._procs import ServerProcess
 from tests.server._sse import read_sse
+
+pytestmark = pytest.mark.external  # `kosong serve` processes stopped by signals
 
 
 async def test_sigterm_lets_short_runs_finish_and_ends_long_ones_with_an_error() -> None:

@@ -15,9 +15,12 @@ from typing import Any
 import httpx
 import pytest
 
+from tests._local import RedisProcess
 from tests._waiting import until
-from tests.server._procs import RedisProcess, ServerProcess, WorkerProcess
+from tests.server._procs import ServerProcess, WorkerProcess
 from tests.server._sse import Stream, read_sse
+
+pytestmark = pytest.mark.external  # `kosong serve` and `kosong worker` processes, a redis-server
 
 TOOLS = str(Path(__file__).parent / "_cluster_tools.py") + ":tools"
 FINAL = ("tool_result", "tool_error")

@@ -56,6 +56,7 @@ FORKED_IDS = textwrap.dedent(
 )
 
 
+@pytest.mark.external  # a child interpreter
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_process_does_not_reuse_its_parents_ids() -> None:
     done = subprocess.run(

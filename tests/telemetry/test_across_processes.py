@@ -26,8 +26,11 @@ from kosong.chat_provider.scripted import ScriptedChatProvider, call
 from kosong.mcp import MCPToolset
 from kosong.message import Message
 from kosong.telemetry import configure
-from tests.mcp._mcp_servers import free_port, serving_command
+from tests._local import free_port
+from tests.mcp._mcp_servers import serving_command
 from tests.telemetry._otlp import OTLPReceiver
+
+pytestmark = pytest.mark.external  # `kosong serve` under opentelemetry-instrument
 
 BIN = Path(sys.executable).parent
 SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 2, 3  # opentelemetry.proto.trace.v1.Span.SpanKind

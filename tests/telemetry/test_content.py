@@ -14,6 +14,8 @@ import sys
 import textwrap
 from typing import Any
 
+import pytest
+
 from kosong import agent_loop
 from kosong.chat_provider.scripted import ScriptedChatProvider, call
 from kosong.message import Message
@@ -123,6 +125,7 @@ ENVIRONMENT = textwrap.dedent(
 )
 
 
+@pytest.mark.external  # a child interpreter
 def test_the_conventions_variable_opts_into_content() -> None:
     for value, expected in (("true", ["gen_ai.input.messages", "gen_ai.output.messages"]),
                             ("false", [])):  # fmt: skip

@@ -14,7 +14,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.telemetry._otlp import OTLPReceiver, ReceivedSpan
+
+pytestmark = pytest.mark.external  # the demo under opentelemetry-instrument
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "telemetry.md"

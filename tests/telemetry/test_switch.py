@@ -48,6 +48,7 @@ def test_off_without_an_sdk_and_on_once_configured(otel: Recorded) -> None:
     assert not enabled()
 
 
+@pytest.mark.external  # a child interpreter
 def test_a_global_sdk_turns_it_on_with_no_kosong_setting() -> None:
     script = (
         STEP
@@ -70,6 +71,7 @@ def test_a_global_sdk_turns_it_on_with_no_kosong_setting() -> None:
     )
 
 
+@pytest.mark.external  # a child interpreter
 def test_enabled_false_records_nothing_even_with_a_global_sdk() -> None:
     script = (
         STEP
@@ -92,6 +94,7 @@ def test_enabled_false_records_nothing_even_with_a_global_sdk() -> None:
     assert run(script) == "0"
 
 
+@pytest.mark.external  # a child interpreter
 def test_without_opentelemetry_kosong_runs_and_says_what_to_install() -> None:
     script = (
         """

@@ -87,6 +87,7 @@ ENVIRONMENT_SDK = textwrap.dedent(
 )
 
 
+@pytest.mark.external  # a child interpreter
 def test_a_provider_named_in_the_environment_is_used() -> None:
     # The API loads it on the first look for a provider: no code sets one.
     script = ENVIRONMENT_SDK.format()
@@ -102,6 +103,7 @@ def test_a_provider_named_in_the_environment_is_used() -> None:
     assert done.stdout.strip() == "True"
 
 
+@pytest.mark.external  # a child interpreter
 def test_the_global_sdk_is_picked_up_once_it_is_configured() -> None:
     script = GLOBAL_SDK.format()
     done = subprocess.run(
