@@ -8,9 +8,12 @@ import socket
 import subprocess
 import tempfile
 import time
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 
 def free_port() -> int:
@@ -18,6 +21,21 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+async def serve_app(app: web.Application) -> tuple[web.AppRunner, str]:
+    """Start the aiohttp `app` on a port of 127.0.0.1 the OS picks: its runner (to clean up
+    with `cleanup()`) and its base URL."""
+    from aiohttp import web  # the tests that serve an app have it; the others need not load it
+
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    server = site._server
+    assert server is not None
+    port = server.sockets[0].getsockname()[1]  # pyright: ignore[reportAttributeAccessIssue]
+    return runner, f"http://127.0.0.1:{port}"
 
 
 def missing(reason: str) -> NoReturn:

@@ -16,6 +16,7 @@ from typing import Any, Self
 
 import pytest
 from aiohttp import web
+from tests._local import serve_app
 
 SDK_SUBCLASSES_AIOHTTP = pytest.mark.filterwarnings(
     "ignore:Inheritance class AiohttpClientSession from ClientSession is discouraged"
@@ -114,14 +115,7 @@ class WireServer:
     async def __aenter__(self) -> Self:
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None
-        port = server.sockets[0].getsockname()[1]  # pyright: ignore[reportAttributeAccessIssue]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve_app(app)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -17,6 +17,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from tests._local import serve_app
+
 
 @dataclass
 class ReceivedSpan:
@@ -88,14 +90,7 @@ class OTLPReceiver:
     async def __aenter__(self) -> Self:
         app = web.Application()
         app.router.add_post("/v1/traces", self._traces)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None
-        port = server.sockets[0].getsockname()[1]  # pyright: ignore[reportAttributeAccessIssue]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve_app(app)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
