@@ -50,6 +50,7 @@ from kosong.standard import (
     LogLevel,
     PolicyToolset,
     caller_scope,
+    canonical_json,
     coded_error,
     is_safe_to_repeat,
     to_envelope,
@@ -79,12 +80,6 @@ class ShuttingDownError(RuntimeError):
 
 class QueueFullError(RuntimeError):
     """As many runs wait for a worker as the queue may hold; try again shortly."""
-
-
-def _key_digest(tool: str, arguments: JsonType) -> str:
-    """What a key's call is compared by: its tool and arguments (canonical JSON)."""
-    text = json.dumps([tool, arguments], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _final_data(result: ToolResult, tool: str) -> str:
@@ -201,7 +196,8 @@ class Runs:
         if key is not None:
             arguments = self._parsed(call, arguments)
             unreadable = isinstance(arguments, Unparsed)  # then compared as written
-            digest = _key_digest(tool, call.function.arguments if unreadable else arguments)
+            compared = canonical_json([tool, call.function.arguments if unreadable else arguments])
+            digest = hashlib.sha256(compared.encode()).hexdigest()
             found = await self.store.reserve(principal, key, digest, run_id, self._key_ttl)
             if found is not None:
                 return found, False
