@@ -127,9 +127,9 @@ class Runs:
         self._key_ttl = key_ttl
         self._streams: dict[str, asyncio.Task[None]] = {}
         """The runs executing in this process (the task of `execute`), by id."""
-        self._asked: set[str] = set()
+        self._asked: dict[str, str] = {}
         """Runs that asked their question here, without a queue (only this process can run
-        them again)."""
+        them again): their tools, by id."""
         self._tasks: set[asyncio.Task[None]] = set()
         self.draining = False
         """Whether the server is shutting down (it starts no new run)."""
@@ -357,7 +357,7 @@ class Runs:
         deadline = None if within is None else time.time() + within
         asked = await self.store.ask(record.id, deferred.question, deadline)
         if asked is not None and not self.queued:
-            self._asked.add(record.id)
+            self._asked[record.id] = record.tool
         if asked is not None and within is not None:
             expire = lambda: self._spawn(self._expire(asked))  # noqa: E731
             asyncio.get_running_loop().call_later(within, expire)
@@ -385,7 +385,7 @@ class Runs:
         record = await self.store.answer(run_id, approved, reason)
         if record is None:
             return False
-        self._asked.discard(run_id)
+        self._asked.pop(run_id, None)
         if not approved:
             value = ToolPermissionDeniedError(record.tool, reason or "the call was not approved")
             await self._end(run_id, record.tool, value)
@@ -540,10 +540,8 @@ class Runs:
         running = list(self._streams.values())
         if running:
             await asyncio.wait(running, timeout=5)
-        for run_id in list(self._asked):  # nobody can run them again once this process is gone
-            record = await self.store.get(run_id)
-            if record is not None:
-                await self._end(run_id, record.tool, ToolCancelledError(record.tool, _SHUT_DOWN))
+        for run_id, tool in list(self._asked.items()):  # nobody can run them once this is gone
+            await self._end(run_id, tool, ToolCancelledError(tool, _SHUT_DOWN))
         self._asked.clear()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)

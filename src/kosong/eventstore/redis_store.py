@@ -162,9 +162,8 @@ def connect(url: str, *, max_connections: int = 2048, **options: Any) -> aioredi
 
 
 def _fields(record: RunRecord) -> list[str]:
-    fields = ["principal", record.principal, "tool", record.tool, "arguments", record.arguments,
-              "status", record.status, "attempt", str(record.attempt)]  # fmt: skip
-    for name in ("trace", "key", "asks"):
+    fields: list[str] = []
+    for name in ("principal", "tool", "arguments", "status", "attempt", "trace", "key", "asks"):
         value = getattr(record, name)
         if value is not None:
             fields += [name, str(value)]
