@@ -171,11 +171,13 @@ def _fields(record: RunRecord) -> list[str]:
 
 
 def _record(run_id: str, reply: Any) -> RunRecord | None:
-    """A record from a hash's fields and values (as HGETALL or a script answers them)."""
+    """A record from a hash: HGETALL's dict, or a script's list of fields and values."""
     if not reply:
         return None
-    fields = cast(list[str], reply)
-    got = dict(zip(fields[::2], fields[1::2], strict=True))
+    if isinstance(reply, list):
+        fields = cast(list[str], reply)
+        reply = dict(zip(fields[::2], fields[1::2], strict=True))
+    got = cast(dict[str, str], reply)
     approved = got.get("approved")
     question = got.get("question") if got.get("status") == "waiting" else None
     return RunRecord(
@@ -262,7 +264,7 @@ class RedisRunStore(RunStore):
         client: Any = self.client
         with reachable():
             reply: dict[str, str] = await client.hgetall(self._keys(run_id)[0])
-        return _record(run_id, [x for pair in reply.items() for x in pair])
+        return _record(run_id, reply)
 
     async def append(self, run_id: str, kind: str, data: str, *, final: bool = False) -> str | None:
         """Add an event; see `RunStore.append`."""
@@ -351,16 +353,10 @@ class RedisRunStore(RunStore):
                 for run_id in run_ids:
                     pipe.hgetall(self._keys(run_id)[0])
                 rows: list[Any] = await pipe.execute()
-            found: list[RunRecord] = []
-            gone: list[str] = []
-            for run_id, row in zip(run_ids, rows, strict=True):
-                record = _record(run_id, [x for pair in row.items() for x in pair])
-                if record is None or record.status != "waiting":
-                    gone.append(run_id)
-                else:
-                    found.append(record)
-            if gone:
-                await client.zrem(index, *gone)
+            records = [_record(run_id, row) for run_id, row in zip(run_ids, rows, strict=True)]
+            found = [r for r in records if r is not None and r.status == "waiting"]
+            if len(found) < len(run_ids):  # the others were answered, ended or expired
+                await client.zrem(index, *(set(run_ids) - {r.id for r in found}))
         return found
 
     async def reserve(
