@@ -456,7 +456,6 @@ class Runs:
         Raises:
             ValueError: `after` is not a position of the run (before the first event).
         """
-        store = self.store
         position = after
         ended_seen = False
         # Runs executed elsewhere may wait on a question whose deadline passed while their
@@ -467,7 +466,7 @@ class Runs:
         self._unfollowed.clear()
         try:
             while True:
-                batch = await store.read(run_id, position, wait=0.0 if ended_seen else idle)
+                batch = await self.store.read(run_id, position, wait=0.0 if ended_seen else idle)
                 if batch is None:
                     return
                 if batch:
@@ -479,7 +478,7 @@ class Runs:
                     continue
                 if ended_seen:
                     return  # resumed after the final event: nothing more will come
-                record = await store.get(run_id)
+                record = await self.store.get(run_id)
                 if record is None:
                     return
                 if record.ended:
@@ -512,11 +511,9 @@ class Runs:
             RunNotFoundError: no such run for this principal.
         """
         record = await self.find(run_id, principal)
-        if record.ended:
-            return "finished"
         stopped = ToolCancelledError(record.tool, "cancelled by its client")
         ended = await self._end(run_id, record.tool, stopped)
-        if ended:  # out of the queue, or stopped where it runs
+        if ended:  # out of the queue, or stopped where it runs (else it had ended already)
             with contextlib.suppress(Exception):
                 await self.executor.cancel(run_id)
             with contextlib.suppress(Exception):
@@ -532,13 +529,11 @@ class Runs:
         a queue, a stopped run is left to it, which delivers it again to another worker.
         """
         self.draining = True
-        running = list(self._streams.values())
-        if running:
+        if running := list(self._streams.values()):
             await asyncio.wait(running, timeout=grace)
         for task in list(self._streams.values()):
             task.cancel()  # with a queue, no final event from here: the queue goes on
-        running = list(self._streams.values())
-        if running:
+        if running := list(self._streams.values()):
             await asyncio.wait(running, timeout=5)
         for run_id, tool in list(self._asked.items()):  # nobody can run them once this is gone
             await self._end(run_id, tool, ToolCancelledError(tool, _SHUT_DOWN))
