@@ -125,18 +125,16 @@ class Runs:
         self._max_queued = max_queued
         self._idle = idle
         self._key_ttl = key_ttl
-        self._streams: dict[str, asyncio.Task[None]] = {}
-        """The runs executing in this process (the task of `execute`), by id."""
+        self._streams: dict[str, asyncio.Task[None]] = {}  # tasks of `execute` here, by run
+        # The tools of the runs that asked their question here without a queue, by run: only
+        # this process can run them again.
         self._asked: dict[str, str] = {}
-        """Runs that asked their question here, without a queue (only this process can run
-        them again): their tools, by id."""
         self._tasks: set[asyncio.Task[None]] = set()
         self.draining = False
         """Whether the server is shutting down (it starts no new run)."""
         self.followers = 0
         """Responses following a run right now."""
-        self._unfollowed = asyncio.Event()
-        """Set while no response follows a run (what the shutdown waits for)."""
+        self._unfollowed = asyncio.Event()  # set while no response follows a run
         self._unfollowed.set()
 
     @property
