@@ -101,21 +101,10 @@ def read_config(
             raise ValueError(
                 f"{label} has the same name as another server once made a name, {name!r}"
             )
-        specs[name] = _spec(fields, label, base, os.environ if environ is None else environ)
+        specs[name] = entry_spec(fields, label, base, os.environ if environ is None else environ)
     if not specs:
         raise ValueError(f"{where} has no server that is not disabled")
     return specs
-
-
-def entry_spec(entry: Mapping[str, Any], label: str) -> ServerSpec:
-    """One `mcpServers` entry as a spec; `label` names it in errors.
-
-    `${VAR}` is read from the environment; a relative `cwd` stays as it is.
-
-    Raises:
-        ValueError: the entry is wrong (the message says what to write).
-    """
-    return _spec(entry, label, None, os.environ)
 
 
 def _server_name(raw: str) -> str:
@@ -124,9 +113,17 @@ def _server_name(raw: str) -> str:
     return name if name[0].isalpha() or name[0] == "_" else f"_{name[:31]}"
 
 
-def _spec(
-    entry: Mapping[str, Any], label: str, base: Path | None, environ: Mapping[str, str]
+def entry_spec(
+    entry: Mapping[str, Any],
+    label: str,
+    base: Path | None = None,
+    environ: Mapping[str, str] = os.environ,
 ) -> ServerSpec:
+    """One `mcpServers` entry as a spec, `label` naming it in errors, `base` a relative `cwd`'s.
+
+    Raises:
+        ValueError: the entry is wrong (the message says what to write).
+    """
     others = sorted(set(entry) - _KEYS - {"disabled"})
     if others:
         logger.debug("%s: keys left to other clients: %s", label, ", ".join(others))

@@ -77,16 +77,13 @@ def output_schema_of(tool: Tool) -> dict[str, Any] | None:
         return schema
     inner = {k: v for k, v in schema.items() if k not in _ROOT_KEYS}
     # `$defs` (a recursive type's) and `$schema` stay at the root, where references find them.
-    wrapper: dict[str, Any] = {k: schema[k] for k in _ROOT_KEYS if k in schema}
-    wrapper.update(
-        {
-            "type": "object",
-            "properties": {"result": inner},
-            "required": ["result"],
-            WRAP_MARK: True,
-        }
-    )
-    return wrapper
+    return {
+        **{k: schema[k] for k in _ROOT_KEYS if k in schema},
+        "type": "object",
+        "properties": {"result": inner},
+        "required": ["result"],
+        WRAP_MARK: True,
+    }
 
 
 def is_wrapped(schema: Mapping[str, Any]) -> bool:
@@ -126,23 +123,20 @@ def unwrapped_schema(schema: Mapping[str, Any] | None) -> tuple[dict[str, Any] |
 
 def to_mcp_tool(tool: Tool) -> mcp.Tool:
     """The MCP definition of a kosong tool: schema, annotations from its hints, output schema."""
-    annotations = None
-    hints = (tool.read_only_hint, tool.destructive_hint, tool.idempotent_hint, tool.open_world_hint)
-    if tool.title is not None or any(h is not None for h in hints):
-        annotations = mcp.ToolAnnotations(
-            title=tool.title,
-            read_only_hint=tool.read_only_hint,
-            destructive_hint=tool.destructive_hint,
-            idempotent_hint=tool.idempotent_hint,
-            open_world_hint=tool.open_world_hint,
-        )
+    annotations = mcp.ToolAnnotations(
+        title=tool.title,
+        read_only_hint=tool.read_only_hint,
+        destructive_hint=tool.destructive_hint,
+        idempotent_hint=tool.idempotent_hint,
+        open_world_hint=tool.open_world_hint,
+    )
     return mcp.Tool(
         name=tool.name,
         title=tool.title,
         description=tool.description,
         input_schema=tool.parameters,
         output_schema=output_schema_of(tool),
-        annotations=annotations,
+        annotations=annotations if annotations.model_dump(exclude_none=True) else None,
     )
 
 
