@@ -1,28 +1,11 @@
 """`mcpServers` files: the server lists MCP clients keep, read as `ServerSpec`s (private).
 
-Claude Desktop (`claude_desktop_config.json`), Claude Code and Cursor (`.mcp.json`,
-`.cursor/mcp.json`), VS Code (`.vscode/mcp.json`, under `"servers"`) and FastMCP describe
-servers the same way:
-
-    {"mcpServers": {
-        "files": {"command": "npx", "env": {"DEBUG": "1"}, "cwd": "/srv",
-                  "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]},
-        "search": {"url": "https://search.example.com/mcp",
-                   "headers": {"Authorization": "Bearer ${TOKEN}"}},
-        "legacy": {"type": "sse", "url": "https://old.example.com/sse"}}}
-
-- a command entry: `command` (with `args`, `env`, `cwd`; a relative `cwd` is taken from the
-  file's directory); a URL entry: `url` (with `headers`); `type` (VS Code, Claude Code) or
-  `transport` (FastMCP) says `"stdio"`, `"http"` / `"streamable-http"`, or `"sse"` where given;
-- `${VAR}` in any of these strings is the environment variable `VAR`, as VS Code writes it
-  `${env:VAR}` (both are read), and `${VAR:-default}` gives a default, as Claude Code does;
-  a variable that is not set and has no default is an error naming it (VS Code's other
-  variables, `${input:...}` and `${workspaceFolder}`, need an editor: an error too);
-- `"disabled": true` leaves the entry out; keys other clients add (`description`,
-  `autoApprove`, `timeout`...) are not kosong's and are left alone.
-
-Each server's name becomes its name in the `MCPToolset` (characters a name cannot hold become
-`_`). A wrong entry is a `ValueError` that names the file, the entry and what to write.
+The format (Claude Desktop, Claude Code, Cursor, VS Code under `"servers"`, FastMCP) and what
+kosong reads of it (`type` / `transport`, `${VAR}` / `${env:VAR}` / `${VAR:-default}`,
+`"disabled"`, a `cwd` relative to the file) are in docs/mcp.md, "Servers as MCP clients list
+them". Each server's name becomes its `MCPToolset` name (characters a name cannot hold become
+`_`); keys other clients add are left alone; a wrong entry is a `ValueError` that names the
+file, the entry and what to write.
 """
 
 from __future__ import annotations

@@ -1,33 +1,18 @@
 """Results and tool definitions, kosong's way and MCP's way (private: used by server and client).
 
-What the MCP specification's tools page defines (modelcontextprotocol.io/specification/
-2025-11-25/server/tools, "Tool Result"): a result's `content` is a list of text, image, audio,
-resource-link and embedded-resource blocks; a tool with an `outputSchema` also returns the
-same data as `structuredContent`, a JSON object, and "for backwards compatibility ... SHOULD
-also return the serialized JSON in a TextContent block".
+Following the MCP tools page (modelcontextprotocol.io/specification/2025-11-25/server/tools,
+"Tool Result"): `content` blocks are the result, `structuredContent` the same data as JSON.
 
-kosong → MCP (what our server sends):
+kosong → MCP: text and content parts become blocks (a `data:` image or audio → its content,
+`ResourcePart` → an embedded resource, another URL or a video → a link or resource, a part of
+another kind → its JSON as text); a result's `message` is one more text block (first for an
+error); an error's code travels in `_meta["kosong/error"]`; a tool with an `output_schema`
+sends its value as `structuredContent`, a non-object one wrapped as `{"result": value}` under a
+schema marked `"x-fastmcp-wrap-result": true`, as the SDK's and FastMCP's servers do.
 
-- the output's text or content parts become content blocks: `TextPart` → text, an image or
-  audio `data:` URL → image / audio content, `ResourcePart` → an embedded resource, any other
-  URL (or a video) → a resource link or resource, a part of another kind → its JSON as text;
-  a result's `message` is one more text block (first for an error, where it is the
-  explanation, last for a success);
-- an error's code (`kosong.standard.error_code`) travels in `_meta["kosong/error"]`, so a kosong
-  client gets the same kind of error back;
-- a tool that declares an `output_schema` sends its typed value (`structured_data`, else its
-  output's JSON) as `structuredContent` too. MCP wants an object there: an output schema of
-  another type (`-> int`, `-> list[str]`) is sent as `{"type": "object", "properties":
-  {"result": <schema>}, "required": ["result"], "x-fastmcp-wrap-result": true}` and the
-  value as `{"result": <value>}`: the wrapping the MCP SDK's and FastMCP's servers use, marked
-  as FastMCP marks it, so FastMCP's client reads the value itself.
-
-MCP → kosong (what `MCPToolset` gives the model): the content blocks are what the model
-reads (`block_to_part`), `structuredContent` is kept as data beside them (the result's
-`structured_data`, so the envelope's `data`), never instead of them or twice; a result with
-only `structuredContent` reads as its JSON text. A `{"result": ...}` the server marked as a
-wrapper (FastMCP's `x-fastmcp-wrap-result`, or the SDK's `<function>Output` model of a lone
-`result`) is unwrapped into the value. The raw `CallToolResult` is the result's `artifact`.
+MCP → kosong (docs/mcp.md, "What the model reads"): the blocks are what the model reads
+(`block_to_part`), `structuredContent` the result's data beside them (a marked `{"result"}`
+wrapper taken off), its JSON the text when there is no content; the raw result the `artifact`.
 """
 
 from __future__ import annotations
