@@ -464,11 +464,7 @@ def _tool_name(raw: str) -> str:
 
 
 def _forward_progress(ctx: CallContext) -> ProgressFnT:
-    """MCP progress as kosong progress: a percentage of the total, or none without a total.
-
-    MCP's `progress` without a `total` only grows (a count of steps, bytes...); it is no
-    percentage, so it is reported as progress without one, with its message.
-    """
+    """MCP progress as kosong's: a percentage of the total; without one (a growing count), none."""
 
     async def forward(progress: float, total: float | None, message: str | None) -> None:
         if not total:

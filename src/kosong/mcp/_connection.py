@@ -167,19 +167,17 @@ class Connection:
                 anyio.create_task_group() as group,
             ):
                 live = _Live(client, group)
-                if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                    tools = client.server_capabilities.tools
-                    if tools is not None and tools.list_changed:
-                        # Listening before the connection counts as made: no change is missed.
-                        await group.start(self._listen, client)
+                if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:  # 2026 has no ping
+                    group.start_soon(self._ping, live)
+                elif (tools := client.server_capabilities.tools) is not None and tools.list_changed:
+                    # Listening before the connection counts as made: no change is missed.
+                    await group.start(self._listen, client)
                 self._live = live
                 self.last_error = None
                 if self._starting is starting:  # connected: no longer connecting
                     self._starting = None
                 if not starting.done():
                     starting.set_result(live)
-                if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:  # 2026 has no ping
-                    group.start_soon(self._ping, live)
                 self._connects += 1
                 if self._connects > 1:  # a reconnection: the tools may have changed meanwhile
                     self._on_tools_changed(self)

@@ -53,10 +53,7 @@ _DATA_URL = re.compile(
 
 
 def output_schema_of(tool: Tool) -> dict[str, Any] | None:
-    """The tool's `outputSchema` for MCP: its declared output schema, wrapped unless an object.
-
-    See the module doc; `is_wrapped` says which.
-    """
+    """The tool's `outputSchema` for MCP: its declared output schema, wrapped unless an object."""
     schema = tool.output_schema
     if schema is None or not is_wrapped(schema):
         return schema
@@ -85,9 +82,7 @@ WRAP_MARK = "x-fastmcp-wrap-result"
 def unwrapped_schema(schema: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:
     """A listed output schema as the schema of the value itself, and whether it was wrapped.
 
-    Wrapped: an object whose one property is a required `result`, marked by FastMCP's
-    `x-fastmcp-wrap-result`, or titled `...Output` as the MCP SDK's servers title the model
-    they wrap a function's non-object return in.
+    Wrapped: a lone required `result`, marked by `WRAP_MARK` or titled `...Output` (the SDK's).
     """
     if schema is None:
         return None, False
@@ -163,11 +158,7 @@ def _part_to_block(part: ContentPart) -> mcp.ContentBlock:
 def to_call_tool_result(
     value: ToolReturnValue, output_schema: Mapping[str, Any] | None
 ) -> dict[str, Any]:
-    """The MCP result of a kosong result (see the module doc), in its wire form.
-
-    A dict, not a `CallToolResult`: the SDK checks the result against the protocol version's
-    schema anyway, and a model built here would only be dumped again.
-    """
+    """The MCP result of a kosong result (see the module doc), as a dict: the SDK checks it."""
     blocks: list[dict[str, Any]] = []
     output = value.output
     if isinstance(output, str):
@@ -213,8 +204,7 @@ _NONE: Any = object()
 def mcp_progress(data: Mapping[str, Any], steps: int) -> tuple[float, float | None]:
     """A `tool_progress` event's data as MCP's `(progress, total)`.
 
-    A percentage is progress of a total of 100; progress without a percentage is the count of
-    progress events so far, without a total (MCP's progress only grows).
+    A percentage is of 100; without one, the count of events so far, no total (it only grows).
     """
     percent = data.get("progress")
     if isinstance(percent, int | float) and not isinstance(percent, bool):
@@ -277,13 +267,7 @@ def _blob_part(mime: str, data: str, label: str) -> ContentPart:
 
 
 def block_to_part(block: mcp.ContentBlock) -> ContentPart:
-    """What the model reads of an MCP content block.
-
-    Text as text; images and audio as media parts (`data:` URLs); an embedded resource as its
-    text, or its bytes as a media part when they are an image, audio or video, else a line
-    naming it (never its base64 as text); a resource link as a line naming the resource, its
-    type and where it is, as MCP describes it (the client may read it from there).
-    """
+    """What the model reads of an MCP content block (the table in docs/mcp.md)."""
     if isinstance(block, mcp.TextContent):
         return TextPart(text=block.text)
     if isinstance(block, mcp.ImageContent | mcp.AudioContent):
@@ -304,10 +288,7 @@ def block_to_part(block: mcp.ContentBlock) -> ContentPart:
 def from_call_tool_result(result: mcp.CallToolResult, wrapped: bool = False) -> ToolReturnValue:
     """The kosong result of an MCP result: ToolOk, or a ToolError (coded when the server said).
 
-    See the module doc: the content is the output (one text block: plain text; else content
-    parts), `structuredContent` the result's `structured_data` (unwrapped from `{"result":
-    ...}` when the tool's listed output schema was `wrapped`, or the result's `_meta` says so),
-    and the output's JSON text when there is no content. The raw result is the `artifact`.
+    See the module doc; `wrapped`: the tool's listed output schema was a `{"result"}` wrapper.
     """
     parts = [block_to_part(block) for block in result.content]
     if result.is_error:

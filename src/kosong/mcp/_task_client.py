@@ -155,8 +155,7 @@ class _Read(_Stream):
     """The client's incoming stream: a `CreateTaskResult` for a noted call, as a CallToolResult."""
 
     @property
-    def last_context(self) -> Any:
-        """The sender's context of the last item, as the inner stream keeps it."""
+    def last_context(self) -> Any:  # the sender's context of the last item, as the inner keeps it
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> SessionMessage | Exception:
