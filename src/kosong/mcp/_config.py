@@ -144,34 +144,31 @@ def entry_spec(
             f'{label} needs exactly one of "command" (a server it runs) and "url" (a server '
             f"it reaches), not {'both' if command else 'neither'}"
         )
+    fields: dict[str, Any]
     if url is not None:
         if transport == "stdio":
             raise ValueError(f'{label}: "type" is "stdio", but the entry has a "url"')
         for key in ("args", "env", "cwd"):
             if key in entry:
                 raise ValueError(f'{label}: "{key}" is for a "command"; a "url" takes "headers"')
-        try:
-            return ServerSpec(
-                url=url,
-                headers=strings("headers"),
-                transport=None if transport == "stdio" else cast(Any, transport),
+        fields = {"url": url, "headers": strings("headers"), "transport": transport}
+    else:
+        if transport not in (None, "stdio"):
+            raise ValueError(
+                f'{label}: "type" is {json.dumps(kind)}, but the entry has a "command"'
             )
-        except ValueError as e:
-            raise ValueError(f"{label}: {e}") from None
-    if transport not in (None, "stdio"):
-        raise ValueError(f'{label}: "type" is {json.dumps(kind)}, but the entry has a "command"')
-    if "headers" in entry:
-        raise ValueError(f'{label}: "headers" are for a "url"; a "command" takes "env"')
-    args: object = entry.get("args", [])
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in cast(list[Any], args)):
-        raise ValueError(f'{label}: "args" must be a list of strings, not {json.dumps(args)}')
-    argv = [_expand(a, f'{label}: "args"', environ) for a in cast(list[str], args)]
-    assert command is not None
-    cwd = text("cwd")
-    if cwd is not None and base is not None and not Path(cwd).is_absolute():
-        cwd = str(base / cwd)
+        if "headers" in entry:
+            raise ValueError(f'{label}: "headers" are for a "url"; a "command" takes "env"')
+        args: object = entry.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in cast(list[Any], args)):
+            raise ValueError(f'{label}: "args" must be a list of strings, not {json.dumps(args)}')
+        argv = [_expand(a, f'{label}: "args"', environ) for a in cast(list[str], args)]
+        cwd = text("cwd")
+        if cwd is not None and base is not None and not Path(cwd).is_absolute():
+            cwd = str(base / cwd)
+        fields = {"command": [command, *argv], "env": strings("env"), "cwd": cwd}
     try:
-        return ServerSpec(command=[command, *argv], env=strings("env"), cwd=cwd)
+        return ServerSpec(**fields)
     except ValueError as e:
         raise ValueError(f"{label}: {e}") from None
 

@@ -48,15 +48,11 @@ _PING_TIMEOUT = 10.0
 
 
 class ServerGone(Exception):
-    """The call could not be served: the connection ended or was not made (or refused).
-
-    With `auth`, the server refused the credentials (401 or 403 over HTTP).
-    """
+    """The call could not be served: the connection ended or was not made (or refused)."""
 
     def __init__(self, message: str, auth: AuthFailure | None = None) -> None:
         super().__init__(message)
-        self.auth = auth
-        """Set when the server refused the credentials (401 or 403)."""
+        self.auth = auth  # set when the server refused the credentials (401 or 403 over HTTP)
 
 
 @dataclass(slots=True, eq=False)  # kept in a set: compared by identity

@@ -42,8 +42,7 @@ logger = logging.getLogger(__name__)
 
 _TASK_META = "kosong/task"  # where `task_transport` hands over a `CreateTaskResult`'s task
 
-_TTL_MS = 10 * 60 * 1000
-"""How long the client asks the server to keep a task (the server may keep it less)."""
+_TTL_MS = 10 * 60 * 1000  # how long the client asks the server to keep a task (it may keep less)
 
 PROGRESS: contextvars.ContextVar[ProgressFnT | None] = contextvars.ContextVar(
     "kosong_mcp_task_progress", default=None
@@ -86,20 +85,16 @@ async def call_as_task(
         return created
     task = mcp.Task.model_validate(found)
     said: str | None = None
-
-    async def report(message: str | None) -> None:  # each new status message, once
-        nonlocal said
-        if progress is not None and message and message != said:
-            said = message
-            await progress(0.0, None, message)
-
     try:
-        while task.status == "working":
-            await report(task.status_message)
+        while True:
+            if progress is not None and task.status_message and task.status_message != said:
+                said = task.status_message  # each new status message, once
+                await progress(0.0, None, said)
+            if task.status != "working":
+                break
             await anyio.sleep(_interval(task.poll_interval))
             request = mcp.GetTaskRequest(params=mcp.GetTaskRequestParams(task_id=task.task_id))
             task = await session.send_request(request, mcp.GetTaskResult)
-        await report(task.status_message)
         # Input needed, or the end: the result (input requests come while it waits).
         payload = mcp.GetTaskPayloadRequest(
             params=mcp.GetTaskPayloadRequestParams(task_id=task.task_id)
