@@ -399,15 +399,14 @@ class MCPToolset(BaseToolset):
         remotes: dict[str, _Remote] = {}
         for name, remote, connection in listed:
             if counts[name] > 1:
-                prefixed = _tool_name(f"{connection.name}_{remote.name}")
+                name = _tool_name(f"{connection.name}_{remote.name}")
                 logger.info(
                     "MCP tool %r of server %r is listed as %r: another server has a tool of "
                     "that name",
                     remote.name,
                     connection.name,
-                    prefixed,
+                    name,
                 )
-                name = prefixed
             unique, n = name, 2
             while unique in taken:
                 unique = _tool_name(f"{name}_{n}")

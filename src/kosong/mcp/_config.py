@@ -79,7 +79,10 @@ def read_config(
         fields = cast(Mapping[str, Any], entry)
         if fields.get("disabled") is True:
             continue
-        name = _server_name(str(raw_name))
+        # Its name in the toolset: letters, digits, `_` and `-`, 32 at most, not a digit first.
+        name = _NOT_NAME.sub("_", str(raw_name))[:32] or "_"
+        if not (name[0].isalpha() or name[0] == "_"):
+            name = f"_{name[:31]}"
         if name in specs:
             raise ValueError(
                 f"{label} has the same name as another server once made a name, {name!r}"
@@ -88,12 +91,6 @@ def read_config(
     if not specs:
         raise ValueError(f"{where} has no server that is not disabled")
     return specs
-
-
-def _server_name(raw: str) -> str:
-    """`raw` as a server name of an `MCPToolset` (letters, digits, `_`, `-`; 32 at most)."""
-    name = _NOT_NAME.sub("_", raw)[:32] or "_"
-    return name if name[0].isalpha() or name[0] == "_" else f"_{name[:31]}"
 
 
 def entry_spec(

@@ -372,9 +372,8 @@ class Connection:
     async def close(self) -> None:
         """End the connection for good."""
         self._closed = True
-        live = self._live
-        if live is not None:
-            live.stop.set()
+        if self._live is not None:
+            self._live.stop.set()
         supervisor = self._supervisor
         if supervisor is not None and not supervisor.done():
             with anyio.move_on_after(5):
@@ -385,7 +384,6 @@ class Connection:
 
 def _describe(error: BaseException) -> str:
     """A readable reason, out of the exception groups the SDK's task groups raise."""
-    inner: object = getattr(error, "exceptions", None)
-    if isinstance(inner, tuple) and inner and isinstance(inner[0], BaseException):
-        return _describe(inner[0])
+    while isinstance(error, BaseExceptionGroup):
+        error = cast(BaseExceptionGroup[BaseException], error).exceptions[0]
     return describe_exception(error)

@@ -41,8 +41,7 @@ from kosong.standard import coded_error, error_code, structured_data
 from kosong.tooling import Tool, ToolError, ToolOk, ToolReturnValue
 from kosong.utils.typing import JsonType
 
-ERROR_META_KEY = "kosong/error"
-"""The `_meta` key of a `CallToolResult` that carries a kosong error's code."""
+ERROR_META_KEY = "kosong/error"  # the `_meta` key of a `CallToolResult` with a kosong error code
 
 _DATA_URL = re.compile(
     r"\Adata:(?P<mime>[^;,]*)(?P<params>(?:;[^;,]*)*?);base64,(?P<data>.*)\Z", re.S
@@ -165,7 +164,10 @@ def to_call_tool_result(
         if output:
             blocks.append({"type": "text", "text": output})
     else:
-        blocks.extend(_wire(_part_to_block(part)) for part in output)
+        blocks.extend(
+            _part_to_block(part).model_dump(by_alias=True, mode="json", exclude_none=True)
+            for part in output
+        )
     if value.message:
         note = {"type": "text", "text": value.message}
         if value.is_error:
@@ -242,10 +244,6 @@ def sampled_message(result: mcp.CreateMessageResult) -> Message:
         if isinstance(block, mcp.TextContent | mcp.ImageContent | mcp.AudioContent)
     ]
     return Message(role="assistant", content=parts)
-
-
-def _wire(block: mcp.ContentBlock) -> dict[str, Any]:
-    return block.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 # --- MCP → kosong ---------------------------------------------------------------------------

@@ -32,8 +32,7 @@ from mcp import StdioServerParameters
 
 __all__ = ["AuthFailure", "AuthWatch", "ServerSpec", "ServerTarget", "http_transport"]
 
-_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
-"""The MCP SDK's own defaults: 30 s to connect and write, 5 minutes of silence on a stream."""
+_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the MCP SDK's defaults (5 minutes' silence: read)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)

@@ -1,14 +1,10 @@
 """MCP tasks from the client's side, in both protocol versions that define them (private).
 
-2025-11-25 (modelcontextprotocol.io/specification/2025-11-25/basic/utilities/tasks): a tool
-listed with `execution.taskSupport: "required"` MUST be called as a task, one with `"optional"`
-MAY be, and only when the server's capabilities include `tasks.requests.tools.call`.
-`call_as_task` sends `tools/call` with `task: {ttl}`, polls `tasks/get` at the server's
-`pollInterval` (each new status message reported as progress without a total) until the task
-needs input or ends, then `tasks/result` answers the `CallToolResult` (input requests arrive
-meanwhile, as any request); cancelling the caller sends `tasks/cancel`. The SDK's client checks
-every answer to `tools/call` as a `CallToolResult`, so `task_transport` hands it the answer to
-a call sent with `task` as an empty result holding the task under `_meta["kosong/task"]`.
+2025-11-25 (docs/mcp.md, "Tasks, and servers on the legacy transport"): `call_as_task` sends
+`tools/call` with `task: {ttl}`, polls `tasks/get`, then `tasks/result` answers the result;
+cancelling the caller sends `tasks/cancel`. The SDK's client checks every answer to
+`tools/call` as a `CallToolResult`, so `task_transport` hands it the answer to a call sent with
+`task` as an empty result holding the task under `_meta["kosong/task"]`.
 
 2026-07-28 (the `io.modelcontextprotocol/tasks` extension, SEP-2663): `TasksClient`, an SDK
 client extension, declares the extension and finishes a task handle by polling `tasks/get`
