@@ -122,17 +122,9 @@ def to_mcp_tool(tool: Tool) -> mcp.Tool:
 def _part_to_block(part: ContentPart) -> mcp.ContentBlock:
     if isinstance(part, TextPart):
         return mcp.TextContent(text=part.text)
-    if isinstance(part, ResourcePart):
-        contents: mcp.TextResourceContents | mcp.BlobResourceContents
-        if part.text is not None:
-            contents = mcp.TextResourceContents(
-                uri=part.uri, mime_type=part.mime_type, text=part.text
-            )
-        else:
-            contents = mcp.BlobResourceContents(
-                uri=part.uri, mime_type=part.mime_type, blob=part.blob or ""
-            )
-        return mcp.EmbeddedResource(resource=contents)
+    if isinstance(part, ResourcePart):  # its text or its blob: a text or a blob resource
+        contents = part.model_dump(include={"uri", "mime_type", "text", "blob"}, exclude_none=True)
+        return mcp.EmbeddedResource.model_validate({"type": "resource", "resource": contents})
     if isinstance(part, ImageURLPart):
         url = part.image_url.url
     elif isinstance(part, AudioURLPart):
