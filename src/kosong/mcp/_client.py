@@ -385,23 +385,10 @@ class MCPToolset(BaseToolset):
                 logger.exception("on_tools_changed callback failed")
 
     def _rebuild(self) -> None:
-        """Make the tools anew from the listings (a call in flight keeps its tool)."""
-        remotes: dict[str, _Remote] = {}
-        for name, listed, connection in self._named():
-            try:
-                remotes[name] = self._remote(name, listed, connection)
-            except ValidationError as e:
-                logger.warning(
-                    "MCP server %r: tool %r left out, its definition is not usable: %s",
-                    connection.name,
-                    listed.name,
-                    e,
-                )
-        self._remotes = remotes
-        self._version = object()
+        """Make the tools anew from the listings (a call in flight keeps its tool).
 
-    def _named(self) -> list[tuple[str, mcp.Tool, Connection]]:
-        """Each listed tool with the name it gets here: prefixed by its server on a clash."""
+        Each gets its own name, prefixed by its server's where servers share one.
+        """
         listed = [
             (_tool_name(remote.name), remote, self._connections[server])
             for server, remotes in self._listed.items()
@@ -409,25 +396,33 @@ class MCPToolset(BaseToolset):
         ]
         counts = Counter(name for name, _, _ in listed)
         taken: set[str] = set()
-        named: list[tuple[str, mcp.Tool, Connection]] = []
+        remotes: dict[str, _Remote] = {}
         for name, remote, connection in listed:
             if counts[name] > 1:
-                prefixed = _tool_name(f"{connection.name}_{remote.name}")
+                name = _tool_name(f"{connection.name}_{remote.name}")
                 logger.info(
                     "MCP tool %r of server %r is listed as %r: another server has a tool of "
                     "that name",
                     remote.name,
                     connection.name,
-                    prefixed,
+                    name,
                 )
-                name = prefixed
             unique, n = name, 2
             while unique in taken:
                 unique = _tool_name(f"{name}_{n}")
                 n += 1
             taken.add(unique)
-            named.append((unique, remote, connection))
-        return named
+            try:
+                remotes[unique] = self._remote(unique, remote, connection)
+            except ValidationError as e:
+                logger.warning(
+                    "MCP server %r: tool %r left out, its definition is not usable: %s",
+                    connection.name,
+                    remote.name,
+                    e,
+                )
+        self._remotes = remotes
+        self._version = object()
 
     def _remote(self, name: str, listed: mcp.Tool, connection: Connection) -> _Remote:
         hints = listed.annotations or mcp.ToolAnnotations()
@@ -464,11 +459,7 @@ def _tool_name(raw: str) -> str:
 
 
 def _forward_progress(ctx: CallContext) -> ProgressFnT:
-    """MCP progress as kosong progress: a percentage of the total, or none without a total.
-
-    MCP's `progress` without a `total` only grows (a count of steps, bytes...); it is no
-    percentage, so it is reported as progress without one, with its message.
-    """
+    """MCP progress as kosong's: a percentage of the total; without one (a growing count), none."""
 
     async def forward(progress: float, total: float | None, message: str | None) -> None:
         if not total:

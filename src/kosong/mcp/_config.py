@@ -1,28 +1,11 @@
 """`mcpServers` files: the server lists MCP clients keep, read as `ServerSpec`s (private).
 
-Claude Desktop (`claude_desktop_config.json`), Claude Code and Cursor (`.mcp.json`,
-`.cursor/mcp.json`), VS Code (`.vscode/mcp.json`, under `"servers"`) and FastMCP describe
-servers the same way:
-
-    {"mcpServers": {
-        "files": {"command": "npx", "env": {"DEBUG": "1"}, "cwd": "/srv",
-                  "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]},
-        "search": {"url": "https://search.example.com/mcp",
-                   "headers": {"Authorization": "Bearer ${TOKEN}"}},
-        "legacy": {"type": "sse", "url": "https://old.example.com/sse"}}}
-
-- a command entry: `command` (with `args`, `env`, `cwd`; a relative `cwd` is taken from the
-  file's directory); a URL entry: `url` (with `headers`); `type` (VS Code, Claude Code) or
-  `transport` (FastMCP) says `"stdio"`, `"http"` / `"streamable-http"`, or `"sse"` where given;
-- `${VAR}` in any of these strings is the environment variable `VAR`, as VS Code writes it
-  `${env:VAR}` (both are read), and `${VAR:-default}` gives a default, as Claude Code does;
-  a variable that is not set and has no default is an error naming it (VS Code's other
-  variables, `${input:...}` and `${workspaceFolder}`, need an editor: an error too);
-- `"disabled": true` leaves the entry out; keys other clients add (`description`,
-  `autoApprove`, `timeout`...) are not kosong's and are left alone.
-
-Each server's name becomes its name in the `MCPToolset` (characters a name cannot hold become
-`_`). A wrong entry is a `ValueError` that names the file, the entry and what to write.
+The format (Claude Desktop, Claude Code, Cursor, VS Code under `"servers"`, FastMCP) and what
+kosong reads of it (`type` / `transport`, `${VAR}` / `${env:VAR}` / `${VAR:-default}`,
+`"disabled"`, a `cwd` relative to the file) are in docs/mcp.md, "Servers as MCP clients list
+them". Each server's name becomes its `MCPToolset` name (characters a name cannot hold become
+`_`); keys other clients add are left alone; a wrong entry is a `ValueError` that names the
+file, the entry and what to write.
 """
 
 from __future__ import annotations
@@ -96,37 +79,31 @@ def read_config(
         fields = cast(Mapping[str, Any], entry)
         if fields.get("disabled") is True:
             continue
-        name = _server_name(str(raw_name))
+        # Its name in the toolset: letters, digits, `_` and `-`, 32 at most, not a digit first.
+        name = _NOT_NAME.sub("_", str(raw_name))[:32] or "_"
+        if not (name[0].isalpha() or name[0] == "_"):
+            name = f"_{name[:31]}"
         if name in specs:
             raise ValueError(
                 f"{label} has the same name as another server once made a name, {name!r}"
             )
-        specs[name] = _spec(fields, label, base, os.environ if environ is None else environ)
+        specs[name] = entry_spec(fields, label, base, os.environ if environ is None else environ)
     if not specs:
         raise ValueError(f"{where} has no server that is not disabled")
     return specs
 
 
-def entry_spec(entry: Mapping[str, Any], label: str) -> ServerSpec:
-    """One `mcpServers` entry as a spec; `label` names it in errors.
-
-    `${VAR}` is read from the environment; a relative `cwd` stays as it is.
+def entry_spec(
+    entry: Mapping[str, Any],
+    label: str,
+    base: Path | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> ServerSpec:
+    """One `mcpServers` entry as a spec, `label` naming it in errors, `base` a relative `cwd`'s.
 
     Raises:
         ValueError: the entry is wrong (the message says what to write).
     """
-    return _spec(entry, label, None, os.environ)
-
-
-def _server_name(raw: str) -> str:
-    """`raw` as a server name of an `MCPToolset` (letters, digits, `_`, `-`; 32 at most)."""
-    name = _NOT_NAME.sub("_", raw)[:32] or "_"
-    return name if name[0].isalpha() or name[0] == "_" else f"_{name[:31]}"
-
-
-def _spec(
-    entry: Mapping[str, Any], label: str, base: Path | None, environ: Mapping[str, str]
-) -> ServerSpec:
     others = sorted(set(entry) - _KEYS - {"disabled"})
     if others:
         logger.debug("%s: keys left to other clients: %s", label, ", ".join(others))
@@ -164,34 +141,31 @@ def _spec(
             f'{label} needs exactly one of "command" (a server it runs) and "url" (a server '
             f"it reaches), not {'both' if command else 'neither'}"
         )
+    fields: dict[str, Any]
     if url is not None:
         if transport == "stdio":
             raise ValueError(f'{label}: "type" is "stdio", but the entry has a "url"')
         for key in ("args", "env", "cwd"):
             if key in entry:
                 raise ValueError(f'{label}: "{key}" is for a "command"; a "url" takes "headers"')
-        try:
-            return ServerSpec(
-                url=url,
-                headers=strings("headers"),
-                transport=None if transport == "stdio" else cast(Any, transport),
+        fields = {"url": url, "headers": strings("headers"), "transport": transport}
+    else:
+        if transport not in (None, "stdio"):
+            raise ValueError(
+                f'{label}: "type" is {json.dumps(kind)}, but the entry has a "command"'
             )
-        except ValueError as e:
-            raise ValueError(f"{label}: {e}") from None
-    if transport not in (None, "stdio"):
-        raise ValueError(f'{label}: "type" is {json.dumps(kind)}, but the entry has a "command"')
-    if "headers" in entry:
-        raise ValueError(f'{label}: "headers" are for a "url"; a "command" takes "env"')
-    args: object = entry.get("args", [])
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in cast(list[Any], args)):
-        raise ValueError(f'{label}: "args" must be a list of strings, not {json.dumps(args)}')
-    argv = [_expand(a, f'{label}: "args"', environ) for a in cast(list[str], args)]
-    assert command is not None
-    cwd = text("cwd")
-    if cwd is not None and base is not None and not Path(cwd).is_absolute():
-        cwd = str(base / cwd)
+        if "headers" in entry:
+            raise ValueError(f'{label}: "headers" are for a "url"; a "command" takes "env"')
+        args: object = entry.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in cast(list[Any], args)):
+            raise ValueError(f'{label}: "args" must be a list of strings, not {json.dumps(args)}')
+        argv = [_expand(a, f'{label}: "args"', environ) for a in cast(list[str], args)]
+        cwd = text("cwd")
+        if cwd is not None and base is not None and not Path(cwd).is_absolute():
+            cwd = str(base / cwd)
+        fields = {"command": [command, *argv], "env": strings("env"), "cwd": cwd}
     try:
-        return ServerSpec(command=[command, *argv], env=strings("env"), cwd=cwd)
+        return ServerSpec(**fields)
     except ValueError as e:
         raise ValueError(f"{label}: {e}") from None
 

@@ -1,19 +1,13 @@
 """One MCP server connection, run by a supervising task of its own (private: see `MCPToolset`).
 
-The SDK's client fails in different ways when a server dies: over stdio the pending call gets
-an `MCPError` quickly; over HTTP a pending call may get a `CancelledError` it did not ask for,
-or wait for a response that never comes. So no caller awaits the SDK directly: the connection
-(`mcp.Client` and a task group) lives in a supervising task, each call runs as a task of that
-group and hands its outcome to a future the caller awaits. When the connection ends, however
-it ends, the supervisor fails every pending future with `ServerGone`. A server that vanished
-is seen by the session itself: its transport's errors end the call (a closed stdio pipe, a
-broken HTTP stream); in the handshake era, which has `ping`, a server that stops answering
-while calls are pending is pinged, and one that does not answer within `_PING_TIMEOUT` ends the
-connection. The next call starts a new connection.
-
-Over HTTP the SDK reports a 401 or 403 only as "Server returned an error response"; the
-connection's `AuthWatch` saw the status, so the failure says "unauthorized" (`ServerGone` with
-its `auth`) and what to pass.
+The SDK's client fails in different ways when a server dies (an `MCPError` over stdio; over
+HTTP an unasked-for `CancelledError`, or a response that never comes), so no caller awaits it
+directly: the connection (`mcp.Client` and a task group) lives in a supervising task, each call
+runs in that group and hands its outcome to a future the caller awaits, and when the connection
+ends, however it ends, every pending future fails with `ServerGone`. A vanished server is seen
+by the transport's errors, or (handshake era, which has `ping`) by a ping unanswered within
+`_PING_TIMEOUT` while calls are pending. The next call connects again. A 401 or 403, which the
+SDK reports as "Server returned an error response", is said as "unauthorized" (`AuthWatch`).
 """
 
 from __future__ import annotations
@@ -54,15 +48,11 @@ _PING_TIMEOUT = 10.0
 
 
 class ServerGone(Exception):
-    """The call could not be served: the connection ended or was not made (or refused).
-
-    With `auth`, the server refused the credentials (401 or 403 over HTTP).
-    """
+    """The call could not be served: the connection ended or was not made (or refused)."""
 
     def __init__(self, message: str, auth: AuthFailure | None = None) -> None:
         super().__init__(message)
-        self.auth = auth
-        """Set when the server refused the credentials (401 or 403)."""
+        self.auth = auth  # set when the server refused the credentials (401 or 403 over HTTP)
 
 
 @dataclass(slots=True, eq=False)  # kept in a set: compared by identity
@@ -173,19 +163,17 @@ class Connection:
                 anyio.create_task_group() as group,
             ):
                 live = _Live(client, group)
-                if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                    tools = client.server_capabilities.tools
-                    if tools is not None and tools.list_changed:
-                        # Listening before the connection counts as made: no change is missed.
-                        await group.start(self._listen, client)
+                if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:  # 2026 has no ping
+                    group.start_soon(self._ping, live)
+                elif (tools := client.server_capabilities.tools) is not None and tools.list_changed:
+                    # Listening before the connection counts as made: no change is missed.
+                    await group.start(self._listen, client)
                 self._live = live
                 self.last_error = None
                 if self._starting is starting:  # connected: no longer connecting
                     self._starting = None
                 if not starting.done():
                     starting.set_result(live)
-                if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:  # 2026 has no ping
-                    group.start_soon(self._ping, live)
                 self._connects += 1
                 if self._connects > 1:  # a reconnection: the tools may have changed meanwhile
                     self._on_tools_changed(self)
@@ -198,36 +186,32 @@ class Connection:
             reason = self._reason(e)
             logger.warning("MCP server %r: connection ended: %s", self.name, reason)
         finally:
-            if live is not None and self._live is live:
-                self._live = None
-                if not self._closed:
-                    self.last_error = reason
             if self._starting is starting:
                 self._starting = None
                 if not self._closed:
                     self.last_error = reason
-            gone = self._gone(reason)
-            for call in list(live.calls if live is not None else ()):
-                call.fail(gone)
+            gone = self._forget(live, reason)
             if not starting.done():
                 starting.set_exception(gone)
                 starting.exception()  # retrieved: no "never retrieved" warning if nobody waits
 
     def _end(self, live: _Live, reason: str) -> None:
-        """End the live connection (it failed): its calls fail, the next call reconnects.
-
-        It is forgotten at once, so the next call starts a new connection even while this
-        one is still being torn down.
-        """
+        """End the live connection (it failed); forgotten at once, so the next call reconnects."""
         if not live.stop.is_set():
             logger.warning("MCP server %r: %s", self.name, reason)
             live.stop.set()
-        if self._live is live:
+        self._forget(live, reason)
+
+    def _forget(self, live: _Live | None, reason: str) -> ServerGone:
+        """`live` is over: no longer the connection, and its pending calls fail."""
+        if live is not None and self._live is live:
             self._live = None
-            self.last_error = reason
+            if not self._closed:
+                self.last_error = reason
         gone = self._gone(reason)
-        for call in list(live.calls):
+        for call in list(live.calls if live is not None else ()):
             call.fail(gone)
+        return gone
 
     def _gone(self, reason: str) -> ServerGone:
         if self._auth.failure is not None:  # the reason says so already
@@ -304,12 +288,10 @@ class Connection:
         meta: dict[str, Any] | None = None,
         as_task: bool = False,
     ) -> mcp.CallToolResult:
-        """Call a tool; cancelling the caller cancels the request on the server.
+        """Call a tool; cancelling the caller cancels the request (or task) on the server.
 
-        A call the server runs as a task is followed to its end (and cancelled there when the
-        caller is); `meta` goes in the request's `_meta` (an idempotency key, say). `as_task`
-        asks a 2025-11-25 server that takes tasks to run the call as one (`_task_client`);
-        `read_timeout` then bounds the whole task.
+        `meta` goes in the request's `_meta`; `as_task` asks a 2025-11-25 server that takes
+        tasks to run the call as one, followed to its end within `read_timeout`.
 
         Raises:
             ServerGone: the server cannot be reached, went away during the call, or refused
@@ -351,10 +333,8 @@ class Connection:
                 # Sent from this task, in the caller's trace (the trace context in its _meta).
                 result = await continued(call.meta, sent)
             except MCPError as e:
-                failure = self._auth.failure
-                if e.code == mcp.INTERNAL_ERROR and failure is not None:
-                    where = f"the MCP server `{self.name}` ({self.spec.where})"
-                    call.fail(ServerGone(failure.describe(where), failure))
+                if e.code == mcp.INTERNAL_ERROR and self._auth.failure is not None:
+                    call.fail(self._gone(self._reason(e)))
                 elif e.code == mcp.CONNECTION_CLOSED:  # `_end` fails the call with the reason
                     self._end(live, f"the connection closed: {e.message}")
                 else:
@@ -392,9 +372,8 @@ class Connection:
     async def close(self) -> None:
         """End the connection for good."""
         self._closed = True
-        live = self._live
-        if live is not None:
-            live.stop.set()
+        if self._live is not None:
+            self._live.stop.set()
         supervisor = self._supervisor
         if supervisor is not None and not supervisor.done():
             with anyio.move_on_after(5):
@@ -405,7 +384,6 @@ class Connection:
 
 def _describe(error: BaseException) -> str:
     """A readable reason, out of the exception groups the SDK's task groups raise."""
-    inner: object = getattr(error, "exceptions", None)
-    if isinstance(inner, tuple) and inner and isinstance(inner[0], BaseException):
-        return _describe(inner[0])
+    while isinstance(error, BaseExceptionGroup):
+        error = cast(BaseExceptionGroup[BaseException], error).exceptions[0]
     return describe_exception(error)

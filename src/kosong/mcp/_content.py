@@ -1,9 +1,4 @@
-"""`ResourcePart`: a content part that is an MCP embedded resource (text or binary).
-
-A tool served by `MCPToolServer` returns one in its output to send the client a resource
-(`{"type": "resource", "resource": {"uri", "mimeType", "text" | "blob"}}`); the other parts
-(text, image and audio `data:` URLs...) have MCP forms of their own.
-"""
+"""`ResourcePart`: a content part that is an MCP embedded resource (text or binary)."""
 
 from __future__ import annotations
 

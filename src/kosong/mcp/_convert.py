@@ -1,33 +1,18 @@
 """Results and tool definitions, kosong's way and MCP's way (private: used by server and client).
 
-What the MCP specification's tools page defines (modelcontextprotocol.io/specification/
-2025-11-25/server/tools, "Tool Result"): a result's `content` is a list of text, image, audio,
-resource-link and embedded-resource blocks; a tool with an `outputSchema` also returns the
-same data as `structuredContent`, a JSON object, and "for backwards compatibility ... SHOULD
-also return the serialized JSON in a TextContent block".
+Following the MCP tools page (modelcontextprotocol.io/specification/2025-11-25/server/tools,
+"Tool Result"): `content` blocks are the result, `structuredContent` the same data as JSON.
 
-kosong → MCP (what our server sends):
+kosong → MCP: text and content parts become blocks (a `data:` image or audio → its content,
+`ResourcePart` → an embedded resource, another URL or a video → a link or resource, a part of
+another kind → its JSON as text); a result's `message` is one more text block (first for an
+error); an error's code travels in `_meta["kosong/error"]`; a tool with an `output_schema`
+sends its value as `structuredContent`, a non-object one wrapped as `{"result": value}` under a
+schema marked `"x-fastmcp-wrap-result": true`, as the SDK's and FastMCP's servers do.
 
-- the output's text or content parts become content blocks: `TextPart` → text, an image or
-  audio `data:` URL → image / audio content, `ResourcePart` → an embedded resource, any other
-  URL (or a video) → a resource link or resource, a part of another kind → its JSON as text;
-  a result's `message` is one more text block (first for an error, where it is the
-  explanation, last for a success);
-- an error's code (`kosong.standard.error_code`) travels in `_meta["kosong/error"]`, so a kosong
-  client gets the same kind of error back;
-- a tool that declares an `output_schema` sends its typed value (`structured_data`, else its
-  output's JSON) as `structuredContent` too. MCP wants an object there: an output schema of
-  another type (`-> int`, `-> list[str]`) is sent as `{"type": "object", "properties":
-  {"result": <schema>}, "required": ["result"], "x-fastmcp-wrap-result": true}` and the
-  value as `{"result": <value>}`: the wrapping the MCP SDK's and FastMCP's servers use, marked
-  as FastMCP marks it, so FastMCP's client reads the value itself.
-
-MCP → kosong (what `MCPToolset` gives the model): the content blocks are what the model
-reads (`block_to_part`), `structuredContent` is kept as data beside them (the result's
-`structured_data`, so the envelope's `data`), never instead of them or twice; a result with
-only `structuredContent` reads as its JSON text. A `{"result": ...}` the server marked as a
-wrapper (FastMCP's `x-fastmcp-wrap-result`, or the SDK's `<function>Output` model of a lone
-`result`) is unwrapped into the value. The raw `CallToolResult` is the result's `artifact`.
+MCP → kosong (docs/mcp.md, "What the model reads"): the blocks are what the model reads
+(`block_to_part`), `structuredContent` the result's data beside them (a marked `{"result"}`
+wrapper taken off), its JSON the text when there is no content; the raw result the `artifact`.
 """
 
 from __future__ import annotations
@@ -56,8 +41,7 @@ from kosong.standard import coded_error, error_code, structured_data
 from kosong.tooling import Tool, ToolError, ToolOk, ToolReturnValue
 from kosong.utils.typing import JsonType
 
-ERROR_META_KEY = "kosong/error"
-"""The `_meta` key of a `CallToolResult` that carries a kosong error's code."""
+ERROR_META_KEY = "kosong/error"  # the `_meta` key of a `CallToolResult` with a kosong error code
 
 _DATA_URL = re.compile(
     r"\Adata:(?P<mime>[^;,]*)(?P<params>(?:;[^;,]*)*?);base64,(?P<data>.*)\Z", re.S
@@ -68,25 +52,19 @@ _DATA_URL = re.compile(
 
 
 def output_schema_of(tool: Tool) -> dict[str, Any] | None:
-    """The tool's `outputSchema` for MCP: its declared output schema, wrapped unless an object.
-
-    See the module doc; `is_wrapped` says which.
-    """
+    """The tool's `outputSchema` for MCP: its declared output schema, wrapped unless an object."""
     schema = tool.output_schema
     if schema is None or not is_wrapped(schema):
         return schema
     inner = {k: v for k, v in schema.items() if k not in _ROOT_KEYS}
     # `$defs` (a recursive type's) and `$schema` stay at the root, where references find them.
-    wrapper: dict[str, Any] = {k: schema[k] for k in _ROOT_KEYS if k in schema}
-    wrapper.update(
-        {
-            "type": "object",
-            "properties": {"result": inner},
-            "required": ["result"],
-            WRAP_MARK: True,
-        }
-    )
-    return wrapper
+    return {
+        **{k: schema[k] for k in _ROOT_KEYS if k in schema},
+        "type": "object",
+        "properties": {"result": inner},
+        "required": ["result"],
+        WRAP_MARK: True,
+    }
 
 
 def is_wrapped(schema: Mapping[str, Any]) -> bool:
@@ -103,9 +81,7 @@ WRAP_MARK = "x-fastmcp-wrap-result"
 def unwrapped_schema(schema: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:
     """A listed output schema as the schema of the value itself, and whether it was wrapped.
 
-    Wrapped: an object whose one property is a required `result`, marked by FastMCP's
-    `x-fastmcp-wrap-result`, or titled `...Output` as the MCP SDK's servers title the model
-    they wrap a function's non-object return in.
+    Wrapped: a lone required `result`, marked by `WRAP_MARK` or titled `...Output` (the SDK's).
     """
     if schema is None:
         return None, False
@@ -126,40 +102,29 @@ def unwrapped_schema(schema: Mapping[str, Any] | None) -> tuple[dict[str, Any] |
 
 def to_mcp_tool(tool: Tool) -> mcp.Tool:
     """The MCP definition of a kosong tool: schema, annotations from its hints, output schema."""
-    annotations = None
-    hints = (tool.read_only_hint, tool.destructive_hint, tool.idempotent_hint, tool.open_world_hint)
-    if tool.title is not None or any(h is not None for h in hints):
-        annotations = mcp.ToolAnnotations(
-            title=tool.title,
-            read_only_hint=tool.read_only_hint,
-            destructive_hint=tool.destructive_hint,
-            idempotent_hint=tool.idempotent_hint,
-            open_world_hint=tool.open_world_hint,
-        )
+    annotations = mcp.ToolAnnotations(
+        title=tool.title,
+        read_only_hint=tool.read_only_hint,
+        destructive_hint=tool.destructive_hint,
+        idempotent_hint=tool.idempotent_hint,
+        open_world_hint=tool.open_world_hint,
+    )
     return mcp.Tool(
         name=tool.name,
         title=tool.title,
         description=tool.description,
         input_schema=tool.parameters,
         output_schema=output_schema_of(tool),
-        annotations=annotations,
+        annotations=annotations if annotations.model_dump(exclude_none=True) else None,
     )
 
 
 def _part_to_block(part: ContentPart) -> mcp.ContentBlock:
     if isinstance(part, TextPart):
         return mcp.TextContent(text=part.text)
-    if isinstance(part, ResourcePart):
-        contents: mcp.TextResourceContents | mcp.BlobResourceContents
-        if part.text is not None:
-            contents = mcp.TextResourceContents(
-                uri=part.uri, mime_type=part.mime_type, text=part.text
-            )
-        else:
-            contents = mcp.BlobResourceContents(
-                uri=part.uri, mime_type=part.mime_type, blob=part.blob or ""
-            )
-        return mcp.EmbeddedResource(resource=contents)
+    if isinstance(part, ResourcePart):  # its text or its blob: a text or a blob resource
+        contents = part.model_dump(include={"uri", "mime_type", "text", "blob"}, exclude_none=True)
+        return mcp.EmbeddedResource.model_validate({"type": "resource", "resource": contents})
     if isinstance(part, ImageURLPart):
         url = part.image_url.url
     elif isinstance(part, AudioURLPart):
@@ -184,18 +149,17 @@ def _part_to_block(part: ContentPart) -> mcp.ContentBlock:
 def to_call_tool_result(
     value: ToolReturnValue, output_schema: Mapping[str, Any] | None
 ) -> dict[str, Any]:
-    """The MCP result of a kosong result (see the module doc), in its wire form.
-
-    A dict, not a `CallToolResult`: the SDK checks the result against the protocol version's
-    schema anyway, and a model built here would only be dumped again.
-    """
+    """The MCP result of a kosong result (see the module doc), as a dict: the SDK checks it."""
     blocks: list[dict[str, Any]] = []
     output = value.output
     if isinstance(output, str):
         if output:
             blocks.append({"type": "text", "text": output})
     else:
-        blocks.extend(_wire(_part_to_block(part)) for part in output)
+        blocks.extend(
+            _part_to_block(part).model_dump(by_alias=True, mode="json", exclude_none=True)
+            for part in output
+        )
     if value.message:
         note = {"type": "text", "text": value.message}
         if value.is_error:
@@ -234,8 +198,7 @@ _NONE: Any = object()
 def mcp_progress(data: Mapping[str, Any], steps: int) -> tuple[float, float | None]:
     """A `tool_progress` event's data as MCP's `(progress, total)`.
 
-    A percentage is progress of a total of 100; progress without a percentage is the count of
-    progress events so far, without a total (MCP's progress only grows).
+    A percentage is of 100; without one, the count of events so far, no total (it only grows).
     """
     percent = data.get("progress")
     if isinstance(percent, int | float) and not isinstance(percent, bool):
@@ -275,10 +238,6 @@ def sampled_message(result: mcp.CreateMessageResult) -> Message:
     return Message(role="assistant", content=parts)
 
 
-def _wire(block: mcp.ContentBlock) -> dict[str, Any]:
-    return block.model_dump(by_alias=True, mode="json", exclude_none=True)
-
-
 # --- MCP → kosong ---------------------------------------------------------------------------
 
 
@@ -298,13 +257,7 @@ def _blob_part(mime: str, data: str, label: str) -> ContentPart:
 
 
 def block_to_part(block: mcp.ContentBlock) -> ContentPart:
-    """What the model reads of an MCP content block.
-
-    Text as text; images and audio as media parts (`data:` URLs); an embedded resource as its
-    text, or its bytes as a media part when they are an image, audio or video, else a line
-    naming it (never its base64 as text); a resource link as a line naming the resource, its
-    type and where it is, as MCP describes it (the client may read it from there).
-    """
+    """What the model reads of an MCP content block (the table in docs/mcp.md)."""
     if isinstance(block, mcp.TextContent):
         return TextPart(text=block.text)
     if isinstance(block, mcp.ImageContent | mcp.AudioContent):
@@ -325,10 +278,7 @@ def block_to_part(block: mcp.ContentBlock) -> ContentPart:
 def from_call_tool_result(result: mcp.CallToolResult, wrapped: bool = False) -> ToolReturnValue:
     """The kosong result of an MCP result: ToolOk, or a ToolError (coded when the server said).
 
-    See the module doc: the content is the output (one text block: plain text; else content
-    parts), `structuredContent` the result's `structured_data` (unwrapped from `{"result":
-    ...}` when the tool's listed output schema was `wrapped`, or the result's `_meta` says so),
-    and the output's JSON text when there is no content. The raw result is the `artifact`.
+    See the module doc; `wrapped`: the tool's listed output schema was a `{"result"}` wrapper.
     """
     parts = [block_to_part(block) for block in result.content]
     if result.is_error:

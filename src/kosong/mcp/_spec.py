@@ -6,16 +6,12 @@
     ServerSpec(command=["python", "-m", "files_server"], env={"ROOT": "/srv"}, cwd="/srv")
 
 A plain URL, a command line or a list of arguments stands for the spec with nothing else.
-A URL is served over streamable HTTP, or over the HTTP+SSE transport of the 2024-11-05
-protocol (modelcontextprotocol.io/specification/2024-11-05/basic/transports: a GET opens an
-event stream whose first `endpoint` event names where to POST messages), which many deployed
-servers still use: chosen by `transport="sse"`, or by a URL whose path ends in `/sse`.
-Over HTTP every request goes through one `httpx2` client (the HTTP library the MCP SDK
-uses), made with the spec's headers and `auth` for the connection and closed with it, so an
-`httpx2.Auth` such as the SDK's OAuth client provider runs its own flow (discovery,
-registration, tokens, refresh); an `httpx.Auth` is run through a small adapter. A 401 or
-403 answer is remembered per connection (`AuthWatch`), so a failed connection or call can
-say "unauthorized" and what to pass instead of the SDK's "Server returned an error response".
+A URL is served over streamable HTTP, or over the 2024-11-05 HTTP+SSE transport for
+`transport="sse"` or a path ending in `/sse` (docs/mcp.md, "Tasks, and servers on the legacy
+transport"). Over HTTP every request goes through one `httpx2` client (the MCP SDK's HTTP
+library) with the spec's headers and `auth` (an `httpx.Auth` through a small adapter), closed
+with the connection. Its `AuthWatch` remembers a 401 or 403, so a failure can say
+"unauthorized" and what to pass instead of the SDK's "Server returned an error response".
 """
 
 from __future__ import annotations
@@ -36,8 +32,7 @@ from mcp import StdioServerParameters
 
 __all__ = ["AuthFailure", "AuthWatch", "ServerSpec", "ServerTarget", "http_transport"]
 
-_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
-"""The MCP SDK's own defaults: 30 s to connect and write, 5 minutes of silence on a stream."""
+_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the MCP SDK's defaults (5 minutes' silence: read)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
@@ -243,11 +238,7 @@ class AuthWatch:
 
 @contextlib.asynccontextmanager
 async def http_transport(spec: ServerSpec, watch: AuthWatch) -> AsyncGenerator[Any]:
-    """The SDK client's transport for `spec`'s URL: its own `httpx2` client, watched.
-
-    Streamable HTTP, or the legacy HTTP+SSE transport (`spec.legacy_sse`), with the same
-    headers, auth and watch.
-    """
+    """The SDK client's transport for `spec`'s URL (streamable HTTP or legacy SSE), watched."""
     url = spec.url
     assert url is not None
     auth = spec.auth
@@ -281,9 +272,7 @@ async def http_transport(spec: ServerSpec, watch: AuthWatch) -> AsyncGenerator[A
 class _HttpxAuth(httpx2.Auth):
     """An `httpx.Auth` run on `httpx2`'s requests: each request and response is copied across.
 
-    The request body is copied for auths that need it (`requires_request_body`); the
-    response body only for those that read it (`requires_response_body`), since an MCP
-    response may be an endless event stream.
+    A response's body is read only for auths that ask (it may be an endless event stream).
     """
 
     def __init__(self, auth: Any) -> None:
@@ -301,9 +290,12 @@ class _HttpxAuth(httpx2.Auth):
             outgoing: Any = await flow.__anext__()
             while True:
                 response = yield _copied(outgoing, httpx2)
-                if self.requires_response_body:
-                    await response.aread()
-                outgoing = await flow.asend(_response_to_httpx(response, outgoing, httpx))
+                body = await response.aread() if self.requires_response_body else b""
+                headers = list(response.headers.raw)
+                copy = httpx.Response(
+                    response.status_code, headers=headers, content=body, request=outgoing
+                )
+                outgoing = await flow.asend(copy)
         except StopAsyncIteration:
             return
 
@@ -317,13 +309,4 @@ def _copied(request: Any, library: Any) -> Any:
         content = request.content  # unread: a streamed body nobody read, nothing to copy
     return library.Request(
         request.method, str(request.url), headers=list(request.headers.raw), content=content
-    )
-
-
-def _response_to_httpx(response: httpx2.Response, request: Any, httpx: Any) -> Any:
-    content: bytes = b""
-    with contextlib.suppress(httpx2.ResponseNotRead):
-        content = response.content
-    return httpx.Response(
-        response.status_code, headers=list(response.headers.raw), content=content, request=request
     )

@@ -1,27 +1,15 @@
 """MCP tasks from the client's side, in both protocol versions that define them (private).
 
-2025-11-25 (modelcontextprotocol.io/specification/2025-11-25/basic/utilities/tasks): a tool
-the server lists with `execution.taskSupport: "required"` MUST be called as a task (the server
-answers any other call -32601), one with `"optional"` MAY be, and only when the server's
-capabilities include `tasks.requests.tools.call`. `call_as_task` sends the `tools/call` with
-`task: {ttl}`; the server answers at once with a `CreateTaskResult`; the client polls
-`tasks/get` at the `pollInterval` the server asks for (each new status message reported
-as progress without a total) until the task needs input (`input_required`) or ends, then
-`tasks/result` answers the `CallToolResult` (the server's input requests for the task arrive
-while it waits, and go to the client's elicitation and sampling callbacks, as any request);
-cancelling the caller sends `tasks/cancel`.
+2025-11-25 (docs/mcp.md, "Tasks, and servers on the legacy transport"): `call_as_task` sends
+`tools/call` with `task: {ttl}`, polls `tasks/get`, then `tasks/result` answers the result;
+cancelling the caller sends `tasks/cancel`. The SDK's client checks every answer to
+`tools/call` as a `CallToolResult`, so `task_transport` hands it the answer to a call sent with
+`task` as an empty result holding the task under `_meta["kosong/task"]`.
 
-The MCP SDK's client (2.3) checks every answer to a `tools/call` as a `CallToolResult` and has
-no task support of its own in that era, so `task_transport` sits between the client and its
-transport: the answer to a call this client sent with `task`, a `CreateTaskResult`, reaches
-the client as an empty `CallToolResult` holding the task under `_meta["kosong/task"]`, which
-`call_as_task` then follows. Nothing else passes through it changed.
-
-2026-07-28 (the `io.modelcontextprotocol/tasks` extension, SEP-2663): `TasksClient`, a client
-extension of the SDK, declares the extension on each call and finishes a task handle by
-polling `tasks/get` until the task ends (its status messages reported as progress), answering
-its input requests with the client's elicitation or sampling handler (declined without one),
-and sending `tasks/cancel` when its caller is cancelled.
+2026-07-28 (the `io.modelcontextprotocol/tasks` extension, SEP-2663): `TasksClient`, an SDK
+client extension, declares the extension and finishes a task handle by polling `tasks/get`
+(status messages as progress), answering its input requests with the client's elicitation or
+sampling handler (declined without one), and sending `tasks/cancel` when its caller is.
 """
 
 from __future__ import annotations
@@ -48,21 +36,15 @@ __all__ = ["PROGRESS", "TasksClient", "call_as_task", "takes_task", "task_transp
 
 logger = logging.getLogger(__name__)
 
-TASK_META = "kosong/task"
-"""The `_meta` key under which `task_transport` hands over a `CreateTaskResult`'s task."""
+_TASK_META = "kosong/task"  # where `task_transport` hands over a `CreateTaskResult`'s task
 
-_TTL_MS = 10 * 60 * 1000
-"""How long the client asks the server to keep a task (the server may keep it less)."""
+_TTL_MS = 10 * 60 * 1000  # how long the client asks the server to keep a task (it may keep less)
 
 PROGRESS: contextvars.ContextVar[ProgressFnT | None] = contextvars.ContextVar(
     "kosong_mcp_task_progress", default=None
 )
-"""Where a task's status messages go, for the call being made (set by the connection).
-
-The SDK resolves a 2026 task handle inside `Client.call_tool` and gives the resolver only the
-session, the tool's name and the timeout (`ClaimContext`), so the call's progress callback
-reaches `_follow` in the context of the task that makes that one call (2025-11-25's
-`call_as_task` takes it as an argument)."""
+"""Where a 2026 task's status messages go, set by the connection in the task making the call:
+the SDK gives the handle's resolver (`_follow`) only a `ClaimContext`, no progress callback."""
 
 
 def takes_task(capabilities: mcp.ServerCapabilities | None) -> bool:
@@ -94,25 +76,21 @@ async def call_as_task(
     created = await session.send_request(
         mcp.CallToolRequest(params=params), mcp.CallToolResult, progress_callback=progress
     )
-    found: object = (created.meta or {}).get(TASK_META)
+    found: object = (created.meta or {}).get(_TASK_META)
     if not isinstance(found, dict):  # the server ran it as a plain call after all
         return created
     task = mcp.Task.model_validate(found)
     said: str | None = None
-
-    async def report(message: str | None) -> None:  # each new status message, once
-        nonlocal said
-        if progress is not None and message and message != said:
-            said = message
-            await progress(0.0, None, message)
-
     try:
-        while task.status == "working":
-            await report(task.status_message)
+        while True:
+            if progress is not None and task.status_message and task.status_message != said:
+                said = task.status_message  # each new status message, once
+                await progress(0.0, None, said)
+            if task.status != "working":
+                break
             await anyio.sleep(_interval(task.poll_interval))
             request = mcp.GetTaskRequest(params=mcp.GetTaskRequestParams(task_id=task.task_id))
             task = await session.send_request(request, mcp.GetTaskResult)
-        await report(task.status_message)
         # Input needed, or the end: the result (input requests come while it waits).
         payload = mcp.GetTaskPayloadRequest(
             params=mcp.GetTaskPayloadRequestParams(task_id=task.task_id)
@@ -168,8 +146,7 @@ class _Read(_Stream):
     """The client's incoming stream: a `CreateTaskResult` for a noted call, as a CallToolResult."""
 
     @property
-    def last_context(self) -> Any:
-        """The sender's context of the last item, as the inner stream keeps it."""
+    def last_context(self) -> Any:  # the sender's context of the last item, as the inner keeps it
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> SessionMessage | Exception:
@@ -183,11 +160,11 @@ class _Read(_Stream):
             result = message.result if isinstance(message, mcp.JSONRPCResponse) else None
             if result is not None and "task" in result and "content" not in result:
                 given: object = result.get("_meta")
-                meta: dict[str, Any] = {}
-                if isinstance(given, dict):
-                    meta.update(cast(dict[str, Any], given))
-                meta[TASK_META] = result["task"]
-                handed: dict[str, Any] = {"content": [], "_meta": meta}
+                meta = cast(dict[str, Any], given) if isinstance(given, dict) else {}
+                handed: dict[str, Any] = {
+                    "content": [],
+                    "_meta": {**meta, _TASK_META: result["task"]},
+                }
                 item.message = mcp.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=handed)
         return item
 
@@ -299,10 +276,7 @@ async def _cancel(task_id: str, request: Awaitable[object]) -> None:
 
 
 async def _respond(session: Any, key: str, request: Any) -> Any:
-    """The client's answer to one of a task's input requests (its handler's for the kind).
-
-    A request without a `method` is taken for an elicitation.
-    """
+    """The client's handler's answer to a task's input request (one without `method`: elicit)."""
     try:
         parsed = _INPUT_REQUEST.validate_python(
             {"method": "elicitation/create", **request}
