@@ -521,7 +521,11 @@ class MCPToolServer:
         from before (it is flushed to stderr first), not at shutdown (stdout is never handed
         back, and the stream is closed when serving ends).
         """
-        wire = _take_stdout()
+        wire = os.dup(1)
+        os.set_inheritable(wire, False)  # a tool's child process must not write to the protocol
+        os.dup2(2, 1)
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()  # what was printed before serving lands on stderr too
         stdout = io.TextIOWrapper(os.fdopen(wire, "wb"), encoding="utf-8")
         printing = sys.stdout
         sys.stdout = sys.stderr
@@ -534,20 +538,6 @@ class MCPToolServer:
             sys.stdout = printing
             with contextlib.suppress(OSError, ValueError):
                 stdout.close()  # the client reads the end of the stream
-
-
-def _take_stdout() -> int:
-    """A private descriptor for the protocol; fd 1 goes to stderr for good (see `run_stdio`).
-
-    Text printed before serving began, still in `sys.stdout`'s buffer, is flushed once fd 1
-    points at stderr, so it lands there too.
-    """
-    wire = os.dup(1)
-    os.set_inheritable(wire, False)  # a tool's child process must not write to the protocol
-    os.dup2(2, 1)
-    with contextlib.suppress(OSError, ValueError):
-        sys.stdout.flush()
-    return wire
 
 
 class _ASGIEndpoint:

@@ -241,22 +241,8 @@ class SessionKeeper:
         host = header(scope.get("headers", ()), b"host")
         if host is not None:
             headers.append((b"host", host.encode("latin-1")))
-        ending: Scope = {
-            "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": "1.1",
-            "method": "DELETE",
-            "scheme": scope.get("scheme", "http"),
-            "path": scope.get("path", "/"),
-            "raw_path": scope.get("raw_path", b"/"),
-            "root_path": scope.get("root_path", ""),
-            "query_string": b"",
-            "headers": headers,
-            "client": None,
-            "server": scope.get("server"),
-        }
-        if "user" in scope:
-            ending["user"] = scope["user"]
+        # The DELETE its client would send, in the scope (and as the user) that opened it.
+        ending = dict(scope, method="DELETE", query_string=b"", headers=headers, client=None)
         session = _Session(session_id, owner, ending)
         self._sessions[session_id] = session
         self._owned.setdefault(owner, OrderedDict())[session_id] = session
