@@ -1,26 +1,21 @@
 """A served tool reaches back to its caller over MCP, in both protocol eras.
 
 `MCPToolServer` runs each call inside `caller_scope(...)`, so the tool's (or an approval
-hook's) `elicit(message, schema)`, `sample(messages, ...)` and `log(level, message)` reach the
-client that made the call:
+hook's) `elicit`, `sample` and `log` reach the client that made the call:
 
 - On the call's own request (`BackChannel`): in the handshake era (up to 2025-11-25),
-  `elicitation/create` and `sampling/createMessage` requests on the call's stream, answered
-  while the tool waits; log messages as `notifications/message` on that stream, at or above
-  the level the session set with `logging/setLevel` (every level until it does), or, in the
-  2026-07-28 era, only when the request asked for them (`_meta`
-  `io.modelcontextprotocol/logLevel`, at or above that level). A client that did not announce
-  elicitation (sampling), or a request with no way back (stateless HTTP, and every 2026-era
-  request), is not asked: an elicitation is declined, so whatever depended on it fails
-  closed, and a sampling request raises.
-- Through a run (`kosong.eventstore.Runs`): in the 2026-07-28 era servers may no longer send
-  requests, so a call whose client can answer (its request declares elicitation or sampling)
-  is a run, and its tool's questions are the run's. The call's answer is then an
-  `input_required` result whose `inputRequests` hold them, and the client calls again with
-  the answers (the spec's multi round-trip requests), on any process that shares the run's
-  store; the run goes on where it stopped (see `_runs`). `input_request` and `input_answer`
-  put a run's questions and answers in MCP's words, and `BackChannel.answer` asks one on the
-  request's own stream.
+  `elicitation/create` and `sampling/createMessage` requests on the call's stream; log
+  messages as `notifications/message`, at or above the level the session set with
+  `logging/setLevel` (every level until it does), or, in the 2026-07-28 era, only when the
+  request asked (`_meta` `io.modelcontextprotocol/logLevel`, that level and above). A client
+  that did not announce elicitation (sampling), or a request with no way back (stateless
+  HTTP, every 2026-era request), is not asked: an elicitation is declined (what depended on
+  it fails closed), a sampling request raises.
+- Through a run (`kosong.eventstore.Runs`): a 2026-era call whose client can answer is a run
+  whose tool's questions end the round with an `input_required` result; the client calls
+  again with the answers, on any process sharing the run's store (see `_runs`).
+  `input_request` and `input_answer` put a run's questions and answers in MCP's words;
+  `BackChannel.answer` asks one on the request's own stream.
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -188,7 +187,7 @@ class RunCalls:
         key = found if isinstance(found, str) else None
         task = declares_tasks(meta) and self.offers(tool)
         asks = self._input_timeout if task or channel.answers() else None
-        call = ToolCall(id=secrets.token_hex(16), function=ToolCall.FunctionBody(name=params.name))
+        call = ToolCall(id=Runs.new_id(), function=ToolCall.FunctionBody(name=params.name))
         arguments: JsonType = params.arguments or {}
         principal = principal_of(ctx)
         run_id, _ = await self._runs.start(call, principal, arguments, key=key, asks=asks)
@@ -210,15 +209,17 @@ class RunCalls:
     ) -> dict[str, Any]:
         """A 2026-era retry with the answers to a round's `input_required` (see the module doc)."""
         state = split_event_id(params.request_state or "")
-        record = await self._runs.store.get(state[0]) if state is not None else None
-        if state is None or record is None or not _same_call(record, ctx, params):
+        if state is None:
             return _call_again(params.name)
         run_id, position = state
-        try:
+        try:  # only the run's principal may retry its call, with the same tool
+            record = await self._runs.find(run_id, principal_of(ctx), params.name)
             after = await self._runs.store.read(run_id, position)
-        except ValueError:
+        except (LookupError, ValueError):
             return _call_again(params.name)
         if after is None or any(e.kind == "input_response" for e in after):  # answered once
+            return _call_again(params.name)
+        if not _same_arguments(record, params.arguments or {}):
             return _call_again(params.name)
         asked = await self._runs.questions(run_id)
         answered = False
@@ -352,17 +353,13 @@ class RunCalls:
         return {}
 
 
-def _same_call(
-    record: RunRecord, ctx: ServerRequestContext[Any, Any], params: mcp.CallToolRequestParams
-) -> bool:
-    """Whether a retry is of the run's call: the same principal, tool and arguments."""
-    if record.principal != principal_of(ctx) or record.tool != params.name:
-        return False
+def _same_arguments(record: RunRecord, arguments: JsonType) -> bool:
+    """Whether a retry's arguments are those of the run's call."""
     try:
         stored: object = json.loads(record.arguments)
     except ValueError:
         return False
-    return canonical_json(cast(JsonType, stored)) == canonical_json(params.arguments or {})
+    return canonical_json(cast(JsonType, stored)) == canonical_json(arguments)
 
 
 def _call_again(name: str) -> dict[str, Any]:
@@ -385,11 +382,8 @@ def _answer_of(response: dict[str, Any]) -> tuple[bool, str]:
 
 def _stamp(event: StoredEvent | None) -> str | None:
     """When an event happened, as its metadata says."""
-    if event is None:
-        return None
     try:
-        data = json.loads(event.data)
-        stamp = data["metadata"]["timestamp"]
+        stamp: object = json.loads(event.data)["metadata"]["timestamp"] if event else None
     except (ValueError, KeyError, TypeError):
         return None
     return stamp if isinstance(stamp, str) else None

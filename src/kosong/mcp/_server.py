@@ -8,16 +8,15 @@
 It runs on the official SDK's low-level `mcp.server.Server`; every call goes through the
 `kosong.standard` pipeline (a toolset that is not a `PolicyToolset` gets one without policies):
 
-- `tools/list` gives each tool's input schema, its annotations (from `title` and the
-  `*_hint` fields) and its output schema where the tool declares one (`output_schema`);
+- `tools/list` gives each tool's input schema, annotations (`title`, the `*_hint` fields) and
+  output schema where the tool declares one (`output_schema`);
 - `tools/call` runs the call through the pipeline; a failure is an `isError` result the model
-  can read, never a JSON-RPC error (the SDK would turn an escaping exception into one), except
-  for an unknown tool, which is the protocol's -32602;
+  can read, never a JSON-RPC error, except for an unknown tool (the protocol's -32602);
 - a client that sends a progress token gets `notifications/progress` from `report_progress`;
 - cancelling the request (`notifications/cancelled`, or closing the stream in the 2026 era)
   cancels the call, and so the tool;
 - `notify_tools_changed()` sends `notifications/tools/list_changed` to every handshake-era
-  session and to every 2026-era `subscriptions/listen` stream;
+  session and every 2026-era `subscriptions/listen` stream;
 - streams are resumable through a `SessionEventStore` (event ids scoped per session, the
   events kept in the run store);
 - handshake-era sessions belong to the principal that opened them (kosong's guard's, or the
@@ -27,15 +26,15 @@ It runs on the official SDK's low-level `mcp.server.Server`; every call goes thr
   in both eras, never taken for a notification;
 - DNS-rebinding protection is on: only localhost Host and Origin headers by default;
 - calls with an idempotency key (`_meta["kosong/idempotency_key"]`), and 2026-era calls whose
-  client answers questions, are runs (`kosong.eventstore.Runs`: its own, in memory, or those
-  of a kosong server, `runs=`, as `create_app(mcp=True)` gives); given a server's runs, it
+  client answers questions, are runs (`kosong.eventstore.Runs`: its own, in memory, or a
+  kosong server's, `runs=`, as `create_app(mcp=True)` gives); given a server's runs, it
   serves MCP tasks (`io.modelcontextprotocol/tasks`), and with workers every call is a run
   they execute (see `_runs`).
 
-A tool reaches back to the client that made the call with `current_call().elicit(...)`,
-`.sample(...)` and `.log(...)`, in either era (`_asking`); `logging/setLevel` sets the level
-of a handshake-era session's log messages (in the 2026-07-28 era each request says its level
-in `_meta`, and the method is gone). `mcp_request()` gives a tool the MCP request it serves.
+A tool reaches back to its client with `current_call().elicit(...)`, `.sample(...)` and
+`.log(...)`, in either era (`_asking`); `logging/setLevel` sets a handshake-era session's log
+level (in the 2026-07-28 era each request says its level in `_meta`). `mcp_request()` gives a
+tool the MCP request it serves.
 """
 
 from __future__ import annotations

@@ -105,13 +105,8 @@ class SessionKeeper:
     ) -> None:
         """Keep the sessions `app` (the manager's `handle_request`) opens.
 
-        Args:
-            app: The session manager's ASGI entry.
-            per_principal: Sessions a principal may hold at once; None: no limit.
-            idle_timeout: Seconds an idle session lives; None: until its client ends it.
-            setup_timeout: Seconds an idle session lives while its client sent nothing after
-                `initialize`; None: as long as any idle session.
-            on_end: Told the id of every session this ends or sees end.
+        The limits are `MCPToolServer`'s `max_sessions_per_principal`, `session_idle_timeout`
+        and `session_setup_timeout`; `on_end` is told the id of every session that ends.
 
         Raises:
             ValueError: a limit or a timeout is not a positive number.
@@ -124,14 +119,12 @@ class SessionKeeper:
         setup_timeout = optional_seconds(setup_timeout, "session_setup_timeout")
         self._setup_timeout = setup_timeout if setup_timeout is not None else idle_timeout
         self._on_end = on_end
-        self._sessions: dict[str, _Session] = {}
         # Each principal's sessions, least recently used first.
         self._owned: dict[Owner, OrderedDict[str, _Session]] = {}
         self._opening: Counter[Owner] = Counter()  # requests that may open a session, now
 
     def clear(self) -> None:
         """Forget every session (the manager that held them stopped)."""
-        self._sessions.clear()
         self._owned.clear()
         self._opening.clear()
 
@@ -150,8 +143,9 @@ class SessionKeeper:
         if session_id is None:
             await self._open(owner, scope, receive, send, admit=opens)
             return
-        session = self._sessions.get(session_id)
-        if session is None or session.owner != owner:
+        owned = self._owned.get(owner)
+        session = owned.get(session_id) if owned is not None else None
+        if session is None:
             # Not one we keep for this principal: the SDK answers 404, as for any unknown id.
             await self._app(scope, receive, send)
             return
@@ -244,7 +238,6 @@ class SessionKeeper:
         # The DELETE its client would send, in the scope (and as the user) that opened it.
         ending = dict(scope, method="DELETE", query_string=b"", headers=headers, client=None)
         session = _Session(session_id, owner, ending)
-        self._sessions[session_id] = session
         self._owned.setdefault(owner, OrderedDict())[session_id] = session
         return session
 
@@ -253,10 +246,9 @@ class SessionKeeper:
         session.used = time.monotonic()
 
     def _forget(self, session: _Session) -> None:
-        if self._sessions.pop(session.id, None) is None:
+        owned = self._owned.get(session.owner)
+        if owned is None or owned.pop(session.id, None) is None:
             return
-        owned = self._owned[session.owner]
-        del owned[session.id]
         if not owned:
             del self._owned[session.owner]
         self._on_end(session.id)
@@ -291,7 +283,7 @@ class SessionKeeper:
         while True:
             await anyio.sleep(tick)
             now = time.monotonic()
-            for session in list(self._sessions.values()):
+            for session in [s for owned in self._owned.values() for s in owned.values()]:
                 timeout = self._idle_timeout if session.set_up else self._setup_timeout
                 if not session.in_flight and timeout is not None and now - session.used >= timeout:
                     logger.info("MCP session %s idle for %.0f s: ending it", session.id, timeout)
