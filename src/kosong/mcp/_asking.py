@@ -61,13 +61,11 @@ def form_request(message: str, schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _answer(result: object) -> ElicitAnswer:
-    """The client's `ElicitResult` as an answer; anything else is a refusal."""
-    if isinstance(result, mcp.ElicitResult):
-        if result.action == "accept":
-            return ElicitAnswer.accept(result.content or {})
-        return ElicitAnswer(result.action)
-    return ElicitAnswer.decline()
+def _answer(result: mcp.ElicitResult) -> ElicitAnswer:
+    """The client's `ElicitResult` as an answer."""
+    if result.action == "accept":
+        return ElicitAnswer.accept(result.content or {})
+    return ElicitAnswer(result.action)
 
 
 def _sampling_request(
@@ -85,15 +83,6 @@ def _sampling_request(
         temperature=temperature,
     )
     return mcp.CreateMessageRequest(params=params)
-
-
-def _sampled(result: object) -> Message:
-    """The client's answer to a sampling request, or the error it is."""
-    if isinstance(result, mcp.CreateMessageResult):
-        return sampled_message(result)
-    if isinstance(result, mcp.ErrorData):
-        raise RuntimeError(f"the MCP client refused to sample: {result.message}")
-    raise RuntimeError("the MCP client did not answer the sampling request")
 
 
 def _asked(question: dict[str, Any]) -> tuple[list[Message], str, int, float | None]:
@@ -124,8 +113,8 @@ def input_answer(question: dict[str, Any], response: object) -> dict[str, Any]:
             answer = ElicitAnswer.decline()  # not an answer: nothing was agreed to
         return {"action": answer.action, "content": answer.content}
     try:
-        message = _sampled(mcp.CreateMessageResult.model_validate(response))
-    except (ValidationError, RuntimeError):
+        message = sampled_message(mcp.CreateMessageResult.model_validate(response))
+    except ValidationError:
         return {"error": "the MCP client did not answer the sampling request"}
     return {"message": message.model_dump(mode="json", exclude_none=True)}
 
@@ -181,7 +170,7 @@ class BackChannel:
             result = await session.send_request(request, mcp.CreateMessageResult, metadata=related)
         except MCPError as e:
             raise RuntimeError(f"the MCP client refused to sample: {e.message}") from None
-        return _sampled(result)
+        return sampled_message(result)
 
     async def answer(self, question: dict[str, Any]) -> dict[str, Any]:
         """Ask a run's question on this request; the answer in the run's terms."""

@@ -480,12 +480,9 @@ class MCPToolServer:
     def _as_negotiated(self, scope: Scope) -> Scope:
         """A session's request, with the protocol version its session negotiated if newer.
 
-        The SDK opens a POST's event stream with a priming event (and `retry:`) only for a
-        request whose `MCP-Protocol-Version` is 2025-11-25 or later, since older clients
-        cannot read an event without data. That is a property of the client, which its
-        session's `initialize` told: a request of a session that negotiated 2025-11-25 but
-        names an older version (the conformance suite's SSE-polling scenario sends one) still
-        comes from a client that reads priming events, so it is handed on as its session's.
+        The SDK primes a POST's stream (with `retry:`) only for 2025-11-25 or later, as older
+        clients cannot read an event without data; a client whose session negotiated that
+        reads them whatever version a request names (the conformance suite names an older one).
         """
         headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
         session_id = header(headers, SESSION_HEADER)
@@ -572,10 +569,8 @@ def _era(scope: Scope) -> str:
 async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) -> None:
     """Await `answer`, cancelling it if the client disconnects first.
 
-    The SDK's JSON mode does not watch for a client that leaves (its streaming mode does, with
-    a task group per request). Here a small task waits for the disconnect, started only if
-    the answer has to wait: most calls are answered without yielding to the event loop, and
-    then the callback that would start the watcher is dropped before it ever runs.
+    The SDK's JSON mode does not watch for a client that leaves. A task waits for the
+    disconnect, started only if the answer has to wait (most never yield to the event loop).
     """
     task = asyncio.current_task()
     assert task is not None
