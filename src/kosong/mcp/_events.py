@@ -1,23 +1,21 @@
 """Resumable MCP streams: an event store whose event ids are scoped to one session.
 
 The MCP SDK's streamable HTTP transport stores every message it sends on an SSE stream in an
-`EventStore` and, when a client reconnects with `Last-Event-ID`, replays what came after. The
-SDK hands the store one store for all sessions and tells it neither which session stores nor
-which one asks for a replay, so a store keyed by event id alone replays one session's messages
-to any client that presents (or guesses) its ids.
+`EventStore` and replays what came after a reconnecting client's `Last-Event-ID`. It hands
+one store all sessions' events and tells it neither which session stores nor which one asks,
+so a store keyed by event id alone replays one session's messages to anyone holding its ids.
 
-`SessionEventStore` closes that: `MCPToolServer` binds every HTTP request to the session it
-belongs to (its `Mcp-Session-Id`, or the id the server gives it when it opens a session), and
-the store files each event under that session and replays only the requesting session's
-events, and only to the principal that opened the session (the SDK's manager refuses another
-principal's request for the session before it gets here; the store does not rely on it).
+`SessionEventStore` closes that: `MCPToolServer` binds every HTTP request to its session (its
+`Mcp-Session-Id`, or the id the server gives it when it opens one); the store files each
+event under that session and replays only the requesting session's events, and only to the
+principal that opened it (the SDK's manager refuses another principal first; the store does
+not rely on it).
 
 The events are kept in a `kosong.eventstore.RunStore`, the one the server's runs use: each
-stream of each session is a record of its own (the session as its principal, the stream as
-its tool), opened by the stream's first event and ended by its JSON-RPC response, so it is
-kept, bounded and expired as runs are (in memory, or in Redis, where a session's stream
-resumes on another process). A stream the store cannot take (it is full) is served but not
-resumable, and said so once in the log.
+stream of each session is a record (the session as its principal, the stream as its tool),
+opened by the stream's first event and ended by its JSON-RPC response, so it is kept, bounded
+and expired as runs are (in memory, or in Redis, where a stream resumes on another process).
+A stream the store cannot take (it is full) is served but not resumable, said once in the log.
 """
 
 from __future__ import annotations
@@ -54,11 +52,10 @@ _MESSAGE: TypeAdapter[JSONRPCMessage] = TypeAdapter(JSONRPCMessage)
 
 @dataclass(slots=True)
 class _Binding:
-    """The session an HTTP request belongs to: named by its id, or found out from the response."""
+    """The session an HTTP request belongs to (its store key) and the principal that opened it."""
 
     key: str
     owner: Owner
-    """The principal that opened the session (see `kosong.mcp._sessions.owner_of`)."""
 
 
 _BINDING: contextvars.ContextVar[_Binding | None] = contextvars.ContextVar(

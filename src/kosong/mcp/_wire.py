@@ -1,11 +1,10 @@
 """A POST's body as `MCPToolServer` reads it before the SDK does: peeked, and its id checked.
 
-The SDK's handshake-era transport takes any JSON-RPC object it cannot read as a request for a
-notification (its notification model ignores unknown keys), so a request whose `id` is an
-object, an array, a boolean, null or a float was answered `202` and never answered again.
-JSON-RPC says such a message is an Invalid Request, answered with `id: null`; MCP says an id
-is a string or an integer. `invalid_id_response` answers it so, with the very status and body
-the SDK's 2026-era entry gives (which already checks this), so both eras agree.
+The SDK's handshake-era transport takes a JSON-RPC object it cannot read for a notification
+(its model ignores unknown keys), so a request whose `id` is an object, an array, a boolean,
+null or a float was answered `202` and never again. JSON-RPC makes it an Invalid Request
+(`id: null`), MCP an id a string or an integer; `invalid_id_response` answers it with the
+status and body of the SDK's 2026-era entry (which checks this already), so both eras agree.
 """
 
 from __future__ import annotations
