@@ -278,10 +278,9 @@ class MCPToolServer:
         self, ctx: ServerRequestContext[Any, Any], params: mcp.PaginatedRequestParams | None
     ) -> mcp.ListToolsResult:
         tools = [to_mcp_tool(tool) for tool in self._toolset.tools]
-        if self._calls.tasks:  # the 2025-11-25 era's word for it (the 2026 one has none)
-            for listed, tool in zip(tools, self._toolset.tools, strict=True):
-                if self._calls.offers(tool):
-                    listed.execution = mcp.ToolExecution(task_support="optional")
+        for listed, tool in zip(tools, self._toolset.tools, strict=True):
+            if self._calls.offers(tool):  # the 2025-11-25 era's word (the 2026 one has none)
+                listed.execution = mcp.ToolExecution(task_support="optional")
         return mcp.ListToolsResult(tools=tools)
 
     async def _set_logging_level(

@@ -26,7 +26,7 @@ import functools
 import logging
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import anyio
@@ -256,14 +256,10 @@ class SessionKeeper:
     async def _end(self, session: _Session) -> None:
         """Forget the session now, then have the manager end it as a client's DELETE would."""
         self._forget(session)
-        sent = False
+        body: Iterator[Message] = iter([{"type": "http.request", "body": b"", "more_body": False}])
 
         async def receive() -> Message:
-            nonlocal sent
-            if sent:
-                return {"type": "http.disconnect"}
-            sent = True
-            return {"type": "http.request", "body": b"", "more_body": False}
+            return next(body, {"type": "http.disconnect"})
 
         async def discard(message: Message) -> None:
             pass
