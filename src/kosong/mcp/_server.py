@@ -229,9 +229,7 @@ class MCPToolServer:
         self._sessions: OrderedDict[str, ServerSession] = OrderedDict()
         # The level each handshake-era session set with `logging/setLevel`.
         self._log_levels: dict[str, LogLevel] = {}
-        self._managers: tuple[StreamableHTTPSessionManager, StreamableHTTPSessionManager] | None = (
-            None
-        )
+        self._managers: tuple[StreamableHTTPSessionManager, ...] | None = None  # streaming, plain
         self._server = _ToolsServer(
             name,
             version=version if version is not None else __version__,
