@@ -32,12 +32,11 @@ from dataclasses import dataclass, field
 import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.auth.provider import AccessToken
-from mcp_types import INVALID_REQUEST
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kosong._keys import PRINCIPAL
 from kosong._seconds import optional_seconds
+from kosong.mcp._wire import refusal
 
 __all__ = ["PRINCIPAL", "SESSION_HEADER", "Owner", "SessionKeeper", "header", "owner_of"]
 
@@ -180,16 +179,8 @@ class SessionKeeper:
             logger.warning(
                 "Refusing a new MCP session: %s holds %d busy sessions", owner, self.count(owner)
             )
-            error = {
-                "code": INVALID_REQUEST,
-                "message": "Too many open sessions for this principal: end one (DELETE) "
-                "or retry later",
-            }
-            response = JSONResponse(
-                {"jsonrpc": "2.0", "id": None, "error": error},
-                status_code=429,
-                headers={"Retry-After": str(_RETRY_AFTER)},
-            )
+            message = "Too many open sessions for this principal: end one (DELETE) or retry later"
+            response = refusal(429, message, {"Retry-After": str(_RETRY_AFTER)})
             await response(scope, receive, send)
             return
         self._opening[owner] += 1

@@ -1,4 +1,4 @@
-"""A POST's body as `MCPToolServer` reads it before the SDK does: peeked, and its id checked.
+"""A POST's body as `MCPToolServer` reads it before the SDK: peeked, its id checked, refused.
 
 The SDK's handshake-era transport takes a JSON-RPC object it cannot read for a notification
 (its model ignores unknown keys), so a request whose `id` is an object, an array, a boolean,
@@ -16,7 +16,7 @@ from mcp_types import INVALID_REQUEST
 from starlette.responses import JSONResponse, Response
 from starlette.types import Message, Receive
 
-__all__ = ["invalid_id_response", "peek_body", "read_message"]
+__all__ = ["invalid_id_response", "peek_body", "read_message", "refusal"]
 
 
 async def peek_body(receive: Receive, limit: int) -> tuple[bytes | None, Receive]:
@@ -73,8 +73,10 @@ def invalid_id_response(message: dict[str, object] | None) -> Response | None:
         isinstance(request_id, int) and request_id is not True and request_id is not False
     ):
         return None
-    error = {
-        "code": INVALID_REQUEST,
-        "message": "Invalid Request: a request's id must be a string or an integer",
-    }
-    return JSONResponse({"jsonrpc": "2.0", "error": error, "id": None}, status_code=400)
+    return refusal(400, "Invalid Request: a request's id must be a string or an integer")
+
+
+def refusal(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    """A JSON-RPC Invalid Request error (`id: null`), answered with the HTTP `status`."""
+    error = {"code": INVALID_REQUEST, "message": message}
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status, headers)
