@@ -11,9 +11,10 @@ hook's) `elicit`, `sample` and `log` reach the client that made the call:
   that did not announce elicitation (sampling), or a request with no way back (stateless
   HTTP, every 2026-era request), is not asked: an elicitation is declined (what depended on
   it fails closed), a sampling request raises.
-- Through a run (`kosong.eventstore.Runs`): a 2026-era call whose client can answer is a run
-  whose tool's questions end the round with an `input_required` result; the client calls
-  again with the answers, on any process sharing the run's store (see `_runs`).
+- Through a run (`kosong.eventstore.Runs`): 2026-era servers send no requests, so a call
+  whose client can answer is a run whose tool's questions end the round with an
+  `input_required` result; the client calls again with the answers (the spec's multi
+  round-trip requests), on any process sharing the run's store (see `_runs`).
   `input_request` and `input_answer` put a run's questions and answers in MCP's words;
   `BackChannel.answer` asks one on the request's own stream.
 """

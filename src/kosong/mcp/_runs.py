@@ -16,7 +16,8 @@ only reads and writes the run's record, so any process sharing the run store ser
   in the handshake era; in the 2026-07-28 era it ends the round with an `input_required`
   result whose `requestState` names the run and the place in its log, and the client's
   retry, on any process, writes its answers into the record and follows on from there. A
-  state is good for one retry, and only for the principal, tool and arguments of the run.
+  state is good for one retry (a later one is told to call again), and only for the
+  principal, tool and arguments of the run.
 
 The client side of tasks is `_task_client`.
 """
