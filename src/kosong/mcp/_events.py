@@ -95,16 +95,14 @@ class SessionEventStore(streamable_http.EventStore):
         """
         owner = owner_of(scope)
         session_id = header(scope.get("headers", ()), SESSION_HEADER)
-        if session_id is not None:
-            binding = self._bindings.get(session_id)
-            if binding is None:
-                binding = self._remember(session_id, _Binding(secrets.token_hex(16), owner))
-            elif binding.owner != owner:
-                binding = _Binding(secrets.token_hex(16), owner)  # nothing of the session's
-            _BINDING.set(binding)
-            return send
-        binding = _Binding(secrets.token_hex(16), owner)
+        binding = self._bindings.get(session_id) if session_id is not None else None
+        if binding is None or binding.owner != owner:  # a new key, with nothing of the session's
+            binding = _Binding(secrets.token_hex(16), owner)
+            if session_id is not None and session_id not in self._bindings:
+                self._remember(session_id, binding)
         _BINDING.set(binding)
+        if session_id is not None:
+            return send
 
         async def send_and_learn(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -124,11 +122,10 @@ class SessionEventStore(streamable_http.EventStore):
         """
         self._bindings.pop(session_id, None)
 
-    def _remember(self, session_id: str, binding: _Binding) -> _Binding:
+    def _remember(self, session_id: str, binding: _Binding) -> None:
         self._bindings[session_id] = binding
         if len(self._bindings) > 100_000:  # sessions end without telling the store
             self._bindings.popitem(last=False)
-        return binding
 
     async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
         """Keep the event under the current request's session and return its id."""
