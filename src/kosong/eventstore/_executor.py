@@ -20,13 +20,9 @@ __all__ = ["Executor", "LocalExecutor"]
 class Executor(Protocol):
     """Executes runs: `Runs.execute(run_id)` for each run submitted."""
 
-    @property
-    def shared(self) -> bool:
-        """Whether runs may execute in other processes.
-
-        Then whoever waits on a run reads its record again, now and then.
-        """
-        ...
+    shared: bool
+    """Whether runs may execute in other processes (then whoever waits on a run reads its
+    record again, now and then)."""
 
     async def submit(self, run_id: str, tool: str, *, again: bool = False) -> None:
         """Execute the run (`again`: once more, after it waited for an answer).
@@ -52,19 +48,18 @@ class LocalExecutor:
         """Execute each run submitted with `execute(run_id)`."""
         self._execute = execute
         self._most = most
-        self.tasks: dict[str, asyncio.Task[None]] = {}
-        """The runs executing here, by id."""
+        self._tasks: dict[str, asyncio.Task[None]] = {}  # the runs executing here, by id
 
     async def submit(self, run_id: str, tool: str, *, again: bool = False) -> None:
         """Start a task executing the run; see `Executor.submit`."""
-        if len(self.tasks) >= self._most:
-            raise StoreFullError(f"{len(self.tasks)} runs are in flight, the most allowed")
+        if len(self._tasks) >= self._most:
+            raise StoreFullError(f"{len(self._tasks)} runs are in flight, the most allowed")
         task = asyncio.get_running_loop().create_task(self._execute(run_id))
-        self.tasks[run_id] = task
-        task.add_done_callback(lambda _: self.tasks.pop(run_id, None))
+        self._tasks[run_id] = task
+        task.add_done_callback(lambda _: self._tasks.pop(run_id, None))
 
     async def cancel(self, run_id: str) -> None:
         """Cancel the run's task, if it runs here."""
-        task = self.tasks.get(run_id)
+        task = self._tasks.get(run_id)
         if task is not None:
             task.cancel()

@@ -1,37 +1,24 @@
 """Runs: calls that outlive the requests, and the processes, that started them.
 
-A run is one record in the `RunStore` with one life cycle (see the package doc):
+`start` creates the run's record (see the package doc for its life cycle), taking its
+idempotency key, and submits it to the `Executor`. Whatever executes it calls `execute`: the
+run is claimed (one more attempt), its call rebuilt from the record and streamed through the
+pipeline, each event appended to its log, then the final event; or, when the call was deferred
+for an approval, its question: the run waits, holding nothing but its record, until `answer`
+(from any process) submits it again, approved, or ends it, denied. A run delivered again after
+its executor died mid-call runs again if its tool is safe to repeat (a `tool_retrying` event
+says so), or ends with an error saying it may or may not have taken effect.
 
-    start ─► queued ─► running ─► done           (its final event: the result, or why not)
-                          │  ▲
-          deferred call:  ▼  │ approved: executed again
-                        waiting ─► done          (denied, timed out, cancelled)
-
-`start` creates the record (taking the idempotency key) and submits the run to the
-`Executor`: tasks of this process without Redis (`LocalExecutor`), the workers of the queue
-with it (`RunQueue`). Whatever executes it calls `execute(run_id)`: the run is claimed (one
-more attempt), its call rebuilt from the record and streamed through the pipeline
-(`PolicyToolset.stream`), each event appended to the run's log in order, then the final
-event, or, when the call was deferred for an approval (`ApprovalDecision.ask` / `defer`), its
-question: the run waits, holding nothing but its record, until `answer` (from any process)
-submits it again, approved, or ends it, denied. A run delivered again after its executor died
-mid-call runs again if its tool is safe to repeat (a `tool_retrying` event says so), or ends
-with an error saying it may or may not have taken effect.
-
-A run whose client answers questions (`asks`: an MCP task, an MCP client that takes
-elicitation or sampling) lets its tool reach that client through the record, from whichever
+A run whose client answers questions (`asks`) reaches it through the record, from whichever
 process executes it: the tool's `elicit` or `sample` (`current_call()`) appends an
-`input_request` event and waits for the `input_response` event that `respond` appends, from
-any process (then `elicit` answers `cancel`, and `sample` raises, once `asks` seconds passed);
-its `log` appends a `tool_log` event. Questions and answers are in kosong's own terms (an
-elicitation's message and schema, the answer's action and content; a sampling request's
-messages, the sampled message): a protocol's front end puts them in its own words.
+`input_request` event and waits for the `input_response` that `respond` appends (or `asks`
+seconds); its `log` appends a `tool_log` event. Both are in kosong's own terms: a protocol's
+front end puts them in its own words.
 
-Responses only read the store (`follow`), from any position, so a client that drops does not
-touch the run, and one that comes back (here or, with Redis, on another process) gets exactly
-the events it missed, then the live ones. A run always ends with exactly one final event; the
-store takes the first, whoever writes it (the run's execution, `cancel`, `answer`, a question's
-deadline, the shutdown of a process executing runs here).
+Responses only read the store (`follow`), from any position: a client that drops does not
+touch the run, and one that comes back (anywhere) gets exactly the events it missed, then the
+live ones. The store takes the first final event, whoever writes it (the execution, `cancel`,
+`answer`, a question's deadline, the shutdown of a process executing runs here).
 """
 
 from __future__ import annotations
@@ -59,12 +46,11 @@ from kosong.eventstore._store import (
 )
 from kosong.message import Message, ToolCall
 from kosong.standard import (
-    CallStream,
     ElicitAnswer,
     LogLevel,
     PolicyToolset,
-    ToolEvent,
     caller_scope,
+    canonical_json,
     coded_error,
     is_safe_to_repeat,
     to_envelope,
@@ -96,31 +82,20 @@ class QueueFullError(RuntimeError):
     """As many runs wait for a worker as the queue may hold; try again shortly."""
 
 
-def _key_digest(tool: str, arguments: JsonType) -> str:
-    """What a key's call is compared by: its tool and arguments (canonical JSON)."""
-    text = json.dumps([tool, arguments], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def _final_data(result: ToolResult, tool: str) -> str:
-    """A final event's data as stored: the result's own JSON (`ToolResult.to_json`).
+    """A final event's data as stored: the result's JSON, its metadata made whole now.
 
-    Its metadata is whole (tool, time, trace); the wire's envelope is made from it when read
-    (`Runs.wire_data`).
-    An output that cannot be written as JSON still ends the run, with an error saying so.
+    Every reader reads the same tool, time and trace; the wire's envelope is made from it
+    (`Runs.wire_data`). An output that cannot be written as JSON still ends the run, with an
+    error saying so.
     """
     try:
-        return _stamped(result, tool).to_json()
+        metadata = to_envelope(result, tool_name=tool).dump()["metadata"]
+        return ToolResult(result.tool_call_id, result.return_value, metadata=metadata).to_json()
     except Exception as e:  # the run must end whatever its output is
         logger.exception("Could not encode the result of run %s", result.tool_call_id)
         value = _failed(f"the result could not be encoded as JSON: {type(e).__name__}")
-        return _stamped(ToolResult(result.tool_call_id, value), tool).to_json()
-
-
-def _stamped(result: ToolResult, tool: str) -> ToolResult:
-    """`result` with its metadata made whole now (tool, time, trace): every reader reads it."""
-    metadata = to_envelope(result, tool_name=tool).dump()["metadata"]
-    return ToolResult(result.tool_call_id, result.return_value, metadata=metadata)
+        return _final_data(ToolResult(result.tool_call_id, value), tool)
 
 
 class Runs:
@@ -150,20 +125,16 @@ class Runs:
         self._max_queued = max_queued
         self._idle = idle
         self._key_ttl = key_ttl
-        self._streams: dict[str, asyncio.Task[None]] = {}
-        """The runs executing in this process (the task of `execute`), by id."""
-        self._released: set[str] = set()
-        """Runs stopped by a worker that stops: the queue delivers them again."""
-        self._asked: set[str] = set()
-        """Runs that asked their question here, without a queue (only this process can run
-        them again)."""
+        self._streams: dict[str, asyncio.Task[None]] = {}  # tasks of `execute` here, by run
+        # The tools of the runs that asked their question here without a queue, by run: only
+        # this process can run them again.
+        self._asked: dict[str, str] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.draining = False
         """Whether the server is shutting down (it starts no new run)."""
         self.followers = 0
         """Responses following a run right now."""
-        self._unfollowed = asyncio.Event()
-        """Set while no response follows a run (what the shutdown waits for)."""
+        self._unfollowed = asyncio.Event()  # set while no response follows a run
         self._unfollowed.set()
 
     @property
@@ -223,7 +194,8 @@ class Runs:
         if key is not None:
             arguments = self._parsed(call, arguments)
             unreadable = isinstance(arguments, Unparsed)  # then compared as written
-            digest = _key_digest(tool, call.function.arguments if unreadable else arguments)
+            compared = canonical_json([tool, call.function.arguments if unreadable else arguments])
+            digest = hashlib.sha256(compared.encode()).hexdigest()
             found = await self.store.reserve(principal, key, digest, run_id, self._key_ttl)
             if found is not None:
                 return found, False
@@ -296,8 +268,7 @@ class Runs:
         try:
             await self._execute(record)
         except asyncio.CancelledError:
-            if run_id in self._released:  # a worker that stops: the queue goes on
-                self._released.discard(run_id)
+            if self.draining and self.queued:  # a worker that stops: the queue goes on
                 raise
             reason = _SHUT_DOWN if self.draining else "the call was stopped"
             value = ToolCancelledError(record.tool, reason)
@@ -307,7 +278,14 @@ class Runs:
             self._streams.pop(run_id, None)
 
     async def _execute(self, record: RunRecord) -> None:
+        """Stream the call, appending its events to the log, then its final event or question."""
         run_id, name = record.id, record.tool
+        if record.attempt > 1:
+            tool = self._pipeline.find_tool(name)
+            if tool is None or not is_safe_to_repeat(tool):
+                await self._end(run_id, name, _uncertain(record.key))
+                return
+            await self._append(run_id, "tool_retrying", _retrying(record))
         extras: dict[str, JsonType] = {}
         if record.trace is not None:
             extras["trace_id"] = record.trace
@@ -318,40 +296,26 @@ class Runs:
             function=ToolCall.FunctionBody(name=name, arguments=record.arguments),
             extras=extras or None,
         )
-        if record.attempt > 1:
-            tool = self._pipeline.find_tool(name)
-            if tool is None or not is_safe_to_repeat(tool):
-                await self._end(run_id, name, _uncertain(record.key))
-                return
-            await self._append(run_id, "tool_retrying", _retrying(call, record.attempt))
         answer = record.answer
         approved = {run_id: Approve(answer[1])} if answer is not None and answer[0] else {}
-        stream = self._pipeline.stream(call)
         caller = _RecordCaller(self.store, record) if record.asks is not None else None
         # The call starts on the first iteration, in these scopes.
         with answers_scope(approved), caller_scope(caller):
-            await self._follow_call(record, stream)
-
-    async def _follow_call(self, record: RunRecord, stream: CallStream) -> None:
-        """Append the call's events to the run's log, then its final event or its question."""
-        run_id, name = record.id, record.tool
-        async with stream:
-            async for event in stream:
-                if not event.is_final:
-                    if not await self._append(run_id, event.event, _data(event)):
-                        return  # ended elsewhere (cancelled): leaving the block stops the call
-                    continue
-                value = event.result.return_value if event.result else _failed("no result")
-                result = (
-                    event.result
-                    if event.result and event.result.tool_call_id == run_id
-                    else ToolResult(run_id, value)
-                )  # a call that never sent its final event
-                deferred = result.return_value
-                if isinstance(deferred, ToolDeferredError) and deferred.kind == "approval":
-                    await self._ask(record, deferred)
-                else:
-                    await self._write_final(run_id, event.event, _final_data(result, name))
+            async with self._pipeline.stream(call) as stream:
+                async for event in stream:
+                    if not event.is_final:
+                        data = json.dumps(event.data, ensure_ascii=False)
+                        if not await self._append(run_id, event.event, data):
+                            return  # ended elsewhere (cancelled): leaving stops the call
+                        continue
+                    result = event.result or ToolResult(run_id, _failed("no result"))
+                    if result.tool_call_id != run_id:  # a call that never sent its final event
+                        result = ToolResult(run_id, result.return_value)
+                    deferred = result.return_value
+                    if isinstance(deferred, ToolDeferredError) and deferred.kind == "approval":
+                        await self._ask(record, deferred)
+                    else:
+                        await self._write_final(run_id, event.event, _final_data(result, name))
 
     async def _append(self, run_id: str, kind: str, data: str) -> bool:
         """Append one event of a run executing here; False once the run has ended."""
@@ -391,7 +355,7 @@ class Runs:
         deadline = None if within is None else time.time() + within
         asked = await self.store.ask(record.id, deferred.question, deadline)
         if asked is not None and not self.queued:
-            self._asked.add(record.id)
+            self._asked[record.id] = record.tool
         if asked is not None and within is not None:
             expire = lambda: self._spawn(self._expire(asked))  # noqa: E731
             asyncio.get_running_loop().call_later(within, expire)
@@ -419,7 +383,7 @@ class Runs:
         record = await self.store.answer(run_id, approved, reason)
         if record is None:
             return False
-        self._asked.discard(run_id)
+        self._asked.pop(run_id, None)
         if not approved:
             value = ToolPermissionDeniedError(record.tool, reason or "the call was not approved")
             await self._end(run_id, record.tool, value)
@@ -433,7 +397,15 @@ class Runs:
         Each is `{"key", "elicitation": {"message", "schema"}}` or `{"key", "sampling":
         {"messages", "system_prompt", "max_tokens", "temperature"}}`.
         """
-        return pending(await self.store.replay(run_id) or [])
+        asked: dict[str, dict[str, Any]] = {}
+        for event in await self.store.replay(run_id) or []:
+            if event.kind in ("input_request", "input_response"):
+                data = cast(dict[str, Any], json.loads(event.data))
+                if event.kind == "input_request":
+                    asked[data["key"]] = data
+                else:
+                    asked.pop(data["key"], None)
+        return asked
 
     async def respond(self, run_id: str, key: str, response: dict[str, Any]) -> bool:
         """Answer the run's question `key`, wherever its tool waits for it.
@@ -482,7 +454,6 @@ class Runs:
         Raises:
             ValueError: `after` is not a position of the run (before the first event).
         """
-        store = self.store
         position = after
         ended_seen = False
         # Runs executed elsewhere may wait on a question whose deadline passed while their
@@ -493,7 +464,7 @@ class Runs:
         self._unfollowed.clear()
         try:
             while True:
-                batch = await store.read(run_id, position, wait=0.0 if ended_seen else idle)
+                batch = await self.store.read(run_id, position, wait=0.0 if ended_seen else idle)
                 if batch is None:
                     return
                 if batch:
@@ -505,7 +476,7 @@ class Runs:
                     continue
                 if ended_seen:
                     return  # resumed after the final event: nothing more will come
-                record = await store.get(run_id)
+                record = await self.store.get(run_id)
                 if record is None:
                     return
                 if record.ended:
@@ -538,11 +509,9 @@ class Runs:
             RunNotFoundError: no such run for this principal.
         """
         record = await self.find(run_id, principal)
-        if record.ended:
-            return "finished"
         stopped = ToolCancelledError(record.tool, "cancelled by its client")
         ended = await self._end(run_id, record.tool, stopped)
-        if ended:  # out of the queue, or stopped where it runs
+        if ended:  # out of the queue, or stopped where it runs (else it had ended already)
             with contextlib.suppress(Exception):
                 await self.executor.cancel(run_id)
             with contextlib.suppress(Exception):
@@ -558,20 +527,14 @@ class Runs:
         a queue, a stopped run is left to it, which delivers it again to another worker.
         """
         self.draining = True
-        running = list(self._streams.values())
-        if running:
+        if running := list(self._streams.values()):
             await asyncio.wait(running, timeout=grace)
-        for run_id, task in list(self._streams.items()):
-            if self.queued:
-                self._released.add(run_id)  # no final event from here: the queue goes on
-            task.cancel()
-        running = list(self._streams.values())
-        if running:
+        for task in list(self._streams.values()):
+            task.cancel()  # with a queue, no final event from here: the queue goes on
+        if running := list(self._streams.values()):
             await asyncio.wait(running, timeout=5)
-        for run_id in list(self._asked):  # nobody can run them again once this process is gone
-            record = await self.store.get(run_id)
-            if record is not None:
-                await self._end(run_id, record.tool, ToolCancelledError(record.tool, _SHUT_DOWN))
+        for run_id, tool in list(self._asked.items()):  # nobody can run them once this is gone
+            await self._end(run_id, tool, ToolCancelledError(tool, _SHUT_DOWN))
         self._asked.clear()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
@@ -582,19 +545,6 @@ class Runs:
         """Stop any run left (see `drain`)."""
         if self._streams:
             await self.drain(0)
-
-
-def pending(events: list[StoredEvent]) -> dict[str, dict[str, Any]]:
-    """The questions among `events` (`input_request`) not yet answered (`input_response`)."""
-    asked: dict[str, dict[str, Any]] = {}
-    for event in events:
-        if event.kind in ("input_request", "input_response"):
-            data = cast(dict[str, Any], json.loads(event.data))
-            if event.kind == "input_request":
-                asked[data["key"]] = data
-            else:
-                asked.pop(data["key"], None)
-    return asked
 
 
 class _RecordCaller:
@@ -673,16 +623,11 @@ class _RecordCaller:
         return None
 
 
-def _data(event: ToolEvent) -> str:
-    """A progress or retry event's data as JSON text."""
-    return json.dumps(event.data, ensure_ascii=False)
-
-
-def _retrying(call: ToolCall, attempt: int) -> str:
+def _retrying(record: RunRecord) -> str:
     """The `tool_retrying` event of a run delivered again after its worker stopped."""
     return json.dumps(
         {
-            "retry_count": attempt - 1,
+            "retry_count": record.attempt - 1,
             "max_retries": None,
             "delay_seconds": 0,
             "error": {
@@ -690,7 +635,7 @@ def _retrying(call: ToolCall, attempt: int) -> str:
                 "message": "the worker running the call stopped before it finished; the "
                 "tool is safe to repeat, so another worker runs it again",
             },
-            "metadata": {"tool_name": call.function.name, "tool_call_id": call.id},
+            "metadata": {"tool_name": record.tool, "tool_call_id": record.id},
         }
     )
 

@@ -13,7 +13,7 @@ import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 logger = logging.getLogger(__name__)
@@ -245,15 +245,13 @@ class RunStore(ABC):
             return None
 
 
+@dataclass(slots=True)
 class _Run:
-    __slots__ = ("events", "expires_at", "record", "ttl", "waiters")
-
-    def __init__(self, record: RunRecord, ttl: float) -> None:
-        self.record = record
-        self.ttl = ttl
-        self.events: list[StoredEvent] = []
-        self.expires_at = 0.0
-        self.waiters: list[asyncio.Future[None]] = []
+    record: RunRecord
+    ttl: float
+    events: list[StoredEvent] = field(default_factory=list[StoredEvent])
+    expires_at: float = 0.0
+    waiters: list[asyncio.Future[None]] = field(default_factory=list[asyncio.Future[None]])
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:
@@ -296,9 +294,6 @@ class MemoryRunStore(RunStore):
         # store is full).
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._keys: dict[str, tuple[str, str, float]] = {}  # ledger id -> run, digest, expiry
-
-    def __len__(self) -> int:
-        return len(self._runs)
 
     def _purge(self, room: int = 0) -> None:
         now = self._clock()

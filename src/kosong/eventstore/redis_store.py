@@ -38,6 +38,7 @@ try:
     import redis.asyncio as aioredis
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
+    from redis.commands.core import AsyncScript
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 except ImportError as e:  # pragma: no cover - depends on the environment
@@ -162,9 +163,8 @@ def connect(url: str, *, max_connections: int = 2048, **options: Any) -> aioredi
 
 
 def _fields(record: RunRecord) -> list[str]:
-    fields = ["principal", record.principal, "tool", record.tool, "arguments", record.arguments,
-              "status", record.status, "attempt", str(record.attempt)]  # fmt: skip
-    for name in ("trace", "key", "asks"):
+    fields: list[str] = []
+    for name in ("principal", "tool", "arguments", "status", "attempt", "trace", "key", "asks"):
         value = getattr(record, name)
         if value is not None:
             fields += [name, str(value)]
@@ -172,11 +172,13 @@ def _fields(record: RunRecord) -> list[str]:
 
 
 def _record(run_id: str, reply: Any) -> RunRecord | None:
-    """A record from a hash's fields and values (as HGETALL or a script answers them)."""
+    """A record from a hash: HGETALL's dict, or a script's list of fields and values."""
     if not reply:
         return None
-    fields = cast(list[str], reply)
-    got = dict(zip(fields[::2], fields[1::2], strict=True))
+    if isinstance(reply, list):
+        fields = cast(list[str], reply)
+        reply = dict(zip(fields[::2], fields[1::2], strict=True))
+    got = cast(dict[str, str], reply)
     approved = got.get("approved")
     question = got.get("question") if got.get("status") == "waiting" else None
     return RunRecord(
@@ -245,16 +247,19 @@ class RedisRunStore(RunStore):
     def _index(self, principal: str) -> str:
         return f"{self._prefix}waiting:{hashlib.sha256(principal.encode()).hexdigest()[:32]}"
 
+    async def _eval(self, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
+        with reachable():
+            return await script(keys=keys, args=args)
+
     async def create(self, record: RunRecord, *, ttl: float | None = None) -> None:
         """Keep a new run; see `RunStore.create`."""
         check_run_id(record.id)
         fields = _fields(record)
         if ttl is not None:
             fields += ["ttl", str(max(1, math.ceil(ttl * 1000)))]
-        with reachable():
-            created = await self._create(
-                keys=self._keys(record.id)[:1], args=[self._running_ms, *fields]
-            )
+        created = await self._eval(
+            self._create, self._keys(record.id)[:1], [self._running_ms, *fields]
+        )
         if not created:
             raise ValueError(f"run {record.id!r} exists")
 
@@ -263,15 +268,12 @@ class RedisRunStore(RunStore):
         client: Any = self.client
         with reachable():
             reply: dict[str, str] = await client.hgetall(self._keys(run_id)[0])
-        return _record(run_id, [x for pair in reply.items() for x in pair])
+        return _record(run_id, reply)
 
     async def append(self, run_id: str, kind: str, data: str, *, final: bool = False) -> str | None:
         """Add an event; see `RunStore.append`."""
-        with reachable():
-            added: Any = await self._append(
-                keys=self._keys(run_id),
-                args=[kind, data, "1" if final else "0", self._ttl_ms, self._running_ms],
-            )
+        args = [kind, data, "1" if final else "0", self._ttl_ms, self._running_ms]
+        added = await self._eval(self._append, self._keys(run_id), args)
         return None if added is None else f"{run_id}.{added}"
 
     async def read(
@@ -311,8 +313,7 @@ class RedisRunStore(RunStore):
 
     async def claim(self, run_id: str) -> RunRecord | None:
         """Take the run; see `RunStore.claim`."""
-        with reachable():
-            reply = await self._claim(keys=self._keys(run_id), args=[self._running_ms])
+        reply = await self._eval(self._claim, self._keys(run_id), [self._running_ms])
         return _record(run_id, reply)
 
     async def ask(self, run_id: str, question: str, deadline: float | None) -> RunRecord | None:
@@ -320,12 +321,11 @@ class RedisRunStore(RunStore):
         record = await self.get(run_id)
         if record is None:
             return None
-        with reachable():
-            reply = await self._ask(
-                keys=[*self._keys(run_id), self._index(record.principal)],
-                args=[run_id, question, repr(time.time()),
-                      "" if deadline is None else repr(deadline), self._waiting_ms],
-            )  # fmt: skip
+        since, until = repr(time.time()), "" if deadline is None else repr(deadline)
+        keys = [*self._keys(run_id), self._index(record.principal)]
+        reply = await self._eval(
+            self._ask, keys, [run_id, question, since, until, self._waiting_ms]
+        )
         return _record(run_id, reply)
 
     async def answer(self, run_id: str, approved: bool, reason: str) -> RunRecord | None:
@@ -333,11 +333,8 @@ class RedisRunStore(RunStore):
         record = await self.get(run_id)
         if record is None:
             return None
-        with reachable():
-            reply = await self._answer(
-                keys=[self._keys(run_id)[0], self._index(record.principal)],
-                args=[run_id, "1" if approved else "0", reason],
-            )
+        keys = [self._keys(run_id)[0], self._index(record.principal)]
+        reply = await self._eval(self._answer, keys, [run_id, "1" if approved else "0", reason])
         return _record(run_id, reply)
 
     async def waiting(self, principal: str) -> list[RunRecord]:
@@ -352,27 +349,18 @@ class RedisRunStore(RunStore):
                 for run_id in run_ids:
                     pipe.hgetall(self._keys(run_id)[0])
                 rows: list[Any] = await pipe.execute()
-            found: list[RunRecord] = []
-            gone: list[str] = []
-            for run_id, row in zip(run_ids, rows, strict=True):
-                record = _record(run_id, [x for pair in row.items() for x in pair])
-                if record is None or record.status != "waiting":
-                    gone.append(run_id)
-                else:
-                    found.append(record)
-            if gone:
-                await client.zrem(index, *gone)
+            records = [_record(run_id, row) for run_id, row in zip(run_ids, rows, strict=True)]
+            found = [r for r in records if r is not None and r.status == "waiting"]
+            if len(found) < len(run_ids):  # the others were answered, ended or expired
+                await client.zrem(index, *(set(run_ids) - {r.id for r in found}))
         return found
 
     async def reserve(
         self, principal: str, key: str, digest: str, run_id: str, ttl: float
     ) -> str | None:
         """Take `key`; see `RunStore.reserve`."""
-        with reachable():
-            ledger = f"{self._prefix}idem:{ledger_id(principal, key)}"
-            found: Any = await self._reserve(
-                keys=[ledger], args=[run_id, digest, math.ceil(ttl * 1000)]
-            )
+        ledger = f"{self._prefix}idem:{ledger_id(principal, key)}"
+        found = await self._eval(self._reserve, [ledger], [run_id, digest, math.ceil(ttl * 1000)])
         if not found:
             return None
         if found[1] != digest:
@@ -381,16 +369,14 @@ class RedisRunStore(RunStore):
 
     async def release(self, principal: str, key: str, run_id: str) -> None:
         """Give `key` up; see `RunStore.release`."""
-        with reachable():
-            ledger = f"{self._prefix}idem:{ledger_id(principal, key)}"
-            await self._release(keys=[ledger], args=[run_id])
+        ledger = f"{self._prefix}idem:{ledger_id(principal, key)}"
+        await self._eval(self._release, [ledger], [run_id])
 
     async def admit(self, run_id: str, most: int | None) -> bool:
         """Count the run as queued; see `RunStore.admit`."""
-        with reachable():
-            now = math.floor(time.time() * 1000)
-            args = [run_id, now, now - _STALE_MS, "" if most is None else most]
-            return bool(await self._admit(keys=[f"{self._prefix}queued"], args=args))
+        now = math.floor(time.time() * 1000)
+        args = [run_id, now, now - _STALE_MS, "" if most is None else most]
+        return bool(await self._eval(self._admit, [f"{self._prefix}queued"], args))
 
     async def started(self, run_id: str) -> None:
         """The run is no longer queued; see `RunStore.started`."""

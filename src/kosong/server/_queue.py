@@ -1,4 +1,4 @@
-"""The run queue: runs handed to workers on any machine, through Docket.
+"""The run queue, the `Executor` of a server with Redis: runs handed to workers through Docket.
 
 Docket (`pydocket`, the distributed task engine FastMCP runs MCP background tasks on) keeps
 the queue in Redis streams with a consumer group: a front end adds a run (`submit`), one
@@ -7,14 +7,10 @@ worker takes it, and renews its lease on it while it runs; a run whose worker st
 also holds the cluster-wide concurrency limits (`ConcurrencyLimit`: slots in Redis, the
 calls over the limit parked until one is free) and cancels a running task on any worker.
 
-What kosong adds is what a run is: a queued task carries only the run's id and tool; the
-worker finds the call in the run's record (`RunStore.claim`, which also counts the attempt)
-and runs it through the pipeline, its events going to the run's log (`Runs.execute`). The
-queue is the `Executor` of a server with Redis.
-
-A tool that may only run N calls at once (`sequential = True`: one; or a `ConcurrencyPolicy`
-of the pipeline's `per_tool`) is queued as a task with a `ConcurrencyLimit` of N on its name,
-so the limit holds across every worker.
+A queued task carries only the run's id and tool: the worker executes it (`Runs.execute`,
+which finds the call in the run's record). A tool that may only run N calls at once
+(`sequential = True`, or a `ConcurrencyPolicy` of the pipeline) is queued as a task with a
+`ConcurrencyLimit` of N on its name, so the limit holds across every worker.
 """
 
 from __future__ import annotations
@@ -29,6 +25,8 @@ from kosong._extras import install_hint
 
 try:
     from docket import ConcurrencyLimit, CurrentExecution, Docket, Execution, Worker
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError(f"workers need the pydocket package: {install_hint('server')}") from e
 
@@ -53,14 +51,9 @@ class _OneLine(logging.Filter):
 
 
 def _is_outage(error: BaseException) -> bool:
-    from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import TimeoutError as RedisTimeoutError
-
-    if isinstance(error, RedisConnectionError | RedisTimeoutError | OSError):
-        return True
     if isinstance(error, BaseExceptionGroup):
         return all(_is_outage(e) for e in error.exceptions)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType, reportUnknownMemberType]
-    return False
+    return isinstance(error, RedisConnectionError | RedisTimeoutError | OSError)
 
 
 async def _once_more(send: Callable[[], Awaitable[object]]) -> None:
@@ -70,8 +63,6 @@ async def _once_more(send: Callable[[], Awaitable[object]]) -> None:
     finds out (adding a run twice is harmless: its key is the run's id, and Docket keeps one
     task per key).
     """
-    from redis.exceptions import ConnectionError as RedisConnectionError
-
     try:
         await send()
     except RedisConnectionError:
@@ -85,9 +76,6 @@ def _quiet_outages() -> None:
             found.addFilter(_OneLine())
 
 
-Execute = Callable[[str], Awaitable[None]]
-
-
 class RunQueue:
     """Runs queued in Redis for the workers; see the module doc."""
 
@@ -99,8 +87,7 @@ class RunQueue:
         self.docket = Docket(name="kosong-runs", url=url)
         _quiet_outages()
         self._limit = limit
-        self._tasks: dict[int | None, str] = {}
-        self._execute: Execute | None = None
+        self._execute: Callable[[str], Awaitable[None]] | None = None
         self._entered = False
 
     async def open(self) -> None:
@@ -121,19 +108,16 @@ class RunQueue:
 
     def task_name(self, limit: int | None) -> str:
         """The name of the task that runs a tool limited to `limit` calls at once."""
-        name = self._tasks.get(limit)
-        if name is None:
-            name = "kosong_run" if limit is None else f"kosong_run_{limit}"
+        name = "kosong_run" if limit is None else f"kosong_run_{limit}"
+        if name not in self.docket.tasks:
             self.docket.register(self._function(limit), names=[name])
-            self._tasks[limit] = name
         return name
 
     def _function(self, limit: int | None) -> Callable[..., Awaitable[None]]:
-        run = self._run
         if limit is None:
 
             async def kosong_run(run_id: str, tool: str) -> None:
-                await run(run_id)
+                await self._run(run_id)
 
             return kosong_run
 
@@ -142,7 +126,7 @@ class RunQueue:
             tool: str,
             concurrency: ConcurrencyLimit = ConcurrencyLimit("tool", limit),  # noqa: B008 - Docket's injection
         ) -> None:
-            await run(run_id)
+            await self._run(run_id)
 
         return kosong_run_limited
 
@@ -168,7 +152,7 @@ class RunQueue:
 
     async def work(
         self,
-        execute: Execute,
+        execute: Callable[[str], Awaitable[None]],
         tools: list[str],
         *,
         concurrency: int,
