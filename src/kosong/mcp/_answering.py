@@ -1,24 +1,22 @@
 """What `MCPToolset` answers when a server asks back: elicitation, sampling, roots.
 
 A server's tool may ask the client, mid-call, for input from the user (elicitation, in form
-or URL mode), for a completion from the client's model (sampling), or for the directories it
-may work in (roots). The MCP SDK's client carries these requests in both protocol eras (a
-request on the call's stream in the handshake era, an `input_required` result answered by
-retrying the call in the 2026-07-28 era); `MCPToolset` gives it one callback each, and a
-client only announces what it was given, so a server never asks for what nobody answers.
+or URL mode), a completion from the client's model (sampling), or the directories it may
+work in (roots). The MCP SDK's client carries these in both protocol eras (a request on the
+call's stream in the handshake era, an `input_required` result answered by retrying the call
+in the 2026-07-28 era); `MCPToolset` gives it one callback each, and a client announces only
+what it was given, so a server never asks for what nobody answers.
 
-- `elicitation`: `async (ElicitationRequest) -> ElicitAnswer` (or the SDK's `ElicitResult`,
-  as `sampling` takes its `CreateMessageResult`). An accepted form answer is
-  completed with the defaults of the requested schema for the fields it leaves out (SEP-1034);
-  a URL-mode answer carries no content.
+- `elicitation`: `async (ElicitationRequest) -> ElicitAnswer` (or the SDK's `ElicitResult`).
+  An accepted form answer is completed with the requested schema's defaults for the fields
+  it leaves out (SEP-1034); a URL-mode answer carries no content.
 - `sampling`: a kosong `ChatProvider` (the request's system prompt and messages go to the
   user's model, with its `maxTokens` and `temperature` where the provider takes generation
   settings), or `async (SamplingRequest) -> str | Message | CreateMessageResult`.
 - `roots`: URIs (`file:///...`) or paths.
 
 A callback that raises, or answers something else, gives the server an error (never a
-made-up answer); requests this client cannot serve (sampling with tools) are refused the same
-way.
+made-up answer); so do requests this client cannot serve (sampling with tools).
 """
 
 from __future__ import annotations

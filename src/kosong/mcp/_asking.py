@@ -1,26 +1,22 @@
 """A served tool reaches back to its caller over MCP, in both protocol eras.
 
 `MCPToolServer` runs each call inside `caller_scope(...)`, so the tool's (or an approval
-hook's) `elicit(message, schema)`, `sample(messages, ...)` and `log(level, message)` reach the
-client that made the call:
+hook's) `elicit`, `sample` and `log` reach the client that made the call:
 
 - On the call's own request (`BackChannel`): in the handshake era (up to 2025-11-25),
-  `elicitation/create` and `sampling/createMessage` requests on the call's stream, answered
-  while the tool waits; log messages as `notifications/message` on that stream, at or above
-  the level the session set with `logging/setLevel` (every level until it does), or, in the
-  2026-07-28 era, only when the request asked for them (`_meta`
-  `io.modelcontextprotocol/logLevel`, at or above that level). A client that did not announce
-  elicitation (sampling), or a request with no way back (stateless HTTP, and every 2026-era
-  request), is not asked: an elicitation is declined, so whatever depended on it fails
-  closed, and a sampling request raises.
-- Through a run (`kosong.eventstore.Runs`): in the 2026-07-28 era servers may no longer send
-  requests, so a call whose client can answer (its request declares elicitation or sampling)
-  is a run, and its tool's questions are the run's. The call's answer is then an
-  `input_required` result whose `inputRequests` hold them, and the client calls again with
-  the answers (the spec's multi round-trip requests), on any process that shares the run's
-  store; the run goes on where it stopped (see `_runs`). `input_request` and `input_answer`
-  put a run's questions and answers in MCP's words, and `BackChannel.answer` asks one on the
-  request's own stream.
+  `elicitation/create` and `sampling/createMessage` requests on the call's stream; log
+  messages as `notifications/message`, at or above the level the session set with
+  `logging/setLevel` (every level until it does), or, in the 2026-07-28 era, only when the
+  request asked (`_meta` `io.modelcontextprotocol/logLevel`, that level and above). A client
+  that did not announce elicitation (sampling), or a request with no way back (stateless
+  HTTP, every 2026-era request), is not asked: an elicitation is declined (what depended on
+  it fails closed), a sampling request raises.
+- Through a run (`kosong.eventstore.Runs`): 2026-era servers send no requests, so a call
+  whose client can answer is a run whose tool's questions end the round with an
+  `input_required` result; the client calls again with the answers (the spec's multi
+  round-trip requests), on any process sharing the run's store (see `_runs`).
+  `input_request` and `input_answer` put a run's questions and answers in MCP's words;
+  `BackChannel.answer` asks one on the request's own stream.
 """
 
 from __future__ import annotations
@@ -66,13 +62,11 @@ def form_request(message: str, schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _answer(result: object) -> ElicitAnswer:
-    """The client's `ElicitResult` as an answer; anything else is a refusal."""
-    if isinstance(result, mcp.ElicitResult):
-        if result.action == "accept":
-            return ElicitAnswer.accept(result.content or {})
-        return ElicitAnswer(result.action)
-    return ElicitAnswer.decline()
+def _answer(result: mcp.ElicitResult) -> ElicitAnswer:
+    """The client's `ElicitResult` as an answer."""
+    if result.action == "accept":
+        return ElicitAnswer.accept(result.content or {})
+    return ElicitAnswer(result.action)
 
 
 def _sampling_request(
@@ -90,15 +84,6 @@ def _sampling_request(
         temperature=temperature,
     )
     return mcp.CreateMessageRequest(params=params)
-
-
-def _sampled(result: object) -> Message:
-    """The client's answer to a sampling request, or the error it is."""
-    if isinstance(result, mcp.CreateMessageResult):
-        return sampled_message(result)
-    if isinstance(result, mcp.ErrorData):
-        raise RuntimeError(f"the MCP client refused to sample: {result.message}")
-    raise RuntimeError("the MCP client did not answer the sampling request")
 
 
 def _asked(question: dict[str, Any]) -> tuple[list[Message], str, int, float | None]:
@@ -129,8 +114,8 @@ def input_answer(question: dict[str, Any], response: object) -> dict[str, Any]:
             answer = ElicitAnswer.decline()  # not an answer: nothing was agreed to
         return {"action": answer.action, "content": answer.content}
     try:
-        message = _sampled(mcp.CreateMessageResult.model_validate(response))
-    except (ValidationError, RuntimeError):
+        message = sampled_message(mcp.CreateMessageResult.model_validate(response))
+    except ValidationError:
         return {"error": "the MCP client did not answer the sampling request"}
     return {"message": message.model_dump(mode="json", exclude_none=True)}
 
@@ -186,7 +171,7 @@ class BackChannel:
             result = await session.send_request(request, mcp.CreateMessageResult, metadata=related)
         except MCPError as e:
             raise RuntimeError(f"the MCP client refused to sample: {e.message}") from None
-        return _sampled(result)
+        return sampled_message(result)
 
     async def answer(self, question: dict[str, Any]) -> dict[str, Any]:
         """Ask a run's question on this request; the answer in the run's terms."""

@@ -1,23 +1,21 @@
 """Resumable MCP streams: an event store whose event ids are scoped to one session.
 
 The MCP SDK's streamable HTTP transport stores every message it sends on an SSE stream in an
-`EventStore` and, when a client reconnects with `Last-Event-ID`, replays what came after. The
-SDK hands the store one store for all sessions and tells it neither which session stores nor
-which one asks for a replay, so a store keyed by event id alone replays one session's messages
-to any client that presents (or guesses) its ids.
+`EventStore` and replays what came after a reconnecting client's `Last-Event-ID`. It hands
+one store all sessions' events and tells it neither which session stores nor which one asks,
+so a store keyed by event id alone replays one session's messages to anyone holding its ids.
 
-`SessionEventStore` closes that: `MCPToolServer` binds every HTTP request to the session it
-belongs to (its `Mcp-Session-Id`, or the id the server gives it when it opens a session), and
-the store files each event under that session and replays only the requesting session's
-events, and only to the principal that opened the session (the SDK's manager refuses another
-principal's request for the session before it gets here; the store does not rely on it).
+`SessionEventStore` closes that: `MCPToolServer` binds every HTTP request to its session (its
+`Mcp-Session-Id`, or the id the server gives it when it opens one); the store files each
+event under that session and replays only the requesting session's events, and only to the
+principal that opened it (the SDK's manager refuses another principal first; the store does
+not rely on it).
 
 The events are kept in a `kosong.eventstore.RunStore`, the one the server's runs use: each
-stream of each session is a record of its own (the session as its principal, the stream as
-its tool), opened by the stream's first event and ended by its JSON-RPC response, so it is
-kept, bounded and expired as runs are (in memory, or in Redis, where a session's stream
-resumes on another process). A stream the store cannot take (it is full) is served but not
-resumable, and said so once in the log.
+stream of each session is a record (the session as its principal, the stream as its tool),
+opened by the stream's first event and ended by its JSON-RPC response, so it is kept, bounded
+and expired as runs are (in memory, or in Redis, where a stream resumes on another process).
+A stream the store cannot take (it is full) is served but not resumable, said once in the log.
 """
 
 from __future__ import annotations
@@ -54,11 +52,10 @@ _MESSAGE: TypeAdapter[JSONRPCMessage] = TypeAdapter(JSONRPCMessage)
 
 @dataclass(slots=True)
 class _Binding:
-    """The session an HTTP request belongs to: named by its id, or found out from the response."""
+    """The session an HTTP request belongs to (its store key) and the principal that opened it."""
 
     key: str
     owner: Owner
-    """The principal that opened the session (see `kosong.mcp._sessions.owner_of`)."""
 
 
 _BINDING: contextvars.ContextVar[_Binding | None] = contextvars.ContextVar(
@@ -98,16 +95,14 @@ class SessionEventStore(streamable_http.EventStore):
         """
         owner = owner_of(scope)
         session_id = header(scope.get("headers", ()), SESSION_HEADER)
-        if session_id is not None:
-            binding = self._bindings.get(session_id)
-            if binding is None:
-                binding = self._remember(session_id, _Binding(secrets.token_hex(16), owner))
-            elif binding.owner != owner:
-                binding = _Binding(secrets.token_hex(16), owner)  # nothing of the session's
-            _BINDING.set(binding)
-            return send
-        binding = _Binding(secrets.token_hex(16), owner)
+        binding = self._bindings.get(session_id) if session_id is not None else None
+        if binding is None or binding.owner != owner:  # a new key, with nothing of the session's
+            binding = _Binding(secrets.token_hex(16), owner)
+            if session_id is not None and session_id not in self._bindings:
+                self._remember(session_id, binding)
         _BINDING.set(binding)
+        if session_id is not None:
+            return send
 
         async def send_and_learn(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -127,11 +122,10 @@ class SessionEventStore(streamable_http.EventStore):
         """
         self._bindings.pop(session_id, None)
 
-    def _remember(self, session_id: str, binding: _Binding) -> _Binding:
+    def _remember(self, session_id: str, binding: _Binding) -> None:
         self._bindings[session_id] = binding
         if len(self._bindings) > 100_000:  # sessions end without telling the store
             self._bindings.popitem(last=False)
-        return binding
 
     async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
         """Keep the event under the current request's session and return its id."""

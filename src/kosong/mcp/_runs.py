@@ -1,34 +1,31 @@
 """MCP calls that are runs: tasks, input requests across processes, idempotency keys.
 
-A `tools/call` becomes a run of the server's `Runs` (`kosong.eventstore`) when its request
-declares the tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) and its tool may take
-long (`streaming = True`) or wait for an approval, when it carries an idempotency key
-(`_meta["kosong/idempotency_key"]`), when the runs are handed to workers, or when it is a
-2026-07-28 request whose client answers questions (it declares elicitation or sampling). The
-MCP side of such a call only reads and writes the run's record, so any process sharing the
-run store serves it:
+A `tools/call` is a run of the server's `Runs` (`kosong.eventstore`) when its request declares
+the tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) and its tool may take long
+(`streaming = True`) or wait for an approval, when it carries an idempotency key
+(`_meta["kosong/idempotency_key"]`), when the runs go to workers, or when it is a 2026-07-28
+request whose client answers questions (it declares elicitation or sampling). The MCP side
+only reads and writes the run's record, so any process sharing the run store serves it:
 
-- a task is answered at once with its handle (`resultType: "task"`); `tasks/get` reads the
-  task from the record (working, with the last progress message; input_required, with the
-  approval question and the tool's questions as input requests; completed, with the
-  `CallToolResult`; cancelled), `tasks/update` writes the answers, `tasks/cancel` cancels;
-- another call follows the run's log (`serve`), its progress and log messages going to the
-  request as the request asked, its result ending it. A question of its tool is asked on the
-  request's own stream in the handshake era; in the 2026-07-28 era it ends the round with an
-  `input_required` result whose `requestState` names the run and the place in its log, and
-  the client's retry, on any process, writes its answers into the record (where the tool,
-  wherever it runs, waits for them) and follows on from there. A state is good for one retry
-  (a later one is told to call again), and only for the principal, tool and arguments of the
-  run.
+- a task is answered at once with its handle (`resultType: "task"`); `tasks/get` reads it
+  from the record (working, with the last progress message; input_required, with the
+  approval question and the tool's questions; completed, with the `CallToolResult`;
+  cancelled), `tasks/update` writes the answers, `tasks/cancel` cancels;
+- another call follows the run's log (`serve`): progress and log messages go to the request
+  as it asked, the result ends it. A question of its tool is asked on the request's stream
+  in the handshake era; in the 2026-07-28 era it ends the round with an `input_required`
+  result whose `requestState` names the run and the place in its log, and the client's
+  retry, on any process, writes its answers into the record and follows on from there. A
+  state is good for one retry (a later one is told to call again), and only for the
+  principal, tool and arguments of the run.
 
-The client side of tasks, in both protocol versions that define them, is `_task_client`.
+The client side of tasks is `_task_client`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -191,7 +188,7 @@ class RunCalls:
         key = found if isinstance(found, str) else None
         task = declares_tasks(meta) and self.offers(tool)
         asks = self._input_timeout if task or channel.answers() else None
-        call = ToolCall(id=secrets.token_hex(16), function=ToolCall.FunctionBody(name=params.name))
+        call = ToolCall(id=Runs.new_id(), function=ToolCall.FunctionBody(name=params.name))
         arguments: JsonType = params.arguments or {}
         principal = principal_of(ctx)
         run_id, _ = await self._runs.start(call, principal, arguments, key=key, asks=asks)
@@ -213,21 +210,25 @@ class RunCalls:
     ) -> dict[str, Any]:
         """A 2026-era retry with the answers to a round's `input_required` (see the module doc)."""
         state = split_event_id(params.request_state or "")
-        record = await self._runs.store.get(state[0]) if state is not None else None
-        if state is None or record is None or not _same_call(record, ctx, params):
+        if state is None:
             return _call_again(params.name)
         run_id, position = state
-        try:
+        try:  # only the run's principal may retry its call, with the same tool
+            record = await self._runs.find(run_id, principal_of(ctx), params.name)
             after = await self._runs.store.read(run_id, position)
-        except ValueError:
+        except (LookupError, ValueError):
             return _call_again(params.name)
         if after is None or any(e.kind == "input_response" for e in after):  # answered once
             return _call_again(params.name)
+        if not _same_arguments(record, params.arguments or {}):
+            return _call_again(params.name)
         asked = await self._runs.questions(run_id)
+        answered = False
         for key, response in (params.input_responses or {}).items():
             if key in asked:
-                await self._runs.respond(run_id, key, input_answer(asked[key], response))
-        return await self.serve(ctx, record, position, tool, channel, asked=True)
+                answer = input_answer(asked[key], response)
+                answered = await self._runs.respond(run_id, key, answer) or answered
+        return await self.serve(ctx, record, position, tool, channel, ask=not answered)
 
     async def serve(
         self,
@@ -237,44 +238,26 @@ class RunCalls:
         tool: Tool,
         channel: BackChannel,
         *,
-        asked: bool = False,
+        ask: bool = False,
     ) -> dict[str, Any]:
         """The answer to a call that is a run, following its log from `position`.
 
         Its `CallToolResult` once it ends, or, in the 2026 era, an `input_required` result
-        when its tool asks what this client answers. `asked`: the run may have questions
-        before `position` still waiting for an answer. Cancelled (the client left), it
-        cancels the run, unless it has an idempotency key (its client may come back for it).
+        when its tool asks what this client answers (looked at on each question and answer
+        in the log, and first if `ask`). Cancelled (the client left), it cancels the run,
+        unless it has an idempotency key (its client may come back for it).
         """
-        try:
-            return await self._serve(ctx, run.id, position, tool, channel, asked)
-        except anyio.get_cancelled_exc_class():
-            if run.key is None:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    await self._runs.cancel(run.id, run.principal)
-            raise
-
-    async def _serve(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        run_id: str,
-        position: str,
-        tool: Tool,
-        channel: BackChannel,
-        asked: bool,
-    ) -> dict[str, Any]:
-        store = self._runs.store
         modern = ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS
         progress = ctx.meta is not None and ctx.meta.get("progress_token") is not None
         steps = 0
-        while True:
-            batch = await store.read(run_id, position, wait=0.0 if asked else 1.0)
-            if batch is None:
-                raise MCPError(mcp.INTERNAL_ERROR, f"run {run_id} is gone")
-            for event in batch:
+        try:
+            if ask and (required := await self._ask(run.id, position, channel, modern)):
+                return required
+            async for event in self._runs.follow(run.id, position):
                 if event.final:
                     value = ToolResult.from_json(event.data).return_value
                     return to_call_tool_result(value, tool.output_schema)
+                position = event.id.rpartition(".")[2]
                 data = json.loads(event.data)
                 if event.kind == "tool_progress" and progress:
                     steps += 1
@@ -282,27 +265,35 @@ class RunCalls:
                     await ctx.session.report_progress(done, total, data.get("message") or None)
                 elif event.kind == "tool_log":
                     await channel.log(data["level"], data["data"], data["logger"])
-                asked = asked or event.kind in ("input_request", "input_response")
-            if batch:
-                position = batch[-1].id.rpartition(".")[2]
-                continue
-            if not asked:
-                continue
-            asked = False
-            ours: dict[str, Any] = {}
-            for key, question in (await self._runs.questions(run_id)).items():
-                try:
-                    if modern and channel.takes(question):
-                        ours[key] = input_request(question)
-                        continue
-                    answer = await channel.answer(question)  # the handshake's way, or a refusal
-                except ValueError as e:  # a sampling request MCP's sampling cannot carry
-                    answer = {"error": str(e)}
-                await self._runs.respond(run_id, key, answer)
-            if ours:
-                state = f"{run_id}.{position}"
-                return {"resultType": "input_required", "inputRequests": ours,
-                        "requestState": state}  # fmt: skip
+                elif event.kind in ("input_request", "input_response") and (
+                    required := await self._ask(run.id, position, channel, modern)
+                ):
+                    return required
+            raise MCPError(mcp.INTERNAL_ERROR, f"run {run.id} is gone")
+        except anyio.get_cancelled_exc_class():
+            if run.key is None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await self._runs.cancel(run.id, run.principal)
+            raise
+
+    async def _ask(
+        self, run_id: str, position: str, channel: BackChannel, modern: bool
+    ) -> dict[str, Any] | None:
+        """Ask the run's open questions here; an `input_required` result for a 2026 client's."""
+        ours: dict[str, Any] = {}
+        for key, question in (await self._runs.questions(run_id)).items():
+            try:
+                if modern and channel.takes(question):
+                    ours[key] = input_request(question)
+                    continue
+                answer = await channel.answer(question)  # the handshake's way, or a refusal
+            except ValueError as e:  # a sampling request MCP's sampling cannot carry
+                answer = {"error": str(e)}
+            await self._runs.respond(run_id, key, answer)
+        if not ours:
+            return None
+        state = f"{run_id}.{position}"
+        return {"resultType": "input_required", "inputRequests": ours, "requestState": state}
 
     # --- the tasks extension's methods ---------------------------------------------------------
 
@@ -363,17 +354,13 @@ class RunCalls:
         return {}
 
 
-def _same_call(
-    record: RunRecord, ctx: ServerRequestContext[Any, Any], params: mcp.CallToolRequestParams
-) -> bool:
-    """Whether a retry is of the run's call: the same principal, tool and arguments."""
-    if record.principal != principal_of(ctx) or record.tool != params.name:
-        return False
+def _same_arguments(record: RunRecord, arguments: JsonType) -> bool:
+    """Whether a retry's arguments are those of the run's call."""
     try:
         stored: object = json.loads(record.arguments)
     except ValueError:
         return False
-    return canonical_json(cast(JsonType, stored)) == canonical_json(params.arguments or {})
+    return canonical_json(cast(JsonType, stored)) == canonical_json(arguments)
 
 
 def _call_again(name: str) -> dict[str, Any]:
@@ -396,11 +383,8 @@ def _answer_of(response: dict[str, Any]) -> tuple[bool, str]:
 
 def _stamp(event: StoredEvent | None) -> str | None:
     """When an event happened, as its metadata says."""
-    if event is None:
-        return None
     try:
-        data = json.loads(event.data)
-        stamp = data["metadata"]["timestamp"]
+        stamp: object = json.loads(event.data)["metadata"]["timestamp"] if event else None
     except (ValueError, KeyError, TypeError):
         return None
     return stamp if isinstance(stamp, str) else None

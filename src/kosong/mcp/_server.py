@@ -8,16 +8,15 @@
 It runs on the official SDK's low-level `mcp.server.Server`; every call goes through the
 `kosong.standard` pipeline (a toolset that is not a `PolicyToolset` gets one without policies):
 
-- `tools/list` gives each tool's input schema, its annotations (from `title` and the
-  `*_hint` fields) and its output schema where the tool declares one (`output_schema`);
+- `tools/list` gives each tool's input schema, annotations (`title`, the `*_hint` fields) and
+  output schema where the tool declares one (`output_schema`);
 - `tools/call` runs the call through the pipeline; a failure is an `isError` result the model
-  can read, never a JSON-RPC error (the SDK would turn an escaping exception into one), except
-  for an unknown tool, which is the protocol's -32602;
+  can read, never a JSON-RPC error, except for an unknown tool (the protocol's -32602);
 - a client that sends a progress token gets `notifications/progress` from `report_progress`;
 - cancelling the request (`notifications/cancelled`, or closing the stream in the 2026 era)
   cancels the call, and so the tool;
 - `notify_tools_changed()` sends `notifications/tools/list_changed` to every handshake-era
-  session and to every 2026-era `subscriptions/listen` stream;
+  session and every 2026-era `subscriptions/listen` stream;
 - streams are resumable through a `SessionEventStore` (event ids scoped per session, the
   events kept in the run store);
 - handshake-era sessions belong to the principal that opened them (kosong's guard's, or the
@@ -27,15 +26,15 @@ It runs on the official SDK's low-level `mcp.server.Server`; every call goes thr
   in both eras, never taken for a notification;
 - DNS-rebinding protection is on: only localhost Host and Origin headers by default;
 - calls with an idempotency key (`_meta["kosong/idempotency_key"]`), and 2026-era calls whose
-  client answers questions, are runs (`kosong.eventstore.Runs`: its own, in memory, or those
-  of a kosong server, `runs=`, as `create_app(mcp=True)` gives); given a server's runs, it
+  client answers questions, are runs (`kosong.eventstore.Runs`: its own, in memory, or a
+  kosong server's, `runs=`, as `create_app(mcp=True)` gives); given a server's runs, it
   serves MCP tasks (`io.modelcontextprotocol/tasks`), and with workers every call is a run
   they execute (see `_runs`).
 
-A tool reaches back to the client that made the call with `current_call().elicit(...)`,
-`.sample(...)` and `.log(...)`, in either era (`_asking`); `logging/setLevel` sets the level
-of a handshake-era session's log messages (in the 2026-07-28 era each request says its level
-in `_meta`, and the method is gone). `mcp_request()` gives a tool the MCP request it serves.
+A tool reaches back to its client with `current_call().elicit(...)`, `.sample(...)` and
+`.log(...)`, in either era (`_asking`); `logging/setLevel` sets a handshake-era session's log
+level (in the 2026-07-28 era each request says its level in `_meta`). `mcp_request()` gives a
+tool the MCP request it serves.
 """
 
 from __future__ import annotations
@@ -230,9 +229,7 @@ class MCPToolServer:
         self._sessions: OrderedDict[str, ServerSession] = OrderedDict()
         # The level each handshake-era session set with `logging/setLevel`.
         self._log_levels: dict[str, LogLevel] = {}
-        self._managers: tuple[StreamableHTTPSessionManager, StreamableHTTPSessionManager] | None = (
-            None
-        )
+        self._managers: tuple[StreamableHTTPSessionManager, ...] | None = None  # streaming, plain
         self._server = _ToolsServer(
             name,
             version=version if version is not None else __version__,
@@ -279,10 +276,9 @@ class MCPToolServer:
         self, ctx: ServerRequestContext[Any, Any], params: mcp.PaginatedRequestParams | None
     ) -> mcp.ListToolsResult:
         tools = [to_mcp_tool(tool) for tool in self._toolset.tools]
-        if self._calls.tasks:  # the 2025-11-25 era's word for it (the 2026 one has none)
-            for listed, tool in zip(tools, self._toolset.tools, strict=True):
-                if self._calls.offers(tool):
-                    listed.execution = mcp.ToolExecution(task_support="optional")
+        for listed, tool in zip(tools, self._toolset.tools, strict=True):
+            if self._calls.offers(tool):  # the 2025-11-25 era's word (the 2026 one has none)
+                listed.execution = mcp.ToolExecution(task_support="optional")
         return mcp.ListToolsResult(tools=tools)
 
     async def _set_logging_level(
@@ -481,12 +477,9 @@ class MCPToolServer:
     def _as_negotiated(self, scope: Scope) -> Scope:
         """A session's request, with the protocol version its session negotiated if newer.
 
-        The SDK opens a POST's event stream with a priming event (and `retry:`) only for a
-        request whose `MCP-Protocol-Version` is 2025-11-25 or later, since older clients
-        cannot read an event without data. That is a property of the client, which its
-        session's `initialize` told: a request of a session that negotiated 2025-11-25 but
-        names an older version (the conformance suite's SSE-polling scenario sends one) still
-        comes from a client that reads priming events, so it is handed on as its session's.
+        The SDK primes a POST's stream (with `retry:`) only for 2025-11-25 or later, as older
+        clients cannot read an event without data; a client whose session negotiated that
+        reads them whatever version a request names (the conformance suite names an older one).
         """
         headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
         session_id = header(headers, SESSION_HEADER)
@@ -521,7 +514,11 @@ class MCPToolServer:
         from before (it is flushed to stderr first), not at shutdown (stdout is never handed
         back, and the stream is closed when serving ends).
         """
-        wire = _take_stdout()
+        wire = os.dup(1)
+        os.set_inheritable(wire, False)  # a tool's child process must not write to the protocol
+        os.dup2(2, 1)
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()  # what was printed before serving lands on stderr too
         stdout = io.TextIOWrapper(os.fdopen(wire, "wb"), encoding="utf-8")
         printing = sys.stdout
         sys.stdout = sys.stderr
@@ -534,20 +531,6 @@ class MCPToolServer:
             sys.stdout = printing
             with contextlib.suppress(OSError, ValueError):
                 stdout.close()  # the client reads the end of the stream
-
-
-def _take_stdout() -> int:
-    """A private descriptor for the protocol; fd 1 goes to stderr for good (see `run_stdio`).
-
-    Text printed before serving began, still in `sys.stdout`'s buffer, is flushed once fd 1
-    points at stderr, so it lands there too.
-    """
-    wire = os.dup(1)
-    os.set_inheritable(wire, False)  # a tool's child process must not write to the protocol
-    os.dup2(2, 1)
-    with contextlib.suppress(OSError, ValueError):
-        sys.stdout.flush()
-    return wire
 
 
 class _ASGIEndpoint:
@@ -583,10 +566,8 @@ def _era(scope: Scope) -> str:
 async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) -> None:
     """Await `answer`, cancelling it if the client disconnects first.
 
-    The SDK's JSON mode does not watch for a client that leaves (its streaming mode does, with
-    a task group per request). Here a small task waits for the disconnect, started only if
-    the answer has to wait: most calls are answered without yielding to the event loop, and
-    then the callback that would start the watcher is dropped before it ever runs.
+    The SDK's JSON mode does not watch for a client that leaves. A task waits for the
+    disconnect, started only if the answer has to wait (most never yield to the event loop).
     """
     task = asyncio.current_task()
     assert task is not None

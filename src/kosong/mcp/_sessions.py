@@ -26,18 +26,17 @@ import functools
 import logging
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.auth.provider import AccessToken
-from mcp_types import INVALID_REQUEST
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kosong._keys import PRINCIPAL
 from kosong._seconds import optional_seconds
+from kosong.mcp._wire import refusal
 
 __all__ = ["PRINCIPAL", "SESSION_HEADER", "Owner", "SessionKeeper", "header", "owner_of"]
 
@@ -105,13 +104,8 @@ class SessionKeeper:
     ) -> None:
         """Keep the sessions `app` (the manager's `handle_request`) opens.
 
-        Args:
-            app: The session manager's ASGI entry.
-            per_principal: Sessions a principal may hold at once; None: no limit.
-            idle_timeout: Seconds an idle session lives; None: until its client ends it.
-            setup_timeout: Seconds an idle session lives while its client sent nothing after
-                `initialize`; None: as long as any idle session.
-            on_end: Told the id of every session this ends or sees end.
+        The limits are `MCPToolServer`'s `max_sessions_per_principal`, `session_idle_timeout`
+        and `session_setup_timeout`; `on_end` is told the id of every session that ends.
 
         Raises:
             ValueError: a limit or a timeout is not a positive number.
@@ -124,14 +118,12 @@ class SessionKeeper:
         setup_timeout = optional_seconds(setup_timeout, "session_setup_timeout")
         self._setup_timeout = setup_timeout if setup_timeout is not None else idle_timeout
         self._on_end = on_end
-        self._sessions: dict[str, _Session] = {}
         # Each principal's sessions, least recently used first.
         self._owned: dict[Owner, OrderedDict[str, _Session]] = {}
         self._opening: Counter[Owner] = Counter()  # requests that may open a session, now
 
     def clear(self) -> None:
         """Forget every session (the manager that held them stopped)."""
-        self._sessions.clear()
         self._owned.clear()
         self._opening.clear()
 
@@ -150,8 +142,9 @@ class SessionKeeper:
         if session_id is None:
             await self._open(owner, scope, receive, send, admit=opens)
             return
-        session = self._sessions.get(session_id)
-        if session is None or session.owner != owner:
+        owned = self._owned.get(owner)
+        session = owned.get(session_id) if owned is not None else None
+        if session is None:
             # Not one we keep for this principal: the SDK answers 404, as for any unknown id.
             await self._app(scope, receive, send)
             return
@@ -186,16 +179,8 @@ class SessionKeeper:
             logger.warning(
                 "Refusing a new MCP session: %s holds %d busy sessions", owner, self.count(owner)
             )
-            error = {
-                "code": INVALID_REQUEST,
-                "message": "Too many open sessions for this principal: end one (DELETE) "
-                "or retry later",
-            }
-            response = JSONResponse(
-                {"jsonrpc": "2.0", "id": None, "error": error},
-                status_code=429,
-                headers={"Retry-After": str(_RETRY_AFTER)},
-            )
+            message = "Too many open sessions for this principal: end one (DELETE) or retry later"
+            response = refusal(429, message, {"Retry-After": str(_RETRY_AFTER)})
             await response(scope, receive, send)
             return
         self._opening[owner] += 1
@@ -241,24 +226,9 @@ class SessionKeeper:
         host = header(scope.get("headers", ()), b"host")
         if host is not None:
             headers.append((b"host", host.encode("latin-1")))
-        ending: Scope = {
-            "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": "1.1",
-            "method": "DELETE",
-            "scheme": scope.get("scheme", "http"),
-            "path": scope.get("path", "/"),
-            "raw_path": scope.get("raw_path", b"/"),
-            "root_path": scope.get("root_path", ""),
-            "query_string": b"",
-            "headers": headers,
-            "client": None,
-            "server": scope.get("server"),
-        }
-        if "user" in scope:
-            ending["user"] = scope["user"]
+        # The DELETE its client would send, in the scope (and as the user) that opened it.
+        ending = dict(scope, method="DELETE", query_string=b"", headers=headers, client=None)
         session = _Session(session_id, owner, ending)
-        self._sessions[session_id] = session
         self._owned.setdefault(owner, OrderedDict())[session_id] = session
         return session
 
@@ -267,10 +237,9 @@ class SessionKeeper:
         session.used = time.monotonic()
 
     def _forget(self, session: _Session) -> None:
-        if self._sessions.pop(session.id, None) is None:
+        owned = self._owned.get(session.owner)
+        if owned is None or owned.pop(session.id, None) is None:
             return
-        owned = self._owned[session.owner]
-        del owned[session.id]
         if not owned:
             del self._owned[session.owner]
         self._on_end(session.id)
@@ -278,14 +247,10 @@ class SessionKeeper:
     async def _end(self, session: _Session) -> None:
         """Forget the session now, then have the manager end it as a client's DELETE would."""
         self._forget(session)
-        sent = False
+        body: Iterator[Message] = iter([{"type": "http.request", "body": b"", "more_body": False}])
 
         async def receive() -> Message:
-            nonlocal sent
-            if sent:
-                return {"type": "http.disconnect"}
-            sent = True
-            return {"type": "http.request", "body": b"", "more_body": False}
+            return next(body, {"type": "http.disconnect"})
 
         async def discard(message: Message) -> None:
             pass
@@ -305,7 +270,7 @@ class SessionKeeper:
         while True:
             await anyio.sleep(tick)
             now = time.monotonic()
-            for session in list(self._sessions.values()):
+            for session in [s for owned in self._owned.values() for s in owned.values()]:
                 timeout = self._idle_timeout if session.set_up else self._setup_timeout
                 if not session.in_flight and timeout is not None and now - session.used >= timeout:
                     logger.info("MCP session %s idle for %.0f s: ending it", session.id, timeout)

@@ -1,11 +1,10 @@
-"""A POST's body as `MCPToolServer` reads it before the SDK does: peeked, and its id checked.
+"""A POST's body as `MCPToolServer` reads it before the SDK: peeked, its id checked, refused.
 
-The SDK's handshake-era transport takes any JSON-RPC object it cannot read as a request for a
-notification (its notification model ignores unknown keys), so a request whose `id` is an
-object, an array, a boolean, null or a float was answered `202` and never answered again.
-JSON-RPC says such a message is an Invalid Request, answered with `id: null`; MCP says an id
-is a string or an integer. `invalid_id_response` answers it so, with the very status and body
-the SDK's 2026-era entry gives (which already checks this), so both eras agree.
+The SDK's handshake-era transport takes a JSON-RPC object it cannot read for a notification
+(its model ignores unknown keys), so a request whose `id` is an object, an array, a boolean,
+null or a float was answered `202` and never again. JSON-RPC makes it an Invalid Request
+(`id: null`), MCP an id a string or an integer; `invalid_id_response` answers it with the
+status and body of the SDK's 2026-era entry (which checks this already), so both eras agree.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from mcp_types import INVALID_REQUEST
 from starlette.responses import JSONResponse, Response
 from starlette.types import Message, Receive
 
-__all__ = ["invalid_id_response", "peek_body", "read_message"]
+__all__ = ["invalid_id_response", "peek_body", "read_message", "refusal"]
 
 
 async def peek_body(receive: Receive, limit: int) -> tuple[bytes | None, Receive]:
@@ -74,8 +73,10 @@ def invalid_id_response(message: dict[str, object] | None) -> Response | None:
         isinstance(request_id, int) and request_id is not True and request_id is not False
     ):
         return None
-    error = {
-        "code": INVALID_REQUEST,
-        "message": "Invalid Request: a request's id must be a string or an integer",
-    }
-    return JSONResponse({"jsonrpc": "2.0", "error": error, "id": None}, status_code=400)
+    return refusal(400, "Invalid Request: a request's id must be a string or an integer")
+
+
+def refusal(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    """A JSON-RPC Invalid Request error (`id: null`), answered with the HTTP `status`."""
+    error = {"code": INVALID_REQUEST, "message": message}
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status, headers)
