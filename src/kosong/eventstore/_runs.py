@@ -32,7 +32,7 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncGenerator, Coroutine
 from typing import Any, Literal, cast
 
 from kosong._answers import Approve, answers_scope
@@ -445,7 +445,7 @@ class Runs:
             raise RunNotFoundError(run_id)
         return record
 
-    async def follow(self, run_id: str, after: str = START) -> AsyncIterator[StoredEvent]:
+    async def follow(self, run_id: str, after: str = START) -> AsyncGenerator[StoredEvent, None]:
         """The run's events after position `after`, then each new one, to the final event.
 
         A run waiting past its question's deadline is denied here, and that final event is
@@ -494,9 +494,10 @@ class Runs:
         Raises:
             StoreUnavailableError: the store cannot be reached.
         """
-        async for event in self.follow(run_id):
-            if event.final:
-                return ToolResult.from_json(event.data)
+        async with contextlib.aclosing(self.follow(run_id)) as events:  # stop following now
+            async for event in events:
+                if event.final:
+                    return ToolResult.from_json(event.data)
         value = _unavailable(f"run {run_id} expired before its result could be read")
         return ToolResult(run_id, value)
 

@@ -24,6 +24,7 @@ The client side of tasks is `_task_client`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Mapping
@@ -253,22 +254,23 @@ class RunCalls:
         try:
             if ask and (required := await self._ask(run.id, position, channel, modern)):
                 return required
-            async for event in self._runs.follow(run.id, position):
-                if event.final:
-                    value = ToolResult.from_json(event.data).return_value
-                    return to_call_tool_result(value, tool.output_schema)
-                position = event.id.rpartition(".")[2]
-                data = json.loads(event.data)
-                if event.kind == "tool_progress" and progress:
-                    steps += 1
-                    done, total = mcp_progress(data, steps)
-                    await ctx.session.report_progress(done, total, data.get("message") or None)
-                elif event.kind == "tool_log":
-                    await channel.log(data["level"], data["data"], data["logger"])
-                elif event.kind in ("input_request", "input_response") and (
-                    required := await self._ask(run.id, position, channel, modern)
-                ):
-                    return required
+            async with contextlib.aclosing(self._runs.follow(run.id, position)) as events:
+                async for event in events:
+                    if event.final:
+                        value = ToolResult.from_json(event.data).return_value
+                        return to_call_tool_result(value, tool.output_schema)
+                    position = event.id.rpartition(".")[2]
+                    data = json.loads(event.data)
+                    if event.kind == "tool_progress" and progress:
+                        steps += 1
+                        done, total = mcp_progress(data, steps)
+                        await ctx.session.report_progress(done, total, data.get("message") or None)
+                    elif event.kind == "tool_log":
+                        await channel.log(data["level"], data["data"], data["logger"])
+                    elif event.kind in ("input_request", "input_response") and (
+                        required := await self._ask(run.id, position, channel, modern)
+                    ):
+                        return required
             raise MCPError(mcp.INTERNAL_ERROR, f"run {run.id} is gone")
         except anyio.get_cancelled_exc_class():
             if run.key is None:
