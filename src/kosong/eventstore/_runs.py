@@ -375,6 +375,8 @@ class Runs:
 
         Raises:
             RunNotFoundError: no such run for this principal.
+            StoreUnavailableError: the store, or the queue of an approved run, cannot be
+                reached (then the run ends, saying so).
         """
         await self.find(run_id, principal)
         return await self._answered(run_id, approved, reason)
@@ -388,7 +390,12 @@ class Runs:
             value = ToolPermissionDeniedError(record.tool, reason or "the call was not approved")
             await self._end(run_id, record.tool, value)
         else:
-            await self.executor.submit(run_id, record.tool, again=True)
+            try:
+                await self.executor.submit(run_id, record.tool, again=True)
+            except StoreUnavailableError as e:  # nobody would execute it: it ends, saying why
+                value = _unavailable(f"the approved call could not be queued: {e}")
+                await self._end(run_id, record.tool, value)
+                raise
         return True
 
     async def questions(self, run_id: str) -> dict[str, dict[str, Any]]:

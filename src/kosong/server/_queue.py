@@ -22,6 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 from kosong._extras import install_hint
+from kosong.eventstore import StoreUnavailableError
 
 try:
     from docket import ConcurrencyLimit, CurrentExecution, Docket, Execution, Worker
@@ -61,12 +62,15 @@ async def _once_more(send: Callable[[], Awaitable[object]]) -> None:
 
     After Redis restarts, the pool's connections are dead, and only the first command on each
     finds out (adding a run twice is harmless: its key is the run's id, and Docket keeps one
-    task per key).
+    task per key). A second failure is an outage: `StoreUnavailableError`, as the store says.
     """
     try:
         await send()
     except RedisConnectionError:
-        await send()
+        try:
+            await send()
+        except (RedisConnectionError, RedisTimeoutError) as e:
+            raise StoreUnavailableError(f"the queue's Redis cannot be reached: {e}") from e
 
 
 def _quiet_outages() -> None:
