@@ -1,12 +1,12 @@
 // The inspector page: the tools of this server, a form for each, calls streamed as runs that
 // survive dropped connections, the history of this tab and the server's metrics.
 
-import { fill, h, jsonBlock } from "./dom.js";
+import { fill, h, jsonBlock, table } from "./dom.js";
 import { SchemaForm } from "./form.js";
 import { formatSeconds, parsePrometheus, toolMetrics } from "./metrics.js";
 import { fieldErrors, formatPath } from "./paths.js";
 import { badges, dialectTable, metadataList, resultView } from "./render.js";
-import { RunStream } from "./sse.js";
+import { RunStream, errorOf } from "./sse.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "kosong.inspector.token";
@@ -48,12 +48,7 @@ function setStatus(text) {
 }
 
 async function askForToken(response) {
-  let message = "";
-  try {
-    message = (await response.clone().json()).error.message;
-  } catch {
-    message = "the server asks for a bearer token";
-  }
+  const { message } = (await errorOf(response.clone(), "the server asks for a bearer token")).error;
   const form = $("token-form");
   const error = $("token-error");
   error.hidden = !api.token;
@@ -158,10 +153,7 @@ function approvalItem(run) {
     if (response.status === 202) {
       status.textContent = `${approved ? "Approved" : "Denied"}: ${run.tool} (${run.id}).`;
     } else {
-      let message = `HTTP ${response.status}`;
-      try {
-        message = (await response.json()).error.message;
-      } catch {}
+      const { message } = (await errorOf(response, `HTTP ${response.status}`)).error;
       status.textContent = `Could not answer ${run.tool}: ${message}`;
     }
     refreshApprovals();
@@ -353,6 +345,14 @@ function setProgress(value, text) {
   $("progress-text").textContent = text;
 }
 
+/** Empties the run panel: its notices, events, progress and result. */
+function clearRun() {
+  fill($("notices"));
+  fill($("events"));
+  fill($("result"));
+  setProgress(0, "");
+}
+
 function startRun(toolName, args) {
   const tool = state.tools.find((t) => t.name === toolName);
   const started = performance.now();
@@ -363,12 +363,8 @@ function startRun(toolName, args) {
   $("run").dataset.state = "running";
   delete $("run").dataset.attempt;
   delete $("run").dataset.resumed;
-  $("progress").value = 0;
   $("progress").removeAttribute("data-done");
-  setProgress(0, "");
-  fill($("notices"));
-  fill($("events"));
-  fill($("result"));
+  clearRun();
   setRunStatus(`Calling ${toolName}…`);
   run.stream = new RunStream(api, {
     onStarted(runId) {
@@ -506,10 +502,7 @@ function showHistory(index) {
   if (!entry || state.run) return;
   selectTool(entry.tool, { focus: false, values: entry.args });
   const tool = state.tools.find((t) => t.name === entry.tool);
-  fill($("notices"));
-  fill($("events"));
-  $("progress").value = 0;
-  setProgress(0, "");
+  clearRun();
   setRunStatus(`${entry.tool} at ${new Date(entry.at).toLocaleTimeString()}: ${entry.outcome} (from this tab's history; its arguments are in the form).`);
   fill(
     $("result"),
@@ -535,30 +528,21 @@ async function refreshMetrics() {
   fill(
     $("metrics"),
     tools.length
-      ? h(
-          "table",
+      ? table(
           { class: "metrics data" },
-          h(
-            "caption",
-            {},
-            tools.every((row) => row.exact)
-              ? "Since the server started; P50 and P99 of the recent calls"
-              : "Since the server started; P50 and P99 estimated from the latency histogram",
-          ),
-          h("thead", {}, h("tr", {}, ["Tool", "Calls", "Errors", "P50", "P99"].map((t) => h("th", { scope: "col" }, t)))),
-          h(
-            "tbody",
-            {},
-            tools.map((row) =>
-              h(
-                "tr",
-                { dataset: { tool: row.tool } },
-                h("th", { scope: "row" }, row.tool),
-                h("td", { dataset: { metric: "calls" } }, String(row.calls)),
-                h("td", { dataset: { metric: "errors" }, title: JSON.stringify(row.errorsByCode) }, String(row.errors)),
-                h("td", { dataset: { metric: "p50" } }, formatSeconds(row.p50)),
-                h("td", { dataset: { metric: "p99" } }, formatSeconds(row.p99)),
-              ),
+          tools.every((row) => row.exact)
+            ? "Since the server started; P50 and P99 of the recent calls"
+            : "Since the server started; P50 and P99 estimated from the latency histogram",
+          ["Tool", "Calls", "Errors", "P50", "P99"],
+          tools.map((row) =>
+            h(
+              "tr",
+              { dataset: { tool: row.tool } },
+              h("th", { scope: "row" }, row.tool),
+              h("td", { dataset: { metric: "calls" } }, String(row.calls)),
+              h("td", { dataset: { metric: "errors" }, title: JSON.stringify(row.errorsByCode) }, String(row.errors)),
+              h("td", { dataset: { metric: "p50" } }, formatSeconds(row.p50)),
+              h("td", { dataset: { metric: "p99" } }, formatSeconds(row.p99)),
             ),
           ),
         )

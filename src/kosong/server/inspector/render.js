@@ -1,7 +1,7 @@
 // What the page shows of a tool (its metadata, the providers' verdicts on its schema) and of a
 // call's result (content parts, display blocks, the envelope, timing, trace, cache).
 
-import { h, jsonBlock } from "./dom.js";
+import { h, jsonBlock, table } from "./dom.js";
 import { formatSeconds } from "./metrics.js";
 
 function today() {
@@ -127,29 +127,24 @@ function findingsList(findings, { relevant = true } = {}) {
 export function dialectTable(tool, report) {
   if (!report) return h("p", { class: "muted" }, "The provider check is not available.");
   const findings = report.findings.filter((f) => f.tool === tool.name);
-  return h(
-    "table",
+  return table(
     { class: "dialects" },
-    h("caption", {}, "What each provider does with this definition"),
-    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Provider"), h("th", { scope: "col" }, "Verdict"), h("th", { scope: "col" }, "Findings"))),
-    h(
-      "tbody",
-      {},
-      report.dialects.map((dialect) => {
-        const mine = findings.filter((f) => f.dialect === dialect);
-        const rejected = mine.some((f) => f.effect === "rejected");
-        const relevant = !dialect.endsWith("-strict") || Boolean(tool.strict);
-        let verdict = rejected ? "rejects it" : mine.length ? `accepts, ignores ${mine.length}` : "accepts it";
-        if (!relevant) verdict = rejected ? "would reject it in strict mode" : "accepts it in strict mode";
-        return h(
-          "tr",
-          { dataset: { dialect, verdict: rejected ? "rejected" : mine.length ? "ignored" : "ok" } },
-          h("th", { scope: "row" }, dialect),
-          h("td", { class: !relevant ? "muted" : rejected ? "bad" : mine.length ? "warn" : "good" }, verdict),
-          h("td", {}, findingsList(mine, { relevant })),
-        );
-      }),
-    ),
+    "What each provider does with this definition",
+    ["Provider", "Verdict", "Findings"],
+    report.dialects.map((dialect) => {
+      const mine = findings.filter((f) => f.dialect === dialect);
+      const rejected = mine.some((f) => f.effect === "rejected");
+      const relevant = !dialect.endsWith("-strict") || Boolean(tool.strict);
+      let verdict = rejected ? "rejects it" : mine.length ? `accepts, ignores ${mine.length}` : "accepts it";
+      if (!relevant) verdict = rejected ? "would reject it in strict mode" : "accepts it in strict mode";
+      return h(
+        "tr",
+        { dataset: { dialect, verdict: rejected ? "rejected" : mine.length ? "ignored" : "ok" } },
+        h("th", { scope: "row" }, dialect),
+        h("td", { class: !relevant ? "muted" : rejected ? "bad" : mine.length ? "warn" : "good" }, verdict),
+        h("td", {}, findingsList(mine, { relevant })),
+      );
+    }),
   );
 }
 
@@ -215,13 +210,12 @@ export function displayBlock(block) {
     return h("p", { class: "brief block", dataset: { block: "brief" } }, h("span", { class: "label" }, "Brief for the user: "), h("span", { class: "text" }, block.text));
   }
   if (block.type === "table" && Array.isArray(block.rows)) {
-    const headers = Array.isArray(block.headers) ? block.headers : [];
-    return h(
-      "table",
+    const cell = (value) => h("td", {}, typeof value === "string" ? value : JSON.stringify(value));
+    return table(
       { class: "block data", dataset: { block: "table" } },
-      block.title ? h("caption", {}, block.title) : null,
-      headers.length ? h("thead", {}, h("tr", {}, headers.map((cell) => h("th", { scope: "col" }, String(cell))))) : null,
-      h("tbody", {}, block.rows.map((cells) => h("tr", {}, (Array.isArray(cells) ? cells : [cells]).map((cell) => h("td", {}, typeof cell === "string" ? cell : JSON.stringify(cell)))))),
+      block.title,
+      Array.isArray(block.headers) ? block.headers : [],
+      block.rows.map((cells) => h("tr", {}, (Array.isArray(cells) ? cells : [cells]).map(cell))),
     );
   }
   return h("figure", { class: "block unknown", dataset: { block: block.type || "unknown" } }, h("figcaption", {}, `Display block "${block.type}"`), jsonBlock(block));

@@ -97,18 +97,15 @@ function retryAfterMs(response, fallback) {
   return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : fallback;
 }
 
-async function errorOf(response) {
+/** The error envelope a response answered, or one made of its status (`message` saying why). */
+export async function errorOf(response, message = response.statusText || "no answer") {
   try {
     const body = await response.json();
     if (body && body.error) return body;
   } catch {
     // not JSON: described below
   }
-  return {
-    success: false,
-    status: "error",
-    error: { code: `HTTP_${response.status}`, message: response.statusText || "no answer" },
-  };
+  return { success: false, status: "error", error: { code: `HTTP_${response.status}`, message } };
 }
 
 /**
