@@ -144,30 +144,22 @@ export class SchemaForm {
     for (const node of this.fields.values()) node.showError([]);
   }
 
-  /**
-   * Shows each error next to the field its path names (or the nearest field above it);
-   * returns the errors no field takes (about the arguments as a whole).
-   */
+  /** Shows each error next to the field its path names (or the nearest field above it, if any). */
   showErrors(errors) {
     this.clearErrors();
     const byNode = new Map();
-    const rest = [];
     for (const error of errors) {
       let node = null;
       for (let n = error.path.length; n > 0 && !node; n--) {
         node = this.fields.get(pathKey(error.path.slice(0, n))) || null;
       }
-      if (!node || node === this.top) {
-        rest.push(error);
-        continue;
-      }
+      if (!node || node === this.top) continue; // about the arguments as a whole
       const exact = pathKey(node.path) === pathKey(error.path);
       const text = exact ? error.message : `${formatPath(error.path)}: ${error.message}`;
       if (!byNode.has(node)) byNode.set(node, []);
       byNode.get(node).push(text);
     }
     for (const [node, messages] of byNode) node.showError(messages);
-    return rest;
   }
 
   /** The first field showing an error, to move the focus to. */

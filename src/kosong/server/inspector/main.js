@@ -130,13 +130,11 @@ async function refreshApprovals() {
   const list = $("approvals");
   const focused = list.contains(document.activeElement) ? document.activeElement.id : null;
   fill(list, runs.map(approvalItem));
-  if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
-  if (!runs.length && !$("approvals-status").dataset.answered) {
-    $("approvals-status").textContent = "No run is waiting.";
-  } else if (runs.length) {
-    $("approvals-status").textContent =
-      `${runs.length} run${runs.length === 1 ? " waits" : "s wait"} for an answer.`;
-  }
+  if (focused) document.getElementById(focused)?.focus();
+  const status = $("approvals-status");
+  const waiting = `${runs.length} run${runs.length === 1 ? " waits" : "s wait"} for an answer.`;
+  if (runs.length) status.textContent = waiting;
+  else if (!status.dataset.answered) status.textContent = "No run is waiting.";
 }
 
 function approvalItem(run) {
@@ -185,7 +183,7 @@ function renderToolList() {
   const list = $("tool-list");
   fill(
     list,
-    state.tools.map((tool, index) =>
+    state.tools.map((tool) =>
       h(
         "li",
         {},
@@ -195,9 +193,6 @@ function renderToolList() {
             type: "button",
             class: "tool",
             dataset: { tool: tool.name },
-            // One tab stop for the list (the selected tool); arrow keys move within it.
-            tabindex: state.selected === tool.name || (!state.selected && index === 0) ? "0" : "-1",
-            "aria-current": state.selected === tool.name ? "true" : null,
             onclick: () => selectTool(tool.name),
           },
           h("span", { class: "tool-name" }, tool.name),
@@ -228,6 +223,7 @@ function selectTool(name, { focus = true, values } = {}) {
   if (!tool) return;
   state.selected = name;
   history.replaceState(null, "", `#tool=${encodeURIComponent(name)}`);
+  // One tab stop for the list (the selected tool); arrow keys move within it.
   for (const button of $("tool-list").querySelectorAll("button.tool")) {
     const current = button.dataset.tool === name;
     if (current) button.setAttribute("aria-current", "true");
@@ -269,9 +265,8 @@ function clearFormErrors() {
 }
 
 function showFormErrors(errors, intro) {
-  const rest = state.form.showErrors(errors);
+  state.form.showErrors(errors);
   const box = $("form-errors");
-  const fieldCount = errors.length - rest.length;
   fill(
     box,
     h("p", {}, intro),
@@ -285,7 +280,6 @@ function showFormErrors(errors, intro) {
     ),
   );
   box.hidden = false;
-  return fieldCount;
 }
 
 function updatePreview() {
