@@ -173,7 +173,6 @@ export class RunStream {
         const { value, done } = await reader.read();
         if (done) break;
         parser.feed(value);
-        this.lastEventId = parser.lastEventId;
         if (this.ended) break;
       }
     } catch {
