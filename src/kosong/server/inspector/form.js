@@ -182,7 +182,6 @@ class Field {
     this.label = label ?? (path.length ? String(path[path.length - 1]) : "arguments");
     this.errorBox = h("p", { class: "field-error", id: `${this.id}-error`, hidden: true });
     this.invalid = false;
-    this.inputs = [];
   }
 
   get shownPath() {
@@ -227,14 +226,12 @@ class Field {
     this.invalid = messages.length > 0;
     this.errorBox.textContent = messages.join("; ");
     this.errorBox.hidden = !this.invalid;
-    for (const input of this.inputs) {
-      if (this.invalid) input.setAttribute("aria-invalid", "true");
-      else input.removeAttribute("aria-invalid");
-    }
+    if (this.invalid) this.input?.setAttribute("aria-invalid", "true");
+    else this.input?.removeAttribute("aria-invalid");
   }
 
   focus() {
-    this.inputs[0]?.focus();
+    this.input?.focus();
   }
 
   /** Whether `value` is what the field holds before anyone types (its default). */
@@ -255,9 +252,8 @@ class Field {
     return { present: false };
   }
 
-  /** The common frame of a one-input field; the input starts with the field's default. */
+  /** The common frame of a one-input field (`this.input`), which starts with its default. */
   frame(input, { inline = false } = {}) {
-    this.inputs = [input];
     this.fill(undefined);
     const label = h("label", { for: this.id }, this.labelContent());
     return h(

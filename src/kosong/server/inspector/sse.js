@@ -129,7 +129,6 @@ export class RunStream {
     this.lastSeq = 0;
     this.retryMs = 2000;
     this.ended = false;
-    this.resumes = 0;
   }
 
   async start(tool, args) {
@@ -196,7 +195,7 @@ export class RunStream {
     } catch {
       // not JSON: kept as text
     }
-    this.on.onEvent?.({ kind: type, id, seq, data: parsed, afterResume: this.resumes > 0 });
+    this.on.onEvent?.({ kind: type, id, seq, data: parsed });
     if (FINAL.has(type)) this.end(type, parsed);
   }
 
@@ -223,7 +222,6 @@ export class RunStream {
         return this.end("lost", this.lost("the run ended, but its final event did not arrive"));
       }
       if (response.ok) {
-        this.resumes += 1;
         this.on.onConnection?.({ state: "resumed", attempt, lastEventId: this.lastEventId });
         return response;
       }
