@@ -156,11 +156,6 @@ function isParts(envelope) {
   return Array.isArray(data) && data.length > 0 && data.every((p) => p && typeof p === "object" && KNOWN_PARTS.has(p.type));
 }
 
-function mediaUrl(part) {
-  const holder = part[part.type];
-  return holder && typeof holder.url === "string" ? holder.url : "";
-}
-
 /** One content part: text, an image, audio, video, the model's thinking. */
 export function contentPart(part, index) {
   const label = `content part ${index + 1}`;
@@ -172,7 +167,7 @@ export function contentPart(part, index) {
     case "image_url":
     case "audio_url":
     case "video_url": {
-      const url = mediaUrl(part);
+      const url = typeof part[part.type]?.url === "string" ? part[part.type].url : "";
       const kind = part.type.slice(0, 5);
       if (!url.startsWith("data:")) {
         // Not fetched: the page loads nothing from elsewhere.

@@ -92,11 +92,6 @@ function sleep(ms, signal) {
   });
 }
 
-function retryAfterMs(response, fallback) {
-  const seconds = Number(response.headers.get("Retry-After"));
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : fallback;
-}
-
 /** The error envelope a response answered, or one made of its status (`message` saying why). */
 export async function errorOf(response, message = response.statusText || "no answer") {
   try {
@@ -226,7 +221,8 @@ export class RunStream {
         return response;
       }
       if (response.status === 429 || response.status >= 500) {
-        delay = retryAfterMs(response, delay);
+        const seconds = Number(response.headers.get("Retry-After"));
+        if (Number.isFinite(seconds) && seconds >= 0) delay = seconds * 1000;
         continue;
       }
       return this.end("refused", await errorOf(response), response.status);
