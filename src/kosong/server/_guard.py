@@ -78,18 +78,15 @@ async def refuse(
         (b"content-length", str(len(body)).encode()),
         *headers,
     ]
-    if scope["type"] == "websocket":
-        await send({"type": "websocket.http.response.start", "status": status,
-                    "headers": all_headers})  # fmt: skip
-        await send({"type": "websocket.http.response.body", "body": body})
-        return
-    await send({"type": "http.response.start", "status": status, "headers": all_headers})
+    # A WebSocket's handshake is refused with an HTTP response too (ASGI's denial response).
+    kind = "websocket.http.response" if scope["type"] == "websocket" else "http.response"
+    await send({"type": f"{kind}.start", "status": status, "headers": all_headers})
     if before_end is None:
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": f"{kind}.body", "body": body})
         return
-    await send({"type": "http.response.body", "body": body, "more_body": True})
+    await send({"type": f"{kind}.body", "body": body, "more_body": True})
     await before_end()
-    await send({"type": "http.response.body", "body": b""})
+    await send({"type": f"{kind}.body", "body": b""})
 
 
 async def refuse_unavailable(
