@@ -211,8 +211,7 @@ class Server:
         self._work: Any = None
         self.limiter = limiter
         self.rejected: Counter[str] = Counter()
-        """Requests refused before any route, by reason (host, origin, cross_site, auth,
-        rate, unavailable, body)."""
+        """Requests refused before any route, by reason (the reasons `/metrics` shows)."""
         self._drain: Any = None
         self._shutdown: Any = None
         self._watcher: Any = None

@@ -73,23 +73,20 @@ class HostOriginMiddleware:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        host = origin = None
-        seen: set[bytes] = set()
+        sent: dict[bytes, bytes] = {}
         for key, value in scope["headers"]:
             if key not in _ONCE:
                 continue
-            if key in seen:
+            if key in sent:
                 self.rejected["header"] += 1
                 await refuse(
                     scope, send, 400, "INVALID_PARAMS",
                     f"the {key.decode('latin-1')} header is sent more than once; send it once",
                 )  # fmt: skip
                 return
-            seen.add(key)
-            if key == b"host":
-                host = value
-            elif key == b"origin":
-                origin = value
+            sent[key] = value
+        host = sent.get(b"host")
+        origin = sent.get(b"origin")
         if not self._any_host and (
             host is None or _host_name(host.decode("latin-1")) not in self._hosts
         ):
