@@ -468,27 +468,23 @@ function remember(entry) {
 }
 
 function renderHistory() {
-  const list = $("history");
   $("history-empty").hidden = state.history.length > 0;
-  fill(
-    list,
-    [...state.history].reverse().map((entry, reversedIndex) => {
-      const index = state.history.length - 1 - reversedIndex;
-      const time = new Date(entry.at).toLocaleTimeString();
-      return h(
-        "li",
-        { dataset: { outcome: entry.outcome, tool: entry.tool } },
-        h(
-          "button",
-          { type: "button", class: "history-entry", onclick: () => showHistory(index) },
-          h("span", { class: "tool-name" }, entry.tool),
-          " ",
-          h("span", { class: entry.outcome === "success" ? "good" : "bad" }, entry.outcome),
-          h("span", { class: "muted" }, ` ${formatSeconds(entry.ms / 1000)} · ${time}${entry.resumes ? " · resumed" : ""}`),
-        ),
-      );
-    }),
-  );
+  const entries = state.history.map((entry, index) => {
+    const time = new Date(entry.at).toLocaleTimeString();
+    return h(
+      "li",
+      { dataset: { outcome: entry.outcome, tool: entry.tool } },
+      h(
+        "button",
+        { type: "button", class: "history-entry", onclick: () => showHistory(index) },
+        h("span", { class: "tool-name" }, entry.tool),
+        " ",
+        h("span", { class: entry.outcome === "success" ? "good" : "bad" }, entry.outcome),
+        h("span", { class: "muted" }, ` ${formatSeconds(entry.ms / 1000)} · ${time}${entry.resumes ? " · resumed" : ""}`),
+      ),
+    );
+  });
+  fill($("history"), entries.reverse()); // the latest first
 }
 
 function showHistory(index) {

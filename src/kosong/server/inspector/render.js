@@ -68,14 +68,13 @@ export function metadataList(tool, { onSelect } = {}) {
   if (tool.streaming) rows.push(row("Streaming", "reports progress while it runs"));
   if (tool.estimated_tokens !== undefined) rows.push(row("Estimated tokens", JSON.stringify(tool.estimated_tokens)));
   if (tool.deprecated) {
-    const parts = ["deprecated"];
+    const details = ["deprecated"];
     if (tool.sunset_date) {
-      parts.push(tool.sunset_date <= today() ? `, retired since ${tool.sunset_date}` : `, sunset on ${tool.sunset_date}`);
+      details.push(tool.sunset_date <= today() ? `, retired since ${tool.sunset_date}` : `, sunset on ${tool.sunset_date}`);
     }
-    const details = [parts.join("")];
     if (tool.replacement) {
-      details.push("; use ");
       details.push(
+        "; use ",
         onSelect
           ? h("button", { type: "button", class: "link", onclick: () => onSelect(tool.replacement) }, tool.replacement)
           : tool.replacement,
@@ -241,15 +240,14 @@ export function resultView(envelope, { tool, wallMs, runId, resumes, origin }) {
     origin ? h("span", { class: "badge", title: "shown from this session's history" }, origin) : null,
   );
   const body = [];
-  if (!ok) {
-    body.push(h("p", { class: "error-message" }, error.message || ""));
-    const { code, message, ...details } = error;
-    if (Object.keys(details).length) body.push(errorDetails(details));
-  }
   if (ok) {
     if (isParts(envelope)) body.push(h("div", { class: "parts" }, envelope.data.map(contentPart)));
     else if (typeof envelope.data === "string") body.push(h("pre", { class: "text output" }, envelope.data));
     else if (envelope.data !== undefined) body.push(jsonBlock(envelope.data, { class: "json output" }));
+  } else {
+    body.push(h("p", { class: "error-message" }, error.message || ""));
+    const { code, message, ...details } = error;
+    if (Object.keys(details).length) body.push(errorDetails(details));
   }
   const display = (envelope.kosong && envelope.kosong.display) || [];
   if (display.length) body.push(h("div", { class: "blocks" }, display.map(displayBlock)));
