@@ -16,7 +16,7 @@ export class EventStreamParser {
     this.idBuffer = lastEventId;
     this.type = "";
     this.data = [];
-    this.pending = [];
+    this.pending = ""; // the start of a line whose end has not arrived
     this.started = false;
     this.skipLF = false;
   }
@@ -34,15 +34,14 @@ export class EventStreamParser {
     let start = 0;
     let match;
     while ((match = eol.exec(chunk)) !== null) {
-      this.pending.push(chunk.slice(start, match.index));
-      const line = this.pending.join("");
-      this.pending = [];
+      const line = this.pending + chunk.slice(start, match.index);
+      this.pending = "";
       start = match.index + match[0].length;
       // A CR that ends the piece may be the first half of a CRLF split across two pieces.
       if (match[0] === "\r" && start === chunk.length) this.skipLF = true;
       this.line(line);
     }
-    if (start < chunk.length) this.pending.push(chunk.slice(start));
+    this.pending += chunk.slice(start);
   }
 
   line(line) {
@@ -60,14 +59,10 @@ export class EventStreamParser {
 
   dispatch() {
     this.lastEventId = this.idBuffer;
-    if (!this.data.length) {
-      this.type = "";
-      return;
-    }
-    const event = { type: this.type || "message", data: this.data.join("\n"), id: this.lastEventId };
+    const { type, data } = this;
     this.type = "";
     this.data = [];
-    this.onEvent(event);
+    if (data.length) this.onEvent({ type: type || "message", data: data.join("\n"), id: this.lastEventId });
   }
 }
 
