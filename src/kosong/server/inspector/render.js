@@ -173,8 +173,7 @@ export function contentPart(part, index) {
         return h("p", { class: "part", dataset: { part: part.type } }, `${kind} at `, link(url), " (not loaded by the inspector)");
       }
       if (kind === "image") return h("img", { class: "part", src: url, alt: part.image_url.id ? `image ${part.image_url.id}` : `image (${label})`, dataset: { part: "image_url" } });
-      const tag = kind === "audio" ? "audio" : "video";
-      return h(tag, { class: "part", src: url, controls: true, dataset: { part: part.type }, "aria-label": `${tag} (${label})` });
+      return h(kind, { class: "part", src: url, controls: true, dataset: { part: part.type }, "aria-label": `${kind} (${label})` });
     }
     default:
       return h("div", { class: "part", dataset: { part: "unknown" } }, h("p", {}, `A ${part.type} part:`), jsonBlock(part));
