@@ -540,7 +540,7 @@ class ArrayField extends Field {
   }
 
   focus() {
-    (this.items[0]?.node ?? { focus: () => this.addButton.focus() }).focus();
+    (this.items[0]?.node ?? this.addButton).focus();
   }
 
   untouched(value) {
@@ -564,9 +564,7 @@ class ArrayField extends Field {
     const values = this.items.map(({ node }) => node.read().value);
     values.splice(index, 1);
     this.rebuild(values);
-    const next = this.items[Math.min(index, this.items.length - 1)];
-    if (next) next.node.focus();
-    else this.addButton.focus();
+    (this.items[Math.min(index, this.items.length - 1)]?.node ?? this.addButton).focus();
   }
 
   rebuild(values) {

@@ -302,7 +302,7 @@ $("call-form").addEventListener("submit", (event) => {
   clearFormErrors();
   if (check && errors.length) {
     showFormErrors(errors, `Not sent: ${errors.length} problem${errors.length === 1 ? "" : "s"} to fix first.`);
-    (state.form.firstInvalid() || { focus: () => $("form-errors").focus() }).focus();
+    (state.form.firstInvalid() || $("form-errors")).focus();
     return;
   }
   startRun(state.selected, value);

@@ -139,11 +139,9 @@ export class RunStream {
     const location = response.headers.get("Content-Location") || "";
     this.runId = location.split("/").pop() || null;
     this.on.onStarted?.(this.runId);
-    while (!this.ended) {
+    while (response) {
       await this.read(response);
-      if (this.ended) return;
-      response = await this.reconnect();
-      if (!response) return;
+      response = this.ended ? null : await this.reconnect(); // null: the run's end was reported
     }
   }
 
