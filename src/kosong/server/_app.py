@@ -39,7 +39,6 @@ import dataclasses
 import json
 import logging
 import secrets
-import time
 from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -55,6 +54,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
+from kosong._timestamps import format_epoch
 from kosong.dialects import SOURCES, check_tools
 from kosong.eventstore import (
     START,
@@ -211,8 +211,7 @@ class Server:
         self._work: Any = None
         self.limiter = limiter
         self.rejected: Counter[str] = Counter()
-        """Requests refused before any route, by reason (host, origin, cross_site, auth,
-        rate, unavailable, body)."""
+        """Requests refused before any route, by reason (the reasons `/metrics` shows)."""
         self._drain: Any = None
         self._shutdown: Any = None
         self._watcher: Any = None
@@ -624,8 +623,6 @@ async def _body(request: Request) -> bytes:
 
 def _waiting(record: RunRecord) -> dict[str, JsonType]:
     """`{"id", "tool", "arguments", "question", "since"}` of a waiting run (since: ISO 8601)."""
-    since = record.since or 0.0
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(since))
     try:
         arguments: JsonType = json.loads(record.arguments)
     except ValueError:
@@ -635,7 +632,7 @@ def _waiting(record: RunRecord) -> dict[str, JsonType]:
         "tool": record.tool,
         "arguments": arguments,
         "question": record.question or "",
-        "since": f"{stamp}.{int(since * 1000) % 1000:03d}Z",
+        "since": format_epoch(record.since or 0.0),
     }
 
 

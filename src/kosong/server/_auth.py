@@ -19,7 +19,7 @@ from kosong.server._guard import (
     refuse_unavailable,
     route_path,
 )
-from kosong.server._resource import metadata_url
+from kosong.server._resource import METADATA_PATH, resource_url
 
 __all__ = ["BearerTokenMiddleware", "StaticTokens", "TokenVerifier", "VerifiedToken"]
 
@@ -165,7 +165,8 @@ class BearerTokenMiddleware:
         if self._scopes and (error is None or status == 403):
             challenge += f', scope="{" ".join(self._scopes)}"'
         if self._metadata:
-            challenge += f', resource_metadata="{metadata_url(scope, self._resource_url)}"'
+            url = resource_url(scope, self._resource_url) + METADATA_PATH
+            challenge += f', resource_metadata="{url}"'
         if status == 403:
             code = "PERMISSION_DENIED"
             message = f"the token needs the scopes {' '.join(self._scopes)}"

@@ -29,19 +29,15 @@ class BodySizeMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        length = chunked = None
-        for key, value in scope["headers"]:
-            if key == b"content-length":
-                length = value
-            elif key == b"transfer-encoding":
-                chunked = value
+        sent = dict(scope["headers"])
+        length = sent.get(b"content-length")
         if length is not None:
             # At most 19 digits: a longer number is over any limit, and int() of thousands
             # of digits is refused (or slow).
             if not length.isdigit() or len(length) > 19 or int(length) > self._max_body:
                 await self._too_large(scope, send, receive)
                 return
-        elif chunked is not None:
+        elif b"transfer-encoding" in sent:
             body = await self._read_chunked(receive)
             if body is None:
                 await self._too_large(scope, send, receive)

@@ -5,17 +5,12 @@ Each check is one pure-ASGI middleware (Starlette's pattern: `__init__(app, **op
 this order; the first that refuses answers with the standard's error envelope (`refuse`) and
 counts the refusal by reason in a `Counter` the app shares (`/metrics`):
 
-1. `HostOriginMiddleware` (`_sites`): the `Host` must name an allowed host (421, against DNS
-   rebinding), and an `Origin`, when sent, must be allowed (403); a header the checks read
-   may be sent only once (400), so that every check reads the same value.
-2. `CrossSiteMiddleware` (`_sites`): a request that runs or changes something may not come
-   from another site, nor be one that any page can send without the browser asking the server
-   first (a "simple" request).
-3. `BearerTokenMiddleware` (`_auth`): a bearer token its `TokenVerifier` accepts, when one is
-   set (401 with a `WWW-Authenticate` challenge; 403 without the required scopes; 503 when
-   the verifier cannot answer); it leaves who is calling in the scope under `PRINCIPAL`.
-4. `RateLimitMiddleware` (`_limits`): the principal's rate (429 with `Retry-After`; 503 when
-   the limiter's store cannot be reached: fail closed).
+1. `HostOriginMiddleware` (`_sites`): an allowed `Host` (421) and `Origin` (403), each header
+   the checks read sent once (400).
+2. `CrossSiteMiddleware` (`_sites`): nothing that runs or changes something from another site.
+3. `BearerTokenMiddleware` (`_auth`): the bearer token (401, 403, 503); it leaves who is
+   calling in the scope under `PRINCIPAL`.
+4. `RateLimitMiddleware` (`_limits`): the principal's rate (429; 503: fail closed).
 5. `BodySizeMiddleware` (`_body`): the body size (413, before the route reads any of it).
 
 They know nothing of each other but `PRINCIPAL`.
@@ -83,18 +78,15 @@ async def refuse(
         (b"content-length", str(len(body)).encode()),
         *headers,
     ]
-    if scope["type"] == "websocket":
-        await send({"type": "websocket.http.response.start", "status": status,
-                    "headers": all_headers})  # fmt: skip
-        await send({"type": "websocket.http.response.body", "body": body})
-        return
-    await send({"type": "http.response.start", "status": status, "headers": all_headers})
+    # A WebSocket's handshake is refused with an HTTP response too (ASGI's denial response).
+    kind = "websocket.http.response" if scope["type"] == "websocket" else "http.response"
+    await send({"type": f"{kind}.start", "status": status, "headers": all_headers})
     if before_end is None:
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": f"{kind}.body", "body": body})
         return
-    await send({"type": "http.response.body", "body": body, "more_body": True})
+    await send({"type": f"{kind}.body", "body": body, "more_body": True})
     await before_end()
-    await send({"type": "http.response.body", "body": b""})
+    await send({"type": f"{kind}.body", "body": b""})
 
 
 async def refuse_unavailable(

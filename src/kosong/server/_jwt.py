@@ -194,9 +194,7 @@ def access_token(token: str, claims: dict[str, Any], audiences: Sequence[str]) -
         client = claims.get("azp")  # OpenID Connect's authorized party
     exp: object = claims.get("exp")
     aud: object = claims.get("aud")
-    named: list[object] = [aud] if isinstance(aud, str) else []
-    if isinstance(aud, list):
-        named = cast(list[object], aud)
+    named = cast(list[object], aud) if isinstance(aud, list) else [aud]
     resource = next((a for a in named if isinstance(a, str) and a in audiences), None)
     return AccessToken(
         token=token,

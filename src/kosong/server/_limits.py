@@ -117,8 +117,6 @@ class RateLimitMiddleware:
         """Limit the requests to `app` with `limiter`."""
         self.app = app
         self._limiter = limiter
-        # The in-memory limiter answers without a coroutine: no await on every request.
-        self._now = limiter.acquire_now if isinstance(limiter, MemoryRateLimiter) else None
         self._exempt = frozenset(exempt)
         self.rejected = rejected
 
@@ -130,7 +128,7 @@ class RateLimitMiddleware:
         principal: str = scope.get(PRINCIPAL, ANONYMOUS)
         key = principal if principal != ANONYMOUS else f"ip:{(scope.get('client') or ('?',))[0]}"
         try:
-            wait = self._now(key) if self._now is not None else await self._limiter.acquire(key)
+            wait = await self._limiter.acquire(key)
         except Exception as e:
             self.rejected["unavailable"] += 1
             await refuse_unavailable(

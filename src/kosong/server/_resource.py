@@ -22,7 +22,7 @@ from starlette.types import Scope
 
 from kosong.server._guard import header
 
-__all__ = ["METADATA_PATH", "metadata_route", "metadata_url", "resource_url"]
+__all__ = ["METADATA_PATH", "metadata_route", "resource_url"]
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 """Where the document is served, under the app."""
@@ -41,11 +41,6 @@ def resource_url(scope: Scope, configured: str | None = None) -> str:
         server = scope.get("server") or ("localhost", None)
         host = server[0] if server[1] is None else f"{server[0]}:{server[1]}"
     return f"{scheme}://{host}{scope.get('root_path', '')}"
-
-
-def metadata_url(scope: Scope, configured: str | None = None) -> str:
-    """The URL of the metadata document, for the challenge's `resource_metadata`."""
-    return resource_url(scope, configured) + METADATA_PATH
 
 
 def metadata_route(

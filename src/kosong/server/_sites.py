@@ -73,23 +73,20 @@ class HostOriginMiddleware:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        host = origin = None
-        seen: set[bytes] = set()
+        sent: dict[bytes, bytes] = {}
         for key, value in scope["headers"]:
             if key not in _ONCE:
                 continue
-            if key in seen:
+            if key in sent:
                 self.rejected["header"] += 1
                 await refuse(
                     scope, send, 400, "INVALID_PARAMS",
                     f"the {key.decode('latin-1')} header is sent more than once; send it once",
                 )  # fmt: skip
                 return
-            seen.add(key)
-            if key == b"host":
-                host = value
-            elif key == b"origin":
-                origin = value
+            sent[key] = value
+        host = sent.get(b"host")
+        origin = sent.get(b"origin")
         if not self._any_host and (
             host is None or _host_name(host.decode("latin-1")) not in self._hosts
         ):
@@ -164,16 +161,9 @@ class CrossSiteMiddleware:
         if safe and not self._starts(scope):
             await self.app(scope, receive, send)
             return
-        site = origin = content_type = authorization = None
-        for key, value in scope["headers"]:
-            if key == b"sec-fetch-site":
-                site = value.strip().lower()
-            elif key == b"origin":
-                origin = value
-            elif key == b"content-type":
-                content_type = value
-            elif key == b"authorization":
-                authorization = value
+        sent = dict(scope["headers"])  # each one read here is sent once (`_ONCE`)
+        site = sent.get(b"sec-fetch-site", b"").strip().lower()
+        origin = sent.get(b"origin")
         listed = origin is not None and _origin(origin.decode("latin-1")) in self._listed
         if site == b"cross-site" or (site == b"same-site" and not listed):
             await self._refuse(
@@ -182,18 +172,15 @@ class CrossSiteMiddleware:
                 f"{site.decode('latin-1')}); allow its origin with --allow-origin if it is yours",
             )  # fmt: skip
             return
-        if method == "POST" and not _is_json(content_type):
+        if method == "POST" and not _is_json(sent.get(b"content-type")):
             await self._refuse(
                 scope, send, 415,
                 "a POST body must be declared JSON (Content-Type: application/json), even when "
                 "empty: a page of another site can send forms and text, not JSON",
             )  # fmt: skip
             return
-        if safe and not (
-            site in _TRUSTED_SITES
-            or listed
-            or (authorization is not None and authorization[:7].lower() == b"bearer ")
-        ):
+        bearer = sent.get(b"authorization", b"")[:7].lower() == b"bearer "
+        if safe and not (site in _TRUSTED_SITES or listed or bearer):
             await self._refuse(
                 scope, send, 403,
                 "starting a run with GET needs a header that a page of another site cannot "

@@ -35,6 +35,18 @@ export function fill(element, ...children) {
   return element;
 }
 
+/** A table: its caption and a header cell per column (each when given), then the rows. */
+export function table(attributes, caption, columns, rows) {
+  const head = columns.map((column) => h("th", { scope: "col" }, String(column)));
+  return h(
+    "table",
+    attributes,
+    caption ? h("caption", {}, caption) : null,
+    head.length ? h("thead", {}, h("tr", {}, head)) : null,
+    h("tbody", {}, rows),
+  );
+}
+
 /** Formatted JSON in a <pre>. */
 export function jsonBlock(value, attributes = {}) {
   return h("pre", { class: "json", ...attributes }, JSON.stringify(value, null, 2));

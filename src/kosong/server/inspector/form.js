@@ -144,30 +144,22 @@ export class SchemaForm {
     for (const node of this.fields.values()) node.showError([]);
   }
 
-  /**
-   * Shows each error next to the field its path names (or the nearest field above it);
-   * returns the errors no field takes (about the arguments as a whole).
-   */
+  /** Shows each error next to the field its path names (or the nearest field above it, if any). */
   showErrors(errors) {
     this.clearErrors();
     const byNode = new Map();
-    const rest = [];
     for (const error of errors) {
       let node = null;
       for (let n = error.path.length; n > 0 && !node; n--) {
         node = this.fields.get(pathKey(error.path.slice(0, n))) || null;
       }
-      if (!node || node === this.top) {
-        rest.push(error);
-        continue;
-      }
+      if (!node || node === this.top) continue; // about the arguments as a whole
       const exact = pathKey(node.path) === pathKey(error.path);
       const text = exact ? error.message : `${formatPath(error.path)}: ${error.message}`;
       if (!byNode.has(node)) byNode.set(node, []);
       byNode.get(node).push(text);
     }
     for (const [node, messages] of byNode) node.showError(messages);
-    return rest;
   }
 
   /** The first field showing an error, to move the focus to. */
@@ -190,7 +182,6 @@ class Field {
     this.label = label ?? (path.length ? String(path[path.length - 1]) : "arguments");
     this.errorBox = h("p", { class: "field-error", id: `${this.id}-error`, hidden: true });
     this.invalid = false;
-    this.inputs = [];
   }
 
   get shownPath() {
@@ -215,6 +206,17 @@ class Field {
     return `${this.id}-help ${this.id}-error`;
   }
 
+  /** The attributes of the field's input, with `extra` (a null drops one). */
+  attributes(extra) {
+    return {
+      id: this.id,
+      name: this.shownPath,
+      "aria-describedby": this.describedBy(),
+      "aria-required": this.required ? "true" : null,
+      ...extra,
+    };
+  }
+
   help() {
     const text = this.helpText();
     return h("p", { class: "help", id: `${this.id}-help`, hidden: !text }, text);
@@ -224,14 +226,12 @@ class Field {
     this.invalid = messages.length > 0;
     this.errorBox.textContent = messages.join("; ");
     this.errorBox.hidden = !this.invalid;
-    for (const input of this.inputs) {
-      if (this.invalid) input.setAttribute("aria-invalid", "true");
-      else input.removeAttribute("aria-invalid");
-    }
+    if (this.invalid) this.input?.setAttribute("aria-invalid", "true");
+    else this.input?.removeAttribute("aria-invalid");
   }
 
   focus() {
-    this.inputs[0]?.focus();
+    this.input?.focus();
   }
 
   /** Whether `value` is what the field holds before anyone types (its default). */
@@ -240,16 +240,21 @@ class Field {
     return JSON.stringify(value) === JSON.stringify(initial);
   }
 
+  /** Records an error of this field's value. */
+  fail(message) {
+    this.form.error(this.path, message);
+  }
+
   /** What is read when nothing was given: null for a required nullable field, else absent. */
   absent() {
     if (this.required && this.nullable) return { present: true, value: null };
-    if (this.required && this.form.check) this.form.error(this.path, "Required: enter a value");
+    if (this.required && this.form.check) this.fail("Required: enter a value");
     return { present: false };
   }
 
-  /** The common frame of a one-input field. */
+  /** The common frame of a one-input field (`this.input`), which starts with its default. */
   frame(input, { inline = false } = {}) {
-    this.inputs = [input];
+    this.fill(undefined);
     const label = h("label", { for: this.id }, this.labelContent());
     return h(
       "div",
@@ -259,24 +264,28 @@ class Field {
       this.errorBox,
     );
   }
+
+  /** The frame of a field of fields (an object's, an array's). */
+  fieldset(...children) {
+    return h(
+      "fieldset",
+      { class: `field ${this.kind}`, dataset: { path: this.shownPath, kind: this.kind }, "aria-describedby": this.describedBy() },
+      h("legend", {}, this.labelContent()),
+      this.help(),
+      children,
+      this.errorBox,
+    );
+  }
 }
 
 class StringField extends Field {
   constructor(...args) {
     super(...args);
     const long = (this.schema.maxLength ?? 0) > 200 || this.schema.format === "textarea";
-    this.input = h(long ? "textarea" : "input", {
-      id: this.id,
-      type: long ? null : "text",
-      name: this.shownPath,
-      "aria-describedby": this.describedBy(),
-      "aria-required": this.required ? "true" : null,
-      maxlength: this.schema.maxLength,
-      spellcheck: "false",
-      autocomplete: "off",
-    });
+    const type = long ? null : "text";
+    const extra = { type, maxlength: this.schema.maxLength, spellcheck: "false", autocomplete: "off" };
+    this.input = h(long ? "textarea" : "input", this.attributes(extra));
     this.element = this.frame(this.input);
-    this.fill(undefined);
   }
 
   fill(value) {
@@ -291,10 +300,10 @@ class StringField extends Field {
       const length = [...value].length;
       const { minLength, maxLength, pattern } = this.schema;
       if (typeof minLength === "number" && length < minLength) {
-        this.form.error(this.path, `must be at least ${plural(minLength, "character")}`);
+        this.fail(`must be at least ${plural(minLength, "character")}`);
       }
       if (typeof maxLength === "number" && length > maxLength) {
-        this.form.error(this.path, `must be at most ${plural(maxLength, "character")}`);
+        this.fail(`must be at most ${plural(maxLength, "character")}`);
       }
       if (typeof pattern === "string") {
         let matches = true;
@@ -303,7 +312,7 @@ class StringField extends Field {
         } catch {
           // a pattern this browser cannot compile: the server checks it
         }
-        if (!matches) this.form.error(this.path, `must match the pattern ${pattern}`);
+        if (!matches) this.fail(`must match the pattern ${pattern}`);
       }
     }
     return { present: true, value };
@@ -316,19 +325,11 @@ class NumberField extends Field {
     const s = this.schema;
     const min = typeof s.minimum === "number" ? s.minimum : typeof s.exclusiveMinimum === "number" ? s.exclusiveMinimum : null;
     const max = typeof s.maximum === "number" ? s.maximum : typeof s.exclusiveMaximum === "number" ? s.exclusiveMaximum : null;
-    this.input = h("input", {
-      id: this.id,
-      type: "number",
-      name: this.shownPath,
-      inputmode: this.kind === "integer" ? "numeric" : "decimal",
-      step: this.kind === "integer" ? (s.multipleOf ?? 1) : (s.multipleOf ?? "any"),
-      min,
-      max,
-      "aria-describedby": this.describedBy(),
-      "aria-required": this.required ? "true" : null,
-    });
+    const integer = this.kind === "integer";
+    const step = s.multipleOf ?? (integer ? 1 : "any");
+    const inputmode = integer ? "numeric" : "decimal";
+    this.input = h("input", this.attributes({ type: "number", inputmode, step, min, max }));
     this.element = this.frame(this.input);
-    this.fill(undefined);
   }
 
   fill(value) {
@@ -338,32 +339,27 @@ class NumberField extends Field {
 
   read() {
     if (this.input.validity.badInput) {
-      if (this.form.check) this.form.error(this.path, "Enter a number");
+      if (this.form.check) this.fail("Enter a number");
       return { present: false };
     }
     if (this.input.value === "") return this.absent();
     const value = Number(this.input.value);
     if (this.form.check) {
       const s = this.schema;
-      const fail = (message) => this.form.error(this.path, message);
-      if (this.kind === "integer" && !Number.isInteger(value)) fail("must be a whole number");
-      if (typeof s.minimum === "number" && value < s.minimum) fail(`must be at least ${s.minimum}`);
-      if (typeof s.maximum === "number" && value > s.maximum) fail(`must be at most ${s.maximum}`);
-      if (typeof s.exclusiveMinimum === "number" && value <= s.exclusiveMinimum) {
-        fail(`must be more than ${s.exclusiveMinimum}`);
-      }
-      if (typeof s.exclusiveMaximum === "number" && value >= s.exclusiveMaximum) {
-        fail(`must be less than ${s.exclusiveMaximum}`);
-      }
-      if (s.exclusiveMinimum === true && typeof s.minimum === "number" && value <= s.minimum) {
-        fail(`must be more than ${s.minimum}`);
-      }
-      if (s.exclusiveMaximum === true && typeof s.maximum === "number" && value >= s.maximum) {
-        fail(`must be less than ${s.maximum}`);
+      if (this.kind === "integer" && !Number.isInteger(value)) this.fail("must be a whole number");
+      // An exclusive bound is a number, or (draft 4) `true` beside the inclusive one.
+      const bounds = [
+        ["at least", s.minimum, (limit) => value < limit],
+        ["at most", s.maximum, (limit) => value > limit],
+        ["more than", s.exclusiveMinimum === true ? s.minimum : s.exclusiveMinimum, (limit) => value <= limit],
+        ["less than", s.exclusiveMaximum === true ? s.maximum : s.exclusiveMaximum, (limit) => value >= limit],
+      ];
+      for (const [text, limit, beyond] of bounds) {
+        if (typeof limit === "number" && beyond(limit)) this.fail(`must be ${text} ${limit}`);
       }
       if (typeof s.multipleOf === "number" && s.multipleOf > 0) {
         const ratio = value / s.multipleOf;
-        if (Math.abs(ratio - Math.round(ratio)) > 1e-9) fail(`must be a multiple of ${s.multipleOf}`);
+        if (Math.abs(ratio - Math.round(ratio)) > 1e-9) this.fail(`must be a multiple of ${s.multipleOf}`);
       }
     }
     return { present: true, value };
@@ -379,22 +375,16 @@ class BooleanField extends Field {
     if (this.tristate) {
       this.input = h(
         "select",
-        { id: this.id, name: this.shownPath, "aria-describedby": this.describedBy() },
+        this.attributes(),
         h("option", { value: "" }, "(not set)"),
         h("option", { value: "true" }, "true"),
         h("option", { value: "false" }, "false"),
       );
       this.element = this.frame(this.input);
     } else {
-      this.input = h("input", {
-        id: this.id,
-        type: "checkbox",
-        name: this.shownPath,
-        "aria-describedby": this.describedBy(),
-      });
+      this.input = h("input", this.attributes({ type: "checkbox", "aria-required": null }));
       this.element = this.frame(this.input, { inline: true });
     }
-    this.fill(undefined);
   }
 
   fill(value) {
@@ -417,19 +407,13 @@ class EnumField extends Field {
     const unset = !this.required || !("default" in this.schema);
     this.input = h(
       "select",
-      {
-        id: this.id,
-        name: this.shownPath,
-        "aria-describedby": this.describedBy(),
-        "aria-required": this.required ? "true" : null,
-      },
+      this.attributes(),
       unset ? h("option", { value: "" }, this.required ? "(choose one)" : "(not set)") : null,
       this.options.map((option, index) =>
         h("option", { value: String(index) }, typeof option === "string" ? option : JSON.stringify(option)),
       ),
     );
     this.element = this.frame(this.input);
-    this.fill(undefined);
   }
 
   helpText() {
@@ -451,13 +435,9 @@ class EnumField extends Field {
 class ConstField extends Field {
   constructor(...args) {
     super(...args);
-    this.input = h("input", {
-      id: this.id,
-      type: "text",
-      readonly: true,
-      value: JSON.stringify(this.schema.const),
-      "aria-describedby": this.describedBy(),
-    });
+    const value = JSON.stringify(this.schema.const);
+    const extra = { type: "text", readonly: true, value, name: null, "aria-required": null };
+    this.input = h("input", this.attributes(extra));
     this.element = this.frame(this.input);
   }
 
@@ -471,17 +451,8 @@ class ConstField extends Field {
 class JsonField extends Field {
   constructor(...args) {
     super(...args);
-    this.input = h("textarea", {
-      id: this.id,
-      name: this.shownPath,
-      class: "json-input",
-      rows: 3,
-      spellcheck: "false",
-      "aria-describedby": this.describedBy(),
-      "aria-required": this.required ? "true" : null,
-    });
+    this.input = h("textarea", this.attributes({ class: "json-input", rows: 3, spellcheck: "false" }));
     this.element = this.frame(this.input);
-    this.fill(undefined);
   }
 
   helpText() {
@@ -501,7 +472,7 @@ class JsonField extends Field {
     try {
       return { present: true, value: JSON.parse(text) };
     } catch (error) {
-      this.form.error(this.path, `not valid JSON: ${error.message}`);
+      this.fail(`not valid JSON: ${error.message}`);
       return { present: false };
     }
   }
@@ -516,18 +487,7 @@ class ObjectField extends Field {
       return [name, this.form.node(described, [...this.path, name], { required: required.has(name) })];
     });
     const body = this.children.map(([, child]) => child.element);
-    if (this.isRoot) {
-      this.element = h("div", { class: "fields" }, body);
-    } else {
-      this.element = h(
-        "fieldset",
-        { class: "field object", dataset: { path: this.shownPath, kind: "object" }, "aria-describedby": this.describedBy() },
-        h("legend", {}, this.labelContent()),
-        this.help(),
-        body,
-        this.errorBox,
-      );
-    }
+    this.element = this.isRoot ? h("div", { class: "fields" }, body) : this.fieldset(body);
   }
 
   focus() {
@@ -575,20 +535,12 @@ class ArrayField extends Field {
       "Add item",
     );
     this.addButton.setAttribute("aria-label", `Add an item to ${this.shownPath}`);
-    this.element = h(
-      "fieldset",
-      { class: "field array", dataset: { path: this.shownPath, kind: "array" }, "aria-describedby": this.describedBy() },
-      h("legend", {}, this.labelContent()),
-      this.help(),
-      this.list,
-      this.addButton,
-      this.errorBox,
-    );
+    this.element = this.fieldset(this.list, this.addButton);
     this.fill(undefined);
   }
 
   focus() {
-    (this.items[0]?.node ?? { focus: () => this.addButton.focus() }).focus();
+    (this.items[0]?.node ?? this.addButton).focus();
   }
 
   untouched(value) {
@@ -612,9 +564,7 @@ class ArrayField extends Field {
     const values = this.items.map(({ node }) => node.read().value);
     values.splice(index, 1);
     this.rebuild(values);
-    const next = this.items[Math.min(index, this.items.length - 1)];
-    if (next) next.node.focus();
-    else this.addButton.focus();
+    (this.items[Math.min(index, this.items.length - 1)]?.node ?? this.addButton).focus();
   }
 
   rebuild(values) {
@@ -655,14 +605,13 @@ class ArrayField extends Field {
     if (this.form.check) {
       const { minItems, maxItems, uniqueItems } = this.schema;
       if (typeof minItems === "number" && values.length < minItems) {
-        this.form.error(this.path, `needs at least ${plural(minItems, "item")}`);
+        this.fail(`needs at least ${plural(minItems, "item")}`);
       }
       if (typeof maxItems === "number" && values.length > maxItems) {
-        this.form.error(this.path, `must have at most ${plural(maxItems, "item")}`);
+        this.fail(`must have at most ${plural(maxItems, "item")}`);
       }
-      if (uniqueItems) {
-        const seen = new Set(values.map((v) => JSON.stringify(v)));
-        if (seen.size < values.length) this.form.error(this.path, "must not repeat an item");
+      if (uniqueItems && new Set(values.map((v) => JSON.stringify(v))).size < values.length) {
+        this.fail("must not repeat an item");
       }
     }
     return { present: true, value: values };

@@ -1,12 +1,12 @@
 // The inspector page: the tools of this server, a form for each, calls streamed as runs that
 // survive dropped connections, the history of this tab and the server's metrics.
 
-import { fill, h, jsonBlock } from "./dom.js";
+import { fill, h, jsonBlock, table } from "./dom.js";
 import { SchemaForm } from "./form.js";
 import { formatSeconds, parsePrometheus, toolMetrics } from "./metrics.js";
 import { fieldErrors, formatPath } from "./paths.js";
 import { badges, dialectTable, metadataList, resultView } from "./render.js";
-import { RunStream } from "./sse.js";
+import { RunStream, errorOf } from "./sse.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "kosong.inspector.token";
@@ -48,12 +48,7 @@ function setStatus(text) {
 }
 
 async function askForToken(response) {
-  let message = "";
-  try {
-    message = (await response.clone().json()).error.message;
-  } catch {
-    message = "the server asks for a bearer token";
-  }
+  const { message } = (await errorOf(response.clone(), "the server asks for a bearer token")).error;
   const form = $("token-form");
   const error = $("token-error");
   error.hidden = !api.token;
@@ -135,13 +130,11 @@ async function refreshApprovals() {
   const list = $("approvals");
   const focused = list.contains(document.activeElement) ? document.activeElement.id : null;
   fill(list, runs.map(approvalItem));
-  if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
-  if (!runs.length && !$("approvals-status").dataset.answered) {
-    $("approvals-status").textContent = "No run is waiting.";
-  } else if (runs.length) {
-    $("approvals-status").textContent =
-      `${runs.length} run${runs.length === 1 ? " waits" : "s wait"} for an answer.`;
-  }
+  if (focused) document.getElementById(focused)?.focus();
+  const status = $("approvals-status");
+  const waiting = `${runs.length} run${runs.length === 1 ? " waits" : "s wait"} for an answer.`;
+  if (runs.length) status.textContent = waiting;
+  else if (!status.dataset.answered) status.textContent = "No run is waiting.";
 }
 
 function approvalItem(run) {
@@ -158,10 +151,7 @@ function approvalItem(run) {
     if (response.status === 202) {
       status.textContent = `${approved ? "Approved" : "Denied"}: ${run.tool} (${run.id}).`;
     } else {
-      let message = `HTTP ${response.status}`;
-      try {
-        message = (await response.json()).error.message;
-      } catch {}
+      const { message } = (await errorOf(response, `HTTP ${response.status}`)).error;
       status.textContent = `Could not answer ${run.tool}: ${message}`;
     }
     refreshApprovals();
@@ -193,7 +183,7 @@ function renderToolList() {
   const list = $("tool-list");
   fill(
     list,
-    state.tools.map((tool, index) =>
+    state.tools.map((tool) =>
       h(
         "li",
         {},
@@ -203,9 +193,6 @@ function renderToolList() {
             type: "button",
             class: "tool",
             dataset: { tool: tool.name },
-            // One tab stop for the list (the selected tool); arrow keys move within it.
-            tabindex: state.selected === tool.name || (!state.selected && index === 0) ? "0" : "-1",
-            "aria-current": state.selected === tool.name ? "true" : null,
             onclick: () => selectTool(tool.name),
           },
           h("span", { class: "tool-name" }, tool.name),
@@ -236,6 +223,7 @@ function selectTool(name, { focus = true, values } = {}) {
   if (!tool) return;
   state.selected = name;
   history.replaceState(null, "", `#tool=${encodeURIComponent(name)}`);
+  // One tab stop for the list (the selected tool); arrow keys move within it.
   for (const button of $("tool-list").querySelectorAll("button.tool")) {
     const current = button.dataset.tool === name;
     if (current) button.setAttribute("aria-current", "true");
@@ -277,9 +265,8 @@ function clearFormErrors() {
 }
 
 function showFormErrors(errors, intro) {
-  const rest = state.form.showErrors(errors);
+  state.form.showErrors(errors);
   const box = $("form-errors");
-  const fieldCount = errors.length - rest.length;
   fill(
     box,
     h("p", {}, intro),
@@ -293,7 +280,6 @@ function showFormErrors(errors, intro) {
     ),
   );
   box.hidden = false;
-  return fieldCount;
 }
 
 function updatePreview() {
@@ -316,7 +302,7 @@ $("call-form").addEventListener("submit", (event) => {
   clearFormErrors();
   if (check && errors.length) {
     showFormErrors(errors, `Not sent: ${errors.length} problem${errors.length === 1 ? "" : "s"} to fix first.`);
-    (state.form.firstInvalid() || { focus: () => $("form-errors").focus() }).focus();
+    (state.form.firstInvalid() || $("form-errors")).focus();
     return;
   }
   startRun(state.selected, value);
@@ -353,6 +339,14 @@ function setProgress(value, text) {
   $("progress-text").textContent = text;
 }
 
+/** Empties the run panel: its notices, events, progress and result. */
+function clearRun() {
+  fill($("notices"));
+  fill($("events"));
+  fill($("result"));
+  setProgress(0, "");
+}
+
 function startRun(toolName, args) {
   const tool = state.tools.find((t) => t.name === toolName);
   const started = performance.now();
@@ -363,12 +357,8 @@ function startRun(toolName, args) {
   $("run").dataset.state = "running";
   delete $("run").dataset.attempt;
   delete $("run").dataset.resumed;
-  $("progress").value = 0;
   $("progress").removeAttribute("data-done");
-  setProgress(0, "");
-  fill($("notices"));
-  fill($("events"));
-  fill($("result"));
+  clearRun();
   setRunStatus(`Calling ${toolName}…`);
   run.stream = new RunStream(api, {
     onStarted(runId) {
@@ -478,27 +468,23 @@ function remember(entry) {
 }
 
 function renderHistory() {
-  const list = $("history");
   $("history-empty").hidden = state.history.length > 0;
-  fill(
-    list,
-    [...state.history].reverse().map((entry, reversedIndex) => {
-      const index = state.history.length - 1 - reversedIndex;
-      const time = new Date(entry.at).toLocaleTimeString();
-      return h(
-        "li",
-        { dataset: { outcome: entry.outcome, tool: entry.tool } },
-        h(
-          "button",
-          { type: "button", class: "history-entry", onclick: () => showHistory(index) },
-          h("span", { class: "tool-name" }, entry.tool),
-          " ",
-          h("span", { class: entry.outcome === "success" ? "good" : "bad" }, entry.outcome),
-          h("span", { class: "muted" }, ` ${formatSeconds(entry.ms / 1000)} · ${time}${entry.resumes ? " · resumed" : ""}`),
-        ),
-      );
-    }),
-  );
+  const entries = state.history.map((entry, index) => {
+    const time = new Date(entry.at).toLocaleTimeString();
+    return h(
+      "li",
+      { dataset: { outcome: entry.outcome, tool: entry.tool } },
+      h(
+        "button",
+        { type: "button", class: "history-entry", onclick: () => showHistory(index) },
+        h("span", { class: "tool-name" }, entry.tool),
+        " ",
+        h("span", { class: entry.outcome === "success" ? "good" : "bad" }, entry.outcome),
+        h("span", { class: "muted" }, ` ${formatSeconds(entry.ms / 1000)} · ${time}${entry.resumes ? " · resumed" : ""}`),
+      ),
+    );
+  });
+  fill($("history"), entries.reverse()); // the latest first
 }
 
 function showHistory(index) {
@@ -506,10 +492,7 @@ function showHistory(index) {
   if (!entry || state.run) return;
   selectTool(entry.tool, { focus: false, values: entry.args });
   const tool = state.tools.find((t) => t.name === entry.tool);
-  fill($("notices"));
-  fill($("events"));
-  $("progress").value = 0;
-  setProgress(0, "");
+  clearRun();
   setRunStatus(`${entry.tool} at ${new Date(entry.at).toLocaleTimeString()}: ${entry.outcome} (from this tab's history; its arguments are in the form).`);
   fill(
     $("result"),
@@ -535,30 +518,21 @@ async function refreshMetrics() {
   fill(
     $("metrics"),
     tools.length
-      ? h(
-          "table",
+      ? table(
           { class: "metrics data" },
-          h(
-            "caption",
-            {},
-            tools.every((row) => row.exact)
-              ? "Since the server started; P50 and P99 of the recent calls"
-              : "Since the server started; P50 and P99 estimated from the latency histogram",
-          ),
-          h("thead", {}, h("tr", {}, ["Tool", "Calls", "Errors", "P50", "P99"].map((t) => h("th", { scope: "col" }, t)))),
-          h(
-            "tbody",
-            {},
-            tools.map((row) =>
-              h(
-                "tr",
-                { dataset: { tool: row.tool } },
-                h("th", { scope: "row" }, row.tool),
-                h("td", { dataset: { metric: "calls" } }, String(row.calls)),
-                h("td", { dataset: { metric: "errors" }, title: JSON.stringify(row.errorsByCode) }, String(row.errors)),
-                h("td", { dataset: { metric: "p50" } }, formatSeconds(row.p50)),
-                h("td", { dataset: { metric: "p99" } }, formatSeconds(row.p99)),
-              ),
+          tools.every((row) => row.exact)
+            ? "Since the server started; P50 and P99 of the recent calls"
+            : "Since the server started; P50 and P99 estimated from the latency histogram",
+          ["Tool", "Calls", "Errors", "P50", "P99"],
+          tools.map((row) =>
+            h(
+              "tr",
+              { dataset: { tool: row.tool } },
+              h("th", { scope: "row" }, row.tool),
+              h("td", { dataset: { metric: "calls" } }, String(row.calls)),
+              h("td", { dataset: { metric: "errors" }, title: JSON.stringify(row.errorsByCode) }, String(row.errors)),
+              h("td", { dataset: { metric: "p50" } }, formatSeconds(row.p50)),
+              h("td", { dataset: { metric: "p99" } }, formatSeconds(row.p99)),
             ),
           ),
         )

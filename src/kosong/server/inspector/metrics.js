@@ -1,41 +1,21 @@
 // The metrics panel's numbers, read from /metrics (Prometheus' text format, version 0.0.4).
 
+const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/;
+const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"/g;
+
 /** Samples by metric name: `Map<name, [{labels, value}]>`. */
 export function parsePrometheus(text) {
   const samples = new Map();
-  for (const raw of text.split("\n")) {
-    const line = raw.trim();
-    if (!line || line.startsWith("#")) continue;
-    const name = /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(line);
-    if (!name) continue;
-    let i = name[0].length;
-    const labels = {};
-    if (line[i] === "{") {
-      i += 1;
-      while (i < line.length && line[i] !== "}") {
-        const key = /^\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"/.exec(line.slice(i));
-        if (!key) break;
-        i += key[0].length;
-        let value = "";
-        while (i < line.length && line[i] !== '"') {
-          if (line[i] === "\\" && i + 1 < line.length) {
-            const next = line[i + 1];
-            value += next === "n" ? "\n" : next;
-            i += 2;
-          } else {
-            value += line[i++];
-          }
-        }
-        labels[key[1]] = value;
-        i += 1; // the closing quote
-        while (line[i] === "," || line[i] === " ") i += 1;
-      }
-      i += 1; // the closing brace
-    }
-    const value = parseValue(line.slice(i).trim().split(/\s+/)[0]);
+  for (const line of text.split("\n")) {
+    const found = SAMPLE.exec(line.trim()); // none for a comment ("# ...") or a blank line
+    const value = found ? parseValue(found[3]) : null;
     if (value === null) continue;
-    if (!samples.has(name[0])) samples.set(name[0], []);
-    samples.get(name[0]).push({ labels, value });
+    const labels = {};
+    for (const [, key, escaped] of (found[2] ?? "").matchAll(LABEL)) {
+      labels[key] = escaped.replace(/\\(.)/g, (_, next) => (next === "n" ? "\n" : next));
+    }
+    if (!samples.has(found[1])) samples.set(found[1], []);
+    samples.get(found[1]).push({ labels, value });
   }
   return samples;
 }

@@ -3,6 +3,7 @@
 // A path is a list of segments: property names (strings) and item indexes (numbers).
 
 const IDENTIFIER = /^[\p{XID_Start}_][\p{XID_Continue}]*$/u;
+const NAME = /^[\p{XID_Start}_][\p{XID_Continue}]*/u;
 
 /** The text of a path, as the server writes it. */
 export function formatPath(segments) {
@@ -46,34 +47,24 @@ const ESCAPES = { n: "\n", r: "\r", t: "\t", "\\": "\\", "'": "'", '"': '"', "0"
 export function readPath(text) {
   const segments = [];
   let i = 0;
-  const name = /^[\p{XID_Start}_][\p{XID_Continue}]*/u;
-  const first = name.exec(text);
-  if (first) {
-    segments.push(first[0]);
-    i = first[0].length;
-  }
   for (;;) {
-    if (text[i] === "." && segments.length) {
-      const next = name.exec(text.slice(i + 1));
-      if (!next) break;
-      segments.push(next[0]);
-      i += 1 + next[0].length;
-    } else if (text[i] === "[") {
-      const index = /^\[(\d+)\]/.exec(text.slice(i));
-      if (index) {
-        segments.push(Number(index[1]));
-        i += index[0].length;
-        continue;
-      }
-      const quoted = readQuoted(text, i + 1);
-      if (!quoted || text[quoted[1]] !== "]") break;
+    const dot = text[i] === "." && segments.length > 0; // a name comes first, or after a dot
+    const name = i === 0 || dot ? NAME.exec(text.slice(dot ? i + 1 : i)) : null;
+    const index = text[i] === "[" ? /^\[(\d+)\]/.exec(text.slice(i)) : null;
+    const quoted = text[i] === "[" && !index ? readQuoted(text, i + 1) : null;
+    if (name) {
+      segments.push(name[0]);
+      i += name[0].length + (dot ? 1 : 0);
+    } else if (index) {
+      segments.push(Number(index[1]));
+      i += index[0].length;
+    } else if (quoted && text[quoted[1]] === "]") {
       segments.push(quoted[0]);
       i = quoted[1] + 1;
     } else {
-      break;
+      return segments.length ? [segments, text.slice(i)] : null;
     }
   }
-  return segments.length ? [segments, text.slice(i)] : null;
 }
 
 function readQuoted(text, start) {

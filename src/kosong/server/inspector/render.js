@@ -1,7 +1,7 @@
 // What the page shows of a tool (its metadata, the providers' verdicts on its schema) and of a
 // call's result (content parts, display blocks, the envelope, timing, trace, cache).
 
-import { h, jsonBlock } from "./dom.js";
+import { h, jsonBlock, table } from "./dom.js";
 import { formatSeconds } from "./metrics.js";
 
 function today() {
@@ -68,14 +68,13 @@ export function metadataList(tool, { onSelect } = {}) {
   if (tool.streaming) rows.push(row("Streaming", "reports progress while it runs"));
   if (tool.estimated_tokens !== undefined) rows.push(row("Estimated tokens", JSON.stringify(tool.estimated_tokens)));
   if (tool.deprecated) {
-    const parts = ["deprecated"];
+    const details = ["deprecated"];
     if (tool.sunset_date) {
-      parts.push(tool.sunset_date <= today() ? `, retired since ${tool.sunset_date}` : `, sunset on ${tool.sunset_date}`);
+      details.push(tool.sunset_date <= today() ? `, retired since ${tool.sunset_date}` : `, sunset on ${tool.sunset_date}`);
     }
-    const details = [parts.join("")];
     if (tool.replacement) {
-      details.push("; use ");
       details.push(
+        "; use ",
         onSelect
           ? h("button", { type: "button", class: "link", onclick: () => onSelect(tool.replacement) }, tool.replacement)
           : tool.replacement,
@@ -127,29 +126,24 @@ function findingsList(findings, { relevant = true } = {}) {
 export function dialectTable(tool, report) {
   if (!report) return h("p", { class: "muted" }, "The provider check is not available.");
   const findings = report.findings.filter((f) => f.tool === tool.name);
-  return h(
-    "table",
+  return table(
     { class: "dialects" },
-    h("caption", {}, "What each provider does with this definition"),
-    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Provider"), h("th", { scope: "col" }, "Verdict"), h("th", { scope: "col" }, "Findings"))),
-    h(
-      "tbody",
-      {},
-      report.dialects.map((dialect) => {
-        const mine = findings.filter((f) => f.dialect === dialect);
-        const rejected = mine.some((f) => f.effect === "rejected");
-        const relevant = !dialect.endsWith("-strict") || Boolean(tool.strict);
-        let verdict = rejected ? "rejects it" : mine.length ? `accepts, ignores ${mine.length}` : "accepts it";
-        if (!relevant) verdict = rejected ? "would reject it in strict mode" : "accepts it in strict mode";
-        return h(
-          "tr",
-          { dataset: { dialect, verdict: rejected ? "rejected" : mine.length ? "ignored" : "ok" } },
-          h("th", { scope: "row" }, dialect),
-          h("td", { class: !relevant ? "muted" : rejected ? "bad" : mine.length ? "warn" : "good" }, verdict),
-          h("td", {}, findingsList(mine, { relevant })),
-        );
-      }),
-    ),
+    "What each provider does with this definition",
+    ["Provider", "Verdict", "Findings"],
+    report.dialects.map((dialect) => {
+      const mine = findings.filter((f) => f.dialect === dialect);
+      const rejected = mine.some((f) => f.effect === "rejected");
+      const relevant = !dialect.endsWith("-strict") || Boolean(tool.strict);
+      let verdict = rejected ? "rejects it" : mine.length ? `accepts, ignores ${mine.length}` : "accepts it";
+      if (!relevant) verdict = rejected ? "would reject it in strict mode" : "accepts it in strict mode";
+      return h(
+        "tr",
+        { dataset: { dialect, verdict: rejected ? "rejected" : mine.length ? "ignored" : "ok" } },
+        h("th", { scope: "row" }, dialect),
+        h("td", { class: !relevant ? "muted" : rejected ? "bad" : mine.length ? "warn" : "good" }, verdict),
+        h("td", {}, findingsList(mine, { relevant })),
+      );
+    }),
   );
 }
 
@@ -159,11 +153,6 @@ function isParts(envelope) {
   if (envelope.kosong && envelope.kosong.parts) return true;
   const data = envelope.data;
   return Array.isArray(data) && data.length > 0 && data.every((p) => p && typeof p === "object" && KNOWN_PARTS.has(p.type));
-}
-
-function mediaUrl(part) {
-  const holder = part[part.type];
-  return holder && typeof holder.url === "string" ? holder.url : "";
 }
 
 /** One content part: text, an image, audio, video, the model's thinking. */
@@ -177,15 +166,14 @@ export function contentPart(part, index) {
     case "image_url":
     case "audio_url":
     case "video_url": {
-      const url = mediaUrl(part);
+      const url = typeof part[part.type]?.url === "string" ? part[part.type].url : "";
       const kind = part.type.slice(0, 5);
       if (!url.startsWith("data:")) {
         // Not fetched: the page loads nothing from elsewhere.
         return h("p", { class: "part", dataset: { part: part.type } }, `${kind} at `, link(url), " (not loaded by the inspector)");
       }
       if (kind === "image") return h("img", { class: "part", src: url, alt: part.image_url.id ? `image ${part.image_url.id}` : `image (${label})`, dataset: { part: "image_url" } });
-      const tag = kind === "audio" ? "audio" : "video";
-      return h(tag, { class: "part", src: url, controls: true, dataset: { part: part.type }, "aria-label": `${tag} (${label})` });
+      return h(kind, { class: "part", src: url, controls: true, dataset: { part: part.type }, "aria-label": `${kind} (${label})` });
     }
     default:
       return h("div", { class: "part", dataset: { part: "unknown" } }, h("p", {}, `A ${part.type} part:`), jsonBlock(part));
@@ -215,13 +203,12 @@ export function displayBlock(block) {
     return h("p", { class: "brief block", dataset: { block: "brief" } }, h("span", { class: "label" }, "Brief for the user: "), h("span", { class: "text" }, block.text));
   }
   if (block.type === "table" && Array.isArray(block.rows)) {
-    const headers = Array.isArray(block.headers) ? block.headers : [];
-    return h(
-      "table",
+    const cell = (value) => h("td", {}, typeof value === "string" ? value : JSON.stringify(value));
+    return table(
       { class: "block data", dataset: { block: "table" } },
-      block.title ? h("caption", {}, block.title) : null,
-      headers.length ? h("thead", {}, h("tr", {}, headers.map((cell) => h("th", { scope: "col" }, String(cell))))) : null,
-      h("tbody", {}, block.rows.map((cells) => h("tr", {}, (Array.isArray(cells) ? cells : [cells]).map((cell) => h("td", {}, typeof cell === "string" ? cell : JSON.stringify(cell)))))),
+      block.title,
+      Array.isArray(block.headers) ? block.headers : [],
+      block.rows.map((cells) => h("tr", {}, (Array.isArray(cells) ? cells : [cells]).map(cell))),
     );
   }
   return h("figure", { class: "block unknown", dataset: { block: block.type || "unknown" } }, h("figcaption", {}, `Display block "${block.type}"`), jsonBlock(block));
@@ -252,15 +239,14 @@ export function resultView(envelope, { tool, wallMs, runId, resumes, origin }) {
     origin ? h("span", { class: "badge", title: "shown from this session's history" }, origin) : null,
   );
   const body = [];
-  if (!ok) {
-    body.push(h("p", { class: "error-message" }, error.message || ""));
-    const { code, message, ...details } = error;
-    if (Object.keys(details).length) body.push(errorDetails(details));
-  }
   if (ok) {
     if (isParts(envelope)) body.push(h("div", { class: "parts" }, envelope.data.map(contentPart)));
     else if (typeof envelope.data === "string") body.push(h("pre", { class: "text output" }, envelope.data));
     else if (envelope.data !== undefined) body.push(jsonBlock(envelope.data, { class: "json output" }));
+  } else {
+    body.push(h("p", { class: "error-message" }, error.message || ""));
+    const { code, message, ...details } = error;
+    if (Object.keys(details).length) body.push(errorDetails(details));
   }
   const display = (envelope.kosong && envelope.kosong.display) || [];
   if (display.length) body.push(h("div", { class: "blocks" }, display.map(displayBlock)));

@@ -16,7 +16,7 @@ export class EventStreamParser {
     this.idBuffer = lastEventId;
     this.type = "";
     this.data = [];
-    this.pending = [];
+    this.pending = ""; // the start of a line whose end has not arrived
     this.started = false;
     this.skipLF = false;
   }
@@ -34,15 +34,14 @@ export class EventStreamParser {
     let start = 0;
     let match;
     while ((match = eol.exec(chunk)) !== null) {
-      this.pending.push(chunk.slice(start, match.index));
-      const line = this.pending.join("");
-      this.pending = [];
+      const line = this.pending + chunk.slice(start, match.index);
+      this.pending = "";
       start = match.index + match[0].length;
       // A CR that ends the piece may be the first half of a CRLF split across two pieces.
       if (match[0] === "\r" && start === chunk.length) this.skipLF = true;
       this.line(line);
     }
-    if (start < chunk.length) this.pending.push(chunk.slice(start));
+    this.pending += chunk.slice(start);
   }
 
   line(line) {
@@ -60,14 +59,10 @@ export class EventStreamParser {
 
   dispatch() {
     this.lastEventId = this.idBuffer;
-    if (!this.data.length) {
-      this.type = "";
-      return;
-    }
-    const event = { type: this.type || "message", data: this.data.join("\n"), id: this.lastEventId };
+    const { type, data } = this;
     this.type = "";
     this.data = [];
-    this.onEvent(event);
+    if (data.length) this.onEvent({ type: type || "message", data: data.join("\n"), id: this.lastEventId });
   }
 }
 
@@ -92,23 +87,15 @@ function sleep(ms, signal) {
   });
 }
 
-function retryAfterMs(response, fallback) {
-  const seconds = Number(response.headers.get("Retry-After"));
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : fallback;
-}
-
-async function errorOf(response) {
+/** The error envelope a response answered, or one made of its status (`message` saying why). */
+export async function errorOf(response, message = response.statusText || "no answer") {
   try {
     const body = await response.json();
     if (body && body.error) return body;
   } catch {
     // not JSON: described below
   }
-  return {
-    success: false,
-    status: "error",
-    error: { code: `HTTP_${response.status}`, message: response.statusText || "no answer" },
-  };
+  return { success: false, status: "error", error: { code: `HTTP_${response.status}`, message } };
 }
 
 /**
@@ -132,7 +119,6 @@ export class RunStream {
     this.lastSeq = 0;
     this.retryMs = 2000;
     this.ended = false;
-    this.resumes = 0;
   }
 
   async start(tool, args) {
@@ -153,11 +139,9 @@ export class RunStream {
     const location = response.headers.get("Content-Location") || "";
     this.runId = location.split("/").pop() || null;
     this.on.onStarted?.(this.runId);
-    while (!this.ended) {
+    while (response) {
       await this.read(response);
-      if (this.ended) return;
-      response = await this.reconnect();
-      if (!response) return;
+      response = this.ended ? null : await this.reconnect(); // null: the run's end was reported
     }
   }
 
@@ -176,7 +160,6 @@ export class RunStream {
         const { value, done } = await reader.read();
         if (done) break;
         parser.feed(value);
-        this.lastEventId = parser.lastEventId;
         if (this.ended) break;
       }
     } catch {
@@ -200,7 +183,7 @@ export class RunStream {
     } catch {
       // not JSON: kept as text
     }
-    this.on.onEvent?.({ kind: type, id, seq, data: parsed, afterResume: this.resumes > 0 });
+    this.on.onEvent?.({ kind: type, id, seq, data: parsed });
     if (FINAL.has(type)) this.end(type, parsed);
   }
 
@@ -227,12 +210,12 @@ export class RunStream {
         return this.end("lost", this.lost("the run ended, but its final event did not arrive"));
       }
       if (response.ok) {
-        this.resumes += 1;
         this.on.onConnection?.({ state: "resumed", attempt, lastEventId: this.lastEventId });
         return response;
       }
       if (response.status === 429 || response.status >= 500) {
-        delay = retryAfterMs(response, delay);
+        const seconds = Number(response.headers.get("Retry-After"));
+        if (Number.isFinite(seconds) && seconds >= 0) delay = seconds * 1000;
         continue;
       }
       return this.end("refused", await errorOf(response), response.status);
