@@ -175,10 +175,6 @@ function approvalItem(run) {
 
 // --- the tool list and the selected tool ------------------------------------------------------
 
-function findingsOf(name) {
-  return state.report ? state.report.findings.filter((f) => f.tool === name) : [];
-}
-
 function renderToolList() {
   const list = $("tool-list");
   fill(
@@ -197,7 +193,7 @@ function renderToolList() {
           },
           h("span", { class: "tool-name" }, tool.name),
           h("span", { class: "tool-description" }, (tool.description || "").split("\n")[0]),
-          h("span", { class: "badges" }, badges(tool, findingsOf(tool.name))),
+          h("span", { class: "badges" }, badges(tool, state.report)),
         ),
       ),
     ),
@@ -233,7 +229,7 @@ function selectTool(name, { focus = true, values } = {}) {
   fill(
     $("tool-info"),
     h("h2", { id: "tool-name" }, tool.name, tool.title ? h("span", { class: "title" }, ` ${tool.title}`) : null),
-    h("p", { class: "badges" }, badges(tool, findingsOf(name))),
+    h("p", { class: "badges" }, badges(tool, state.report)),
     h("p", { class: "description" }, tool.description || ""),
     metadataList(tool, { onSelect: (other) => selectTool(other) }),
   );

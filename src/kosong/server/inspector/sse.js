@@ -76,14 +76,12 @@ export function sequenceOf(id) {
   return found ? Number(found[1]) : null;
 }
 
+/** Waits `ms`, or less if `signal` aborts. */
 function sleep(ms, signal) {
+  const woken = AbortSignal.any([signal, AbortSignal.timeout(ms)]);
   return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    if (woken.aborted) resolve();
+    woken.addEventListener("abort", resolve, { once: true });
   });
 }
 
