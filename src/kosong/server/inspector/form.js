@@ -165,10 +165,6 @@ export class SchemaForm {
     return { value: present ? value : {}, errors: this.errors };
   }
 
-  error(path, message) {
-    this.errors.push({ path, message });
-  }
-
   fill(value) {
     this.top.fill(value);
   }
@@ -275,7 +271,7 @@ class Field {
 
   /** Records an error of this field's value. */
   fail(message) {
-    this.form.error(this.path, message);
+    this.form.errors.push({ path: this.path, message });
   }
 
   /** `value` as read, with an error for each constraint it breaks (when the form checks). */
@@ -323,8 +319,7 @@ class StringField extends Field {
   constructor(...args) {
     super(...args);
     const long = (this.schema.maxLength ?? 0) > 200 || this.schema.format === "textarea";
-    const type = long ? null : "text";
-    const extra = { type, maxlength: this.schema.maxLength, spellcheck: "false", autocomplete: "off" };
+    const extra = { type: long ? null : "text", maxlength: this.schema.maxLength, spellcheck: "false", autocomplete: "off" };
     this.input = h(long ? "textarea" : "input", this.attributes(extra));
     this.element = this.frame(this.input);
   }
@@ -518,10 +513,9 @@ class ArrayField extends Field {
     this.list = h("ol", { class: "items" });
     this.addButton = h(
       "button",
-      { type: "button", class: "add", onclick: () => this.add(undefined, true) },
+      { type: "button", class: "add", "aria-label": `Add an item to ${this.shownPath}`, onclick: () => this.add(undefined, true) },
       "Add item",
     );
-    this.addButton.setAttribute("aria-label", `Add an item to ${this.shownPath}`);
     this.element = this.fieldset(this.list, this.addButton);
     this.fill(undefined);
   }
@@ -539,8 +533,8 @@ class ArrayField extends Field {
     const path = [...this.path, index];
     const node = this.form.node(this.itemSchema, path, { required: true, label: formatPath(path) });
     node.fill(value);
-    const remove = h("button", { type: "button", class: "remove", onclick: () => this.remove(index) }, "Remove");
-    remove.setAttribute("aria-label", `Remove ${formatPath(path)}`);
+    const label = `Remove ${formatPath(path)}`;
+    const remove = h("button", { type: "button", class: "remove", "aria-label": label, onclick: () => this.remove(index) }, "Remove");
     const row = h("li", {}, node.element, remove);
     this.items.push({ node, row });
     this.list.append(row);
@@ -580,7 +574,7 @@ class ArrayField extends Field {
       const read = node.read();
       if (read.present) values.push(read.value);
       else if (this.form.check && this.form.errors.length === errorsBefore) {
-        this.form.error(node.path, "Empty: enter a value or remove the item");
+        this.form.errors.push({ path: node.path, message: "Empty: enter a value or remove the item" });
       }
     }
     if (!values.length && !this.items.length && !this.required) return { present: false };

@@ -324,9 +324,7 @@ function notice(text, kind) {
 }
 
 function eventRow(text, attributes) {
-  const row = h("li", attributes, text);
-  $("events").append(row);
-  return row;
+  $("events").append(h("li", attributes, text));
 }
 
 function setProgress(value, text) {
@@ -346,7 +344,7 @@ function clearRun() {
 function startRun(toolName, args) {
   const tool = state.tools.find((t) => t.name === toolName);
   const started = performance.now();
-  const run = { tool: toolName, args, runId: null, resumes: 0, started };
+  const run = { resumes: 0 };
   state.run = run;
   $("call-button").disabled = true;
   $("cancel-button").disabled = true;
@@ -358,7 +356,6 @@ function startRun(toolName, args) {
   setRunStatus(`Calling ${toolName}…`);
   run.stream = new RunStream(api, {
     onStarted(runId) {
-      run.runId = runId;
       $("run").dataset.runId = runId || "";
       $("cancel-button").disabled = false;
       setRunStatus(`Running ${toolName} (run ${runId}).`);
@@ -411,7 +408,7 @@ function startRun(toolName, args) {
       if (kind === "refused") summary = `The server refused the call (${status}): ${code}`;
       if (kind === "lost") summary = `Lost the run: ${envelope.error?.message}`;
       setRunStatus(`${summary} in ${formatSeconds(wallMs / 1000)}${run.resumes ? `, resumed ${run.resumes}×` : ""}.`);
-      fill($("result"), resultView(envelope, { tool, wallMs, runId: run.runId, resumes: run.resumes }));
+      fill($("result"), resultView(envelope, { tool, wallMs, runId: run.stream.runId, resumes: run.resumes }));
       if (code === "INVALID_PARAMS" && state.selected === toolName) {
         const errors = fieldErrors(envelope.error.message);
         showFormErrors(errors, "The server refused these arguments:");
@@ -422,7 +419,7 @@ function startRun(toolName, args) {
         at: new Date().toISOString(),
         outcome: ok ? "success" : code || "error",
         ms: Math.round(wallMs),
-        runId: run.runId,
+        runId: run.stream.runId,
         resumes: run.resumes,
         envelope,
       });

@@ -21,11 +21,8 @@ export function parsePrometheus(text) {
 }
 
 function parseValue(text) {
-  if (text === "+Inf" || text === "Inf") return Infinity;
-  if (text === "-Inf") return -Infinity;
-  if (text === "NaN") return NaN;
-  const value = Number(text);
-  return text !== "" && !Number.isNaN(value) ? value : null;
+  const value = Number(text.replace(/Inf$/, "Infinity")); // Prometheus writes +Inf, Inf, -Inf
+  return text === "NaN" || (text !== "" && !Number.isNaN(value)) ? value : null;
 }
 
 /**
