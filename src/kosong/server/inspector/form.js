@@ -263,6 +263,11 @@ class Field {
     this.input?.focus();
   }
 
+  /** Shows `value` in the field (undefined: its default). */
+  fill(value) {
+    this.show(value === undefined ? this.schema.default : value);
+  }
+
   /** Whether `value` is what the field holds before anyone types (its default). */
   untouched(value) {
     const initial = "default" in this.schema ? this.schema.default : this.kind === "boolean" ? false : undefined;
@@ -324,8 +329,7 @@ class StringField extends Field {
     this.element = this.frame(this.input);
   }
 
-  fill(value) {
-    if (value === undefined) value = this.schema.default;
+  show(value) {
     this.input.value = typeof value === "string" ? value : value === undefined || value === null ? "" : String(value);
   }
 
@@ -349,8 +353,7 @@ class NumberField extends Field {
     this.element = this.frame(this.input);
   }
 
-  fill(value) {
-    if (value === undefined) value = this.schema.default;
+  show(value) {
     this.input.value = typeof value === "number" ? String(value) : "";
   }
 
@@ -371,8 +374,7 @@ class BooleanField extends Field {
     this.element = this.frame(this.input, { inline: true });
   }
 
-  fill(value) {
-    if (value === undefined) value = this.schema.default;
+  show(value) {
     this.input.checked = value === true;
   }
 
@@ -402,8 +404,7 @@ class EnumField extends Field {
     return this.schema.description || ("default" in this.schema ? `default ${JSON.stringify(this.schema.default)}` : "");
   }
 
-  fill(value) {
-    if (value === undefined) value = this.schema.default;
+  show(value) {
     const index = this.options.findIndex((option) => JSON.stringify(option) === JSON.stringify(value));
     this.input.value = index === -1 ? "" : String(index);
   }
@@ -443,8 +444,7 @@ class JsonField extends Field {
     return [description, shape].filter(Boolean).join(" — ");
   }
 
-  fill(value) {
-    if (value === undefined) value = this.schema.default;
+  show(value) {
     this.input.value = value === undefined ? "" : JSON.stringify(value, null, 2);
   }
 
@@ -542,9 +542,7 @@ class ArrayField extends Field {
   }
 
   remove(index) {
-    const values = this.items.map(({ node }) => node.read().value);
-    values.splice(index, 1);
-    this.rebuild(values);
+    this.rebuild(this.items.filter((_, i) => i !== index).map(({ node }) => node.read().value));
     (this.items[Math.min(index, this.items.length - 1)]?.node ?? this.addButton).focus();
   }
 
@@ -558,8 +556,7 @@ class ArrayField extends Field {
     for (const value of values) this.add(value);
   }
 
-  fill(value) {
-    if (value === undefined) value = this.schema.default;
+  show(value) {
     if (value === undefined && this.required) {
       // A required list starts with the fewest items it may have, empty.
       value = Array(Math.min(this.schema.minItems ?? 0, 10)).fill(undefined);

@@ -132,8 +132,7 @@ async function refreshApprovals() {
   fill(list, runs.map(approvalItem));
   if (focused) document.getElementById(focused)?.focus();
   const status = $("approvals-status");
-  const waiting = `${runs.length} run${runs.length === 1 ? " waits" : "s wait"} for an answer.`;
-  if (runs.length) status.textContent = waiting;
+  if (runs.length) status.textContent = `${runs.length} run${runs.length === 1 ? " waits" : "s wait"} for an answer.`;
   else if (!status.dataset.answered) status.textContent = "No run is waiting.";
 }
 
@@ -255,9 +254,7 @@ function selectTool(name, { focus = true, values } = {}) {
 
 function clearFormErrors() {
   state.form?.clearErrors();
-  const box = $("form-errors");
-  box.hidden = true;
-  box.replaceChildren();
+  fill($("form-errors")).hidden = true;
 }
 
 function showFormErrors(errors, intro) {
@@ -327,9 +324,9 @@ function eventRow(text, attributes) {
   $("events").append(h("li", attributes, text));
 }
 
+/** Moves the bar (which holds its value between 0 and its max itself) and says why. */
 function setProgress(value, text) {
-  const bar = $("progress");
-  if (typeof value === "number" && Number.isFinite(value)) bar.value = Math.max(0, Math.min(100, value));
+  if (typeof value === "number" && Number.isFinite(value)) $("progress").value = value;
   $("progress-text").textContent = text;
 }
 

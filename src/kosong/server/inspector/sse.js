@@ -222,19 +222,16 @@ export class RunStream {
   /** Asks the server to cancel the run; its stream then ends with a CANCELLED error. */
   async cancel() {
     if (this.ended) return null;
-    if (!this.runId) {
-      this.controller.abort();
-      return null;
-    }
     try {
-      const response = await this.api.fetch(`runs/${encodeURIComponent(this.runId)}`, {
-        method: "DELETE",
-      });
-      return response.status;
+      if (this.runId) {
+        const response = await this.api.fetch(`runs/${encodeURIComponent(this.runId)}`, { method: "DELETE" });
+        return response.status;
+      }
     } catch {
-      this.controller.abort(); // the server is out of reach: stop waiting for it
-      return null;
+      // the server is out of reach: as when no run was named yet, stop waiting for it
     }
+    this.controller.abort();
+    return null;
   }
 
   /** Ends the run as lost (it could not be followed): a NETWORK_ERROR saying why. */
