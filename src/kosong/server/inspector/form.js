@@ -60,10 +60,7 @@ export function describe(schema, root, depth = 0) {
   if (Array.isArray(schema.enum)) {
     return { kind: "enum", schema, nullable: nullable || schema.enum.includes(null) };
   }
-  if (type === undefined) {
-    if (schema.properties) type = "object";
-    else if (schema.items) type = "array";
-  }
+  if (type === undefined) type = schema.properties ? "object" : schema.items ? "array" : undefined;
   if (type === "object" && schema.properties && typeof schema.properties === "object") {
     return { kind: "object", schema, nullable };
   }
@@ -205,16 +202,14 @@ class Field {
     this.kind = described.kind;
     this.nullable = described.nullable;
     this.path = path;
+    this.shownPath = formatPath(path);
     this.required = required;
     this.isRoot = isRoot;
     this.id = newId(form.idPrefix);
+    this.describedBy = `${this.id}-help ${this.id}-error`;
     this.label = label ?? (path.length ? String(path[path.length - 1]) : "arguments");
     this.errorBox = h("p", { class: "field-error", id: `${this.id}-error`, hidden: true });
     this.invalid = false;
-  }
-
-  get shownPath() {
-    return formatPath(this.path);
   }
 
   helpText() {
@@ -231,16 +226,12 @@ class Field {
     ];
   }
 
-  describedBy() {
-    return `${this.id}-help ${this.id}-error`;
-  }
-
   /** The attributes of the field's input, with `extra` (a null drops one). */
   attributes(extra) {
     return {
       id: this.id,
       name: this.shownPath,
-      "aria-describedby": this.describedBy(),
+      "aria-describedby": this.describedBy,
       "aria-required": this.required ? "true" : null,
       ...extra,
     };
@@ -311,7 +302,7 @@ class Field {
   fieldset(...children) {
     return h(
       "fieldset",
-      { class: `field ${this.kind}`, dataset: { path: this.shownPath, kind: this.kind }, "aria-describedby": this.describedBy() },
+      { class: `field ${this.kind}`, dataset: { path: this.shownPath, kind: this.kind }, "aria-describedby": this.describedBy },
       h("legend", {}, this.labelContent()),
       this.help(),
       children,

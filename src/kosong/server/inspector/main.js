@@ -88,14 +88,10 @@ async function load() {
   try {
     response = await api.fetch("tools");
   } catch (error) {
-    setStatus(`The server cannot be reached: ${error.message}`);
-    return;
+    return setStatus(`The server cannot be reached: ${error.message}`);
   }
   if (response.status === 401) return;
-  if (!response.ok) {
-    setStatus(`The server answered ${response.status} for /tools.`);
-    return;
-  }
+  if (!response.ok) return setStatus(`The server answered ${response.status} for /tools.`);
   $("token-form").hidden = true;
   $("token-error").hidden = true;
   $("forget-token").hidden = !api.token;

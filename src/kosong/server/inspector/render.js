@@ -30,13 +30,9 @@ export function badges(tool, report) {
   if (tool.strict) badge("strict", "hint", "strict: undeclared arguments are refused");
   if (tool.streaming) badge("streaming", "hint", "reports progress");
   // The strict modes (openai-strict, anthropic-strict) apply only to tools sent strict.
-  const rejecting = [
-    ...new Set(
-      (report?.findings ?? [])
-        .filter((f) => f.tool === tool.name && f.effect === "rejected" && (!f.dialect.endsWith("-strict") || tool.strict))
-        .map((f) => f.dialect),
-    ),
-  ];
+  const rejecting = (report?.dialects ?? []).filter(
+    (d) => (!d.endsWith("-strict") || tool.strict) && report.findings.some((f) => f.tool === tool.name && f.dialect === d && f.effect === "rejected"),
+  );
   if (rejecting.length) badge(`rejected by ${rejecting.join(", ")}`, "danger", "see the provider check");
   return out;
 }
