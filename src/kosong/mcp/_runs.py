@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -55,9 +54,6 @@ logger = logging.getLogger(__name__)
 
 TASKS = "io.modelcontextprotocol/tasks"
 """The extension's identifier."""
-
-CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-"""The `_meta` key of a 2026-era request's client capabilities."""
 
 IDEMPOTENCY_META = "kosong/idempotency_key"
 """The `_meta` key of a call's idempotency key (kosong's)."""
@@ -90,13 +86,10 @@ class UpdateTaskParams(TaskIdParams):
     input_responses: dict[str, Any] = Field(default_factory=dict[str, Any])
 
 
-def declares_tasks(meta: Mapping[str, Any] | None) -> bool:
-    """Whether a request's `_meta` declares the tasks extension among its capabilities."""
-    capabilities: object = (meta or {}).get(CLIENT_CAPABILITIES)
-    if not isinstance(capabilities, dict):
-        return False
-    extensions: object = cast(dict[str, Any], capabilities).get("extensions")
-    return isinstance(extensions, dict) and TASKS in extensions
+def declares_tasks(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether a request's client declares the tasks extension among its capabilities."""
+    capabilities = ctx.session.client_capabilities
+    return capabilities is not None and TASKS in (capabilities.extensions or {})
 
 
 def principal_of(ctx: ServerRequestContext[Any, Any]) -> str:
@@ -170,7 +163,7 @@ class RunCalls:
         meta = ctx.meta
         modern = ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS
         return (
-            (declares_tasks(meta) and self.offers(tool))
+            (declares_tasks(ctx) and self.offers(tool))
             or bool(meta and meta.get(IDEMPOTENCY_META))
             or self._runs.queued
             or (modern and channel.answers())
@@ -187,7 +180,7 @@ class RunCalls:
         meta = ctx.meta
         found: object = meta.get(IDEMPOTENCY_META) if meta else None
         key = found if isinstance(found, str) else None
-        task = declares_tasks(meta) and self.offers(tool)
+        task = declares_tasks(ctx) and self.offers(tool)
         asks = self._input_timeout if task or channel.answers() else None
         call = ToolCall(id=Runs.new_id(), function=ToolCall.FunctionBody(name=params.name))
         arguments: JsonType = params.arguments or {}
