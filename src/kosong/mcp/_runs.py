@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from datetime import UTC, datetime
 from typing import Any, cast
 
 import anyio
@@ -38,6 +37,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import Field
 
+from kosong._timestamps import now_timestamp
 from kosong.eventstore import START, RunRecord, Runs, StoredEvent, split_event_id
 from kosong.mcp._asking import BackChannel, form_request, input_answer, input_request
 from kosong.mcp._convert import mcp_progress, to_call_tool_result
@@ -120,10 +120,6 @@ def _task(task_id: str, created: str, updated: str) -> dict[str, Any]:
     }
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 class RunCalls:
     """The MCP calls that are runs of `runs` (see the module doc)."""
 
@@ -187,7 +183,7 @@ class RunCalls:
         principal = principal_of(ctx)
         run_id, _ = await self._runs.start(call, principal, arguments, key=key, asks=asks)
         if task:
-            now = _now()
+            now = now_timestamp()
             self._created[run_id] = now
             if len(self._created) > 10_000:
                 self._created.pop(next(iter(self._created)))
@@ -304,8 +300,8 @@ class RunCalls:
         record = await self._find(ctx, params.task_id)
         events = await self._runs.store.replay(params.task_id) or []
         created = self._created.get(params.task_id) or _stamp(events[0] if events else None)
-        updated = _stamp(events[-1] if events else None) or created or _now()
-        task = _task(params.task_id, created or _now(), updated)
+        updated = _stamp(events[-1] if events else None) or created or now_timestamp()
+        task = _task(params.task_id, created or now_timestamp(), updated)
         final = events[-1] if events and events[-1].final else None
         if final is not None:
             value = ToolResult.from_json(final.data).return_value
