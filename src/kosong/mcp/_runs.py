@@ -238,7 +238,6 @@ class RunCalls:
         unless it has an idempotency key (its client may come back for it).
         """
         modern = ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS
-        progress = ctx.meta is not None and ctx.meta.get("progress_token") is not None
         steps = 0
         try:
             if ask and (required := await self._ask(run.id, position, channel, modern)):
@@ -250,7 +249,7 @@ class RunCalls:
                         return to_call_tool_result(value, tool.output_schema)
                     position = event.id.rpartition(".")[2]
                     data = json.loads(event.data)
-                    if event.kind == "tool_progress" and progress:
+                    if event.kind == "tool_progress":  # the SDK drops it unless the request asked
                         steps += 1
                         done, total = mcp_progress(data, steps)
                         await ctx.session.report_progress(done, total, data.get("message") or None)
