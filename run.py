@@ -3,6 +3,9 @@
 
     python3 run.py demo            the agent demo (offline unless a model's API key is set)
     python3 run.py test [ARGS]     lint, then the test suite (ARGS go to pytest)
+    python3 run.py test -m "not external"
+                                   the quick loop: lint, then the in-process tests, on two
+                                   pytest-xdist workers (unless ARGS choose with -n)
     python3 run.py lint            ruff check, ruff format --check, pyright
     python3 run.py compat [ARGS]   the test suite on Python 3.11, the oldest supported
     python3 run.py bench [ARGS]    the dispatch benchmark
@@ -96,6 +99,14 @@ def ensure_venv(
     return python
 
 
+def workers(args: list[str]) -> list[str]:
+    """`-n 2` for the quick loop (`-m "not external"`: its tests share no process, port or
+    file, so two pytest-xdist workers run them at once), unless `args` choose the workers."""
+    chosen = any(a.startswith(("-n", "--numprocesses", "--dist")) or a == "no:xdist" for a in args)
+    quick = any("not external" in a for a in args)
+    return ["-n", "2"] if quick and not chosen else []
+
+
 def _run(*args: str) -> int:
     return subprocess.run(list(args), cwd=ROOT, check=False).returncode
 
@@ -130,7 +141,7 @@ def main(argv: list[str]) -> int:
         )
     if command == "test":
         lint = main(["lint"])
-        tests = _run(python, "-m", "pytest", *rest)
+        tests = _run(python, "-m", "pytest", *workers(rest), *rest)
         return lint or tests
     return _run(python, "benchmarks/bench_dispatch.py", *rest)  # bench
 
