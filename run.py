@@ -4,8 +4,8 @@
     python3 run.py demo            the agent demo (offline unless a model's API key is set)
     python3 run.py test [ARGS]     lint, then the test suite (ARGS go to pytest)
     python3 run.py test -m "not external"
-                                   the quick loop: lint, then the in-process tests, on two
-                                   pytest-xdist workers (unless ARGS choose with -n)
+                                   the quick loop: the in-process tests on two pytest-xdist
+                                   workers (unless ARGS choose with -n), lint beside them
     python3 run.py lint            ruff check, ruff format --check, pyright
     python3 run.py compat [ARGS]   the test suite on Python 3.11, the oldest supported
     python3 run.py bench [ARGS]    the dispatch benchmark
@@ -26,6 +26,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -107,8 +108,26 @@ def workers(args: list[str]) -> list[str]:
     return ["-n", "2"] if quick and not chosen else []
 
 
-def _run(*args: str) -> int:
-    return subprocess.run(list(args), cwd=ROOT, check=False).returncode
+def _run(*args: str, output: list[str] | None = None) -> int:
+    """Run a command in the repository; what it prints goes to `output` if given."""
+    if output is None:
+        return subprocess.run(list(args), cwd=ROOT, check=False).returncode
+    done = subprocess.run(list(args), cwd=ROOT, check=False, capture_output=True, text=True)
+    output.append(done.stdout + done.stderr)
+    return done.returncode
+
+
+def _lint(python: str, output: list[str] | None = None) -> int:
+    """ruff check, ruff format --check, then pyright, stopping at the first that fails."""
+    paths = ("src", "tests", "benchmarks", "examples")
+    for command in (
+        ("ruff", "check", *paths),
+        ("ruff", "format", "--check", *paths),
+        ("pyright",),
+    ):
+        if code := _run(python, "-m", *command, output=output):
+            return code
+    return 0
 
 
 COMMANDS = ("demo", "test", "lint", "compat", "bench")
@@ -132,16 +151,20 @@ def main(argv: list[str]) -> int:
         return _run(str(ensure_venv(extras=DEMO_EXTRAS)), "examples/demo.py", *rest)
     python = str(ensure_venv())
     if command == "lint":
-        return (
-            _run(python, "-m", "ruff", "check", "src", "tests", "benchmarks", "examples")
-            or _run(
-                python, "-m", "ruff", "format", "--check", "src", "tests", "benchmarks", "examples"
-            )
-            or _run(python, "-m", "pyright")
-        )
+        return _lint(python)
     if command == "test":
-        lint = main(["lint"])
-        tests = _run(python, "-m", "pytest", *workers(rest), *rest)
+        if quick := workers(rest):
+            # The quick loop's tests mostly wait (sockets, timers): lint runs beside them on
+            # the CPU they leave, its output held and printed after theirs.
+            output: list[str] = []
+            with ThreadPoolExecutor(1) as pool:
+                linting = pool.submit(_lint, python, output)
+                tests = _run(python, "-m", "pytest", *quick, *rest)
+                lint = linting.result()
+            print("".join(output), end="", flush=True)
+            return lint or tests
+        lint = _lint(python)
+        tests = _run(python, "-m", "pytest", *rest)
         return lint or tests
     return _run(python, "benchmarks/bench_dispatch.py", *rest)  # bench
 
