@@ -17,8 +17,6 @@ from kosong.server import ServerConfig, create_app
 from mcp import Client
 from tests.mcp._mcp_servers import ROOT, Uvicorn, kosong_toolset
 
-pytestmark = pytest.mark.external  # `kosong mcp` processes and the Inspector CLI on Node
-
 SERVE_TARGET = "tests.mcp._mcp_servers:served"
 
 

@@ -33,8 +33,6 @@ from kosong.tooling.simple import SimpleToolset
 from tests.mcp._mcp_servers import HERE, Uvicorn
 from tests.mcp._node_tools import FILESYSTEM, MEMORY, NODE, require
 
-pytestmark = pytest.mark.external  # the reference servers from npx, FastMCP over stdio
-
 # A 2x1 PNG (red, blue), written out byte by byte.
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAAEElEQVR4nGP4z8DAwMDAAAAH+gH/Zv7p2QAAAABJRU5ErkJggg=="
