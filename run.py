@@ -3,6 +3,9 @@
 
     python3 run.py demo            the agent demo (offline unless a model's API key is set)
     python3 run.py test [ARGS]     lint, then the test suite (ARGS go to pytest)
+    python3 run.py test -m "not external"
+                                   the quick loop: the in-process tests on two pytest-xdist
+                                   workers (unless ARGS choose with -n), lint beside them
     python3 run.py lint            ruff check, ruff format --check, pyright
     python3 run.py compat [ARGS]   the test suite on Python 3.11, the oldest supported
     python3 run.py bench [ARGS]    the dispatch benchmark
@@ -23,6 +26,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -96,8 +100,34 @@ def ensure_venv(
     return python
 
 
-def _run(*args: str) -> int:
-    return subprocess.run(list(args), cwd=ROOT, check=False).returncode
+def workers(args: list[str]) -> list[str]:
+    """`-n 2` for the quick loop (`-m "not external"`: its tests share no process, port or
+    file, so two pytest-xdist workers run them at once), unless `args` choose the workers."""
+    chosen = any(a.startswith(("-n", "--numprocesses", "--dist")) or a == "no:xdist" for a in args)
+    quick = any("not external" in a for a in args)
+    return ["-n", "2"] if quick and not chosen else []
+
+
+def _run(*args: str, output: list[str] | None = None) -> int:
+    """Run a command in the repository; what it prints goes to `output` if given."""
+    if output is None:
+        return subprocess.run(list(args), cwd=ROOT, check=False).returncode
+    done = subprocess.run(list(args), cwd=ROOT, check=False, capture_output=True, text=True)
+    output.append(done.stdout + done.stderr)
+    return done.returncode
+
+
+def _lint(python: str, output: list[str] | None = None) -> int:
+    """ruff check, ruff format --check, then pyright, stopping at the first that fails."""
+    paths = ("src", "tests", "benchmarks", "examples")
+    for command in (
+        ("ruff", "check", *paths),
+        ("ruff", "format", "--check", *paths),
+        ("pyright",),
+    ):
+        if code := _run(python, "-m", *command, output=output):
+            return code
+    return 0
 
 
 COMMANDS = ("demo", "test", "lint", "compat", "bench")
@@ -121,15 +151,19 @@ def main(argv: list[str]) -> int:
         return _run(str(ensure_venv(extras=DEMO_EXTRAS)), "examples/demo.py", *rest)
     python = str(ensure_venv())
     if command == "lint":
-        return (
-            _run(python, "-m", "ruff", "check", "src", "tests", "benchmarks", "examples")
-            or _run(
-                python, "-m", "ruff", "format", "--check", "src", "tests", "benchmarks", "examples"
-            )
-            or _run(python, "-m", "pyright")
-        )
+        return _lint(python)
     if command == "test":
-        lint = main(["lint"])
+        if quick := workers(rest):
+            # The quick loop's tests mostly wait (sockets, timers): lint runs beside them on
+            # the CPU they leave, its output held and printed after theirs.
+            output: list[str] = []
+            with ThreadPoolExecutor(1) as pool:
+                linting = pool.submit(_lint, python, output)
+                tests = _run(python, "-m", "pytest", *quick, *rest)
+                lint = linting.result()
+            print("".join(output), end="", flush=True)
+            return lint or tests
+        lint = _lint(python)
         tests = _run(python, "-m", "pytest", *rest)
         return lint or tests
     return _run(python, "benchmarks/bench_dispatch.py", *rest)  # bench

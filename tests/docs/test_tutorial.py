@@ -36,8 +36,6 @@ from tests.docs._markdown import blocks
 from tests.docs._printed import expectations
 from tests.mcp._mcp_servers import wait_for_port
 
-pytestmark = pytest.mark.external  # a newcomer's shell: `kosong serve`, pip, a fresh venv
-
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = ROOT / "docs" / "tutorial.md"
 INSTALL_LINES = ("python3 -m venv", ". .venv/bin/activate", "pip install")
@@ -188,6 +186,7 @@ async def follow_the_tutorial(shell: Newcomer) -> None:
     assert stdio == "Tokyo: 24°C, sunny\n"
 
 
+@pytest.mark.external  # a newcomer's shell: `kosong serve`, `kosong tools`
 async def test_the_tutorial_runs_in_the_development_environment(tmp_path: Path) -> None:
     shell = Newcomer(tmp_path, free_port(), Path(sys.executable).parent, install=False)
     await follow_the_tutorial(shell)
@@ -208,6 +207,7 @@ def _copy_of_the_repository(to: Path) -> Path:
     return to
 
 
+@pytest.mark.external  # pip and a fresh venv, then the tutorial's shell
 @pytest.mark.newcomer
 @pytest.mark.timeout(900)
 async def test_a_newcomer_installs_as_the_readme_says_and_runs_the_tutorial(

@@ -8,18 +8,24 @@ SDK's own conversion (`MCPUtil.invoke_mcp_tool`) makes of the result what the mo
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pytest
-from agents import RunContextWrapper
-from agents.mcp import MCPServerStreamableHttp, MCPUtil
 from mcp.types import TextContent
 
 from tests.interop.conftest import TOKEN
+
+# openai-agents is imported where it is used: it takes a second to load, and the quick loop
+# (`-m "not external"`) collects this module only to leave its tests out.
+if TYPE_CHECKING:
+    from agents.mcp import MCPServerStreamableHttp
 
 pytestmark = pytest.mark.interop
 
 
 def server(url: str, *, structured: bool = False) -> MCPServerStreamableHttp:
+    from agents.mcp import MCPServerStreamableHttp
+
     return MCPServerStreamableHttp(
         params={"url": url, "headers": {"Authorization": f"Bearer {TOKEN}"}, "timeout": 10},
         use_structured_content=structured, client_session_timeout_seconds=20,
@@ -29,6 +35,9 @@ def server(url: str, *, structured: bool = False) -> MCPServerStreamableHttp:
 async def test_openai_agents_lists_and_calls_kosong_s_tools_with_the_bearer_token(
     kosong_mcp: str,
 ) -> None:
+    from agents import RunContextWrapper
+    from agents.mcp import MCPUtil
+
     async with server(kosong_mcp) as mcp:
         tools = {t.name: t for t in await mcp.list_tools()}
         result = await mcp.call_tool("add", {"a": 2, "b": 3})
@@ -42,6 +51,9 @@ async def test_openai_agents_lists_and_calls_kosong_s_tools_with_the_bearer_toke
 
 
 async def test_openai_agents_reads_a_structured_result(kosong_mcp: str) -> None:
+    from agents import RunContextWrapper
+    from agents.mcp import MCPUtil
+
     async with server(kosong_mcp, structured=True) as mcp:
         tools = {t.name: t for t in await mcp.list_tools()}
         result = await mcp.call_tool("forecast", {"city": "Oslo"})

@@ -7,22 +7,26 @@ schema gives a structured result.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from mcp.shared.exceptions import MCPError
-from pydantic_ai import Agent
-from pydantic_ai.mcp import MCPToolset
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from tests.interop.conftest import TOKEN
+
+# pydantic-ai is imported where it is used: it takes seconds to load, and the quick loop
+# (`-m "not external"`) collects this module only to leave its tests out.
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 pytestmark = pytest.mark.interop
 
 
 def calling(name: str, args: dict[str, Any], seen: dict[str, Any]) -> FunctionModel:
     """A model that calls `name` once, then answers with what the tool returned."""
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
 
     def turn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         seen["tools"] = {t.name: t for t in info.function_tools}
@@ -39,6 +43,9 @@ def calling(name: str, args: dict[str, Any], seen: dict[str, Any]) -> FunctionMo
 async def test_an_agent_lists_and_calls_kosong_s_tools_with_the_bearer_token(
     kosong_mcp: str,
 ) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+
     seen: dict[str, Any] = {}
     toolset = MCPToolset(kosong_mcp, headers={"Authorization": f"Bearer {TOKEN}"})
     agent = Agent(calling("add", {"a": 2, "b": 3}, seen), toolsets=[toolset])
@@ -53,6 +60,9 @@ async def test_an_agent_lists_and_calls_kosong_s_tools_with_the_bearer_token(
 async def test_a_tool_with_an_output_schema_gives_pydantic_ai_a_structured_result(
     kosong_mcp: str,
 ) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+
     seen: dict[str, Any] = {}
     toolset = MCPToolset(kosong_mcp, headers={"Authorization": f"Bearer {TOKEN}"})
     agent = Agent(calling("forecast", {"city": "Oslo"}, seen), toolsets=[toolset])
@@ -66,6 +76,9 @@ async def test_a_tool_with_an_output_schema_gives_pydantic_ai_a_structured_resul
 
 
 async def test_without_the_token_pydantic_ai_cannot_connect(kosong_mcp: str) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+
     toolset = MCPToolset(kosong_mcp)
     agent = Agent(calling("add", {"a": 1, "b": 1}, {}), toolsets=[toolset])
     # The SDK under FastMCP reports the 401 as a bare "Server returned an error response".

@@ -17,8 +17,6 @@ from kosong.server import ServerConfig, create_app
 from mcp import Client
 from tests.mcp._mcp_servers import ROOT, Uvicorn, kosong_toolset
 
-pytestmark = pytest.mark.external  # `kosong mcp` processes and the Inspector CLI on Node
-
 SERVE_TARGET = "tests.mcp._mcp_servers:served"
 
 
@@ -49,6 +47,7 @@ async def test_the_server_app_serves_the_same_tools_over_mcp_behind_its_guard():
     assert app.state.kosong.metrics.snapshot()["add"].calls == 2
 
 
+@pytest.mark.external  # a `kosong mcp` process
 async def test_kosong_mcp_serves_a_module_over_stdio():
     command = [sys.executable, "-m", "kosong", "mcp", SERVE_TARGET]
     async with MCPToolset({"k": command}) as toolset:
@@ -62,6 +61,7 @@ async def test_kosong_mcp_serves_a_module_over_stdio():
     assert added.return_value.output == "9"
 
 
+@pytest.mark.external  # `kosong tools` and the MCP command it starts
 def test_kosong_tools_list_and_call_accept_an_mcp_command():
     target = f"{sys.executable} -m kosong mcp {SERVE_TARGET}"
     listed = kosong("tools", "list", target)
@@ -74,6 +74,7 @@ def test_kosong_tools_list_and_call_accept_an_mcp_command():
     assert (short.returncode, short.stdout) == (0, "3\n")  # the result's text, by default
 
 
+@pytest.mark.external  # `kosong tools` in a child process
 async def test_kosong_tools_list_accepts_an_mcp_url():
     app = create_app(kosong_toolset(), ServerConfig(), mcp=True)
     async with Uvicorn(app) as running:

@@ -33,8 +33,6 @@ from kosong.tooling.simple import SimpleToolset
 from tests.mcp._mcp_servers import HERE, Uvicorn
 from tests.mcp._node_tools import FILESYSTEM, MEMORY, NODE, require
 
-pytestmark = pytest.mark.external  # the reference servers from npx, FastMCP over stdio
-
 # A 2x1 PNG (red, blue), written out byte by byte.
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAAEElEQVR4nGP4z8DAwMDAAAAH+gH/Zv7p2QAAAABJRU5ErkJggg=="
@@ -59,6 +57,7 @@ async def files(tmp_path: Path) -> AsyncIterator[MCPToolset]:
         yield toolset
 
 
+@pytest.mark.external  # the filesystem server on Node
 async def test_an_image_file_reaches_the_model_as_an_image_never_as_base64_text(
     files: MCPToolset, tmp_path: Path
 ) -> None:
@@ -74,6 +73,7 @@ async def test_an_image_file_reaches_the_model_as_an_image_never_as_base64_text(
     }
 
 
+@pytest.mark.external  # the filesystem server on Node
 async def test_a_binary_file_is_named_for_the_model_not_spelled_out(
     files: MCPToolset, tmp_path: Path
 ) -> None:
@@ -83,6 +83,7 @@ async def test_a_binary_file_is_named_for_the_model_not_spelled_out(
     assert output == f"[binary resource {name} (application/octet-stream, 16384 bytes)]"
 
 
+@pytest.mark.external  # the filesystem server on Node
 async def test_a_text_file_reads_as_its_text(files: MCPToolset, tmp_path: Path) -> None:
     value = await files.handle(call("read_text_file", {"path": str(tmp_path / "notes.txt")}))
     assert value.return_value.output == "line one\nline two\n"
@@ -92,6 +93,7 @@ async def test_a_text_file_reads_as_its_text(files: MCPToolset, tmp_path: Path) 
     }
 
 
+@pytest.mark.external  # the memory server on Node
 async def test_the_memory_servers_graph_is_text_for_the_model_and_data_beside(
     tmp_path: Path,
 ) -> None:
@@ -110,6 +112,7 @@ async def test_the_memory_servers_graph_is_text_for_the_model_and_data_beside(
     assert isinstance(output, str) and json.loads(output)["entities"][0]["name"] == "Ada"
 
 
+@pytest.mark.external  # `python -m mcp_server_time`
 async def test_mcp_server_time_gives_its_typed_answer_as_the_data() -> None:
     spec = ServerSpec(command=[sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"])
     async with MCPToolset({"time": spec}, connect_timeout=30) as toolset:
@@ -136,6 +139,7 @@ async def fastmcp_server() -> AsyncIterator[MCPToolset]:
         yield toolset
 
 
+@pytest.mark.external  # a FastMCP server over stdio
 async def test_a_fastmcp_string_reads_as_that_string(fastmcp_server: MCPToolset) -> None:
     greet = fastmcp_server.find_tool("greet")
     assert greet is not None and greet.output_schema == {"type": "string"}  # the wrap taken off
@@ -143,6 +147,7 @@ async def test_a_fastmcp_string_reads_as_that_string(fastmcp_server: MCPToolset)
     assert value.output == "hello Ada" and structured_data(value) == "hello Ada"
 
 
+@pytest.mark.external  # a FastMCP server over stdio
 async def test_fastmcp_typed_results_are_their_values(fastmcp_server: MCPToolset) -> None:
     added = await fastmcp_server.handle(call("add", {"a": 2, "b": 3}))
     weather = await fastmcp_server.handle(call("weather", {"city": "Oslo"}))
@@ -150,6 +155,7 @@ async def test_fastmcp_typed_results_are_their_values(fastmcp_server: MCPToolset
     assert to_envelope(weather, tool_name="weather").data == {"city": "Oslo", "temperature": 21}
 
 
+@pytest.mark.external  # a FastMCP server over stdio
 async def test_progress_without_a_total_is_progress_without_a_percentage(
     fastmcp_server: MCPToolset,
 ) -> None:

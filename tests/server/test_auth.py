@@ -241,9 +241,10 @@ async def test_a_new_key_id_fetches_the_key_set_again_but_made_up_ones_do_not_fl
         app = create_app(tools, jwt_config(auth))
         async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as c:
             first = await c.get("/tools", headers=bearer(auth.token()))
+            stranger = rsa_key()  # one key the issuer never published, under 20 made-up kids
             made_up = [
                 await c.get("/tools", headers=bearer(
-                    auth.sign(auth.claims(), key=rsa_key(), headers={"kid": f"made-up-{n}"})))
+                    auth.sign(auth.claims(), key=stranger, headers={"kid": f"made-up-{n}"})))
                 for n in range(20)
             ]  # fmt: skip
             assert fetches == 1  # within refresh_seconds of the first fetch: not fetched again

@@ -16,8 +16,6 @@ import pytest
 from kosong.server import bind
 from tests.server._procs import ServerProcess
 
-pytestmark = pytest.mark.external  # `kosong serve` processes
-
 
 def test_bind_makes_a_tcp_socket_whose_connections_send_at_once() -> None:
     sock = bind("127.0.0.1", 0)
@@ -32,6 +30,7 @@ def test_bind_makes_a_tcp_socket_whose_connections_send_at_once() -> None:
         sock.close()
 
 
+@pytest.mark.external  # a `kosong serve` process
 async def test_every_request_on_a_kept_alive_connection_to_kosong_serve_is_answered_at_once(
 ) -> None:  # fmt: skip
     server = ServerProcess()
