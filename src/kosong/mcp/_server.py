@@ -24,6 +24,7 @@ It runs on the official SDK's low-level `mcp.server.Server`; every call goes thr
   (`SessionKeeper`);
 - a request whose id is neither a string nor an integer is an Invalid Request (`id: null`),
   in both eras, never taken for a notification;
+- with telemetry on, each `tools/call` is a SERVER span of the MCP conventions;
 - DNS-rebinding protection is on: only localhost Host and Origin headers by default;
 - calls with an idempotency key (`_meta["kosong/idempotency_key"]`), and 2026-era calls whose
   client answers questions, are runs (`kosong.eventstore.Runs`: its own, in memory, or a
@@ -73,7 +74,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kosong import __version__
+from kosong import __version__, _telemetry
 from kosong._seconds import positive_seconds
 from kosong.eventstore import MemoryRunStore, Runs
 from kosong.mcp._asking import BackChannel
@@ -81,7 +82,6 @@ from kosong.mcp._convert import mcp_progress, to_call_tool_result, to_mcp_tool
 from kosong.mcp._events import SessionEventStore
 from kosong.mcp._runs import RunCalls, error_result
 from kosong.mcp._sessions import SESSION_HEADER, SessionKeeper, header
-from kosong.mcp._tracing import traced_tools_call
 from kosong.mcp._wire import invalid_id_response, peek_body, read_message
 from kosong.message import ToolCall
 from kosong.standard import LogLevel, PolicyToolset, caller_scope
@@ -239,9 +239,7 @@ class MCPToolServer:
             on_subscriptions_listen=ListenHandler(self._bus),
         )
         # Registered as a plain handler: it answers with the result's wire form (a dict).
-        self._server.add_request_handler(
-            "tools/call", mcp.CallToolRequestParams, traced_tools_call(self._call_tool)
-        )
+        self._server.add_request_handler("tools/call", mcp.CallToolRequestParams, self._traced_call)
         self._server.add_request_handler(
             "logging/setLevel", mcp.SetLevelRequestParams, self._set_logging_level
         )
@@ -291,6 +289,34 @@ class MCPToolServer:
             if len(self._log_levels) > 10_000:
                 self._log_levels.pop(next(iter(self._log_levels)))
         return mcp.EmptyResult()
+
+    async def _traced_call(
+        self, ctx: ServerRequestContext[Any, Any], params: mcp.CallToolRequestParams
+    ) -> dict[str, Any]:
+        """`tools/call` in the SERVER span of the MCP conventions, while telemetry is on.
+
+        The client's trace context comes from `_meta`, the transport from how the request
+        came (HTTP: `tcp`; stdio: `pipe`).
+        """
+        if _telemetry.current() is None:
+            return await self._call_tool(ctx, params)
+        traced = _telemetry.mcp_server_call(
+            params.name,
+            ctx.meta,
+            arguments=params.arguments,
+            request_id=ctx.request_id,
+            session_id=_session_id(ctx),
+            protocol_version=ctx.protocol_version,
+            transport="pipe" if _headers(ctx) is None else "tcp",
+        )
+        with traced:
+            try:
+                result = await self._call_tool(ctx, params)
+            except MCPError as e:
+                traced.rpc_error(e.code, e.error.message)
+                raise
+            traced.finish(result)
+            return result
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: mcp.CallToolRequestParams
@@ -599,12 +625,21 @@ async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) ->
             watcher.cancel()
 
 
+def _headers(ctx: ServerRequestContext[Any, Any]) -> Any:
+    """The HTTP request's headers (None over stdio)."""
+    request: object = ctx.request
+    return getattr(request, "headers", None)
+
+
+def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    headers = _headers(ctx)
+    session_id: object = headers.get("mcp-session-id") if headers is not None else None
+    return session_id if isinstance(session_id, str) else None
+
+
 def _session_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
     if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
         return None
-    request: object = ctx.request
-    headers: Any = getattr(request, "headers", None)
-    if headers is None:  # stdio: one connection per server run
+    if _headers(ctx) is None:  # stdio: one connection per server run
         return f"stdio-{id(ctx.session.client_params)}"
-    session_id: object = headers.get("mcp-session-id")
-    return session_id if isinstance(session_id, str) else None
+    return _session_id(ctx)
