@@ -1,5 +1,7 @@
 """Results and tool definitions, kosong's way and MCP's way (private: used by server and client).
 
+`ResourcePart` (public, from `kosong.mcp`) is the content part an MCP embedded resource becomes.
+
 Following the MCP tools page (modelcontextprotocol.io/specification/2025-11-25/server/tools,
 "Tool Result"): `content` blocks are the result, `structuredContent` the same data as JSON.
 
@@ -23,12 +25,12 @@ import contextlib
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, Self, cast
 
 import mcp_types as mcp
+from pydantic import model_validator
 
 from kosong._keys import STANDARD_KEY
-from kosong.mcp._content import ResourcePart
 from kosong.message import (
     AudioURLPart,
     ContentPart,
@@ -46,6 +48,26 @@ ERROR_META_KEY = "kosong/error"  # the `_meta` key of a `CallToolResult` with a 
 _DATA_URL = re.compile(
     r"\Adata:(?P<mime>[^;,]*)(?P<params>(?:;[^;,]*)*?);base64,(?P<data>.*)\Z", re.S
 )
+
+
+class ResourcePart(ContentPart):
+    """An embedded resource: its URI, its MIME type, and either its text or its bytes (base64)."""
+
+    type: str = "resource"
+    uri: str
+    """Where the resource lives (any URI scheme, e.g. `file:///report.txt`)."""
+    mime_type: str | None = None
+    """Its MIME type, when known."""
+    text: str | None = None
+    """Its content, for a text resource."""
+    blob: str | None = None
+    """Its content in base64, for a binary resource."""
+
+    @model_validator(mode="after")
+    def _one_content(self) -> Self:
+        if (self.text is None) == (self.blob is None):
+            raise ValueError("a ResourcePart has exactly one of `text` and `blob`")
+        return self
 
 
 # --- kosong → MCP ---------------------------------------------------------------------------
