@@ -173,7 +173,7 @@ def to_call_tool_result(
 ) -> dict[str, Any]:
     """The MCP result of a kosong result (see the module doc), as a dict: the SDK checks it."""
     blocks: list[dict[str, Any]] = []
-    output = value.output
+    output, failed = value.output, value.is_error
     if isinstance(output, str):
         if output:
             blocks.append({"type": "text", "text": output})
@@ -184,19 +184,16 @@ def to_call_tool_result(
         )
     if value.message:
         note = {"type": "text", "text": value.message}
-        if value.is_error:
+        if failed:
             blocks.insert(0, note)
         else:
             blocks.append(note)
-    if value.is_error:
-        # `resultType` as a CallToolResult dumps it (2026-07-28 requires it; others ignore it).
-        result: dict[str, Any] = {"content": blocks, "isError": True, "resultType": "complete"}
-        code = error_code(value)
-        if code:
-            result["_meta"] = {ERROR_META_KEY: {"code": code}}
-        return result
-    result = {"content": blocks, "isError": False, "resultType": "complete"}
-    if output_schema is None:
+    # `resultType` as a CallToolResult dumps it (2026-07-28 requires it; others ignore it).
+    result: dict[str, Any] = {"content": blocks, "isError": failed, "resultType": "complete"}
+    code = error_code(value) if failed else None
+    if code:
+        result["_meta"] = {ERROR_META_KEY: {"code": code}}
+    if failed or output_schema is None:
         return result
     data: JsonType = structured_data(value, _NONE)
     if data is _NONE and isinstance(output, str):

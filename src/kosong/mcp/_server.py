@@ -578,15 +578,12 @@ def _era(scope: Scope) -> str:
     `"handshake"` (no protocol version, or a handshake one), `"tools/call"` (a 2026-era POST
     naming it) or `"2026"` (any other 2026-era request).
     """
-    version = method = None
-    for key, value in scope.get("headers", ()):
-        if key == b"mcp-protocol-version" and version is None:  # the first, as the SDK reads it
-            version = value
-        elif key == b"mcp-method":
-            method = value
-    if version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS:
+    headers = scope.get("headers", ())
+    version = header(headers, b"mcp-protocol-version")  # the first of each, as the SDK reads it
+    if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
         return "handshake"
-    return "tools/call" if method == b"tools/call" and scope.get("method") == "POST" else "2026"
+    posted = scope.get("method") == "POST"
+    return "tools/call" if posted and header(headers, b"mcp-method") == "tools/call" else "2026"
 
 
 async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) -> None:
