@@ -45,6 +45,7 @@ import contextlib
 import contextvars
 import io
 import itertools
+import json
 import logging
 import os
 import sys
@@ -70,9 +71,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kosong import __version__, _telemetry
 from kosong._seconds import positive_seconds
@@ -81,8 +82,7 @@ from kosong.mcp._asking import BackChannel
 from kosong.mcp._convert import mcp_progress, to_call_tool_result, to_mcp_tool
 from kosong.mcp._events import SessionEventStore
 from kosong.mcp._runs import RunCalls, error_result
-from kosong.mcp._sessions import SESSION_HEADER, SessionKeeper, header
-from kosong.mcp._wire import invalid_id_response, peek_body, read_message
+from kosong.mcp._sessions import SESSION_HEADER, SessionKeeper, header, refusal
 from kosong.message import ToolCall
 from kosong.standard import LogLevel, PolicyToolset, caller_scope
 from kosong.tooling import ToolResult, Toolset
@@ -474,7 +474,7 @@ class MCPToolServer:
             # log messages (asked by a log level); without either marker in its body, it
             # goes to the plain JSON manager. A false marker (the word inside an argument)
             # only costs the streaming path; a body too big to look at goes there as well.
-            head, replay = await peek_body(receive, _PEEK_LIMIT)
+            head, replay = await _peek_body(receive, _PEEK_LIMIT)
             if head is not None and b'"progressToken"' not in head and b"logLevel" not in head:
                 await _cancelled_on_disconnect(plain.handle_request(scope, replay, send), receive)
                 return
@@ -486,9 +486,9 @@ class MCPToolServer:
         if scope.get("method") == "POST":
             # The SDK's handshake-era transport takes a request with an id of the wrong type
             # for a notification (202, never answered): refuse it first, as its 2026 era does.
-            body, receive = await peek_body(receive, DEFAULT_MAX_REQUEST_BODY_SIZE)
-            message = read_message(body)
-            refused = invalid_id_response(message)
+            body, receive = await _peek_body(receive, DEFAULT_MAX_REQUEST_BODY_SIZE)
+            message = _read_message(body)
+            refused = _invalid_id_response(message)
             if refused is not None:
                 await refused(scope, receive, send)
                 return
@@ -584,6 +584,63 @@ def _era(scope: Scope) -> str:
         return "handshake"
     posted = scope.get("method") == "POST"
     return "tools/call" if posted and header(headers, b"mcp-method") == "tools/call" else "2026"
+
+
+async def _peek_body(receive: Receive, limit: int) -> tuple[bytes | None, Receive]:
+    """The request's whole body (None if over `limit` bytes), and a `receive` giving it again.
+
+    Only up to `limit` bytes are buffered: a bigger body is left to the SDK (which refuses one
+    over its own limit with 413), and so is a client that leaves before sending all of it.
+    """
+    chunks: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        chunks.append(message)
+        if message["type"] != "http.request":
+            break  # the client left: let the SDK see it
+        size += len(message.get("body", b""))
+        if size > limit or not message.get("more_body", False):
+            break
+    complete = chunks[-1]["type"] == "http.request" and not chunks[-1].get("more_body", False)
+    head = b"".join(m.get("body", b"") for m in chunks) if complete and size <= limit else None
+
+    async def replay() -> Message:
+        if chunks:
+            return chunks.pop(0)
+        return await receive()
+
+    return head, replay
+
+
+def _read_message(body: bytes | None) -> dict[str, object] | None:
+    """The JSON object `body` holds; None if it holds none (or was too big to read).
+
+    What is not one object is left to the SDK, which answers it with its own errors.
+    """
+    if body is None:
+        return None
+    try:
+        decoded: object = json.loads(body.decode())  # UTF-8 only, as the SDK reads it
+    except (ValueError, RecursionError):
+        return None
+    return cast(dict[str, object], decoded) if isinstance(decoded, dict) else None
+
+
+def _invalid_id_response(message: dict[str, object] | None) -> Response | None:
+    """A 400 Invalid Request (`id: null`) if `message` is a request with an id of the wrong type.
+
+    A request (an object with a `method`) that has an `id` must give a string or an integer
+    (`1.0` is not one, as the SDK's `RequestId` has it); one without `id` is a notification.
+    """
+    if message is None or "method" not in message or "id" not in message:
+        return None
+    request_id = message["id"]
+    if isinstance(request_id, str) or (
+        isinstance(request_id, int) and request_id is not True and request_id is not False
+    ):
+        return None
+    return refusal(400, "Invalid Request: a request's id must be a string or an integer")
 
 
 async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) -> None:
