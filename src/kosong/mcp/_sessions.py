@@ -204,9 +204,7 @@ class SessionKeeper:
         try:
             await self._app(scope, receive, learn)
         finally:
-            self._opening[owner] -= 1
-            if not self._opening[owner]:
-                del self._opening[owner]
+            self._opening -= Counter([owner])  # a count that reaches 0 is dropped
             if opened is not None:
                 self._release(opened)
 
