@@ -251,12 +251,7 @@ class _Run:
     ttl: float
     events: list[StoredEvent] = field(default_factory=list[StoredEvent])
     expires_at: float = 0.0
-    waiters: list[asyncio.Future[None]] = field(default_factory=list[asyncio.Future[None]])
-
-
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
+    appended: asyncio.Event = field(default_factory=asyncio.Event)  # set (and renewed) by append
 
 
 class MemoryRunStore(RunStore):
@@ -344,9 +339,8 @@ class MemoryRunStore(RunStore):
             run.record = dataclasses.replace(run.record, status="done", question=None)
             run.expires_at = self._clock() + run.ttl
             self._ended[run_id] = None
-        for waiter in run.waiters:
-            _wake(waiter)
-        run.waiters.clear()
+        run.appended.set()
+        run.appended = asyncio.Event()
         return new_id
 
     async def read(
@@ -360,19 +354,9 @@ class MemoryRunStore(RunStore):
             raise ValueError(f"{after!r} is not a position of run {run_id!r}")
         start = int(after)
         if start == len(run.events) and not run.record.ended and wait > 0:
-            # A future of its own, woken by the next append or by a timer: cheaper than
-            # asyncio.wait / wait_for, and every event of every run comes this way.
-            loop = asyncio.get_running_loop()
-            waiter: asyncio.Future[None] = loop.create_future()
-            run.waiters.append(waiter)
-            timer = loop.call_later(wait, _wake, waiter) if wait != math.inf else None
-            try:
-                await waiter
-            finally:
-                if timer is not None:
-                    timer.cancel()
-                with contextlib.suppress(ValueError):  # gone when an append woke it
-                    run.waiters.remove(waiter)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(None if wait == math.inf else wait):
+                    await run.appended.wait()
         return run.events[start : start + limit]
 
     def _change(self, run_id: str, **changes: object) -> RunRecord | None:

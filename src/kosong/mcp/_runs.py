@@ -27,8 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, cast
 
 import anyio
@@ -39,6 +37,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import Field
 
+from kosong._timestamps import now_timestamp
 from kosong.eventstore import START, RunRecord, Runs, StoredEvent, split_event_id
 from kosong.mcp._asking import BackChannel, form_request, input_answer, input_request
 from kosong.mcp._convert import mcp_progress, to_call_tool_result
@@ -55,9 +54,6 @@ logger = logging.getLogger(__name__)
 
 TASKS = "io.modelcontextprotocol/tasks"
 """The extension's identifier."""
-
-CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-"""The `_meta` key of a 2026-era request's client capabilities."""
 
 IDEMPOTENCY_META = "kosong/idempotency_key"
 """The `_meta` key of a call's idempotency key (kosong's)."""
@@ -90,13 +86,10 @@ class UpdateTaskParams(TaskIdParams):
     input_responses: dict[str, Any] = Field(default_factory=dict[str, Any])
 
 
-def declares_tasks(meta: Mapping[str, Any] | None) -> bool:
-    """Whether a request's `_meta` declares the tasks extension among its capabilities."""
-    capabilities: object = (meta or {}).get(CLIENT_CAPABILITIES)
-    if not isinstance(capabilities, dict):
-        return False
-    extensions: object = cast(dict[str, Any], capabilities).get("extensions")
-    return isinstance(extensions, dict) and TASKS in extensions
+def declares_tasks(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether a request's client declares the tasks extension among its capabilities."""
+    capabilities = ctx.session.client_capabilities
+    return capabilities is not None and TASKS in (capabilities.extensions or {})
 
 
 def principal_of(ctx: ServerRequestContext[Any, Any]) -> str:
@@ -125,10 +118,6 @@ def _task(task_id: str, created: str, updated: str) -> dict[str, Any]:
         "ttlMs": None,
         "pollIntervalMs": _POLL_MS,
     }
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class RunCalls:
@@ -170,7 +159,7 @@ class RunCalls:
         meta = ctx.meta
         modern = ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS
         return (
-            (declares_tasks(meta) and self.offers(tool))
+            (declares_tasks(ctx) and self.offers(tool))
             or bool(meta and meta.get(IDEMPOTENCY_META))
             or self._runs.queued
             or (modern and channel.answers())
@@ -187,14 +176,14 @@ class RunCalls:
         meta = ctx.meta
         found: object = meta.get(IDEMPOTENCY_META) if meta else None
         key = found if isinstance(found, str) else None
-        task = declares_tasks(meta) and self.offers(tool)
+        task = declares_tasks(ctx) and self.offers(tool)
         asks = self._input_timeout if task or channel.answers() else None
         call = ToolCall(id=Runs.new_id(), function=ToolCall.FunctionBody(name=params.name))
         arguments: JsonType = params.arguments or {}
         principal = principal_of(ctx)
         run_id, _ = await self._runs.start(call, principal, arguments, key=key, asks=asks)
         if task:
-            now = _now()
+            now = now_timestamp()
             self._created[run_id] = now
             if len(self._created) > 10_000:
                 self._created.pop(next(iter(self._created)))
@@ -249,7 +238,6 @@ class RunCalls:
         unless it has an idempotency key (its client may come back for it).
         """
         modern = ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS
-        progress = ctx.meta is not None and ctx.meta.get("progress_token") is not None
         steps = 0
         try:
             if ask and (required := await self._ask(run.id, position, channel, modern)):
@@ -261,7 +249,7 @@ class RunCalls:
                         return to_call_tool_result(value, tool.output_schema)
                     position = event.id.rpartition(".")[2]
                     data = json.loads(event.data)
-                    if event.kind == "tool_progress" and progress:
+                    if event.kind == "tool_progress":  # the SDK drops it unless the request asked
                         steps += 1
                         done, total = mcp_progress(data, steps)
                         await ctx.session.report_progress(done, total, data.get("message") or None)
@@ -311,8 +299,8 @@ class RunCalls:
         record = await self._find(ctx, params.task_id)
         events = await self._runs.store.replay(params.task_id) or []
         created = self._created.get(params.task_id) or _stamp(events[0] if events else None)
-        updated = _stamp(events[-1] if events else None) or created or _now()
-        task = _task(params.task_id, created or _now(), updated)
+        updated = _stamp(events[-1] if events else None) or created or now_timestamp()
+        task = _task(params.task_id, created or now_timestamp(), updated)
         final = events[-1] if events and events[-1].final else None
         if final is not None:
             value = ToolResult.from_json(final.data).return_value

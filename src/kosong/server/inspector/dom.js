@@ -10,7 +10,6 @@ export function h(tag, attributes = {}, ...children) {
     if (value === undefined || value === null || value === false) continue;
     if (key === "class") element.className = value;
     else if (key === "dataset") Object.assign(element.dataset, value);
-    else if (key === "text") element.textContent = value;
     else if (key.startsWith("on") && typeof value === "function") {
       element.addEventListener(key.slice(2), value);
     } else if (PROPERTIES.has(key)) element[key] = value;
@@ -21,10 +20,8 @@ export function h(tag, attributes = {}, ...children) {
 }
 
 function append(element, children) {
-  for (const child of children) {
-    if (child === null || child === undefined || child === false) continue;
-    if (Array.isArray(child)) append(element, child);
-    else element.append(child instanceof Node ? child : String(child));
+  for (const child of children.flat(Infinity)) {
+    if (child !== null && child !== undefined && child !== false) element.append(child instanceof Node ? child : String(child));
   }
 }
 

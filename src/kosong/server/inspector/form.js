@@ -60,10 +60,7 @@ export function describe(schema, root, depth = 0) {
   if (Array.isArray(schema.enum)) {
     return { kind: "enum", schema, nullable: nullable || schema.enum.includes(null) };
   }
-  if (type === undefined) {
-    if (schema.properties) type = "object";
-    else if (schema.items) type = "array";
-  }
+  if (type === undefined) type = schema.properties ? "object" : schema.items ? "array" : undefined;
   if (type === "object" && schema.properties && typeof schema.properties === "object") {
     return { kind: "object", schema, nullable };
   }
@@ -78,27 +75,57 @@ function plural(count, noun) {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
 
-function constraintsText(kind, schema) {
-  const parts = [];
-  const lower = schema.exclusiveMinimum ?? schema.minimum;
-  const upper = schema.exclusiveMaximum ?? schema.maximum;
-  if (kind === "number" || kind === "integer") {
-    if (typeof schema.exclusiveMinimum === "number") parts.push(`more than ${schema.exclusiveMinimum}`);
-    else if (typeof lower === "number") parts.push(`at least ${lower}`);
-    if (typeof schema.exclusiveMaximum === "number") parts.push(`less than ${schema.exclusiveMaximum}`);
-    else if (typeof upper === "number") parts.push(`at most ${upper}`);
-    if (typeof schema.multipleOf === "number") parts.push(`a multiple of ${schema.multipleOf}`);
-    if (kind === "integer") parts.unshift("a whole number");
-  } else if (kind === "string") {
-    if (typeof schema.minLength === "number") parts.push(`at least ${plural(schema.minLength, "character")}`);
-    if (typeof schema.maxLength === "number") parts.push(`at most ${plural(schema.maxLength, "character")}`);
-    if (typeof schema.pattern === "string") parts.push(`matching ${schema.pattern}`);
-    if (typeof schema.format === "string") parts.push(`format ${schema.format}`);
-  } else if (kind === "array") {
-    if (typeof schema.minItems === "number") parts.push(`at least ${plural(schema.minItems, "item")}`);
-    if (typeof schema.maxItems === "number") parts.push(`at most ${plural(schema.maxItems, "item")}`);
-    if (schema.uniqueItems) parts.push("no repeats");
+function breaksPattern(value, pattern) {
+  try {
+    return !new RegExp(pattern, "u").test(value);
+  } catch {
+    return false; // a pattern this browser cannot compile: the server checks it
   }
+}
+
+/**
+ * The constraints each kind of field checks: `[keyword, type of its value, help text, whether
+ * a value breaks it, error]`; without an error of its own, the error is "must be " + the text.
+ */
+const LIMITS = {
+  string: [
+    ["minLength", "number", (n) => `at least ${plural(n, "character")}`, (v, n) => [...v].length < n],
+    ["maxLength", "number", (n) => `at most ${plural(n, "character")}`, (v, n) => [...v].length > n],
+    ["pattern", "string", (p) => `matching ${p}`, breaksPattern, (p) => `must match the pattern ${p}`],
+    ["format", "string", (f) => `format ${f}`, () => false],
+  ],
+  number: [
+    ["exclusiveMinimum", "number", (n) => `more than ${n}`, (v, n) => v <= n],
+    ["minimum", "number", (n) => `at least ${n}`, (v, n) => v < n],
+    ["exclusiveMaximum", "number", (n) => `less than ${n}`, (v, n) => v >= n],
+    ["maximum", "number", (n) => `at most ${n}`, (v, n) => v > n],
+    ["multipleOf", "number", (n) => `a multiple of ${n}`, (v, n) => n > 0 && Math.abs(v / n - Math.round(v / n)) > 1e-9],
+  ],
+  array: [
+    ["minItems", "number", (n) => `at least ${plural(n, "item")}`, (v, n) => v.length < n, (n) => `needs at least ${plural(n, "item")}`],
+    ["maxItems", "number", (n) => `at most ${plural(n, "item")}`, (v, n) => v.length > n, (n) => `must have at most ${plural(n, "item")}`],
+    ["uniqueItems", "boolean", () => "no repeats", (v) => new Set(v.map((x) => JSON.stringify(x))).size < v.length, () => "must not repeat an item"],
+  ],
+};
+LIMITS.integer = [[null, null, () => "a whole number", (v) => !Number.isInteger(v)], ...LIMITS.number];
+
+/** The constraints a field of `kind` checks that `schema` declares: `{text, broken(value), error}`. */
+function limitsOf(kind, schema) {
+  const s = { ...schema };
+  // Draft 4 writes an exclusive bound as `true` beside the inclusive one.
+  if (s.exclusiveMinimum === true) s.exclusiveMinimum = s.minimum;
+  if (s.exclusiveMaximum === true) s.exclusiveMaximum = s.maximum;
+  return (LIMITS[kind] || [])
+    .filter(([keyword, type]) => keyword === null || (typeof s[keyword] === type && s[keyword] !== false))
+    .map(([keyword, , text, broken, error]) => ({
+      text: text(s[keyword]),
+      broken: (value) => broken(value, s[keyword]),
+      error: error ? error(s[keyword]) : `must be ${text(s[keyword])}`,
+    }));
+}
+
+function constraintsText(kind, schema) {
+  const parts = limitsOf(kind, schema).map((limit) => limit.text);
   if ("default" in schema) parts.push(`default ${JSON.stringify(schema.default)}`);
   return parts.join(", ");
 }
@@ -118,7 +145,10 @@ export class SchemaForm {
   }
 
   node(described, path, options) {
-    const Kind = KINDS[described.kind] || JsonField;
+    let Kind = KINDS[described.kind] || JsonField;
+    // A checkbox cannot say "not given": an optional boolean without a default is a choice
+    // of three, so leaving it alone leaves it out.
+    if (Kind === BooleanField && !options.required && !("default" in described.schema)) Kind = EnumField;
     const node = new Kind(this, described, path, options);
     this.fields.set(pathKey(path), node);
     return node;
@@ -130,10 +160,6 @@ export class SchemaForm {
     this.check = check;
     const { present, value } = this.top.read();
     return { value: present ? value : {}, errors: this.errors };
-  }
-
-  error(path, message) {
-    this.errors.push({ path, message });
   }
 
   fill(value) {
@@ -176,16 +202,14 @@ class Field {
     this.kind = described.kind;
     this.nullable = described.nullable;
     this.path = path;
+    this.shownPath = formatPath(path);
     this.required = required;
     this.isRoot = isRoot;
     this.id = newId(form.idPrefix);
+    this.describedBy = `${this.id}-help ${this.id}-error`;
     this.label = label ?? (path.length ? String(path[path.length - 1]) : "arguments");
     this.errorBox = h("p", { class: "field-error", id: `${this.id}-error`, hidden: true });
     this.invalid = false;
-  }
-
-  get shownPath() {
-    return formatPath(this.path);
   }
 
   helpText() {
@@ -202,16 +226,12 @@ class Field {
     ];
   }
 
-  describedBy() {
-    return `${this.id}-help ${this.id}-error`;
-  }
-
   /** The attributes of the field's input, with `extra` (a null drops one). */
   attributes(extra) {
     return {
       id: this.id,
       name: this.shownPath,
-      "aria-describedby": this.describedBy(),
+      "aria-describedby": this.describedBy,
       "aria-required": this.required ? "true" : null,
       ...extra,
     };
@@ -234,6 +254,11 @@ class Field {
     this.input?.focus();
   }
 
+  /** Shows `value` in the field (undefined: its default). */
+  fill(value) {
+    this.show(value === undefined ? this.schema.default : value);
+  }
+
   /** Whether `value` is what the field holds before anyone types (its default). */
   untouched(value) {
     const initial = "default" in this.schema ? this.schema.default : this.kind === "boolean" ? false : undefined;
@@ -242,7 +267,15 @@ class Field {
 
   /** Records an error of this field's value. */
   fail(message) {
-    this.form.error(this.path, message);
+    this.form.errors.push({ path: this.path, message });
+  }
+
+  /** `value` as read, with an error for each constraint it breaks (when the form checks). */
+  checked(value) {
+    for (const limit of this.form.check ? limitsOf(this.kind, this.schema) : []) {
+      if (limit.broken(value)) this.fail(limit.error);
+    }
+    return { present: true, value };
   }
 
   /** What is read when nothing was given: null for a required nullable field, else absent. */
@@ -269,7 +302,7 @@ class Field {
   fieldset(...children) {
     return h(
       "fieldset",
-      { class: `field ${this.kind}`, dataset: { path: this.shownPath, kind: this.kind }, "aria-describedby": this.describedBy() },
+      { class: `field ${this.kind}`, dataset: { path: this.shownPath, kind: this.kind }, "aria-describedby": this.describedBy },
       h("legend", {}, this.labelContent()),
       this.help(),
       children,
@@ -282,40 +315,19 @@ class StringField extends Field {
   constructor(...args) {
     super(...args);
     const long = (this.schema.maxLength ?? 0) > 200 || this.schema.format === "textarea";
-    const type = long ? null : "text";
-    const extra = { type, maxlength: this.schema.maxLength, spellcheck: "false", autocomplete: "off" };
+    const extra = { type: long ? null : "text", maxlength: this.schema.maxLength, spellcheck: "false", autocomplete: "off" };
     this.input = h(long ? "textarea" : "input", this.attributes(extra));
     this.element = this.frame(this.input);
   }
 
-  fill(value) {
-    if (value === undefined) value = this.schema.default;
+  show(value) {
     this.input.value = typeof value === "string" ? value : value === undefined || value === null ? "" : String(value);
   }
 
   read() {
     const value = this.input.value;
     if (value === "") return this.absent();
-    if (this.form.check) {
-      const length = [...value].length;
-      const { minLength, maxLength, pattern } = this.schema;
-      if (typeof minLength === "number" && length < minLength) {
-        this.fail(`must be at least ${plural(minLength, "character")}`);
-      }
-      if (typeof maxLength === "number" && length > maxLength) {
-        this.fail(`must be at most ${plural(maxLength, "character")}`);
-      }
-      if (typeof pattern === "string") {
-        let matches = true;
-        try {
-          matches = new RegExp(pattern, "u").test(value);
-        } catch {
-          // a pattern this browser cannot compile: the server checks it
-        }
-        if (!matches) this.fail(`must match the pattern ${pattern}`);
-      }
-    }
-    return { present: true, value };
+    return this.checked(value);
   }
 }
 
@@ -332,8 +344,7 @@ class NumberField extends Field {
     this.element = this.frame(this.input);
   }
 
-  fill(value) {
-    if (value === undefined) value = this.schema.default;
+  show(value) {
     this.input.value = typeof value === "number" ? String(value) : "";
   }
 
@@ -343,67 +354,31 @@ class NumberField extends Field {
       return { present: false };
     }
     if (this.input.value === "") return this.absent();
-    const value = Number(this.input.value);
-    if (this.form.check) {
-      const s = this.schema;
-      if (this.kind === "integer" && !Number.isInteger(value)) this.fail("must be a whole number");
-      // An exclusive bound is a number, or (draft 4) `true` beside the inclusive one.
-      const bounds = [
-        ["at least", s.minimum, (limit) => value < limit],
-        ["at most", s.maximum, (limit) => value > limit],
-        ["more than", s.exclusiveMinimum === true ? s.minimum : s.exclusiveMinimum, (limit) => value <= limit],
-        ["less than", s.exclusiveMaximum === true ? s.maximum : s.exclusiveMaximum, (limit) => value >= limit],
-      ];
-      for (const [text, limit, beyond] of bounds) {
-        if (typeof limit === "number" && beyond(limit)) this.fail(`must be ${text} ${limit}`);
-      }
-      if (typeof s.multipleOf === "number" && s.multipleOf > 0) {
-        const ratio = value / s.multipleOf;
-        if (Math.abs(ratio - Math.round(ratio)) > 1e-9) this.fail(`must be a multiple of ${s.multipleOf}`);
-      }
-    }
-    return { present: true, value };
+    return this.checked(Number(this.input.value));
   }
 }
 
 class BooleanField extends Field {
   constructor(...args) {
     super(...args);
-    // A checkbox cannot say "not given": an optional boolean without a default is a choice
-    // of three, so leaving it alone leaves it out.
-    this.tristate = !this.required && !("default" in this.schema);
-    if (this.tristate) {
-      this.input = h(
-        "select",
-        this.attributes(),
-        h("option", { value: "" }, "(not set)"),
-        h("option", { value: "true" }, "true"),
-        h("option", { value: "false" }, "false"),
-      );
-      this.element = this.frame(this.input);
-    } else {
-      this.input = h("input", this.attributes({ type: "checkbox", "aria-required": null }));
-      this.element = this.frame(this.input, { inline: true });
-    }
+    this.input = h("input", this.attributes({ type: "checkbox", "aria-required": null }));
+    this.element = this.frame(this.input, { inline: true });
   }
 
-  fill(value) {
-    if (value === undefined) value = this.schema.default;
-    if (this.tristate) this.input.value = typeof value === "boolean" ? String(value) : "";
-    else this.input.checked = value === true;
+  show(value) {
+    this.input.checked = value === true;
   }
 
   read() {
-    if (!this.tristate) return { present: true, value: this.input.checked };
-    if (this.input.value === "") return this.absent();
-    return { present: true, value: this.input.value === "true" };
+    return { present: true, value: this.input.checked };
   }
 }
 
+/** A choice among the schema's `enum`, or of true and false (an optional boolean's). */
 class EnumField extends Field {
   constructor(...args) {
     super(...args);
-    this.options = this.schema.enum;
+    this.options = this.kind === "boolean" ? [true, false] : this.schema.enum;
     const unset = !this.required || !("default" in this.schema);
     this.input = h(
       "select",
@@ -420,8 +395,7 @@ class EnumField extends Field {
     return this.schema.description || ("default" in this.schema ? `default ${JSON.stringify(this.schema.default)}` : "");
   }
 
-  fill(value) {
-    if (value === undefined) value = this.schema.default;
+  show(value) {
     const index = this.options.findIndex((option) => JSON.stringify(option) === JSON.stringify(value));
     this.input.value = index === -1 ? "" : String(index);
   }
@@ -461,8 +435,7 @@ class JsonField extends Field {
     return [description, shape].filter(Boolean).join(" — ");
   }
 
-  fill(value) {
-    if (value === undefined) value = this.schema.default;
+  show(value) {
     this.input.value = value === undefined ? "" : JSON.stringify(value, null, 2);
   }
 
@@ -531,10 +504,9 @@ class ArrayField extends Field {
     this.list = h("ol", { class: "items" });
     this.addButton = h(
       "button",
-      { type: "button", class: "add", onclick: () => this.add(undefined, true) },
+      { type: "button", class: "add", "aria-label": `Add an item to ${this.shownPath}`, onclick: () => this.add(undefined, true) },
       "Add item",
     );
-    this.addButton.setAttribute("aria-label", `Add an item to ${this.shownPath}`);
     this.element = this.fieldset(this.list, this.addButton);
     this.fill(undefined);
   }
@@ -552,8 +524,8 @@ class ArrayField extends Field {
     const path = [...this.path, index];
     const node = this.form.node(this.itemSchema, path, { required: true, label: formatPath(path) });
     node.fill(value);
-    const remove = h("button", { type: "button", class: "remove", onclick: () => this.remove(index) }, "Remove");
-    remove.setAttribute("aria-label", `Remove ${formatPath(path)}`);
+    const label = `Remove ${formatPath(path)}`;
+    const remove = h("button", { type: "button", class: "remove", "aria-label": label, onclick: () => this.remove(index) }, "Remove");
     const row = h("li", {}, node.element, remove);
     this.items.push({ node, row });
     this.list.append(row);
@@ -561,29 +533,21 @@ class ArrayField extends Field {
   }
 
   remove(index) {
-    const values = this.items.map(({ node }) => node.read().value);
-    values.splice(index, 1);
-    this.rebuild(values);
+    this.rebuild(this.items.filter((_, i) => i !== index).map(({ node }) => node.read().value));
     (this.items[Math.min(index, this.items.length - 1)]?.node ?? this.addButton).focus();
   }
 
   rebuild(values) {
-    for (const { node } of this.items) this.forget(node);
+    const depth = this.path.length; // the form forgets the fields of the old items
+    for (const [key, field] of this.form.fields) {
+      if (field.path.length > depth && pathKey(field.path.slice(0, depth)) === pathKey(this.path)) this.form.fields.delete(key);
+    }
     this.items = [];
     this.list.replaceChildren();
     for (const value of values) this.add(value);
   }
 
-  forget(node) {
-    for (const [key, field] of this.form.fields) {
-      if (field === node || (field.path.length > node.path.length && pathKey(field.path.slice(0, node.path.length)) === pathKey(node.path))) {
-        this.form.fields.delete(key);
-      }
-    }
-  }
-
-  fill(value) {
-    if (value === undefined) value = this.schema.default;
+  show(value) {
     if (value === undefined && this.required) {
       // A required list starts with the fewest items it may have, empty.
       value = Array(Math.min(this.schema.minItems ?? 0, 10)).fill(undefined);
@@ -598,23 +562,11 @@ class ArrayField extends Field {
       const read = node.read();
       if (read.present) values.push(read.value);
       else if (this.form.check && this.form.errors.length === errorsBefore) {
-        this.form.error(node.path, "Empty: enter a value or remove the item");
+        this.form.errors.push({ path: node.path, message: "Empty: enter a value or remove the item" });
       }
     }
     if (!values.length && !this.items.length && !this.required) return { present: false };
-    if (this.form.check) {
-      const { minItems, maxItems, uniqueItems } = this.schema;
-      if (typeof minItems === "number" && values.length < minItems) {
-        this.fail(`needs at least ${plural(minItems, "item")}`);
-      }
-      if (typeof maxItems === "number" && values.length > maxItems) {
-        this.fail(`must have at most ${plural(maxItems, "item")}`);
-      }
-      if (uniqueItems && new Set(values.map((v) => JSON.stringify(v))).size < values.length) {
-        this.fail("must not repeat an item");
-      }
-    }
-    return { present: true, value: values };
+    return this.checked(values);
   }
 }
 

@@ -88,14 +88,10 @@ async function load() {
   try {
     response = await api.fetch("tools");
   } catch (error) {
-    setStatus(`The server cannot be reached: ${error.message}`);
-    return;
+    return setStatus(`The server cannot be reached: ${error.message}`);
   }
   if (response.status === 401) return;
-  if (!response.ok) {
-    setStatus(`The server answered ${response.status} for /tools.`);
-    return;
-  }
+  if (!response.ok) return setStatus(`The server answered ${response.status} for /tools.`);
   $("token-form").hidden = true;
   $("token-error").hidden = true;
   $("forget-token").hidden = !api.token;
@@ -132,8 +128,7 @@ async function refreshApprovals() {
   fill(list, runs.map(approvalItem));
   if (focused) document.getElementById(focused)?.focus();
   const status = $("approvals-status");
-  const waiting = `${runs.length} run${runs.length === 1 ? " waits" : "s wait"} for an answer.`;
-  if (runs.length) status.textContent = waiting;
+  if (runs.length) status.textContent = `${runs.length} run${runs.length === 1 ? " waits" : "s wait"} for an answer.`;
   else if (!status.dataset.answered) status.textContent = "No run is waiting.";
 }
 
@@ -175,10 +170,6 @@ function approvalItem(run) {
 
 // --- the tool list and the selected tool ------------------------------------------------------
 
-function findingsOf(name) {
-  return state.report ? state.report.findings.filter((f) => f.tool === name) : [];
-}
-
 function renderToolList() {
   const list = $("tool-list");
   fill(
@@ -197,7 +188,7 @@ function renderToolList() {
           },
           h("span", { class: "tool-name" }, tool.name),
           h("span", { class: "tool-description" }, (tool.description || "").split("\n")[0]),
-          h("span", { class: "badges" }, badges(tool, findingsOf(tool.name))),
+          h("span", { class: "badges" }, badges(tool, state.report)),
         ),
       ),
     ),
@@ -233,7 +224,7 @@ function selectTool(name, { focus = true, values } = {}) {
   fill(
     $("tool-info"),
     h("h2", { id: "tool-name" }, tool.name, tool.title ? h("span", { class: "title" }, ` ${tool.title}`) : null),
-    h("p", { class: "badges" }, badges(tool, findingsOf(name))),
+    h("p", { class: "badges" }, badges(tool, state.report)),
     h("p", { class: "description" }, tool.description || ""),
     metadataList(tool, { onSelect: (other) => selectTool(other) }),
   );
@@ -259,9 +250,7 @@ function selectTool(name, { focus = true, values } = {}) {
 
 function clearFormErrors() {
   state.form?.clearErrors();
-  const box = $("form-errors");
-  box.hidden = true;
-  box.replaceChildren();
+  fill($("form-errors")).hidden = true;
 }
 
 function showFormErrors(errors, intro) {
@@ -328,14 +317,12 @@ function notice(text, kind) {
 }
 
 function eventRow(text, attributes) {
-  const row = h("li", attributes, text);
-  $("events").append(row);
-  return row;
+  $("events").append(h("li", attributes, text));
 }
 
+/** Moves the bar (which holds its value between 0 and its max itself) and says why. */
 function setProgress(value, text) {
-  const bar = $("progress");
-  if (typeof value === "number" && Number.isFinite(value)) bar.value = Math.max(0, Math.min(100, value));
+  if (typeof value === "number" && Number.isFinite(value)) $("progress").value = value;
   $("progress-text").textContent = text;
 }
 
@@ -350,7 +337,7 @@ function clearRun() {
 function startRun(toolName, args) {
   const tool = state.tools.find((t) => t.name === toolName);
   const started = performance.now();
-  const run = { tool: toolName, args, runId: null, resumes: 0, started };
+  const run = { resumes: 0 };
   state.run = run;
   $("call-button").disabled = true;
   $("cancel-button").disabled = true;
@@ -362,7 +349,6 @@ function startRun(toolName, args) {
   setRunStatus(`Calling ${toolName}…`);
   run.stream = new RunStream(api, {
     onStarted(runId) {
-      run.runId = runId;
       $("run").dataset.runId = runId || "";
       $("cancel-button").disabled = false;
       setRunStatus(`Running ${toolName} (run ${runId}).`);
@@ -415,7 +401,7 @@ function startRun(toolName, args) {
       if (kind === "refused") summary = `The server refused the call (${status}): ${code}`;
       if (kind === "lost") summary = `Lost the run: ${envelope.error?.message}`;
       setRunStatus(`${summary} in ${formatSeconds(wallMs / 1000)}${run.resumes ? `, resumed ${run.resumes}×` : ""}.`);
-      fill($("result"), resultView(envelope, { tool, wallMs, runId: run.runId, resumes: run.resumes }));
+      fill($("result"), resultView(envelope, { tool, wallMs, runId: run.stream.runId, resumes: run.resumes }));
       if (code === "INVALID_PARAMS" && state.selected === toolName) {
         const errors = fieldErrors(envelope.error.message);
         showFormErrors(errors, "The server refused these arguments:");
@@ -426,7 +412,7 @@ function startRun(toolName, args) {
         at: new Date().toISOString(),
         outcome: ok ? "success" : code || "error",
         ms: Math.round(wallMs),
-        runId: run.runId,
+        runId: run.stream.runId,
         resumes: run.resumes,
         envelope,
       });

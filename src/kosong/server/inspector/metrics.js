@@ -21,11 +21,8 @@ export function parsePrometheus(text) {
 }
 
 function parseValue(text) {
-  if (text === "+Inf" || text === "Inf") return Infinity;
-  if (text === "-Inf") return -Infinity;
-  if (text === "NaN") return NaN;
-  const value = Number(text);
-  return text !== "" && !Number.isNaN(value) ? value : null;
+  const value = Number(text.replace(/Inf$/, "Infinity")); // Prometheus writes +Inf, Inf, -Inf
+  return text === "NaN" || (text !== "" && !Number.isNaN(value)) ? value : null;
 }
 
 /**
@@ -61,7 +58,7 @@ export function toolMetrics(samples, prefix = "kosong_tool") {
   const tools = new Map();
   const get = (tool) => {
     if (!tools.has(tool)) {
-      tools.set(tool, { tool, calls: 0, errors: 0, errorsByCode: {}, buckets: [], sum: 0 });
+      tools.set(tool, { tool, calls: 0, errors: 0, errorsByCode: {}, buckets: [], sum: 0, quantiles: {} });
     }
     return tools.get(tool);
   };
@@ -78,17 +75,14 @@ export function toolMetrics(samples, prefix = "kosong_tool") {
   // The registry's own quantiles of the recent calls, when the server gives them (exact);
   // else an estimate from the histogram.
   for (const { labels, value } of samples.get(`${prefix}_call_latency_seconds`) || []) {
-    get(labels.tool)[`q${labels.quantile}`] = value;
+    get(labels.tool).quantiles[labels.quantile] = value;
   }
-  const rows = [...tools.values()].map((entry) => ({
-    tool: entry.tool,
-    calls: entry.calls,
-    errors: entry.errors,
-    errorsByCode: entry.errorsByCode,
-    p50: entry["q0.5"] ?? histogramQuantile(0.5, entry.buckets),
-    p99: entry["q0.99"] ?? histogramQuantile(0.99, entry.buckets),
-    exact: entry["q0.5"] !== undefined,
-    mean: entry.calls ? entry.sum / entry.calls : null,
+  const rows = [...tools.values()].map(({ buckets, sum, quantiles, ...row }) => ({
+    ...row,
+    p50: quantiles["0.5"] ?? histogramQuantile(0.5, buckets),
+    p99: quantiles["0.99"] ?? histogramQuantile(0.99, buckets),
+    exact: quantiles["0.5"] !== undefined,
+    mean: row.calls ? sum / row.calls : null,
   }));
   rows.sort((a, b) => (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0));
   const gauge = (name) => samples.get(name)?.[0]?.value ?? null;

@@ -4,6 +4,7 @@
 
 const IDENTIFIER = /^[\p{XID_Start}_][\p{XID_Continue}]*$/u;
 const NAME = /^[\p{XID_Start}_][\p{XID_Continue}]*/u;
+const REPR = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 
 /** The text of a path, as the server writes it. */
 export function formatPath(segments) {
@@ -23,9 +24,7 @@ function pythonRepr(text) {
   for (const ch of text) {
     const code = ch.codePointAt(0);
     if (ch === "\\" || ch === quote) out += "\\" + ch;
-    else if (ch === "\n") out += "\\n";
-    else if (ch === "\r") out += "\\r";
-    else if (ch === "\t") out += "\\t";
+    else if (ch in REPR) out += REPR[ch];
     else if (code < 0x20 || code === 0x7f) out += "\\x" + code.toString(16).padStart(2, "0");
     else out += ch;
   }

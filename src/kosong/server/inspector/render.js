@@ -8,8 +8,16 @@ function today() {
   return new Date().toISOString().slice(0, 10);
 }
 
+/** The MCP hints: `[key, what true means, badge kind, the badge's title]`. */
+const HINTS = [
+  ["readOnlyHint", "read-only", "hint", "does not change anything"],
+  ["destructiveHint", "destructive", "danger", "may destroy data"],
+  ["idempotentHint", "idempotent", "hint", "calling twice is like calling once"],
+  ["openWorldHint", "open world", "hint", "reaches outside systems"],
+];
+
 /** The short labels of a tool's metadata, for the tool list and its header. */
-export function badges(tool, findings = []) {
+export function badges(tool, report) {
   const out = [];
   const badge = (text, kind, title) => out.push(h("span", { class: `badge ${kind}`, title }, text));
   if (tool.version) badge(`v${tool.version}`, "version", "version");
@@ -17,21 +25,14 @@ export function badges(tool, findings = []) {
     const past = tool.sunset_date && tool.sunset_date <= today();
     badge(past ? "retired" : "deprecated", "deprecated", tool.sunset_date ? `sunset ${tool.sunset_date}` : "deprecated");
   }
-  if (tool.readOnlyHint) badge("read-only", "hint", "readOnlyHint: does not change anything");
-  if (tool.destructiveHint) badge("destructive", "danger", "destructiveHint: may destroy data");
-  if (tool.idempotentHint) badge("idempotent", "hint", "idempotentHint: calling twice is like calling once");
-  if (tool.openWorldHint) badge("open world", "hint", "openWorldHint: reaches outside systems");
+  for (const [key, text, kind, title] of HINTS) if (tool[key]) badge(text, kind, `${key}: ${title}`);
   if (tool.cacheable) badge(tool.cache_ttl ? `cached ${tool.cache_ttl} s` : "cacheable", "cache", "cacheable");
   if (tool.strict) badge("strict", "hint", "strict: undeclared arguments are refused");
   if (tool.streaming) badge("streaming", "hint", "reports progress");
   // The strict modes (openai-strict, anthropic-strict) apply only to tools sent strict.
-  const rejecting = [
-    ...new Set(
-      findings
-        .filter((f) => f.effect === "rejected" && (!f.dialect.endsWith("-strict") || tool.strict))
-        .map((f) => f.dialect),
-    ),
-  ];
+  const rejecting = (report?.dialects ?? []).filter(
+    (d) => (!d.endsWith("-strict") || tool.strict) && report.findings.some((f) => f.tool === tool.name && f.dialect === d && f.effect === "rejected"),
+  );
   if (rejecting.length) badge(`rejected by ${rejecting.join(", ")}`, "danger", "see the provider check");
   return out;
 }
@@ -49,13 +50,7 @@ export function metadataList(tool, { onSelect } = {}) {
   const rows = [];
   if (tool.title) rows.push(row("Title", tool.title));
   rows.push(row("Version", tool.version || "not declared"));
-  const hints = [
-    ["readOnlyHint", "read-only"],
-    ["destructiveHint", "destructive"],
-    ["idempotentHint", "idempotent"],
-    ["openWorldHint", "open world"],
-  ]
-    .filter(([key]) => typeof tool[key] === "boolean")
+  const hints = HINTS.filter(([key]) => typeof tool[key] === "boolean")
     .map(([key, text]) => `${tool[key] ? "" : "not "}${text}`);
   rows.push(row("Hints", hints.length ? hints.join(", ") : "none declared"));
   let cache = "not cacheable";

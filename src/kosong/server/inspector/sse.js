@@ -76,14 +76,12 @@ export function sequenceOf(id) {
   return found ? Number(found[1]) : null;
 }
 
+/** Waits `ms`, or less if `signal` aborts. */
 function sleep(ms, signal) {
+  const woken = AbortSignal.any([signal, AbortSignal.timeout(ms)]);
   return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    if (woken.aborted) resolve();
+    woken.addEventListener("abort", resolve, { once: true });
   });
 }
 
@@ -133,7 +131,7 @@ export class RunStream {
       });
     } catch (error) {
       // Nothing says whether a run started, so it is not started again (it would run twice).
-      return this.end("lost", this.lost(`the server could not be reached: ${error.message}`));
+      return this.lose(`the server could not be reached: ${error.message}`);
     }
     if (!response.ok) return this.end("refused", await errorOf(response), response.status);
     const location = response.headers.get("Content-Location") || "";
@@ -190,13 +188,13 @@ export class RunStream {
   /** Follows the run again after a drop: `GET /runs/{id}` with `Last-Event-ID`. */
   async reconnect() {
     const signal = this.controller.signal;
-    if (!this.runId) return this.end("lost", this.lost("the server did not name the run"));
+    if (!this.runId) return this.lose("the server did not name the run");
     this.on.onConnection?.({ state: "lost", lastEventId: this.lastEventId });
     let delay = this.retryMs;
     for (let attempt = 1; attempt <= MAX_RECONNECTS; attempt++) {
       this.on.onConnection?.({ state: "reconnecting", attempt, delay, lastEventId: this.lastEventId });
       await sleep(delay, signal);
-      if (signal.aborted) return this.end("lost", this.lost("stopped following the run"));
+      if (signal.aborted) return this.lose("stopped following the run");
       delay = Math.min(Math.max(delay * 2, 100), MAX_DELAY_MS);
       const headers = { Accept: "text/event-stream" };
       if (this.lastEventId) headers["Last-Event-ID"] = this.lastEventId;
@@ -206,9 +204,7 @@ export class RunStream {
       } catch {
         continue; // still unreachable
       }
-      if (response.status === 204) {
-        return this.end("lost", this.lost("the run ended, but its final event did not arrive"));
-      }
+      if (response.status === 204) return this.lose("the run ended, but its final event did not arrive");
       if (response.ok) {
         this.on.onConnection?.({ state: "resumed", attempt, lastEventId: this.lastEventId });
         return response;
@@ -220,33 +216,31 @@ export class RunStream {
       }
       return this.end("refused", await errorOf(response), response.status);
     }
-    return this.end("lost", this.lost(`the server did not answer ${MAX_RECONNECTS} reconnections`));
+    return this.lose(`the server did not answer ${MAX_RECONNECTS} reconnections`);
   }
 
   /** Asks the server to cancel the run; its stream then ends with a CANCELLED error. */
   async cancel() {
     if (this.ended) return null;
-    if (!this.runId) {
-      this.controller.abort();
-      return null;
-    }
     try {
-      const response = await this.api.fetch(`runs/${encodeURIComponent(this.runId)}`, {
-        method: "DELETE",
-      });
-      return response.status;
+      if (this.runId) {
+        const response = await this.api.fetch(`runs/${encodeURIComponent(this.runId)}`, { method: "DELETE" });
+        return response.status;
+      }
     } catch {
-      this.controller.abort(); // the server is out of reach: stop waiting for it
-      return null;
+      // the server is out of reach: as when no run was named yet, stop waiting for it
     }
+    this.controller.abort();
+    return null;
   }
 
-  lost(message) {
-    return {
+  /** Ends the run as lost (it could not be followed): a NETWORK_ERROR saying why. */
+  lose(message) {
+    return this.end("lost", {
       success: false,
       status: "error",
       error: { code: "NETWORK_ERROR", message, retryable: true },
-    };
+    });
   }
 
   end(kind, data, status = null) {
