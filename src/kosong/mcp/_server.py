@@ -681,8 +681,7 @@ async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) ->
 
 def _headers(ctx: ServerRequestContext[Any, Any]) -> Any:
     """The HTTP request's headers (None over stdio)."""
-    request: object = ctx.request
-    return getattr(request, "headers", None)
+    return getattr(ctx.request, "headers", None)
 
 
 def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
