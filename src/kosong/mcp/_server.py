@@ -635,10 +635,7 @@ def _invalid_id_response(message: dict[str, object] | None) -> Response | None:
     """
     if message is None or "method" not in message or "id" not in message:
         return None
-    request_id = message["id"]
-    if isinstance(request_id, str) or (
-        isinstance(request_id, int) and request_id is not True and request_id is not False
-    ):
+    if type(message["id"]) in (str, int):  # exactly: true and false are not integers here
         return None
     return refusal(400, "Invalid Request: a request's id must be a string or an integer")
 
