@@ -217,11 +217,11 @@ class AuthFailure:
         )
 
 
-@dataclass(slots=True, eq=False)
 class AuthWatch:
     """The last 401 or 403 a connection's HTTP client saw, until a request succeeds again."""
 
-    failure: AuthFailure | None = None
+    def __init__(self) -> None:
+        self.failure: AuthFailure | None = None
 
     async def seen(self, response: httpx2.Response) -> None:
         """An `httpx2` response hook: remember a refusal, forget it on success."""
