@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from mcp_types import JSONRPCRequest
 from pydantic import ValidationError
 
-from kosong.mcp._wire import invalid_id_response, read_message
+from kosong.mcp._server import _invalid_id_response, _read_message
 from kosong.server import ServerConfig, create_app
 from tests.mcp._mcp_http import Session, results, sse_events
 from tests.mcp._mcp_servers import Uvicorn, kosong_toolset
@@ -150,7 +150,7 @@ def test_an_id_is_refused_exactly_when_the_sdk_s_request_model_refuses_it(reques
         sdk_takes_it = True
     except ValidationError:
         sdk_takes_it = False
-    assert (invalid_id_response(read_message(body)) is None) == sdk_takes_it
+    assert (_invalid_id_response(_read_message(body)) is None) == sdk_takes_it
 
 
 @given(_JSON)
@@ -159,7 +159,7 @@ def test_only_a_request_with_an_id_is_ever_refused(value: Any):
     for message in ({"jsonrpc": "2.0", "method": "x", "params": value},
                     {"jsonrpc": "2.0", "id": value, "result": {}}, value):  # fmt: skip
         body = json.dumps(message).encode()
-        assert invalid_id_response(read_message(body)) is None or (
+        assert _invalid_id_response(_read_message(body)) is None or (
             isinstance(message, dict) and "method" in message and "id" in message
         )
 
@@ -175,5 +175,5 @@ def test_a_body_that_is_not_one_json_object_is_read_as_none():
         "{}".encode("utf-16"),
         b"[" * 100_000,
     ):
-        assert read_message(body) is None
-    assert read_message(b'{"method": "\\u0069nitialize"}') == {"method": "initialize"}
+        assert _read_message(body) is None
+    assert _read_message(b'{"method": "\\u0069nitialize"}') == {"method": "initialize"}

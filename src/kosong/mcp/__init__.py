@@ -22,7 +22,7 @@ Needs the `mcp` extra.
 from kosong.mcp._answering import ElicitationRequest, SamplingRequest
 from kosong.mcp._approve import ask_user_to_approve
 from kosong.mcp._client import MCPTool, MCPToolset
-from kosong.mcp._content import ResourcePart
+from kosong.mcp._convert import ResourcePart
 from kosong.mcp._events import SessionEventStore
 from kosong.mcp._server import MCPToolServer, mcp_request
 from kosong.mcp._spec import ServerSpec

@@ -172,8 +172,7 @@ class Connection:
                 self.last_error = None
                 if self._starting is starting:  # connected: no longer connecting
                     self._starting = None
-                if not starting.done():
-                    starting.set_result(live)
+                starting.set_result(live)  # only this task settles it
                 self._connects += 1
                 if self._connects > 1:  # a reconnection: the tools may have changed meanwhile
                     self._on_tools_changed(self)

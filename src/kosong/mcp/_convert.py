@@ -1,5 +1,7 @@
 """Results and tool definitions, kosong's way and MCP's way (private: used by server and client).
 
+`ResourcePart` (public, from `kosong.mcp`) is the content part an MCP embedded resource becomes.
+
 Following the MCP tools page (modelcontextprotocol.io/specification/2025-11-25/server/tools,
 "Tool Result"): `content` blocks are the result, `structuredContent` the same data as JSON.
 
@@ -23,12 +25,12 @@ import contextlib
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, Self, cast
 
 import mcp_types as mcp
+from pydantic import model_validator
 
 from kosong._keys import STANDARD_KEY
-from kosong.mcp._content import ResourcePart
 from kosong.message import (
     AudioURLPart,
     ContentPart,
@@ -46,6 +48,26 @@ ERROR_META_KEY = "kosong/error"  # the `_meta` key of a `CallToolResult` with a 
 _DATA_URL = re.compile(
     r"\Adata:(?P<mime>[^;,]*)(?P<params>(?:;[^;,]*)*?);base64,(?P<data>.*)\Z", re.S
 )
+
+
+class ResourcePart(ContentPart):
+    """An embedded resource: its URI, its MIME type, and either its text or its bytes (base64)."""
+
+    type: str = "resource"
+    uri: str
+    """Where the resource lives (any URI scheme, e.g. `file:///report.txt`)."""
+    mime_type: str | None = None
+    """Its MIME type, when known."""
+    text: str | None = None
+    """Its content, for a text resource."""
+    blob: str | None = None
+    """Its content in base64, for a binary resource."""
+
+    @model_validator(mode="after")
+    def _one_content(self) -> Self:
+        if (self.text is None) == (self.blob is None):
+            raise ValueError("a ResourcePart has exactly one of `text` and `blob`")
+        return self
 
 
 # --- kosong → MCP ---------------------------------------------------------------------------
@@ -151,7 +173,7 @@ def to_call_tool_result(
 ) -> dict[str, Any]:
     """The MCP result of a kosong result (see the module doc), as a dict: the SDK checks it."""
     blocks: list[dict[str, Any]] = []
-    output = value.output
+    output, failed = value.output, value.is_error
     if isinstance(output, str):
         if output:
             blocks.append({"type": "text", "text": output})
@@ -162,19 +184,16 @@ def to_call_tool_result(
         )
     if value.message:
         note = {"type": "text", "text": value.message}
-        if value.is_error:
+        if failed:
             blocks.insert(0, note)
         else:
             blocks.append(note)
-    if value.is_error:
-        # `resultType` as a CallToolResult dumps it (2026-07-28 requires it; others ignore it).
-        result: dict[str, Any] = {"content": blocks, "isError": True, "resultType": "complete"}
-        code = error_code(value)
-        if code:
-            result["_meta"] = {ERROR_META_KEY: {"code": code}}
-        return result
-    result = {"content": blocks, "isError": False, "resultType": "complete"}
-    if output_schema is None:
+    # `resultType` as a CallToolResult dumps it (2026-07-28 requires it; others ignore it).
+    result: dict[str, Any] = {"content": blocks, "isError": failed, "resultType": "complete"}
+    code = error_code(value) if failed else None
+    if code:
+        result["_meta"] = {ERROR_META_KEY: {"code": code}}
+    if failed or output_schema is None:
         return result
     data: JsonType = structured_data(value, _NONE)
     if data is _NONE and isinstance(output, str):

@@ -41,12 +41,6 @@ __all__ = ["SessionEventStore"]
 logger = logging.getLogger(__name__)
 
 
-def _store_stream(session: str, stream_id: str) -> str:
-    """The store stream of one stream of one session (store ids allow few characters)."""
-    digest = hashlib.blake2b(f"{session}\0{stream_id}".encode(), digest_size=16).hexdigest()
-    return f"mcp-{digest}"
-
-
 _MESSAGE: TypeAdapter[JSONRPCMessage] = TypeAdapter(JSONRPCMessage)
 
 
@@ -132,7 +126,8 @@ class SessionEventStore(streamable_http.EventStore):
         binding = _BINDING.get()
         if binding is None:  # not a request we bound: keep nothing that anyone could replay
             return f"unbound-{secrets.token_hex(8)}"
-        key = _store_stream(binding.key, stream_id)
+        digest = hashlib.blake2b(f"{binding.key}\0{stream_id}".encode(), digest_size=16)
+        key = f"mcp-{digest.hexdigest()}"  # a stream of a session; store ids allow few characters
         if key not in self._opened:
             try:
                 # The session as the record's principal, the stream as its tool.

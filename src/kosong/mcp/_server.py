@@ -24,6 +24,7 @@ It runs on the official SDK's low-level `mcp.server.Server`; every call goes thr
   (`SessionKeeper`);
 - a request whose id is neither a string nor an integer is an Invalid Request (`id: null`),
   in both eras, never taken for a notification;
+- with telemetry on, each `tools/call` is a SERVER span of the MCP conventions;
 - DNS-rebinding protection is on: only localhost Host and Origin headers by default;
 - calls with an idempotency key (`_meta["kosong/idempotency_key"]`), and 2026-era calls whose
   client answers questions, are runs (`kosong.eventstore.Runs`: its own, in memory, or a
@@ -44,6 +45,7 @@ import contextlib
 import contextvars
 import io
 import itertools
+import json
 import logging
 import os
 import sys
@@ -69,20 +71,18 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kosong import __version__
+from kosong import __version__, _telemetry
 from kosong._seconds import positive_seconds
 from kosong.eventstore import MemoryRunStore, Runs
 from kosong.mcp._asking import BackChannel
 from kosong.mcp._convert import mcp_progress, to_call_tool_result, to_mcp_tool
 from kosong.mcp._events import SessionEventStore
 from kosong.mcp._runs import RunCalls, error_result
-from kosong.mcp._sessions import SESSION_HEADER, SessionKeeper, header
-from kosong.mcp._tracing import traced_tools_call
-from kosong.mcp._wire import invalid_id_response, peek_body, read_message
+from kosong.mcp._sessions import SESSION_HEADER, SessionKeeper, header, refusal
 from kosong.message import ToolCall
 from kosong.standard import LogLevel, PolicyToolset, caller_scope
 from kosong.tooling import ToolResult, Toolset
@@ -239,9 +239,7 @@ class MCPToolServer:
             on_subscriptions_listen=ListenHandler(self._bus),
         )
         # Registered as a plain handler: it answers with the result's wire form (a dict).
-        self._server.add_request_handler(
-            "tools/call", mcp.CallToolRequestParams, traced_tools_call(self._call_tool)
-        )
+        self._server.add_request_handler("tools/call", mcp.CallToolRequestParams, self._traced_call)
         self._server.add_request_handler(
             "logging/setLevel", mcp.SetLevelRequestParams, self._set_logging_level
         )
@@ -291,6 +289,34 @@ class MCPToolServer:
             if len(self._log_levels) > 10_000:
                 self._log_levels.pop(next(iter(self._log_levels)))
         return mcp.EmptyResult()
+
+    async def _traced_call(
+        self, ctx: ServerRequestContext[Any, Any], params: mcp.CallToolRequestParams
+    ) -> dict[str, Any]:
+        """`tools/call` in the SERVER span of the MCP conventions, while telemetry is on.
+
+        The client's trace context comes from `_meta`, the transport from how the request
+        came (HTTP: `tcp`; stdio: `pipe`).
+        """
+        if _telemetry.current() is None:
+            return await self._call_tool(ctx, params)
+        traced = _telemetry.mcp_server_call(
+            params.name,
+            ctx.meta,
+            arguments=params.arguments,
+            request_id=ctx.request_id,
+            session_id=_session_id(ctx),
+            protocol_version=ctx.protocol_version,
+            transport="pipe" if _headers(ctx) is None else "tcp",
+        )
+        with traced:
+            try:
+                result = await self._call_tool(ctx, params)
+            except MCPError as e:
+                traced.rpc_error(e.code, e.error.message)
+                raise
+            traced.finish(result)
+            return result
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: mcp.CallToolRequestParams
@@ -448,7 +474,7 @@ class MCPToolServer:
             # log messages (asked by a log level); without either marker in its body, it
             # goes to the plain JSON manager. A false marker (the word inside an argument)
             # only costs the streaming path; a body too big to look at goes there as well.
-            head, replay = await peek_body(receive, _PEEK_LIMIT)
+            head, replay = await _peek_body(receive, _PEEK_LIMIT)
             if head is not None and b'"progressToken"' not in head and b"logLevel" not in head:
                 await _cancelled_on_disconnect(plain.handle_request(scope, replay, send), receive)
                 return
@@ -460,9 +486,9 @@ class MCPToolServer:
         if scope.get("method") == "POST":
             # The SDK's handshake-era transport takes a request with an id of the wrong type
             # for a notification (202, never answered): refuse it first, as its 2026 era does.
-            body, receive = await peek_body(receive, DEFAULT_MAX_REQUEST_BODY_SIZE)
-            message = read_message(body)
-            refused = invalid_id_response(message)
+            body, receive = await _peek_body(receive, DEFAULT_MAX_REQUEST_BODY_SIZE)
+            message = _read_message(body)
+            refused = _invalid_id_response(message)
             if refused is not None:
                 await refused(scope, receive, send)
                 return
@@ -552,15 +578,66 @@ def _era(scope: Scope) -> str:
     `"handshake"` (no protocol version, or a handshake one), `"tools/call"` (a 2026-era POST
     naming it) or `"2026"` (any other 2026-era request).
     """
-    version = method = None
-    for key, value in scope.get("headers", ()):
-        if key == b"mcp-protocol-version" and version is None:  # the first, as the SDK reads it
-            version = value
-        elif key == b"mcp-method":
-            method = value
-    if version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS:
+    headers = scope.get("headers", ())
+    version = header(headers, b"mcp-protocol-version")  # the first of each, as the SDK reads it
+    if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
         return "handshake"
-    return "tools/call" if method == b"tools/call" and scope.get("method") == "POST" else "2026"
+    posted = scope.get("method") == "POST"
+    return "tools/call" if posted and header(headers, b"mcp-method") == "tools/call" else "2026"
+
+
+async def _peek_body(receive: Receive, limit: int) -> tuple[bytes | None, Receive]:
+    """The request's whole body (None if over `limit` bytes), and a `receive` giving it again.
+
+    Only up to `limit` bytes are buffered: a bigger body is left to the SDK (which refuses one
+    over its own limit with 413), and so is a client that leaves before sending all of it.
+    """
+    chunks: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        chunks.append(message)
+        if message["type"] != "http.request":
+            break  # the client left: let the SDK see it
+        size += len(message.get("body", b""))
+        if size > limit or not message.get("more_body", False):
+            break
+    complete = chunks[-1]["type"] == "http.request" and not chunks[-1].get("more_body", False)
+    head = b"".join(m.get("body", b"") for m in chunks) if complete and size <= limit else None
+
+    async def replay() -> Message:
+        if chunks:
+            return chunks.pop(0)
+        return await receive()
+
+    return head, replay
+
+
+def _read_message(body: bytes | None) -> dict[str, object] | None:
+    """The JSON object `body` holds; None if it holds none (or was too big to read).
+
+    What is not one object is left to the SDK, which answers it with its own errors.
+    """
+    if body is None:
+        return None
+    try:
+        decoded: object = json.loads(body.decode())  # UTF-8 only, as the SDK reads it
+    except (ValueError, RecursionError):
+        return None
+    return cast(dict[str, object], decoded) if isinstance(decoded, dict) else None
+
+
+def _invalid_id_response(message: dict[str, object] | None) -> Response | None:
+    """A 400 Invalid Request (`id: null`) if `message` is a request with an id of the wrong type.
+
+    A request (an object with a `method`) that has an `id` must give a string or an integer
+    (`1.0` is not one, as the SDK's `RequestId` has it); one without `id` is a notification.
+    """
+    if message is None or "method" not in message or "id" not in message:
+        return None
+    if type(message["id"]) in (str, int):  # exactly: true and false are not integers here
+        return None
+    return refusal(400, "Invalid Request: a request's id must be a string or an integer")
 
 
 async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) -> None:
@@ -599,12 +676,20 @@ async def _cancelled_on_disconnect(answer: Awaitable[None], receive: Receive) ->
             watcher.cancel()
 
 
+def _headers(ctx: ServerRequestContext[Any, Any]) -> Any:
+    """The HTTP request's headers (None over stdio)."""
+    return getattr(ctx.request, "headers", None)
+
+
+def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    headers = _headers(ctx)
+    session_id: object = headers.get("mcp-session-id") if headers is not None else None
+    return session_id if isinstance(session_id, str) else None
+
+
 def _session_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
     if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
         return None
-    request: object = ctx.request
-    headers: Any = getattr(request, "headers", None)
-    if headers is None:  # stdio: one connection per server run
+    if _headers(ctx) is None:  # stdio: one connection per server run
         return f"stdio-{id(ctx.session.client_params)}"
-    session_id: object = headers.get("mcp-session-id")
-    return session_id if isinstance(session_id, str) else None
+    return _session_id(ctx)

@@ -32,13 +32,14 @@ from dataclasses import dataclass, field
 import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.auth.provider import AccessToken
+from mcp_types import INVALID_REQUEST
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kosong._keys import PRINCIPAL
 from kosong._seconds import optional_seconds
-from kosong.mcp._wire import refusal
 
-__all__ = ["PRINCIPAL", "SESSION_HEADER", "Owner", "SessionKeeper", "header", "owner_of"]
+__all__ = ["PRINCIPAL", "SESSION_HEADER", "Owner", "SessionKeeper", "header", "owner_of", "refusal"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +76,12 @@ def owner_of(scope: Scope) -> Owner:
 def header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
     """The first value of the header `name` (lowercase) among ASGI `headers`."""
     return next((v.decode("latin-1") for k, v in headers if k.lower() == name), None)
+
+
+def refusal(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    """A JSON-RPC Invalid Request error (`id: null`), answered with the HTTP `status`."""
+    error = {"code": INVALID_REQUEST, "message": message}
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status, headers)
 
 
 @dataclass(slots=True, eq=False)
@@ -197,9 +204,7 @@ class SessionKeeper:
         try:
             await self._app(scope, receive, learn)
         finally:
-            self._opening[owner] -= 1
-            if not self._opening[owner]:
-                del self._opening[owner]
+            self._opening -= Counter([owner])  # a count that reaches 0 is dropped
             if opened is not None:
                 self._release(opened)
 

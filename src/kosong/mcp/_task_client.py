@@ -17,11 +17,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
-from typing import Any, Literal, Self, TypeVar, cast
+from collections.abc import AsyncGenerator, Awaitable
+from typing import Any, Literal, TypeVar, cast
 
 import anyio
 import mcp_types as mcp
+from anyio.abc import AsyncResource, ObjectReceiveStream, ObjectSendStream
 from mcp.client import ClientSession, Transport
 from mcp.client.context import ClientRequestContext
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
@@ -110,8 +111,8 @@ async def task_transport(inner: Transport) -> AsyncGenerator[Any]:
         yield _Read(read, calls), _Write(write, calls)
 
 
-class _Stream:
-    """One of the transport's streams, wrapped (the SDK enters and closes it)."""
+class _Stream(AsyncResource):
+    """One of the transport's streams, wrapped as an anyio stream (the SDK enters and closes it)."""
 
     def __init__(self, inner: Any, calls: set[mcp.RequestId]) -> None:
         self._inner = inner
@@ -120,17 +121,11 @@ class _Stream:
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    async def __aenter__(self) -> Self:
-        return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-class _Write(_Stream):
+class _Write(_Stream, ObjectSendStream[SessionMessage]):
     """The client's outgoing stream: notes the ids of `tools/call` requests sent with `task`."""
 
-    async def send(self, item: SessionMessage, /) -> None:
+    async def send(self, item: SessionMessage) -> None:
         message = item.message
         if (
             isinstance(message, mcp.JSONRPCRequest)
@@ -142,7 +137,7 @@ class _Write(_Stream):
         await self._inner.send(item)
 
 
-class _Read(_Stream):
+class _Read(_Stream, ObjectReceiveStream[SessionMessage | Exception]):
     """The client's incoming stream: a `CreateTaskResult` for a noted call, as a CallToolResult."""
 
     @property
@@ -167,15 +162,6 @@ class _Read(_Stream):
                 }
                 item.message = mcp.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=handed)
         return item
-
-    def __aiter__(self) -> AsyncIterator[SessionMessage | Exception]:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
 
 
 # --- 2026-07-28: the tasks extension -------------------------------------------------------------
