@@ -28,9 +28,8 @@
 from kosong.server._app import Server, as_toolset, create_app, query_arguments
 from kosong.server._auth import TokenVerifier
 from kosong.server._config import DEFAULT_MAX_BODY, LOCAL_HOSTS, ServerConfig
-from kosong.server._introspection import IntrospectionVerifier
-from kosong.server._jwt import JWTVerifier
 from kosong.server._limits import MemoryRateLimiter, RateLimit, RateLimiter
+from kosong.server._oauth import IntrospectionVerifier, JWTVerifier
 from kosong.server._serve import bind, serve, serving, work
 
 __all__ = [
