@@ -163,10 +163,7 @@ _REJECTED = ("auth", "body", "cross_site", "header", "host", "origin", "rate", "
 
 
 def _starts_run(scope: Scope) -> bool:
-    """Whether a GET (or HEAD) request would start a run: `/tools/{name}/sse`, not resuming.
-
-    Any path ending so counts, whatever is before it (a prefix the app is mounted under).
-    """
+    """Whether a GET (or HEAD) starts a run: `.../tools/{name}/sse` (any prefix), not resuming."""
     parts = scope["path"].rsplit("/", 3)
     if len(parts) != 4 or parts[1] != "tools" or parts[3] != "sse":
         return False
@@ -744,14 +741,12 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncGenerator[None]:
-        await server.startup()
-        try:
-            async with contextlib.AsyncExitStack() as stack:
-                for enter in lifespans:
-                    await stack.enter_async_context(enter(app))
-                yield
-        finally:
-            await server.aclose()
+        async with contextlib.AsyncExitStack() as stack:
+            await server.startup()
+            stack.push_async_callback(server.aclose)
+            for enter in lifespans:
+                await stack.enter_async_context(enter(app))
+            yield
 
     rejected = server.rejected
     no_token = {"/healthz", *(public_paths() if config.inspector else ())}

@@ -170,19 +170,13 @@ async def work(
     server = Server(as_toolset(toolset), config)
     stop = stop if stop is not None else asyncio.Event()
     loop = asyncio.get_running_loop()
-    handled: list[signal.Signals] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.set)
-            handled.append(sig)
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, stop.set)
+                stack.callback(loop.remove_signal_handler, sig)
         await server.startup()
-        try:
-            if ready is not None:
-                ready(server)
-            await stop.wait()
-        finally:
-            await server.aclose()
-    finally:
-        for sig in handled:
-            loop.remove_signal_handler(sig)
+        stack.push_async_callback(server.aclose)
+        if ready is not None:
+            ready(server)
+        await stop.wait()
