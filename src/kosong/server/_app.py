@@ -158,6 +158,16 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return _error(exc.status_code, "INVALID_PARAMS", exc.detail, exc.headers)
 
 
+async def _no_run(request: Request, exc: Exception) -> Response:
+    """A run the caller cannot see (`RunNotFoundError`, raised with its id): 404."""
+    ttl: float = request.app.state.kosong.config.run_ttl
+    return _error(
+        404, "RESOURCE_NOT_FOUND",
+        f"no run {exc.args[0]} here: it never existed, it belongs to another principal, or it "
+        f"ended more than {ttl:g} seconds ago and was forgotten",
+    )  # fmt: skip
+
+
 _REJECTED = ("auth", "body", "cross_site", "header", "host", "origin", "rate", "unavailable")
 """The reasons `/metrics` counts refused requests by (each one always shown)."""
 
@@ -473,10 +483,7 @@ class Server:
             shown = last if len(last) <= 80 else last[:80] + "..."
             return _error(400, "INVALID_PARAMS", f"{shown!r} is not an event id of this server")
         run_id, position = parts
-        try:
-            info = await self.runs.find(run_id, principal, tool)
-        except RunNotFoundError:
-            return self._no_run(run_id)
+        info = await self.runs.find(run_id, principal, tool)
         try:
             # Also what says whether the run has such an event (a position past its last
             # one, running or not, is refused here, not found out mid-stream).
@@ -484,17 +491,10 @@ class Server:
         except ValueError:
             return _error(400, "INVALID_PARAMS", f"{last!r} is not an event of run {run_id}")
         if ahead is None:  # expired just now
-            return self._no_run(run_id)
+            raise RunNotFoundError(run_id)
         if info.ended and not ahead:  # nothing after the final event: EventSource stops
             return Response(status_code=204, headers={"Content-Location": f"/runs/{run_id}"})
         return self._stream(run_id, position)
-
-    def _no_run(self, run_id: str) -> Response:
-        return _error(
-            404, "RESOURCE_NOT_FOUND",
-            f"no run {run_id} here: it never existed, it belongs to another principal, or it "
-            f"ended more than {self.config.run_ttl:g} seconds ago and was forgotten",
-        )  # fmt: skip
 
     def _stream(self, run_id: str, position: str) -> Response:
         async def events() -> AsyncIterator[ServerSentEvent]:
@@ -531,10 +531,7 @@ class Server:
         """Cancel a run: 202 when it was running, 200 when it had already finished."""
         run_id: str = request.path_params["run_id"]
         principal: str = request.scope.get(PRINCIPAL, ANONYMOUS)
-        try:
-            status = await self.runs.cancel(run_id, principal)
-        except RunNotFoundError:
-            return _error(404, "RESOURCE_NOT_FOUND", f"no run {run_id} here")
+        status = await self.runs.cancel(run_id, principal)
         return _json({"run_id": run_id, "status": status}, 202 if status == "cancelled" else 200)
 
     async def list_runs(self, request: Request) -> Response:
@@ -560,10 +557,7 @@ class Server:
                 400, "INVALID_PARAMS",
                 'the answer is {"approved": true or false, "reason": "why (optional)"}',
             )  # fmt: skip
-        try:
-            answered = await self.runs.answer(run_id, principal, approved, reason[:2000])
-        except RunNotFoundError:
-            return _error(404, "RESOURCE_NOT_FOUND", f"no run {run_id} here")
+        answered = await self.runs.answer(run_id, principal, approved, reason[:2000])
         if not answered:
             return _error(409, "INVALID_PARAMS", f"run {run_id} is not waiting for an answer")
         return _json({"run_id": run_id, "status": "answered"}, 202)
@@ -772,6 +766,7 @@ def create_app(
         middleware=checks,
         exception_handlers={
             HTTPException: _http_error,
+            RunNotFoundError: _no_run,
             StoreUnavailableError: _store_unavailable,
         },
         lifespan=lifespan,
