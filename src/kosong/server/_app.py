@@ -151,7 +151,7 @@ async def _store_unavailable(request: Request, exc: Exception) -> Response:
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
-    """Starlette's own refusals (no such route, a method it does not take) as envelopes."""
+    """Starlette's refusals (no such route, a method it does not take), the routes' 400s."""
     assert isinstance(exc, HTTPException)  # the only exceptions it is registered for
     if exc.status_code == 404:
         return _error(404, "RESOURCE_NOT_FOUND", f"nothing at {request.url.path}", exc.headers)
@@ -361,8 +361,6 @@ class Server:
         """Call a tool: the envelope, with the HTTP status of its error code."""
         name: str = request.path_params["name"]
         key = _idempotency_key(request)
-        if isinstance(key, Response):
-            return key
         if key is None and self.queue is None:  # the plain call, here
             made = await self._call(request, name, secrets.token_hex(8))
             if isinstance(made, Response):
@@ -457,8 +455,6 @@ class Server:
         if self.toolset.find_tool(name) is None:
             return self._unknown_tool(name)
         key = _idempotency_key(request)
-        if isinstance(key, Response):
-            return key
         run_id = await self._start(request, name, key)
         if isinstance(run_id, Response):
             return run_id
@@ -582,17 +578,16 @@ class Server:
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.:")
 
 
-def _idempotency_key(request: Request) -> str | Response | None:
-    """The request's `Idempotency-Key` (None without one), or the refusal of a bad one."""
+def _idempotency_key(request: Request) -> str | None:
+    """The request's `Idempotency-Key` (None without one); a bad one is refused (400)."""
     key = request.headers.get("idempotency-key")
     if key is None:
         return None
     key = key.strip().strip('"')  # the IETF draft sends it as a quoted string
     if not 0 < len(key) <= 255 or not set(key) <= _KEY_CHARS:
-        return _error(
-            400, "INVALID_PARAMS",
-            "an Idempotency-Key is 1 to 255 of A-Z a-z 0-9 - _ . : (a UUID, say)",
-        )  # fmt: skip
+        raise HTTPException(
+            400, "an Idempotency-Key is 1 to 255 of A-Z a-z 0-9 - _ . : (a UUID, say)"
+        )
     return key
 
 
