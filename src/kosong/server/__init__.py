@@ -28,11 +28,9 @@
 from kosong.server._app import Server, as_toolset, create_app, query_arguments
 from kosong.server._auth import TokenVerifier
 from kosong.server._config import DEFAULT_MAX_BODY, LOCAL_HOSTS, ServerConfig
-from kosong.server._introspection import IntrospectionVerifier
-from kosong.server._jwt import JWTVerifier
 from kosong.server._limits import MemoryRateLimiter, RateLimit, RateLimiter
-from kosong.server._serve import bind, serve, serving
-from kosong.server._worker import work
+from kosong.server._oauth import IntrospectionVerifier, JWTVerifier
+from kosong.server._serve import bind, serve, serving, work
 
 __all__ = [
     "DEFAULT_MAX_BODY",

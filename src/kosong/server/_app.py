@@ -151,11 +151,21 @@ async def _store_unavailable(request: Request, exc: Exception) -> Response:
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
-    """Starlette's own refusals (no such route, a method it does not take) as envelopes."""
+    """Starlette's refusals (no such route, a method it does not take), the routes' 400s."""
     assert isinstance(exc, HTTPException)  # the only exceptions it is registered for
     if exc.status_code == 404:
         return _error(404, "RESOURCE_NOT_FOUND", f"nothing at {request.url.path}", exc.headers)
     return _error(exc.status_code, "INVALID_PARAMS", exc.detail, exc.headers)
+
+
+async def _no_run(request: Request, exc: Exception) -> Response:
+    """A run the caller cannot see (`RunNotFoundError`, raised with its id): 404."""
+    ttl: float = request.app.state.kosong.config.run_ttl
+    return _error(
+        404, "RESOURCE_NOT_FOUND",
+        f"no run {exc.args[0]} here: it never existed, it belongs to another principal, or it "
+        f"ended more than {ttl:g} seconds ago and was forgotten",
+    )  # fmt: skip
 
 
 _REJECTED = ("auth", "body", "cross_site", "header", "host", "origin", "rate", "unavailable")
@@ -163,10 +173,7 @@ _REJECTED = ("auth", "body", "cross_site", "header", "host", "origin", "rate", "
 
 
 def _starts_run(scope: Scope) -> bool:
-    """Whether a GET (or HEAD) request would start a run: `/tools/{name}/sse`, not resuming.
-
-    Any path ending so counts, whatever is before it (a prefix the app is mounted under).
-    """
+    """Whether a GET (or HEAD) starts a run: `.../tools/{name}/sse` (any prefix), not resuming."""
     parts = scope["path"].rsplit("/", 3)
     if len(parts) != 4 or parts[1] != "tools" or parts[3] != "sse":
         return False
@@ -354,8 +361,6 @@ class Server:
         """Call a tool: the envelope, with the HTTP status of its error code."""
         name: str = request.path_params["name"]
         key = _idempotency_key(request)
-        if isinstance(key, Response):
-            return key
         if key is None and self.queue is None:  # the plain call, here
             made = await self._call(request, name, secrets.token_hex(8))
             if isinstance(made, Response):
@@ -450,8 +455,6 @@ class Server:
         if self.toolset.find_tool(name) is None:
             return self._unknown_tool(name)
         key = _idempotency_key(request)
-        if isinstance(key, Response):
-            return key
         run_id = await self._start(request, name, key)
         if isinstance(run_id, Response):
             return run_id
@@ -476,10 +479,7 @@ class Server:
             shown = last if len(last) <= 80 else last[:80] + "..."
             return _error(400, "INVALID_PARAMS", f"{shown!r} is not an event id of this server")
         run_id, position = parts
-        try:
-            info = await self.runs.find(run_id, principal, tool)
-        except RunNotFoundError:
-            return self._no_run(run_id)
+        info = await self.runs.find(run_id, principal, tool)
         try:
             # Also what says whether the run has such an event (a position past its last
             # one, running or not, is refused here, not found out mid-stream).
@@ -487,17 +487,10 @@ class Server:
         except ValueError:
             return _error(400, "INVALID_PARAMS", f"{last!r} is not an event of run {run_id}")
         if ahead is None:  # expired just now
-            return self._no_run(run_id)
+            raise RunNotFoundError(run_id)
         if info.ended and not ahead:  # nothing after the final event: EventSource stops
             return Response(status_code=204, headers={"Content-Location": f"/runs/{run_id}"})
         return self._stream(run_id, position)
-
-    def _no_run(self, run_id: str) -> Response:
-        return _error(
-            404, "RESOURCE_NOT_FOUND",
-            f"no run {run_id} here: it never existed, it belongs to another principal, or it "
-            f"ended more than {self.config.run_ttl:g} seconds ago and was forgotten",
-        )  # fmt: skip
 
     def _stream(self, run_id: str, position: str) -> Response:
         async def events() -> AsyncIterator[ServerSentEvent]:
@@ -534,10 +527,7 @@ class Server:
         """Cancel a run: 202 when it was running, 200 when it had already finished."""
         run_id: str = request.path_params["run_id"]
         principal: str = request.scope.get(PRINCIPAL, ANONYMOUS)
-        try:
-            status = await self.runs.cancel(run_id, principal)
-        except RunNotFoundError:
-            return _error(404, "RESOURCE_NOT_FOUND", f"no run {run_id} here")
+        status = await self.runs.cancel(run_id, principal)
         return _json({"run_id": run_id, "status": status}, 202 if status == "cancelled" else 200)
 
     async def list_runs(self, request: Request) -> Response:
@@ -563,10 +553,7 @@ class Server:
                 400, "INVALID_PARAMS",
                 'the answer is {"approved": true or false, "reason": "why (optional)"}',
             )  # fmt: skip
-        try:
-            answered = await self.runs.answer(run_id, principal, approved, reason[:2000])
-        except RunNotFoundError:
-            return _error(404, "RESOURCE_NOT_FOUND", f"no run {run_id} here")
+        answered = await self.runs.answer(run_id, principal, approved, reason[:2000])
         if not answered:
             return _error(409, "INVALID_PARAMS", f"run {run_id} is not waiting for an answer")
         return _json({"run_id": run_id, "status": "answered"}, 202)
@@ -591,17 +578,16 @@ class Server:
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.:")
 
 
-def _idempotency_key(request: Request) -> str | Response | None:
-    """The request's `Idempotency-Key` (None without one), or the refusal of a bad one."""
+def _idempotency_key(request: Request) -> str | None:
+    """The request's `Idempotency-Key` (None without one); a bad one is refused (400)."""
     key = request.headers.get("idempotency-key")
     if key is None:
         return None
     key = key.strip().strip('"')  # the IETF draft sends it as a quoted string
     if not 0 < len(key) <= 255 or not set(key) <= _KEY_CHARS:
-        return _error(
-            400, "INVALID_PARAMS",
-            "an Idempotency-Key is 1 to 255 of A-Z a-z 0-9 - _ . : (a UUID, say)",
-        )  # fmt: skip
+        raise HTTPException(
+            400, "an Idempotency-Key is 1 to 255 of A-Z a-z 0-9 - _ . : (a UUID, say)"
+        )
     return key
 
 
@@ -744,14 +730,12 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncGenerator[None]:
-        await server.startup()
-        try:
-            async with contextlib.AsyncExitStack() as stack:
-                for enter in lifespans:
-                    await stack.enter_async_context(enter(app))
-                yield
-        finally:
-            await server.aclose()
+        async with contextlib.AsyncExitStack() as stack:
+            await server.startup()
+            stack.push_async_callback(server.aclose)
+            for enter in lifespans:
+                await stack.enter_async_context(enter(app))
+            yield
 
     rejected = server.rejected
     no_token = {"/healthz", *(public_paths() if config.inspector else ())}
@@ -777,6 +761,7 @@ def create_app(
         middleware=checks,
         exception_handlers={
             HTTPException: _http_error,
+            RunNotFoundError: _no_run,
             StoreUnavailableError: _store_unavailable,
         },
         lifespan=lifespan,

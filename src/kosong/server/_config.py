@@ -94,8 +94,6 @@ class ServerConfig:
     """The server's name, as MCP clients are told (`serverInfo.name` at `/mcp`)."""
 
     def __post_init__(self) -> None:
-        if self.max_body < 0:
-            raise ValueError("max_body cannot be negative")
         if self.token is not None and not self.token:
             raise ValueError("token cannot be empty")
         if self.tokens is not None and any(not t for t in self.tokens):
@@ -107,13 +105,11 @@ class ServerConfig:
             raise ValueError("required_scopes and authorization_servers need tokens to check")
         if self.redis_url is not None and self.run_store is not None:
             raise ValueError("give redis_url or run_store, not both")
-        if self.workers < 0:
-            raise ValueError("workers cannot be negative")
         if self.max_queued is not None and self.max_queued < 1:
             raise ValueError("max_queued must be at least 1, or None")
         if self.key_ttl <= 0:
             raise ValueError("key_ttl must be positive")
-        for name in ("run_ttl", "keepalive", "grace", "lease", "idle"):
+        for name in ("max_body", "run_ttl", "keepalive", "grace", "lease", "idle", "workers"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} cannot be negative")
 

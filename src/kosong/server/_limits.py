@@ -81,8 +81,8 @@ class MemoryRateLimiter(RateLimiter):
         self._clock = clock
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
-    def acquire_now(self, key: str) -> float:
-        """`acquire` without a coroutine: 0.0 when allowed, else the seconds to wait."""
+    async def acquire(self, key: str) -> float:
+        """Take one request for `key`; see `RateLimiter.acquire`."""
         now = self._clock()
         rate, burst = self.limit.rate, self.limit.burst
         buckets = self._buckets
@@ -97,10 +97,6 @@ class MemoryRateLimiter(RateLimiter):
         if len(buckets) > self._max_keys:
             buckets.popitem(last=False)
         return wait
-
-    async def acquire(self, key: str) -> float:
-        """Take one request for `key`; see `RateLimiter.acquire`."""
-        return self.acquire_now(key)
 
 
 class RateLimitMiddleware:

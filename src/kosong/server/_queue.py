@@ -37,10 +37,7 @@ logger = logging.getLogger(__name__)
 
 
 class _OneLine(logging.Filter):
-    """Docket's logs of a Redis outage in one line each.
-
-    An outage is expected, and kosong says so itself; a traceback would look like a bug.
-    """
+    """Docket's logs of a Redis outage in one line each (expected: a traceback looks like a bug)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
@@ -192,10 +189,7 @@ class RunQueue:
         execution: Execution = CurrentExecution(),  # noqa: B008 - Docket's injection
         **kwargs: Any,
     ) -> None:
-        """Run a run queued under a limit this worker does not know, without one; say so.
-
-        (Its front end serves other limits: not the same tools as this worker.)
-        """
+        """Run a run queued under a limit this worker does not know, without it; warn."""
         run_id = kwargs.get("run_id", args[0] if args else None)
         if not isinstance(run_id, str) or not execution.function_name.startswith("kosong_run"):
             logger.warning("Dropping the unknown task %r", execution.function_name)

@@ -3,20 +3,26 @@
 Both bind the listening socket first, so a port in use is an `OSError` that says so, and both
 shut down gracefully: the socket stops accepting, runs in flight get the app's grace period,
 those still running then end with an error event that the open streams deliver, and only then
-does uvicorn close the connections.
+does uvicorn close the connections. `work` runs a worker (`kosong worker`): a `Server` without
+HTTP, taking runs from the queue in Redis; stopped, it leaves the runs it cannot finish in the
+grace period to the queue, which delivers them again to another worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
-from collections.abc import AsyncGenerator, Generator
+from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any
 
 import uvicorn
 
-__all__ = ["bind", "serve", "serving"]
+from kosong.server._app import Server, as_toolset
+from kosong.server._config import ServerConfig
+
+__all__ = ["bind", "serve", "serving", "work"]
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -92,13 +98,17 @@ async def serve(
         RuntimeError: the app failed to start (Redis unreachable, say); the log says why.
     """
     sock = sock if sock is not None else bind(host, port)
-    server = _Server(app, signals=True, log_level=log_level, **options)
+    try:
+        await _run(_Server(app, signals=True, log_level=log_level, **options), sock)
+    finally:
+        sock.close()
+
+
+async def _run(server: _Server, sock: socket.socket) -> None:
     try:
         await server.serve(sockets=[sock])
     except SystemExit:  # uvicorn's way of saying the app's start-up failed
-        raise RuntimeError("the app failed to start") from None
-    finally:
-        sock.close()
+        raise RuntimeError("the app failed to start; see the log") from None
 
 
 @contextlib.asynccontextmanager
@@ -122,14 +132,7 @@ async def serving(
     sock = bind(host, port)
     bound_port = sock.getsockname()[1]
     server = _Server(app, signals=False, log_level=log_level, **options)
-
-    async def run() -> None:
-        try:
-            await server.serve(sockets=[sock])
-        except SystemExit:
-            raise RuntimeError("the app failed to start; see the log") from None
-
-    task = asyncio.get_running_loop().create_task(run())
+    task = asyncio.get_running_loop().create_task(_run(server, sock))
     try:
         while not server.started:
             if task.done():
@@ -144,3 +147,36 @@ async def serving(
             await task
         finally:
             sock.close()
+
+
+async def work(
+    toolset: object,
+    config: ServerConfig,
+    *,
+    ready: Callable[[Server], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Execute the runs queued in `config.redis_url`, `config.workers` at once, until stopped.
+
+    Stops on SIGINT or SIGTERM (or when `stop` is set); `ready(server)` is called once it
+    takes runs.
+
+    Raises:
+        ValueError: `config` has no `redis_url`, or `workers` is 0.
+        ConnectionError: Redis cannot be reached.
+    """
+    if config.redis_url is None or config.workers < 1:
+        raise ValueError("a worker needs config.redis_url and config.workers >= 1")
+    server = Server(as_toolset(toolset), config)
+    stop = stop if stop is not None else asyncio.Event()
+    loop = asyncio.get_running_loop()
+    async with contextlib.AsyncExitStack() as stack:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, stop.set)
+                stack.callback(loop.remove_signal_handler, sig)
+        await server.startup()
+        stack.push_async_callback(server.aclose)
+        if ready is not None:
+            ready(server)
+        await stop.wait()

@@ -1,16 +1,19 @@
-"""`JWTVerifier`: access tokens that are JWTs (RFC 9068), checked with an issuer's published keys.
+"""Tokens an OAuth server issued: JWTs (RFC 9068) and any token it answers for (RFC 7662).
 
-PyJWT checks the signature and the claims: the MCP SDK depends on it already (so it costs
-nothing more), it is maintained, and its `PyJWK` binds each key to the one algorithm it was
-published for (a token cannot pick `none`, nor HMAC with a public key as its secret). What is
-ours is only fetching the key set asynchronously (PyJWT's `PyJWKClient` blocks on `urllib`) and
-when: cached for `cache_seconds`, fetched again for a key id not seen, but at most once per
-`refresh_seconds`, so tokens with made-up key ids cannot make the server hammer the issuer.
+`JWTVerifier` checks a JWT with the issuer's published keys. PyJWT checks the signature and
+the claims: the MCP SDK depends on it already (so it costs nothing more), it is maintained,
+and its `PyJWK` binds each key to the one algorithm it was published for (a token cannot pick
+`none`, nor HMAC with a public key as its secret). What is ours is only fetching the key set
+asynchronously (PyJWT's `PyJWKClient` blocks on `urllib`) and when: cached for
+`cache_seconds`, fetched again for a key id not seen, but at most once per `refresh_seconds`,
+so tokens with made-up key ids cannot make the server hammer the issuer.
+`IntrospectionVerifier` asks the authorization server about each token.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import time
 from collections.abc import Sequence
@@ -22,9 +25,11 @@ if TYPE_CHECKING:
     import jwt
     from mcp.server.auth.provider import AccessToken
 
-__all__ = ["ASYMMETRIC_ALGORITHMS", "JWTVerifier", "KeysUnavailableError", "access_token"]
+__all__ = ["IntrospectionError", "IntrospectionVerifier", "JWTVerifier", "KeysUnavailableError"]
 
 logger = logging.getLogger(__name__)
+
+_ACCEPT = {"Accept": "application/json"}
 
 ASYMMETRIC_ALGORITHMS: tuple[str, ...] = (
     "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
@@ -78,14 +83,8 @@ class JWTVerifier:
             ImportError: PyJWT or the MCP SDK is missing (the `auth` extra).
             ValueError: No audience, or an algorithm that is not a public-key signature.
         """
-        try:
-            import jwt  # noqa: F401  # pyright: ignore[reportUnusedImport]
-            from mcp.server.auth.provider import AccessToken  # noqa: F401  # pyright: ignore[reportUnusedImport]
-        except ImportError:
-            raise ImportError(
-                f"JWTVerifier needs PyJWT and the MCP SDK: {install_hint('auth')}"
-            ) from None
-        audiences = [audience] if isinstance(audience, str) else list(audience)
+        _require("JWTVerifier needs PyJWT and the MCP SDK", "jwt", "mcp.server.auth.provider")
+        audiences = _listed(audience)
         if not audiences or not all(audiences):
             raise ValueError("JWTVerifier needs the audience tokens must be issued for")
         if not issuer:
@@ -132,7 +131,7 @@ class JWTVerifier:
             )  # fmt: skip
         except (jwt.PyJWTError, ValueError, TypeError):
             return None
-        return access_token(token, claims, self.audience)
+        return _access_token(token, claims, self.audience)
 
     async def _key(self, kid: str | None) -> jwt.PyJWK | None:
         """The key of `kid` (None: the only key of a set of one), fetching the set if needed."""
@@ -155,7 +154,7 @@ class JWTVerifier:
 
         try:
             async with httpx.AsyncClient(timeout=self.timeout) as client:
-                response = await client.get(self.jwks_url, headers={"Accept": "application/json"})
+                response = await client.get(self.jwks_url, headers=_ACCEPT)
             response.raise_for_status()
             data: object = response.json()
             if not isinstance(data, dict):
@@ -175,7 +174,7 @@ class JWTVerifier:
         self._fetched = time.monotonic()
 
 
-def access_token(token: str, claims: dict[str, Any], audiences: Sequence[str]) -> AccessToken:
+def _access_token(token: str, claims: dict[str, Any], audiences: Sequence[str]) -> AccessToken:
     """The MCP SDK's `AccessToken` of verified claims (JWT or introspection: the same names)."""
     from mcp.server.auth.provider import AccessToken
 
@@ -205,3 +204,100 @@ def access_token(token: str, claims: dict[str, Any], audiences: Sequence[str]) -
         subject=str(subject) if subject is not None else None,
         claims=claims,
     )
+
+
+def _require(message: str, *modules: str) -> None:
+    """Raise an ImportError (`message`, and what to install) unless every module imports."""
+    try:
+        for module in modules:
+            importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"{message}: {install_hint('auth')}") from None
+
+
+def _listed(audience: str | Sequence[str]) -> list[str]:
+    return [audience] if isinstance(audience, str) else list(audience)
+
+
+class IntrospectionError(ConnectionError):
+    """The introspection endpoint cannot answer: tokens cannot be checked now."""
+
+
+class IntrospectionVerifier:
+    """Accepts the tokens the authorization server says are active (RFC 7662 introspection).
+
+    For opaque tokens, or to see revocations at once: every request's token is posted to
+    `url` (form `token=...`), with the client credentials when given (HTTP Basic, as RFC
+    7662 §2.1 asks of a protected endpoint). A token is accepted when the answer says
+    `"active": true`, names `audience` in its `aud` (when an audience is given) and `issuer`
+    in its `iss` (when both are there), and it has not expired. Its principal is its `sub`
+    (else its `client_id`), its scopes its `scope`. An endpoint that cannot be reached or
+    answers other than 200 with a JSON object raises `IntrospectionError` (503).
+
+    It is the MCP SDK's `TokenVerifier` too: `verify_token` gives the SDK's `AccessToken`.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        issuer: str | None = None,
+        audience: str | Sequence[str] | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        """Ask `url` about each token.
+
+        Args:
+            url: The introspection endpoint.
+            client_id: This server's client id at the authorization server, if the endpoint
+                wants one (with `client_secret`).
+            client_secret: Its secret.
+            issuer: The authorization server: named by the protected resource metadata, and
+                the `iss` an answer must have when it has one.
+            audience: The `aud` an answer must name (this server's URL); None: not checked.
+            timeout: Seconds one introspection may take.
+
+        Raises:
+            ImportError: The MCP SDK is missing (the `auth` extra).
+        """
+        _require("IntrospectionVerifier needs the MCP SDK", "mcp.server.auth.provider")
+        if (client_id is None) != (client_secret is None):
+            raise ValueError("give both client_id and client_secret, or neither")
+        self.url = url
+        self.issuer = issuer
+        self.audience = _listed(audience or ()) or None
+        self.timeout = timeout
+        self._auth = (client_id, client_secret) if client_id and client_secret else None
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The token's grant, or None when it is not active (see the class doc).
+
+        Raises:
+            IntrospectionError: The endpoint cannot answer.
+        """
+        import httpx
+
+        data = {"token": token, "token_type_hint": "access_token"}
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout, auth=self._auth) as client:
+                response = await client.post(self.url, data=data, headers=_ACCEPT)
+            answer: object = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError) as e:
+            reason = e or type(e).__name__
+            raise IntrospectionError(f"cannot introspect at {self.url}: {reason}") from e
+        if not isinstance(answer, dict):
+            raise IntrospectionError(
+                f"the introspection endpoint {self.url} answered {response.status_code} "
+                "without a JSON object"
+            )
+        claims = cast(dict[str, Any], answer)
+        if claims.get("active") is not True:
+            return None
+        if self.issuer is not None and claims.get("iss", self.issuer) != self.issuer:
+            return None
+        grant = _access_token(token, claims, self.audience or [])
+        if self.audience is not None and grant.resource is None:
+            return None
+        return grant
