@@ -70,11 +70,11 @@ def test_the_readmes_first_command_runs_the_demo_with_the_demo_extra_only(
     assert ran == [("/venv/bin/python", "examples/demo.py")]
 
 
-def test_the_quick_loop_runs_on_two_workers_unless_the_arguments_choose(
+def test_the_quick_loop_runs_on_four_workers_unless_the_arguments_choose(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert run.workers(["-m", "not external"]) == ["-n", "2"]
-    assert run.workers(["-x", "-m", "not external and not interop"]) == ["-n", "2"]
+    assert run.workers(["-m", "not external"]) == ["-n", "4"]
+    assert run.workers(["-x", "-m", "not external and not interop"]) == ["-n", "4"]
     assert run.workers(["-m", "not external", "-n", "0"]) == []
     assert run.workers(["-m", "not external", "-p", "no:xdist"]) == []
     assert run.workers([]) == []  # the whole suite: its servers and processes, one at a time
@@ -83,7 +83,7 @@ def test_the_quick_loop_runs_on_two_workers_unless_the_arguments_choose(
     monkeypatch.setattr(run, "ensure_venv", lambda *args, **kw: Path("/venv/bin/python"))
     monkeypatch.setattr(run, "_run", lambda *args, **kw: ran.append(args) or 0)
     assert run.main(["test", "-m", "not external"]) == 0
-    assert ("/venv/bin/python", "-m", "pytest", "-n", "2", "-m", "not external") in ran
+    assert ("/venv/bin/python", "-m", "pytest", "-n", "4", "-m", "not external") in ran
     assert {args[2] for args in ran} == {"ruff", "pyright", "pytest"}  # lint ran beside them
 
 
