@@ -1,9 +1,10 @@
 """`RedisRunStore`: runs in Redis, shared by every process of a server (the `server` extra).
 
 Each run is a hash (its record) and a stream (its events), both in the run's own hash slot,
-so one script changes both atomically, on a Redis Cluster too; beside them, the idempotency
-ledger (`idem:`), one index of waiting runs per principal (`waiting:`) and the count of runs
-waiting for a worker (`queued`). A running run's keys are kept `running_ttl` seconds after
+so one script changes both atomically; beside them, the idempotency ledger (`idem:`), one
+index of waiting runs per principal (`waiting:`) and the count of runs waiting for a worker
+(`queued`). Asking and answering change a run and its principal's index in one script, so
+the store needs one Redis (a Redis Cluster would refuse those scripts across hash slots). A running run's keys are kept `running_ttl` seconds after
 its last change, a waiting one's `waiting_ttl`, an ended one's `ttl`. Connection errors are
 raised as `StoreUnavailableError` (`reachable`, which the server's Redis rate limiter uses too).
 
