@@ -4,9 +4,10 @@ Each run is a hash (its record) and a stream (its events), both in the run's own
 so one script changes both atomically; beside them, the idempotency ledger (`idem:`), one
 index of waiting runs per principal (`waiting:`) and the count of runs waiting for a worker
 (`queued`). Asking and answering change a run and its principal's index in one script, so
-the store needs one Redis (a Redis Cluster would refuse those scripts across hash slots). A running run's keys are kept `running_ttl` seconds after
-its last change, a waiting one's `waiting_ttl`, an ended one's `ttl`. Connection errors are
-raised as `StoreUnavailableError` (`reachable`, which the server's Redis rate limiter uses too).
+the store needs one Redis (a Redis Cluster would refuse those scripts across hash slots).
+A running run's keys are kept `running_ttl` seconds after its last change, a waiting one's
+`waiting_ttl`, an ended one's `ttl`. Connection errors are raised as `StoreUnavailableError`
+(`reachable`, which the server's Redis rate limiter uses too).
 
 When Redis cannot be reached, every method raises `StoreUnavailableError` (the server answers
 503 with `Retry-After`). A command that fails on a connection is tried once more on a new one
