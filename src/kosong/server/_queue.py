@@ -59,15 +59,15 @@ async def _once_more(send: Callable[[], Awaitable[object]]) -> None:
 
     After Redis restarts, the pool's connections are dead, and only the first command on each
     finds out (adding a run twice is harmless: its key is the run's id, and Docket keeps one
-    task per key). A second failure is an outage: `StoreUnavailableError`, as the store says.
+    task per key). A failure that remains is an outage: `StoreUnavailableError`, as the store says.
     """
     try:
-        await send()
-    except RedisConnectionError:
         try:
             await send()
-        except (RedisConnectionError, RedisTimeoutError) as e:
-            raise StoreUnavailableError(f"the queue's Redis cannot be reached: {e}") from e
+        except RedisConnectionError:
+            await send()
+    except (RedisConnectionError, RedisTimeoutError) as e:
+        raise StoreUnavailableError(f"the queue's Redis cannot be reached: {e}") from e
 
 
 def _quiet_outages() -> None:
